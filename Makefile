@@ -1,0 +1,47 @@
+# Two commands set everything up on a fresh Debian machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+# Debian libraries that PySide6's wheels load even with QT_QPA_PLATFORM=offscreen
+# (EGL/GL, xkbcommon, fontconfig, dbus) plus the xcb bits a real window needs, and a font.
+DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 \
+            libfreetype6 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 \
+            libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 \
+            libxcb-xkb1 libx11-xcb1 fonts-dejavu-core
+
+.PHONY: run test setup system-libs bench screenshots clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory system-libs
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+system-libs:
+	@missing=""; if command -v dpkg-query >/dev/null 2>&1; then \
+	  for p in $(DEB_LIBS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	  done; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian libraries Qt needs:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "warning: missing Debian libraries Qt needs:$$missing (install them as root)"; fi; \
+	fi
+
+run: setup
+	$(PY) -m app.main
+
+test: setup
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+bench: setup
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

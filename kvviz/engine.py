@@ -1,0 +1,39 @@
+"""A minimal discrete-event loop: one heap per run, ties broken deterministically.
+
+Entries are (time_ns, priority, seq, callback, args). `seq` is a per-loop counter, so two
+events at the same time and priority run in the order they were scheduled. All state lives
+in the loop instance: no globals, no class-level counters, no I/O.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Callable
+
+
+class EventLoop:
+    def __init__(self) -> None:
+        self._heap: list = []
+        self._seq = 0
+        self.now = 0
+        self.processed = 0
+
+    def at(self, t: int, fn: Callable, *args, priority: int = 0) -> None:
+        """Schedule fn(*args) at absolute time t (ns). Lower priority runs first."""
+        if t < self.now:
+            raise ValueError(f"cannot schedule in the past: {t} < {self.now}")
+        heapq.heappush(self._heap, (int(t), priority, self._seq, fn, args))
+        self._seq += 1
+
+    def after(self, delay: int, fn: Callable, *args, priority: int = 0) -> None:
+        self.at(self.now + delay, fn, *args, priority=priority)
+
+    def run(self, until: int | None = None) -> int:
+        heap = self._heap
+        while heap:
+            if until is not None and heap[0][0] > until:
+                break
+            t, _, _, fn, args = heapq.heappop(heap)
+            self.now = t
+            fn(*args)
+            self.processed += 1
+        return self.now

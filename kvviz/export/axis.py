@@ -1,0 +1,25 @@
+"""Time-axis helpers shared by figures: a unit that reads well and round tick values."""
+from __future__ import annotations
+
+import math
+
+
+def time_unit(span_ns: float) -> tuple[str, float]:
+    """('µs', 1e3) for short runs, ('ms', 1e6) past 10 ms, ('s', 1e9) past 10 s."""
+    if span_ns >= 1e10:
+        return "s", 1e9
+    if span_ns >= 1e7:
+        return "ms", 1e6
+    return "µs", 1e3
+
+
+def nice_ticks(lo: float, hi: float, target: int = 8) -> list[float]:
+    """Round tick positions (1, 2, 5 × 10^k steps) covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    n = int(math.floor((hi - first) / step + 1e-9)) + 1
+    return [round(first + i * step, 12) for i in range(n)]

@@ -1,0 +1,35 @@
+"""Colours per span and instant kind, read from resources/palette.toml (one place for all)."""
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+
+from .trace import INSTANT_KINDS, SPAN_KINDS
+
+PALETTE_FILE = Path(__file__).resolve().parents[1] / "resources" / "palette.toml"
+_FALLBACK = "#888888"
+
+
+@cache
+def _palette() -> dict:
+    try:
+        return tomllib.loads(PALETTE_FILE.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def span_color(kind: str) -> str:
+    return _palette().get("spans", {}).get(kind, _FALLBACK)
+
+
+def instant_color(kind: str) -> str:
+    return _palette().get("instants", {}).get(kind, _FALLBACK)
+
+
+def all_span_colors() -> dict[str, str]:
+    return {k: span_color(k) for k in SPAN_KINDS}
+
+
+def all_instant_colors() -> dict[str, str]:
+    return {k: instant_color(k) for k in INSTANT_KINDS}

@@ -1,0 +1,34 @@
+"""Mechanisms by `kind`. Each mechanism module exposes MODEL (its scenario model) and
+`simulate(scenario) -> Result`; adding one means adding a module and a line below."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from typing import Callable
+
+# kind -> module under kvviz.mechanisms
+_MODULES = {
+    "rope_window": "rope_window",
+}
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    kind: str
+    model: type
+    simulate: Callable
+
+
+@cache
+def mechanisms() -> dict[str, Mechanism]:
+    out = {}
+    for kind, mod in _MODULES.items():
+        m = importlib.import_module(f"kvviz.mechanisms.{mod}")
+        out[kind] = Mechanism(kind, m.MODEL, m.simulate)
+    return out
+
+
+def simulate(scenario):
+    """Run any scenario: dispatches on its `kind`. Pure and deterministic."""
+    return mechanisms()[scenario.kind].simulate(scenario)

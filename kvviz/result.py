@@ -1,0 +1,43 @@
+"""A finished run: the scenario it came from, its Trace and its metrics. Read-only."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .trace import Trace
+
+
+def _freeze(x: Any) -> Any:
+    if isinstance(x, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in x.items()})
+    if isinstance(x, list):
+        return tuple(_freeze(v) for v in x)
+    return x
+
+
+def _thaw(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _thaw(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return [_thaw(v) for v in x]
+    return x
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    scenario: Any               # the validated, frozen scenario model
+    trace: Trace
+    metrics: Mapping[str, Any]  # JSON-able values only
+    events: int = 0             # engine events processed (for benchmarks)
+
+    def __post_init__(self):
+        object.__setattr__(self, "metrics", _freeze(dict(self.metrics)))
+
+    def metrics_dict(self) -> dict:
+        return _thaw(self.metrics)
+
+    def to_json(self, **kw) -> str:
+        return json.dumps({"kind": self.scenario.kind, "name": self.scenario.name,
+                           "metrics": self.metrics_dict()}, **kw)

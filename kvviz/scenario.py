@@ -1,0 +1,154 @@
+"""Scenario models' common base, and loading: TOML file -> --set overrides -> validated model.
+
+Each mechanism defines one frozen pydantic model with `kind` as a Literal; `load_scenario`
+picks the model by `kind`, so validation messages carry clean field paths.
+"""
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ScenarioError
+
+
+class Section(BaseModel):
+    """A nested [table] of a scenario: frozen, and unknown keys are errors, not ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ScenarioBase(Section):
+    kind: str
+    name: str = Field("untitled", description="Title shown in the app and in figures")
+    description: str = Field("", description="Free text: where the numbers come from")
+
+
+def param(default: Any = ..., *, unit: str | None = None, description: str, **constraints) -> Any:
+    """A scenario field whose range, unit and description drive validation, the GUI panel
+    and `kvviz schema` alike."""
+    extra = {"unit": unit} if unit else None
+    return Field(default, description=description, json_schema_extra=extra, **constraints)
+
+
+class FieldError(ValueError):
+    """Raised by validators to blame a sub-field (e.g. `queries[1]`) rather than its section."""
+
+    def __init__(self, path: str, message: str):
+        self.path, self.message = path, message
+        super().__init__(message)
+
+
+def _loc_to_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
+    problems: list[ScenarioError] = []
+    for e in err.errors(include_url=False):
+        path = _loc_to_path(e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        cause = (e.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldError):
+            path = f"{path}.{cause.path}" if path else cause.path
+            msg = cause.message
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in e and not isinstance(e["input"], (dict, list)):
+            msg = f"{msg} (got {e['input']!r})"
+        problems.append(ScenarioError(msg, file, path or "<top>"))
+    first = problems[0]
+    first.others = problems[1:]
+    return first
+
+
+def read_toml(path: str | Path) -> dict:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("file not found", str(p)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read file: {e}", str(p)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"malformed TOML: {e}", str(p)) from None
+
+
+def _parse_value(text: str) -> Any:
+    """`--set` values are TOML values (numbers, booleans, [lists], "strings"); a bare word
+    that is not valid TOML is taken as a string, so `--set prefetch.eviction=lazy` works."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
+    """Return a copy of `data` with `a.b.c=value` applied. List items are addressed by index
+    (`rungs.2.hbm_hit_pct`). Unknown names are left for validation to reject by path."""
+    if "=" not in assignment:
+        raise ScenarioError(f"expected PATH=VALUE, got {assignment!r}", source)
+    path, text = assignment.split("=", 1)
+    parts = [p for p in path.strip().split(".") if p]
+    if not parts:
+        raise ScenarioError(f"empty field path in {assignment!r}", source)
+    out = copy.deepcopy(data)
+    node: Any = out
+    for i, part in enumerate(parts[:-1]):
+        key: Any = int(part) if isinstance(node, list) and part.isdigit() else part
+        try:
+            nxt = node[key]
+        except (KeyError, IndexError, TypeError):
+            if isinstance(node, dict):
+                nxt = node[key] = {}
+            else:
+                raise ScenarioError("no such field", source, ".".join(parts[: i + 1])) from None
+        node = nxt
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ScenarioError("no such list item", source, path.strip())
+        node[int(last)] = _parse_value(text.strip())
+    elif isinstance(node, dict):
+        node[last] = _parse_value(text.strip())
+    else:
+        raise ScenarioError("is not a table", source, ".".join(parts[:-1]))
+    return out
+
+
+def parse_scenario(data: dict, source: str = "<scenario>"):
+    """Validate a plain dict (as read from TOML) into the model of its `kind`."""
+    from .registry import mechanisms
+
+    kinds = mechanisms()
+    kind = data.get("kind")
+    if kind is None:
+        raise ScenarioError(f"required field is missing (one of: {', '.join(kinds)})", source, "kind")
+    if kind not in kinds:
+        raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
+    try:
+        return kinds[kind].model.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(e, source) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
+    data = read_toml(path)
+    for assignment in overrides:
+        data = apply_override(data, assignment)
+    return parse_scenario(data, str(path))
+
+
+def scenario_to_dict(scenario: BaseModel) -> dict:
+    """The plain-data form of a scenario (round-trips through parse_scenario)."""
+    return scenario.model_dump(mode="json")

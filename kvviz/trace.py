@@ -1,0 +1,160 @@
+"""The one event format every mechanism emits and every view and exporter reads.
+
+A Trace is a handful of numpy structured arrays (a million spans cost tens of megabytes,
+not a million Python objects). Times are integer nanoseconds. Kinds, labels and counter
+names are small integers indexing the string tables below or on the Trace, so the arrays
+stay fixed-width.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Span and instant kinds are a closed vocabulary shared by all mechanisms, so a colour
+# or legend entry is defined once (resources/palette.toml) and works for every scenario.
+SPAN_KINDS: tuple[str, ...] = (
+    "compute", "fetch", "load", "save", "stall", "prefill", "decode",
+    "hash", "issue", "copy", "evict_write", "prefetch", "idle",
+)
+INSTANT_KINDS: tuple[str, ...] = ("hit", "miss", "evict", "issue", "land", "arrive", "overflow")
+
+LANE_DTYPE = np.dtype([("name", "U64"), ("group", "U32")])
+SPAN_DTYPE = np.dtype([("lane", "i4"), ("start", "i8"), ("end", "i8"), ("kind", "u1"),
+                       ("label", "i4"), ("ref", "i8")])
+INSTANT_DTYPE = np.dtype([("lane", "i4"), ("t", "i8"), ("kind", "u1"), ("ref", "i8")])
+COUNTER_DTYPE = np.dtype([("name", "i4"), ("t", "i8"), ("value", "f8")])
+RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("item", "i8")])
+
+NO_LABEL = -1
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Immutable timeline of one run. Build it with TraceBuilder."""
+
+    lanes: np.ndarray
+    spans: np.ndarray
+    instants: np.ndarray
+    counters: np.ndarray
+    residency: np.ndarray
+    labels: tuple[str, ...] = ()
+    counter_names: tuple[str, ...] = ()
+    counter_units: tuple[str, ...] = ()
+    slots: int = 0          # rows of the residency grid
+    item_name: str = "item"  # what a residency item is: token position, session, row
+
+    @property
+    def t_end(self) -> int:
+        ends = [a.max() for a in (self.spans["end"], self.instants["t"], self.counters["t"],
+                                  self.residency["end"]) if len(a)]
+        return int(max(ends)) if ends else 0
+
+    def lane_index(self, name: str) -> int:
+        hits = np.flatnonzero(self.lanes["name"] == name)
+        if not len(hits):
+            raise KeyError(name)
+        return int(hits[0])
+
+    def spans_of(self, lane: str, kind: str | None = None) -> np.ndarray:
+        s = self.spans[self.spans["lane"] == self.lane_index(lane)]
+        return s if kind is None else s[s["kind"] == SPAN_KINDS.index(kind)]
+
+    def instants_of(self, kind: str, lane: str | None = None) -> np.ndarray:
+        s = self.instants[self.instants["kind"] == INSTANT_KINDS.index(kind)]
+        return s if lane is None else s[s["lane"] == self.lane_index(lane)]
+
+    def counter(self, name: str) -> np.ndarray:
+        return self.counters[self.counters["name"] == self.counter_names.index(name)]
+
+    def label(self, i: int) -> str:
+        return self.labels[i] if i >= 0 else ""
+
+    def fingerprint(self) -> str:
+        """A digest of every array: equal traces have equal fingerprints."""
+        import hashlib
+        h = hashlib.sha256()
+        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency):
+            h.update(a.tobytes())
+        h.update("\x00".join(self.labels + self.counter_names).encode())
+        return h.hexdigest()
+
+
+@dataclass
+class TraceBuilder:
+    """Collects events during a run; `build()` freezes them into a Trace.
+
+    Rows are gathered in Python lists (cheap appends) or as whole numpy blocks (for
+    mechanisms that emit vectorised batches) and concatenated once at the end.
+    """
+
+    slots: int = 0
+    item_name: str = "item"
+    _lanes: list[tuple[str, str]] = field(default_factory=list)
+    _spans: list = field(default_factory=list)
+    _instants: list = field(default_factory=list)
+    _counters: list = field(default_factory=list)
+    _residency: list = field(default_factory=list)
+    _blocks: dict = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
+                                                     "residency": []})
+    _labels: dict[str, int] = field(default_factory=dict)
+    _counter_names: dict[str, int] = field(default_factory=dict)
+    _counter_units: list[str] = field(default_factory=list)
+
+    def lane(self, name: str, group: str) -> int:
+        self._lanes.append((name, group))
+        return len(self._lanes) - 1
+
+    def label(self, text: str) -> int:
+        return self._labels.setdefault(text, len(self._labels))
+
+    def span(self, lane: int, start: int, end: int, kind: str, label: str = "", ref: int = -1):
+        if end < start:
+            raise ValueError(f"span ends before it starts: {start}..{end}")
+        self._spans.append((lane, start, end, SPAN_KINDS.index(kind),
+                            self.label(label) if label else NO_LABEL, ref))
+
+    def instant(self, lane: int, t: int, kind: str, ref: int = -1):
+        self._instants.append((lane, t, INSTANT_KINDS.index(kind), ref))
+
+    def counter_id(self, name: str, unit: str = "") -> int:
+        if name not in self._counter_names:
+            self._counter_names[name] = len(self._counter_names)
+            self._counter_units.append(unit)
+        return self._counter_names[name]
+
+    def counter(self, name: str, t: int, value: float, unit: str = ""):
+        self._counters.append((self.counter_id(name, unit), t, value))
+
+    def residency(self, slot: int, start: int, end: int, item: int):
+        self._residency.append((slot, start, end, item))
+
+    def add_block(self, table: str, block: np.ndarray):
+        """Append a prebuilt structured array (dtype must match the table's)."""
+        self._blocks[table].append(block)
+
+    def _table(self, rows: list, table: str, dtype: np.dtype) -> np.ndarray:
+        parts = [np.array(rows, dtype=dtype)] + self._blocks[table]
+        out = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return _frozen(out)
+
+    def build(self) -> Trace:
+        spans = self._table(self._spans, "spans", SPAN_DTYPE)
+        instants = self._table(self._instants, "instants", INSTANT_DTYPE)
+        counters = self._table(self._counters, "counters", COUNTER_DTYPE)
+        residency = self._table(self._residency, "residency", RESIDENCY_DTYPE)
+        # Stable time order makes traces comparable and lets views binary-search.
+        spans = _frozen(spans[np.argsort(spans["start"], kind="stable")])
+        instants = _frozen(instants[np.argsort(instants["t"], kind="stable")])
+        counters = _frozen(counters[np.argsort(counters["t"], kind="stable")])
+        return Trace(
+            lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
+            spans=spans, instants=instants, counters=counters, residency=residency,
+            labels=tuple(self._labels), counter_names=tuple(self._counter_names),
+            counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,
+        )
