@@ -50,9 +50,18 @@ def _scalar_lines(metrics: dict) -> list[str]:
     return lines
 
 
+def _simulate(sc, file: str):
+    try:
+        return simulate(sc)
+    except ScenarioError as e:  # refusals from the mechanism name the file too
+        e.file = e.file or file
+        raise
+
+
 def cmd_run(args) -> int:
-    sc = load_scenario(_resolve(args.file), args.set or [])
-    result = simulate(sc)
+    file = _resolve(args.file)
+    sc = load_scenario(file, args.set or [])
+    result = _simulate(sc, file)
     outputs = []
     if args.svg:
         from .export.svg import timeline_svg

@@ -310,16 +310,20 @@ class _Run:
         return len(start), len(start) * lat, free_at
 
 
-def _estimate_events(sc: RopeWindowScenario) -> int:
-    w = 2 * sc.prefetch.window + 1
-    return len(sc.sequence.queries) * (w + 3) + sum(len(r.positions) for r in sc.reads)
+def _estimate_events(sc: RopeWindowScenario) -> tuple[int, str]:
+    """Rough count of trace rows, and the field that drives it (for the refusal hint)."""
+    window_rows = len(sc.sequence.queries) * (2 * sc.prefetch.window + 4)
+    naive_rows = sc.sequence.length if not sc.attention.causal else max(sc.sequence.queries) + 1
+    reads = sum(len(r.positions) for r in sc.reads)
+    field = "prefetch.window" if window_rows >= naive_rows else "sequence.length"
+    return window_rows + naive_rows + reads, field
 
 
 def simulate(sc: RopeWindowScenario) -> Result:
-    est = _estimate_events(sc)
+    est, field = _estimate_events(sc)
     if est > MAX_EVENTS:
-        raise ScenarioError(f"too large to simulate: about {est:,} events (limit {MAX_EVENTS:,}); "
-                            "reduce sequence.queries or prefetch.window", field="prefetch.window")
+        raise ScenarioError(f"too large to simulate: about {est:,} trace rows (limit {MAX_EVENTS:,}); "
+                            f"reduce {field}", field=field)
     run = _Run(sc)
     for i, t_us in enumerate(sc.sequence.query_times_us):
         run.loop.at(us_to_ns(t_us), run.query, i, priority=1)

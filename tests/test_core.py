@@ -1,0 +1,86 @@
+"""Engine ordering, Trace invariants, and the rule that kvviz never imports Qt."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kvviz.engine import EventLoop
+from kvviz.trace import TraceBuilder
+
+from .conftest import SCENARIOS
+
+
+def test_kvviz_never_imports_qt():
+    code = ("import sys, kvviz, kvviz.cli, kvviz.export.svg\n"
+            "from kvviz import load_scenario, simulate\n"
+            f"simulate(load_scenario({str(SCENARIOS / 'rope_prefetch_16.toml')!r}))\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'shiboken6'))\n"
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_engine_orders_by_time_priority_then_sequence():
+    loop, log = EventLoop(), []
+    loop.at(10, log.append, "t10-p1", priority=1)
+    loop.at(10, log.append, "t10-p0-first", priority=0)
+    loop.at(5, log.append, "t5")
+    loop.at(10, log.append, "t10-p0-second", priority=0)
+    loop.run()
+    assert log == ["t5", "t10-p0-first", "t10-p0-second", "t10-p1"]
+    assert loop.now == 10 and loop.processed == 4
+
+
+def test_engine_refuses_the_past():
+    loop = EventLoop()
+    loop.at(10, lambda: loop.at(5, print))
+    with pytest.raises(ValueError):
+        loop.run()
+
+
+def test_engine_state_is_per_run():
+    a, b = EventLoop(), EventLoop()
+    a.at(1, lambda: None)
+    a.run()
+    assert b.processed == 0 and b._seq == 0
+
+
+def test_trace_is_immutable_and_sorted():
+    tb = TraceBuilder()
+    lane = tb.lane("x", "g")
+    tb.span(lane, 50, 60, "fetch")
+    tb.span(lane, 10, 20, "compute", "first")
+    tr = tb.build()
+    assert tr.spans["start"].tolist() == [10, 50]
+    assert tr.label(tr.spans["label"][0]) == "first"
+    with pytest.raises(ValueError):
+        tr.spans["start"][0] = 3
+    with pytest.raises(ValueError):
+        tb.span(lane, 5, 4, "fetch")
+
+
+def test_result_metrics_are_read_only(seed16):
+    from kvviz import simulate
+    r = simulate(seed16)
+    with pytest.raises(TypeError):
+        r.metrics["speedup"] = 1
+    assert isinstance(r.metrics_dict()["queries"], list)
+
+
+def test_every_bundled_scenario_runs():
+    from kvviz import load_scenario, simulate
+    files = sorted(SCENARIOS.glob("*.toml"))
+    assert files
+    for f in files:
+        r = simulate(load_scenario(f))
+        assert len(r.trace.lanes) and r.metrics, f
+
+
+def test_million_spans_are_compact():
+    from kvviz.trace import SPAN_DTYPE
+    assert SPAN_DTYPE.itemsize * 1_000_000 < 40e6
+    tb = TraceBuilder()
+    block = np.zeros(1000, dtype=SPAN_DTYPE)
+    tb.add_block("spans", block)
+    assert len(tb.build().spans) == 1000
