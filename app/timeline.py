@@ -1,0 +1,244 @@
+"""Gantt timeline of a Result: one row per lane, spans coloured by kind, instants as markers.
+
+Spans are drawn by one item per kind that paints only what is visible, merging spans that
+fall within the same pixel column when zoomed out, so a million spans cost a few thousand
+rectangles per repaint, never a million graphics items.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from kvviz.export.axis import time_unit
+from kvviz.palette import instant_color, span_color
+from kvviz.result import Result
+from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
+
+BAR = 0.62  # bar height as a share of a lane row
+MIN_ROWS = 4  # rows of vertical space even when a trace has fewer lanes
+MAX_LABELLED = 60  # label bars with text only when a trace has this few labelled spans
+MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "◆", "arrive": "★", "overflow": "✕"}
+
+SYMBOLS = {"hit": "o", "miss": "t", "evict": "s", "issue": "arrow_down", "land": "d",
+           "arrive": "star", "overflow": "x"}
+
+
+def merge_runs(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals (sorted by x0) that overlap or touch into runs. Vectorised."""
+    if len(x0) == 0:
+        return x0, x1
+    reach = np.maximum.accumulate(x1)
+    new = np.empty(len(x0), dtype=bool)
+    new[0] = True
+    new[1:] = x0[1:] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:] - 1, len(x0) - 1)
+    return x0[starts], reach[ends]
+
+
+class SpanLayer(pg.GraphicsObject):
+    """All spans of one kind. Coordinates: x in display units from the trace start, y = lane row."""
+
+    def __init__(self, color: str, lanes: np.ndarray, x0: np.ndarray, x1: np.ndarray,
+                 labels: list[str] | None = None):
+        super().__init__()
+        order = np.lexsort((x0, lanes))  # by lane, then start: each lane is one sorted run
+        self.lanes, self.x0, self.x1 = lanes[order], x0[order], x1[order]
+        # Text inside bars only for small traces; painted when it fits the bar on screen.
+        self.labels = [labels[i] for i in order] if labels and len(labels) <= MAX_LABELLED else None
+        self.brush = QBrush(QColor(color))
+        self.pen = QPen(QColor(255, 255, 255, 160))
+        self.pen.setCosmetic(True)
+        self.pen.setWidthF(0.8)
+        self.lane_ids = np.unique(self.lanes)
+        self.bounds = np.searchsorted(self.lanes, np.append(self.lane_ids, self.lane_ids[-1] + 1)) \
+            if len(self.lanes) else np.array([0])
+        # per-lane running max of ends, so the visible slice is found by binary search
+        self.reach = np.empty_like(self.x1)
+        for i in range(len(self.lane_ids)):
+            a, b = self.bounds[i], self.bounds[i + 1]
+            self.reach[a:b] = np.maximum.accumulate(self.x1[a:b])
+        lo = float(self.x0.min()) if len(self.x0) else 0.0
+        hi = float(self.x1.max()) if len(self.x1) else 1.0
+        ymax = float(self.lanes.max()) + 1 if len(self.lanes) else 1.0
+        self._rect = QRectF(lo, -0.5, max(hi - lo, 1e-9), ymax + 0.5)
+        self.drawn = 0  # rectangles painted last time (for tests and benchmarks)
+
+    def boundingRect(self) -> QRectF:
+        return self._rect
+
+    def visible_rects(self, lo: float, hi: float, px: float) -> list[QRectF]:
+        """Rectangles to paint for the view range [lo, hi] with `px` data units per pixel."""
+        rects = []
+        for i, lane in enumerate(self.lane_ids):
+            a, b = self.bounds[i], self.bounds[i + 1]
+            # first span whose running reach passes lo; last span starting before hi
+            s = a + int(np.searchsorted(self.reach[a:b], lo, side="left"))
+            e = a + int(np.searchsorted(self.x0[a:b], hi, side="right"))
+            if e <= s:
+                continue
+            x0, x1 = self.x0[s:e], self.x1[s:e]
+            if e - s > 64 and px > 0:
+                # Zoomed out: snap to pixel columns and merge what would overlap on screen.
+                x0, x1 = merge_runs(np.floor(x0 / px) * px, np.maximum(np.ceil(x1 / px) * px, np.floor(x0 / px) * px + px))
+            else:
+                x1 = np.maximum(x1, x0 + px)  # keep instants-long spans visible as 1 px
+            y = float(lane) - BAR / 2
+            rects.extend(QRectF(float(u), y, float(v - u), BAR) for u, v in zip(x0, x1))
+        return rects
+
+    def paint(self, p: QPainter, *args):
+        vb = self.getViewBox()
+        if vb is None:
+            return
+        (lo, hi), _ = vb.viewRange()
+        width = max(vb.width(), 1.0)
+        rects = self.visible_rects(lo, hi, (hi - lo) / width)
+        self.drawn = len(rects)
+        p.setPen(self.pen if len(rects) < 2000 else Qt.NoPen)
+        p.setBrush(self.brush)
+        if rects:
+            p.drawRects(rects)
+        if self.labels:
+            self._paint_labels(p, lo, hi)
+
+    def _paint_labels(self, p: QPainter, lo: float, hi: float):
+        """Labels in device pixels (the view's y axis is inverted), elided to the bar."""
+        xf = p.transform()
+        p.save()
+        p.resetTransform()
+        p.setPen(QColor("#111"))
+        fm = p.fontMetrics()
+        for lane, a, b, text in zip(self.lanes, self.x0, self.x1, self.labels):
+            if not text or b < lo or a > hi:
+                continue
+            r = xf.mapRect(QRectF(float(a), float(lane) - BAR / 2, float(b - a), BAR)).adjusted(4, 0, -3, 0)
+            shown = fm.elidedText(text, Qt.ElideRight, int(r.width()))
+            if len(shown) >= min(len(text), 6):  # a stub like "q…" says nothing: skip it
+                p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, shown)
+        p.restore()
+
+
+class LaneAxis(pg.AxisItem):
+    """Left axis that names each lane row (and its group when the group changes)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__("left")
+        self.names = names
+        self.setStyle(tickLength=0, autoExpandTextSpace=True)
+
+    def tickValues(self, minVal, maxVal, size):
+        lo, hi = sorted((minVal, maxVal))  # the view is inverted (lane 0 on top)
+        return [(1.0, [float(i) for i in range(len(self.names)) if lo - 1 <= i <= hi + 1])]
+
+    def tickStrings(self, values, scale, spacing):
+        return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
+
+
+class TimelineView(QWidget):
+    """The Gantt timeline. `set_result` replaces what is shown; it never simulates."""
+
+    hovered = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plot = pg.PlotWidget(background="w")
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
+        self.info = QLabel(" ")
+        self.info.setStyleSheet("color:#333; padding:2px 6px;")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.legend)
+        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.info)
+        self.result: Result | None = None
+        self.layers: list[SpanLayer] = []
+        self.cursor = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444", width=1, style=Qt.DashLine),
+                                      label="{value:.2f}", labelOpts={"position": 0.97, "color": "#222",
+                                                                     "fill": (255, 255, 255, 200)})
+        self.plot.scene().sigMouseMoved.connect(self._on_move)
+
+    def set_result(self, result: Result):
+        self.result = result
+        tr = result.trace
+        unit, scale = time_unit(max(tr.t_end, 1))
+        self.unit, self.scale = unit, scale
+        names = tr.lanes["name"].tolist()
+        pi = self.plot.getPlotItem()
+        pi.clear()
+        self.layers = []
+        axis = LaneAxis(names)
+        pi.setAxisItems({"left": axis})
+        axis.setWidth(int(8 + 7.2 * max(len(n) for n in names)))
+        pi.showGrid(x=True, y=False, alpha=0.15)
+        pi.setLabel("bottom", f"time ({unit})")
+        pi.invertY(True)
+        pi.setMouseEnabled(x=True, y=False)
+        pi.getAxis("bottom").setPen("#333")
+        pi.getAxis("bottom").setTextPen("#222")
+        pi.getAxis("left").setTextPen("#222")
+        pi.getAxis("left").setPen("#333")
+        entries = []
+        sp = tr.spans
+        for k in np.unique(sp["kind"]):
+            s = sp[sp["kind"] == k]
+            kind = SPAN_KINDS[k]
+            layer = SpanLayer(span_color(kind), s["lane"].astype(np.int64),
+                              s["start"] / scale, s["end"] / scale,
+                              [tr.label(int(i)) for i in s["label"]] if len(s) <= MAX_LABELLED else None)
+            pi.addItem(layer)
+            self.layers.append(layer)
+            entries.append(f'<span style="color:{span_color(kind)}; font-size:14px">■</span>&nbsp;{kind}')
+        ins = tr.instants
+        for k in np.unique(ins["kind"]):
+            s = ins[ins["kind"] == k]
+            kind = INSTANT_KINDS[k]
+            item = pg.ScatterPlotItem(x=s["t"] / scale, y=s["lane"] - BAR / 2 - 0.08, size=9,
+                                      symbol=SYMBOLS.get(kind, "o"), pen=pg.mkPen("w", width=0.5),
+                                      brush=instant_color(kind))
+            pi.addItem(item)
+            entries.append(f'<span style="color:{instant_color(kind)}; font-size:13px">{MARKS.get(kind, "●")}</span>'
+                           f'&nbsp;{kind}')
+        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(entries))
+        pi.addItem(self.cursor)
+        end = max(tr.t_end / scale, 1e-9)
+        self.cursor.setValue(0)
+        pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=len(names))
+        pi.setXRange(0, end, padding=0.02)
+        rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
+        pi.setYRange(-0.6, rows - 0.4, padding=0)
+
+    def _on_move(self, pos):
+        if self.result is None:
+            return
+        vb = self.plot.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        pt = vb.mapSceneToView(pos)
+        text = self.describe(pt.x(), pt.y())
+        self.info.setText(text or " ")
+        self.hovered.emit(text)
+
+    def describe(self, x: float, y: float) -> str:
+        """What is under the point (x in display units, y in lane rows): for hover text."""
+        tr = self.result.trace
+        lane = int(round(y))
+        if not 0 <= lane < len(tr.lanes) or abs(y - lane) > BAR / 2 + 0.1:
+            return f"t = {x:.3f} {self.unit}"
+        t = x * self.scale
+        sp = tr.spans
+        hit = sp[(sp["lane"] == lane) & (sp["start"] <= t) & (sp["end"] >= t)]
+        name = tr.lanes["name"][lane]
+        if not len(hit):
+            return f"{name}   t = {x:.3f} {self.unit}"
+        s = hit[-1]
+        label = tr.label(int(s["label"]))
+        return (f"{name}: {SPAN_KINDS[s['kind']]} {s['start'] / self.scale:.3f}–{s['end'] / self.scale:.3f} "
+                f"{self.unit} ({(s['end'] - s['start']) / self.scale:.3f} {self.unit})"
+                + (f" — {label}" if label else ""))
