@@ -45,3 +45,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
+
+# README figures, rendered offscreen by the app itself.
+screenshots: setup
+	QT_QPA_PLATFORM=offscreen $(PY) -m app.main rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x720

@@ -45,10 +45,21 @@ def _resolve(file: str | None) -> str:
     return resolve(file or DEFAULT)
 
 
+def _quiet_offscreen_noise():
+    """The offscreen platform warns about window hints it cannot honour; users need not see it."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(mode, context, message):
+        if "propagateSizeHints" not in message:
+            print(message, file=sys.stderr)
+    qInstallMessageHandler(handler)
+
+
 def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900)) -> int:
     """Open the window offscreen on `path`, wait for the run, save a PNG of it."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEventLoop, QTimer
+    _quiet_offscreen_noise()
     from PySide6.QtWidgets import QApplication
 
     from kvviz import ScenarioError, load_scenario

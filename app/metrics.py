@@ -3,19 +3,11 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
+from kvviz.format import format_value
 from kvviz.result import Result
 
 # Metric pairs shown side by side: (row label, baseline key, mechanism key)
 PAIR_PREFIXES = (("naive_", "prefetch_"),)
-
-
-def format_value(v) -> str:
-    if isinstance(v, bool) or v is None:
-        return {True: "yes", False: "no", None: "—"}[v]
-    if isinstance(v, float):
-        text = f"{v:.6g}"
-        return text if any(c in text for c in ".en") else text + ".0"
-    return str(v)
 
 
 def metric_rows(metrics: dict) -> list[tuple[str, str, str]]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import ScenarioError
+from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
 from .scenario import load_scenario
@@ -44,9 +45,7 @@ def _scalar_lines(metrics: dict) -> list[str]:
     for k, v in metrics.items():
         if isinstance(v, (dict, list)):
             continue
-        if isinstance(v, float):
-            v = f"{v:.6g}"
-        lines.append(f"  {k:<{width}}  {v}")
+        lines.append(f"  {k:<{width}}  {format_value(v)}")
     return lines
 
 

@@ -1,0 +1,10 @@
+"""Run every benchmark in this folder and print its figures."""
+import runpy
+import sys
+from pathlib import Path
+
+here = Path(__file__).parent
+sys.path.insert(0, str(here))
+for f in sorted(here.glob("bench_*.py")):
+    print(f"== {f.name}")
+    runpy.run_path(str(f), run_name="__main__")
