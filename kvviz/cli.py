@@ -14,7 +14,7 @@ from .errors import ScenarioError
 from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
-from .scenario import load_scenario
+from .scenario import apply_override, load_scenario
 
 BAD_INPUT = 2
 
@@ -78,6 +78,44 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from .scenario import read_toml
+    from .sweep import Axis, StderrProgress, parse_values, run_sweep
+
+    file = _resolve(args.file)
+    if len(args.param or []) != len(args.values or []):
+        raise ScenarioError("each --param needs one --values", "kvviz sweep", "--values")
+    data = read_toml(file)
+    for assignment in args.set or []:
+        data = apply_override(data, assignment)
+    axes = [Axis(p, parse_values(v, f"--values {v}")) for p, v in zip(args.param, args.values)]
+    res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress())
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2))
+    elif args.csv:
+        print(res.to_csv(), end="")
+    else:
+        print(_sweep_table(res))
+    return 0
+
+
+def _sweep_table(res) -> str:
+    cells = [[format_value(v) for v in (row if isinstance(row, list) else [row])] for row in res.values]
+    if len(res.axes) == 1:
+        a = res.axes[0]
+        w = max(len(a.path), *(len(format_value(x)) for x in a.values))
+        lines = [f"{a.path:>{w}}  {res.metric}"]
+        lines += [f"{format_value(x):>{w}}  {c[0]}" for x, c in zip(a.values, cells)]
+        return "\n".join(lines)
+    a, b = res.axes
+    w0 = max(len(format_value(x)) for x in a.values)
+    w = max(6, *(len(c) for row in cells for c in row), *(len(format_value(x)) for x in b.values))
+    lines = [f"{res.metric}: rows {a.path}, columns {b.path}",
+             " " * w0 + "  " + " ".join(f"{format_value(x):>{w}}" for x in b.values)]
+    lines += [f"{format_value(x):>{w0}}  " + " ".join(f"{c:>{w}}" for c in row) for x, row in zip(a.values, cells)]
+    return "\n".join(lines)
+
+
 def cmd_validate(args) -> int:
     sc = load_scenario(_resolve(args.file), args.set or [])
     print(f"{args.file}: ok ({sc.kind}: {sc.name})")
@@ -125,6 +163,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--svg", metavar="OUT.svg", help="write the timeline as an SVG figure")
     r.add_argument("--width", type=int, default=1200, help="figure width in px (default 1200)")
     r.set_defaults(fn=cmd_run)
+
+    w = sub.add_parser("sweep", help="run a scenario over one or two parameter axes")
+    scenario_args(w)
+    w.add_argument("--param", action="append", metavar="PATH", required=True,
+                   help="field path to vary (give one or two)")
+    w.add_argument("--values", action="append", metavar="V1,V2,...|START:STOP[:STEP]", required=True,
+                   help="values for the matching --param (a range includes STOP)")
+    w.add_argument("--metric", required=True, help="metric to collect (dotted path for nested ones)")
+    out = w.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the grid as JSON")
+    out.add_argument("--csv", action="store_true", help="print the grid as CSV")
+    w.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    w.set_defaults(fn=cmd_sweep)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

@@ -84,7 +84,7 @@ def read_toml(path: str | Path) -> dict:
         raise ScenarioError(f"malformed TOML: {e}", str(p)) from None
 
 
-def _parse_value(text: str) -> Any:
+def parse_value(text: str) -> Any:
     """`--set` values are TOML values (numbers, booleans, [lists], "strings"); a bare word
     that is not valid TOML is taken as a string, so `--set prefetch.eviction=lazy` works."""
     try:
@@ -118,9 +118,9 @@ def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
     if isinstance(node, list):
         if not last.isdigit() or int(last) >= len(node):
             raise ScenarioError("no such list item", source, path.strip())
-        node[int(last)] = _parse_value(text.strip())
+        node[int(last)] = parse_value(text.strip())
     elif isinstance(node, dict):
-        node[last] = _parse_value(text.strip())
+        node[last] = parse_value(text.strip())
     else:
         raise ScenarioError("is not a table", source, ".".join(parts[:-1]))
     return out

@@ -1,0 +1,176 @@
+"""Sweeps: run one scenario over a 1-D or 2-D grid of `--set` overrides, collect one metric.
+
+Every grid point is validated before anything runs, so bad input fails fast and whole.
+Runs are spread over worker processes (one per core); results come back in grid order.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import product
+from typing import Any, Callable
+
+from .errors import ScenarioError
+from .scenario import parse_value, apply_override, parse_scenario
+
+
+@dataclass(frozen=True)
+class Axis:
+    path: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    axes: tuple[Axis, ...]
+    metric: str
+    values: list  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis)
+
+    def to_dict(self) -> dict:
+        return {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
+                "metric": self.metric, "values": self.values}
+
+    def to_csv(self) -> str:
+        def cell(v):
+            return "" if v is None else str(v)
+        if len(self.axes) == 1:
+            lines = [f"{self.axes[0].path},{self.metric}"]
+            lines += [f"{cell(x)},{cell(v)}" for x, v in zip(self.axes[0].values, self.values)]
+        else:
+            a, b = self.axes
+            lines = [f"{a.path} \\ {b.path}," + ",".join(cell(x) for x in b.values)]
+            lines += [cell(x) + "," + ",".join(cell(v) for v in row) for x, row in zip(a.values, self.values)]
+        return "\n".join(lines) + "\n"
+
+
+def parse_values(text: str, source: str = "--values") -> tuple:
+    """`a,b,c` (TOML values) or an inclusive range `start:stop[:step]`."""
+    text = text.strip()
+    if ":" in text and "," not in text and not text.startswith(("[", '"', "'")):
+        parts = [parse_value(p) for p in text.split(":")]
+        if len(parts) not in (2, 3) or not all(isinstance(p, (int, float)) and not isinstance(p, bool)
+                                               for p in parts):
+            raise ScenarioError(f"expected start:stop[:step] with numbers, got {text!r}", source)
+        start, stop = parts[0], parts[1]
+        step = parts[2] if len(parts) == 3 else 1
+        if step <= 0 or stop < start:
+            raise ScenarioError(f"range {text!r} is empty (need start <= stop and step > 0)", source)
+        n = int((stop - start) / step + 1e-9) + 1
+        vals = [start + i * step for i in range(n)]
+        if all(isinstance(p, int) for p in parts):
+            return tuple(int(v) for v in vals)
+        return tuple(round(v, 12) for v in vals)
+    vals = tuple(parse_value(v) for v in text.split(",") if v.strip())
+    if not vals:
+        raise ScenarioError("no values given", source)
+    return vals
+
+
+def _fmt(v: Any) -> str:
+    """A value as it would be written after `=` in a --set."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace('"', '\\"') + '"'
+    return repr(v) if not isinstance(v, (list, tuple)) else "[" + ",".join(_fmt(x) for x in v) + "]"
+
+
+def metric_value(metrics: dict, name: str) -> Any:
+    """A metric by dotted path (`speedup`, `layers.0.stall_us`, `policies.lru.hit_rate`)."""
+    node: Any = metrics
+    for part in name.split("."):
+        if isinstance(node, (list, tuple)) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise KeyError(name)
+    return node
+
+
+def _points(base: dict, axes: tuple[Axis, ...], source: str) -> list:
+    """Validated scenarios for every grid point, in row-major order."""
+    scenarios = []
+    for combo in product(*(a.values for a in axes)):
+        data = base
+        for axis, v in zip(axes, combo):
+            data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
+        try:
+            scenarios.append(parse_scenario(data, source))
+        except ScenarioError as e:
+            at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
+            e.message = f"{e.message} (at sweep point {at})"
+            raise
+    return scenarios
+
+
+def _run_one(args) -> Any:
+    from .registry import simulate  # imported in the worker
+    scenario, metric = args
+    value = metric_value(simulate(scenario).metrics_dict(), metric)
+    return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
+
+
+def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
+              workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    if not 1 <= len(axes) <= 2:
+        raise ScenarioError("a sweep takes one or two --param axes", source, "--param")
+    axes_t = tuple(axes)
+    scenarios = _points(base, axes_t, source)
+    # Fail on an unknown metric before spending the grid on it.
+    from .registry import simulate
+    first = simulate(scenarios[0]).metrics_dict()
+    try:
+        metric_value(first, metric)
+    except KeyError:
+        names = ", ".join(k for k, v in first.items() if not isinstance(v, (dict, list)))
+        raise ScenarioError(f"unknown metric {metric!r} (scalar metrics: {names})", source, "--metric") from None
+
+    n = len(scenarios)
+    workers = workers or min(os.cpu_count() or 1, 8)
+    tasks = [(s, metric) for s in scenarios]
+    flat: list = []
+    if workers <= 1 or n < 8:
+        for i, t in enumerate(tasks):
+            flat.append(_run_one(t))
+            if progress:
+                progress(i + 1, n)
+    else:
+        chunk = max(1, n // (workers * 8))
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            try:
+                for i, v in enumerate(ex.map(_run_one, tasks, chunksize=chunk)):
+                    flat.append(v)
+                    if progress:
+                        progress(i + 1, n)
+            except KeyboardInterrupt:
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
+    if len(axes_t) == 1:
+        values = flat
+    else:
+        m = len(axes_t[1].values)
+        values = [flat[i:i + m] for i in range(0, n, m)]
+    return SweepResult(axes_t, metric, values)
+
+
+class StderrProgress:
+    """Progress on stderr, shown only once a sweep has taken more than a second."""
+
+    def __init__(self, stream=sys.stderr):
+        self.t0 = time.monotonic()
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, done: int, total: int):
+        if time.monotonic() - self.t0 < 1.0 and done < total:
+            return
+        if not self.shown and done == total and time.monotonic() - self.t0 < 1.0:
+            return
+        self.shown = True
+        end = "\n" if done == total else ""
+        self.stream.write(f"\rsweep: {done}/{total} runs ({100 * done // total}%)" + end)
+        self.stream.flush()

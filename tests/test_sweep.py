@@ -1,0 +1,68 @@
+"""Sweeps over one and two axes, value parsing, and bad input."""
+import json
+
+import pytest
+
+from kvviz import ScenarioError
+from kvviz.cli import main
+from kvviz.scenario import read_toml
+from kvviz.sweep import Axis, metric_value, parse_values, run_sweep
+
+from .conftest import SCENARIOS
+
+SEED = str(SCENARIOS / "rope_prefetch_16.toml")
+
+
+def test_parse_values():
+    assert parse_values("1,2,3") == (1, 2, 3)
+    assert parse_values("0:10:5") == (0, 5, 10)
+    assert parse_values("1:3") == (1, 2, 3)
+    assert parse_values("0.5:1.5:0.5") == (0.5, 1.0, 1.5)
+    assert parse_values("lazy,outside_window") == ("lazy", "outside_window")
+    with pytest.raises(ScenarioError):
+        parse_values("5:1")
+
+
+def test_one_axis_matches_single_runs():
+    # Latency scales both stalls alike, so the speedup stays 8.0 while nothing overlaps.
+    res = run_sweep(read_toml(SEED), [Axis("storage.latency_us", (5, 10, 25))], "naive_stall_us", workers=1)
+    assert res.values == [80.0, 160.0, 400.0]
+
+
+def test_two_axes_grid_shape_and_parallel_equals_serial():
+    axes = [Axis("cache.slots", (1, 4, 8)), Axis("prefetch.window", (0, 1, 2, 3))]
+    serial = run_sweep(read_toml(SEED), axes, "prefetch_stall_us", workers=1)
+    parallel = run_sweep(read_toml(SEED), axes, "prefetch_stall_us", workers=2)
+    assert serial.values == parallel.values
+    assert len(serial.values) == 3 and all(len(r) == 4 for r in serial.values)
+    # With the seed's full cache and window the stall is the seed's 50 µs.
+    assert serial.values[2][3] == 50.0
+
+
+def test_nested_metric_path():
+    assert metric_value({"a": [{"b": 3}]}, "a.0.b") == 3
+    with pytest.raises(KeyError):
+        metric_value({"a": 1}, "b")
+
+
+def test_cli_sweep_json_and_csv(capsys):
+    assert main(["sweep", SEED, "--param", "cache.slots", "--values", "4,8", "--metric", "positions_fetched",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"][0]["values"] == [4, 8] and out["values"][1] == 11
+    assert main(["sweep", SEED, "--param", "cache.slots", "--values", "4,8", "--param", "prefetch.window",
+                 "--values", "1,3", "--metric", "hits", "--csv"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "cache.slots \\ prefetch.window,1,3" and len(lines) == 3
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--param", "cache.slots", "--values", "0,1", "--metric", "hits"], "cache.slots"),
+    (["--param", "cache.slots", "--values", "1,2", "--metric", "nope"], "--metric"),
+    (["--param", "cache.nope", "--values", "1", "--metric", "hits"], "cache.nope"),
+    (["--param", "a", "--values", "1", "--param", "b", "--values", "1", "--param", "c", "--values", "1",
+      "--metric", "hits"], "--param"),
+])
+def test_cli_sweep_bad_input(args, field, capsys):
+    assert main(["sweep", SEED, *args]) == 2
+    assert f": {field}: " in capsys.readouterr().err
