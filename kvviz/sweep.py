@@ -5,10 +5,10 @@ Runs are spread over worker processes (one per core); results come back in grid 
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import product
 from typing import Any, Callable
@@ -107,6 +107,12 @@ def _points(base: dict, axes: tuple[Axis, ...], source: str) -> list:
     return scenarios
 
 
+def _ignore_sigint():
+    """Workers leave Ctrl-C to the parent, which cancels the grid and exits cleanly."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_one(args) -> Any:
     from .registry import simulate  # imported in the worker
     scenario, metric = args
@@ -140,15 +146,13 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
                 progress(i + 1, n)
     else:
         chunk = max(1, n // (workers * 8))
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            try:
-                for i, v in enumerate(ex.map(_run_one, tasks, chunksize=chunk)):
-                    flat.append(v)
-                    if progress:
-                        progress(i + 1, n)
-            except KeyboardInterrupt:
-                ex.shutdown(wait=False, cancel_futures=True)
-                raise
+        # Pool's context exit terminates the workers, so Ctrl-C stops at once, not after
+        # the chunks in progress.
+        with multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_sigint) as pool:
+            for i, v in enumerate(pool.imap(_run_one, tasks, chunksize=chunk)):
+                flat.append(v)
+                if progress:
+                    progress(i + 1, n)
     if len(axes_t) == 1:
         values = flat
     else:

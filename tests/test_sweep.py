@@ -66,3 +66,21 @@ def test_cli_sweep_json_and_csv(capsys):
 def test_cli_sweep_bad_input(args, field, capsys):
     assert main(["sweep", SEED, *args]) == 2
     assert f": {field}: " in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_cleanly():
+    import signal
+    import subprocess
+    import sys
+    import time
+    cmd = [sys.executable, "-m", "kvviz", "sweep", SEED, "--set", "sequence.length=400000",
+           "--param", "storage.latency_us", "--values", "1:200", "--metric", "speedup"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    seen = ""
+    while "sweep:" not in seen and time.monotonic() < deadline and p.poll() is None:
+        seen += p.stderr.read(1)  # progress appears once the sweep has run for a second
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "Traceback" not in err
