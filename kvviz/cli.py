@@ -57,19 +57,67 @@ def _simulate(sc, file: str):
         raise
 
 
+def _check_figure_args(args):
+    if args.width < 200:
+        raise ScenarioError(f"figure width must be at least 200 px (got {args.width})", "kvviz run", "--width")
+    if args.height is not None and args.height < 150:
+        raise ScenarioError(f"figure height must be at least 150 px (got {args.height})", "kvviz run", "--height")
+    if not 1 <= args.dpi <= 2400:
+        raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
+    if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
+        raise ScenarioError(f"--to-us ({args.to_us}) must be after --from-us ({args.from_us})", "kvviz run", "--to-us")
+
+
+def _outputs(args, result) -> list[tuple[str, str]]:
+    """(path, text) of every text file asked for, rendered before anything is written."""
+    from .units import us_to_ns
+    out = []
+    if args.svg or args.png or args.pdf:
+        from .export.svg import timeline_svg
+        svg = timeline_svg(result, width=args.width, height=args.height,
+                           t0_ns=None if args.from_us is None else us_to_ns(args.from_us),
+                           t1_ns=None if args.to_us is None else us_to_ns(args.to_us))
+        out.append((args.svg, svg))
+    if args.perfetto:
+        from .export.perfetto import perfetto_json
+        out.append((args.perfetto, perfetto_json(result)))
+    if args.csv:
+        from .export.csv import csv_paths, trace_csv
+        texts = trace_csv(result.trace)
+        out.extend((str(path), texts[table]) for table, path in csv_paths(args.csv).items())
+    if args.json_out:
+        out.append((args.json_out, result.to_json(indent=2) + "\n"))
+    return out
+
+
 def cmd_run(args) -> int:
+    from .export.raster import ExportError, render
+
+    _check_figure_args(args)
     file = _resolve(args.file)
     sc = load_scenario(file, args.set or [])
     result = _simulate(sc, file)
-    outputs = []
-    if args.svg:
-        from .export.svg import timeline_svg
-        outputs.append((args.svg, timeline_svg(result, width=args.width)))
-    if args.json_out:
-        outputs.append((args.json_out, result.to_json(indent=2) + "\n"))
-    for path, data in outputs:  # everything rendered before anything is written
-        atomic_write(path, data)
+    outputs = _outputs(args, result)
+    svg = next((text for path, text in outputs if text.startswith("<svg")), None)
+    staged = []  # rasters go to temporary names first, renamed only when all succeeded
+    try:
+        for path, fmt in ((args.png, "png"), (args.pdf, "pdf")):
+            if path:
+                tmp = str(Path(path).with_name(f".{Path(path).name}.kvviz-tmp"))
+                render(svg, tmp, fmt, args.dpi)
+                staged.append((tmp, path))
+    except ExportError as e:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for tmp, path in staged:
+        os.replace(tmp, path)
         print(f"wrote {path}", file=sys.stderr)
+    for path, data in outputs:
+        if path:
+            atomic_write(path, data)
+            print(f"wrote {path}", file=sys.stderr)
     if args.json:
         print(result.to_json(indent=2))
     else:
@@ -160,8 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(r)
     r.add_argument("--json", action="store_true", help="print {kind, name, metrics} as JSON")
     r.add_argument("--json-out", metavar="OUT.json", help="also write the metrics JSON to a file")
-    r.add_argument("--svg", metavar="OUT.svg", help="write the timeline as an SVG figure")
-    r.add_argument("--width", type=int, default=1200, help="figure width in px (default 1200)")
+    fig = r.add_argument_group("figures and traces")
+    fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
+    fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")
+    fig.add_argument("--pdf", metavar="OUT.pdf", help="timeline as a vector PDF")
+    fig.add_argument("--width", type=int, default=960, help="figure width in px at 96 per inch (default 960 = 10 in)")
+    fig.add_argument("--height", type=int, default=None, help="figure height in px (default: fit the lanes)")
+    fig.add_argument("--dpi", type=int, default=300, help="PNG/PDF resolution (default 300)")
+    fig.add_argument("--from-us", type=float, default=None, help="start of the time range shown")
+    fig.add_argument("--to-us", type=float, default=None, help="end of the time range shown")
+    fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
+    fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
     r.set_defaults(fn=cmd_run)
 
     w = sub.add_parser("sweep", help="run a scenario over one or two parameter axes")

@@ -137,7 +137,8 @@ def parse_scenario(data: dict, source: str = "<scenario>"):
     if kind not in kinds:
         raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
     try:
-        return kinds[kind].model.model_validate(data)
+        # the source lets a model resolve paths relative to its own file (ladder base scenarios)
+        return kinds[kind].model.model_validate(data, context={"source": source})
     except ValidationError as e:
         raise format_validation_error(e, source) from None
 

@@ -85,6 +85,21 @@ class Trace:
         return h.hexdigest()
 
 
+def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Renumber labels by first use in the (sorted) spans and drop unused ones, so equal
+    timelines have equal arrays however their labels were created."""
+    used = spans["label"] >= 0
+    if not used.any():
+        return spans, ()
+    uniq, first = np.unique(spans["label"][used], return_index=True)
+    order = uniq[np.argsort(first)]
+    remap = np.full(len(labels), NO_LABEL, dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    out = spans.copy()
+    out["label"][used] = remap[spans["label"][used]]
+    return _frozen(out), tuple(labels[i] for i in order)
+
+
 @dataclass
 class TraceBuilder:
     """Collects events during a run; `build()` freezes them into a Trace.
@@ -152,9 +167,10 @@ class TraceBuilder:
         spans = _frozen(spans[np.argsort(spans["start"], kind="stable")])
         instants = _frozen(instants[np.argsort(instants["t"], kind="stable")])
         counters = _frozen(counters[np.argsort(counters["t"], kind="stable")])
+        spans, labels = _canonical_labels(spans, tuple(self._labels))
         return Trace(
             lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
             spans=spans, instants=instants, counters=counters, residency=residency,
-            labels=tuple(self._labels), counter_names=tuple(self._counter_names),
+            labels=labels, counter_names=tuple(self._counter_names),
             counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,
         )

@@ -38,7 +38,7 @@ def test_window_shows_seed_result(window):
 
 def test_hover_describes_span(window):
     text = window.timeline.describe(10.0, 1.0)  # 10 µs on the flash lane
-    assert "fetch 0.000–25.000 µs" in text and "window 5–11: 7 pos" in text
+    assert "fetch 0.000–25.000 µs" in text and "5–11 (7)" in text
 
 
 def test_bad_scenario_shows_message_not_traceback(window, tmp_path):

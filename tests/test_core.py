@@ -82,5 +82,6 @@ def test_million_spans_are_compact():
     assert SPAN_DTYPE.itemsize * 1_000_000 < 40e6
     tb = TraceBuilder()
     block = np.zeros(1000, dtype=SPAN_DTYPE)
+    block["label"] = -1
     tb.add_block("spans", block)
     assert len(tb.build().spans) == 1000

@@ -1,7 +1,11 @@
 """Timeline figure as true vector SVG, written directly from the Trace (no Qt).
 
-Real <text> for labels, spans grouped per kind (<g id="spans-fetch">) so a user can recolour
-a kind in an editor, a white background, lanes grouped as in the app, an axis with units.
+- Real <text> for every label; a white background rectangle that editors keep.
+- Spans grouped per kind (<g id="spans-fetch">, each bar class="span") so a user can recolour
+  a kind in Inkscape; instants grouped per kind too.
+- Physical size: layout units are CSS px (1/96 in); width/height attributes are in inches,
+  so a 960-px-wide figure is 10 in wide and a 300-dpi PNG of it is 3000 px wide.
+- A time range [t0, t1] shows only what overlaps it, clipped to the plot.
 """
 from __future__ import annotations
 
@@ -15,120 +19,144 @@ from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, time_unit
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
-LANE_H, BAR_H, GROUP_H = 26, 16, 20
-LEFT, RIGHT, TOP, BOTTOM = 220, 24, 64, 48
+PX_PER_IN = 96
+LANE_H, GROUP_H = 28, 22
+RIGHT, TOP, BOTTOM = 24, 70, 52
+CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and the legend
+LABEL_CHAR_W = 6.6  # the same at 11 px, for labels inside bars
+MAX_LABELLED = 400  # write labels inside bars only for figures with this few spans
 
 
-def _fmt(v: float) -> str:
+def _f(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
-def _marker(kind: str, x: float, y: float) -> str:
+def marker(kind: str, x: float, y: float) -> str:
     """A small shape per instant kind, centred at (x, y)."""
     if kind == "hit":
-        return f'<circle cx="{_fmt(x)}" cy="{_fmt(y)}" r="3.5"/>'
+        return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="3.5"/>'
     if kind == "miss":
-        return f'<path d="M{_fmt(x - 4)},{_fmt(y - 3.5)}h8l-4,7z"/>'
+        return f'<path d="M{_f(x - 4)},{_f(y - 3.5)}h8l-4,7z"/>'
     if kind == "evict":
-        return f'<path d="M{_fmt(x - 3.5)},{_fmt(y - 3.5)}h7v7h-7z" fill-opacity="0.85"/>'
-    return f'<path d="M{_fmt(x - 1)},{_fmt(y - 5)}h2v10h-2z"/>'
+        return f'<path d="M{_f(x - 3.5)},{_f(y - 3.5)}h7v7h-7z"/>'
+    return f'<path d="M{_f(x - 1)},{_f(y - 5)}h2v10h-2z"/>'
 
 
-def timeline_svg(result: Result, width: int = 1200, t0_ns: int | None = None,
-                 t1_ns: int | None = None, title: str | None = None) -> str:
+def _bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1) -> list[str]:
+    """Span labels as text inside their bars, only where the whole label fits."""
+    out = ['<g id="bar-labels" font-size="11" fill="#111">']
+    for s in sp:
+        if s["label"] < 0:
+            continue
+        text = tr.labels[s["label"]]
+        a, b = float(xof(max(s["start"], t0))), float(xof(min(s["end"], t1)))
+        if b - a - 8 < LABEL_CHAR_W * len(text):
+            continue
+        y = lane_y[int(s["lane"])] + lane_h / 2 + 4
+        out.append(f'<text x="{_f(a + 4)}" y="{_f(y)}">{escape(text)}</text>')
+    out.append("</g>")
+    return out
+
+
+def _layout(lanes: np.ndarray, lane_h: float) -> tuple[list, dict, float]:
+    """Rows (group headers and lanes) from the top of the plot; lane index -> y."""
+    rows, lane_y, y, last = [], {}, float(TOP), None
+    for i, (name, group) in enumerate(lanes.tolist()):
+        if group != last:
+            rows.append(("group", group, y))
+            y += GROUP_H
+            last = group
+        rows.append(("lane", name, y))
+        lane_y[i] = y
+        y += lane_h
+    return rows, lane_y, y
+
+
+def timeline_svg(result: Result, width: int = 960, height: int | None = None,
+                 t0_ns: int | None = None, t1_ns: int | None = None, title: str | None = None) -> str:
     tr = result.trace
     t0 = 0 if t0_ns is None else int(t0_ns)
     t1 = tr.t_end if t1_ns is None else int(t1_ns)
     t1 = max(t1, t0 + 1)
     unit, scale = time_unit(t1 - t0)
-    plot_w = width - LEFT - RIGHT
-
-    # Lane rows, with a header row whenever the group changes.
-    rows: list[tuple[str, str, float]] = []  # ("group"|"lane", text, y)
-    lane_y: dict[int, float] = {}
-    y = TOP
-    last_group = None
-    for i, (name, group) in enumerate(tr.lanes.tolist()):
-        if group != last_group:
-            rows.append(("group", group, y))
-            y += GROUP_H
-            last_group = group
-        rows.append(("lane", name, y))
-        lane_y[i] = y
-        y += LANE_H
-    plot_bottom = y
-    height = int(plot_bottom + BOTTOM)
+    left = int(24 + CHAR_W * max((len(n) for n in tr.lanes["name"]), default=8))
+    plot_w = width - left - RIGHT
+    groups = len(set(tr.lanes["group"].tolist()))
+    lane_h = float(LANE_H)
+    if height is not None:  # fit the lanes to the asked height
+        lane_h = max(8.0, (height - TOP - BOTTOM - groups * GROUP_H) / max(len(tr.lanes), 1))
+    rows, lane_y, plot_bottom = _layout(tr.lanes, lane_h)
+    height = int(height if height is not None else plot_bottom + BOTTOM)
+    bar_h = lane_h * 0.62
 
     def xof(t):
-        return LEFT + (np.asarray(t, dtype=np.float64) - t0) * (plot_w / (t1 - t0))
+        return left + (np.asarray(t, dtype=np.float64) - t0) * (plot_w / (t1 - t0))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" '
+           f'width="{width / PX_PER_IN:.4g}in" height="{height / PX_PER_IN:.4g}in" '
            f'viewBox="0 0 {width} {height}" font-family="{FONT}">',
            f'<rect id="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-           f'<text x="{LEFT}" y="22" font-size="15" font-weight="bold" fill="#222">'
-           f'{escape(title or result.scenario.name)}</text>']
+           f'<text x="{left}" y="24" font-size="16" font-weight="bold" fill="#222">'
+           f'{escape(title or result.scenario.name)}</text>',
+           f'<defs><clipPath id="plot"><rect x="{left}" y="{TOP}" width="{plot_w}" '
+           f'height="{_f(plot_bottom - TOP)}"/></clipPath></defs>']
 
-    # Lane labels and guides.
-    out.append('<g id="lanes" font-size="12" fill="#333">')
+    out.append('<g id="lanes" font-size="13" fill="#333">')
     for kind, text, ry in rows:
         if kind == "group":
-            out.append(f'<text x="8" y="{_fmt(ry + 14)}" font-weight="bold" fill="#555">{escape(text)}</text>')
+            out.append(f'<text x="8" y="{_f(ry + 16)}" font-weight="bold" fill="#555">{escape(text)}</text>')
         else:
-            out.append(f'<rect x="{LEFT}" y="{_fmt(ry)}" width="{plot_w}" height="{LANE_H}" fill="#f6f7f9"/>'
-                       f'<text x="18" y="{_fmt(ry + 17)}">{escape(text)}</text>')
+            out.append(f'<rect class="lane-band" x="{left}" y="{_f(ry)}" width="{plot_w}" height="{_f(lane_h)}" '
+                       f'fill="#f5f6f8"/><text x="18" y="{_f(ry + lane_h / 2 + 4.5)}">{escape(text)}</text>')
     out.append("</g>")
 
-    # Spans, clipped to the range, one group per kind.
     sp = tr.spans[(tr.spans["end"] >= t0) & (tr.spans["start"] <= t1)]
-    present_spans = []
-    for k in np.unique(sp["kind"]):
-        kind = SPAN_KINDS[k]
-        present_spans.append(kind)
-        s = sp[sp["kind"] == k]
-        xs = xof(np.clip(s["start"], t0, t1))
-        xe = xof(np.clip(s["end"], t0, t1))
-        out.append(f'<g id="spans-{kind}" class="spans" fill="{span_color(kind)}" stroke="#ffffff" stroke-width="0.5">')
-        for a, b, lane, lab, st, en in zip(xs, xe, s["lane"], s["label"], s["start"], s["end"]):
-            ry = lane_y[int(lane)] + (LANE_H - BAR_H) / 2
-            tip = f"{kind} {_fmt(st / scale)}–{_fmt(en / scale)} {unit}"
+    present_spans = [SPAN_KINDS[k] for k in np.unique(sp["kind"])]
+    out.append('<g id="spans" clip-path="url(#plot)">')
+    for kind in present_spans:
+        s = sp[sp["kind"] == SPAN_KINDS.index(kind)]
+        xs, xe = xof(np.clip(s["start"], t0, t1)), xof(np.clip(s["end"], t0, t1))
+        ys = np.array([lane_y[int(i)] for i in s["lane"]]) + (lane_h - bar_h) / 2
+        out.append(f'<g id="spans-{kind}" fill="{span_color(kind)}" stroke="#ffffff" stroke-width="0.4">')
+        for a, b, y, lab, st, en in zip(xs.tolist(), xe.tolist(), ys.tolist(), s["label"].tolist(),
+                                        s["start"].tolist(), s["end"].tolist()):
+            tip = f"{kind} {_f(st / scale)}–{_f(en / scale)} {unit}"
             if lab >= 0:
                 tip += f": {tr.labels[lab]}"
-            out.append(f'<rect x="{_fmt(a)}" y="{_fmt(ry)}" width="{_fmt(max(b - a, 0.5))}" '
-                       f'height="{BAR_H}"><title>{escape(tip)}</title></rect>')
+            out.append(f'<rect class="span" x="{_f(a)}" y="{_f(y)}" width="{_f(max(b - a, 0.5))}" '
+                       f'height="{_f(bar_h)}"><title>{escape(tip)}</title></rect>')
         out.append("</g>")
+    out.append("</g>")
+    if len(sp) <= MAX_LABELLED:
+        out.extend(_bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1))
 
-    # Instants as markers on the top edge of their lane.
     ins = tr.instants[(tr.instants["t"] >= t0) & (tr.instants["t"] <= t1)]
-    present_inst = []
-    for k in np.unique(ins["kind"]):
-        kind = INSTANT_KINDS[k]
-        present_inst.append(kind)
-        s = ins[ins["kind"] == k]
-        out.append(f'<g id="instants-{kind}" class="instants" fill="{instant_color(kind)}">')
-        for x, lane in zip(xof(s["t"]), s["lane"]):
-            out.append(_marker(kind, float(x), lane_y[int(lane)] + 5))
+    present_inst = [INSTANT_KINDS[k] for k in np.unique(ins["kind"])]
+    for kind in present_inst:
+        s = ins[ins["kind"] == INSTANT_KINDS.index(kind)]
+        out.append(f'<g id="instants-{kind}" fill="{instant_color(kind)}">')
+        out.extend(marker(kind, x, lane_y[int(lane)] + (lane_h - bar_h) / 2 - 1)
+                   for x, lane in zip(xof(s["t"]).tolist(), s["lane"].tolist()))
         out.append("</g>")
 
-    # Time axis.
-    out.append(f'<g id="axis" font-size="11" fill="#333" stroke="#333">'
-               f'<line x1="{LEFT}" y1="{plot_bottom}" x2="{LEFT + plot_w}" y2="{plot_bottom}"/>')
+    out.append(f'<g id="axis" font-size="12" fill="#333" stroke="#333">'
+               f'<line x1="{left}" y1="{_f(plot_bottom)}" x2="{left + plot_w}" y2="{_f(plot_bottom)}"/>')
     for tick in nice_ticks(t0 / scale, t1 / scale):
         x = float(xof(tick * scale))
-        out.append(f'<line x1="{_fmt(x)}" y1="{plot_bottom}" x2="{_fmt(x)}" y2="{plot_bottom + 5}"/>'
-                   f'<text x="{_fmt(x)}" y="{plot_bottom + 18}" text-anchor="middle" stroke="none">{_fmt(tick)}</text>')
-    out.append(f'<text x="{LEFT + plot_w / 2}" y="{plot_bottom + 38}" text-anchor="middle" '
+        out.append(f'<line x1="{_f(x)}" y1="{_f(plot_bottom)}" x2="{_f(x)}" y2="{_f(plot_bottom + 5)}"/>'
+                   f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{_f(tick)}</text>')
+    out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
                f'stroke="none">time ({unit})</text></g>')
 
-    # Legend: only the kinds that appear.
-    out.append('<g id="legend" font-size="11" fill="#333">')
-    x = LEFT
+    out.append('<g id="legend" font-size="12" fill="#333">')
+    x = float(left)
     for kind in present_spans:
-        out.append(f'<rect x="{x}" y="36" width="14" height="10" fill="{span_color(kind)}"/>'
-                   f'<text x="{x + 18}" y="45">{kind}</text>')
-        x += 26 + 7 * len(kind)
+        out.append(f'<rect class="legend-swatch" x="{_f(x)}" y="40" width="14" height="11" '
+                   f'fill="{span_color(kind)}"/><text x="{_f(x + 19)}" y="50">{kind}</text>')
+        x += 32 + CHAR_W * len(kind)
     for kind in present_inst:
-        out.append(f'<g fill="{instant_color(kind)}">{_marker(kind, x + 6, 41)}</g>'
-                   f'<text x="{x + 14}" y="45">{kind}</text>')
-        x += 22 + 7 * len(kind)
+        out.append(f'<g fill="{instant_color(kind)}">{marker(kind, x + 6, 45.5)}</g>'
+                   f'<text x="{_f(x + 15)}" y="50">{kind}</text>')
+        x += 28 + CHAR_W * len(kind)
     out.append("</g></svg>")
     return "\n".join(out)

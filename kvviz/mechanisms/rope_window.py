@@ -249,13 +249,13 @@ class _Run:
                 break  # no slot: this and all lower-priority candidates are not fetched
             chosen[p] = slot  # the query's own position is fetched even uncached (-1)
         if chosen:
-            self._issue(chosen, f"window {lo}–{hi}: {len(chosen)} pos")
+            self._issue(chosen, f"{min(chosen)}–{max(chosen)} ({len(chosen)})")
         ready = t + wait
         self.stall_ns += wait
         self.per_query.append({"position": q, "t_us": ns_to_us(t), "window": [lo, hi],
                                "fetched": len(chosen), "stall_us": ns_to_us(wait)})
         if wait:
-            self.tb.span(self.gpu, t, ready, "stall", f"query {q} waits", ref=q)
+            self.tb.span(self.gpu, t, ready, "stall", f"q{q} waits", ref=q)
         self.loop.at(ready, self._serve, i, priority=3)
 
     def _serve(self, i: int):

@@ -1,0 +1,69 @@
+"""Rasterise an SVG figure (from stdin) to PNG or PDF with Qt's SVG renderer.
+
+Used by `kvviz run --png/--pdf` as a child process, and by the app's Export menu in-process.
+PNG pixel size = figure size in inches × dpi; the file is written atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[int, int]:
+    from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF
+    from PySide6.QtGui import QColor, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
+    from PySide6.QtSvg import QSvgRenderer
+
+    QGuiApplication.instance() or QGuiApplication([])
+    renderer = QSvgRenderer(QByteArray(svg))
+    if not renderer.isValid():
+        raise ValueError("not a valid SVG document")
+    box = renderer.viewBoxF()  # CSS px at 96 per inch
+    w_in, h_in = box.width() / 96, box.height() / 96
+    tmp = Path(out).with_name(f".{Path(out).name}.tmp")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "png":
+        img = QImage(round(w_in * dpi), round(h_in * dpi), QImage.Format_ARGB32)
+        img.fill(QColor("white"))
+        img.setDotsPerMeterX(round(dpi / 0.0254))
+        img.setDotsPerMeterY(round(dpi / 0.0254))
+        p = QPainter(img)
+        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.TextAntialiasing)
+        renderer.render(p, QRectF(0, 0, img.width(), img.height()))
+        p.end()
+        if not img.save(str(tmp), "PNG"):
+            raise OSError(f"cannot write {out}")
+        size = (img.width(), img.height())
+    else:
+        writer = QPdfWriter(str(tmp))
+        writer.setResolution(dpi)
+        writer.setPageLayout(QPageLayout(QPageSize(QSizeF(w_in, h_in), QPageSize.Inch),
+                                         QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
+        p = QPainter(writer)
+        renderer.render(p, QRectF(0, 0, w_in * dpi, h_in * dpi))
+        p.end()
+        size = (round(w_in * dpi), round(h_in * dpi))
+    os.replace(tmp, out)
+    return size
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m app.render")
+    ap.add_argument("--format", choices=["png", "pdf"], default="png")
+    ap.add_argument("--dpi", type=int, default=300)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    try:
+        render_svg(sys.stdin.buffer.read(), a.out, a.format, a.dpi)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

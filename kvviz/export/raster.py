@@ -1,0 +1,33 @@
+"""PNG and PDF of an SVG figure, rasterised by the app's Qt renderer in a child process.
+
+kvviz itself never imports Qt; the child (`python -m app.render`) does, offscreen, so this
+works with no display. One layout (the SVG) serves all three formats, so they always agree.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from ..errors import ScenarioError
+
+
+class ExportError(Exception):
+    """A figure could not be rendered (not a user input problem)."""
+
+
+def render(svg: str, out: str, fmt: str, dpi: int = 300) -> None:
+    if fmt not in ("png", "pdf"):
+        raise ScenarioError(f"unknown figure format {fmt!r} (png or pdf)", "export", "format")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    cmd = [sys.executable, "-m", "app.render", "--format", fmt, "--dpi", str(dpi), "--out", str(out)]
+    try:
+        p = subprocess.run(cmd, input=svg.encode("utf-8"), capture_output=True, env=env, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise ExportError(f"rendering {out} took too long") from None
+    if p.returncode != 0:
+        msg = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        hint = msg[-1] if msg else f"exit code {p.returncode}"
+        if "No module named" in hint:
+            hint += " (PNG/PDF export needs the app's packages: pip install 'kvviz[gui]')"
+        raise ExportError(f"could not render {out}: {hint}")

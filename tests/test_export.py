@@ -1,0 +1,131 @@
+"""Figures and traces: SVG structure, PNG/PDF size, Perfetto validity, CSV round trip."""
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from kvviz import load_scenario, simulate
+from kvviz.cli import main
+from kvviz.export.csv import csv_paths, read_trace_csv, trace_csv
+from kvviz.export.perfetto import perfetto_events, sublanes
+from kvviz.export.svg import timeline_svg
+from kvviz.trace import TraceBuilder
+
+from .conftest import SCENARIOS
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+SEED = str(SCENARIOS / "rope_prefetch_16.toml")
+BUNDLED = sorted(SCENARIOS.glob("*.toml"))
+
+
+@pytest.fixture(scope="module")
+def seed_result():
+    return simulate(load_scenario(SEED))
+
+
+def _spans_in_svg(svg: str) -> list:
+    root = ET.fromstring(svg)
+    return [r for r in root.iter(f"{SVG_NS}rect") if r.get("class") == "span"]
+
+
+def test_svg_structure(seed_result):
+    svg = timeline_svg(seed_result, width=960)
+    root = ET.fromstring(svg)
+    assert root.get("width") == "10in" and root.get("viewBox").startswith("0 0 960 ")
+    assert len(_spans_in_svg(svg)) == len(seed_result.trace.spans)
+    texts = [t.text for t in root.iter(f"{SVG_NS}text")]
+    assert "time (µs)" in texts and "GPU · attention" in texts and seed_result.scenario.name in texts
+    groups = {g.get("id") for g in root.iter(f"{SVG_NS}g")}
+    assert {"spans-fetch", "spans-stall", "instants-hit", "instants-miss", "legend", "axis"} <= groups
+    bg = root.find(f"{SVG_NS}rect")
+    assert bg.get("id") == "background" and bg.get("fill") == "#ffffff"
+
+
+def test_svg_time_range_keeps_only_spans_in_range(seed_result):
+    svg = timeline_svg(seed_result, t0_ns=30_000, t1_ns=80_000)
+    sp = seed_result.trace.spans
+    in_range = ((sp["end"] >= 30_000) & (sp["start"] <= 80_000)).sum()
+    assert len(_spans_in_svg(svg)) == in_range < len(sp)
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_every_bundled_scenario_exports(path, tmp_path):
+    r = simulate(load_scenario(path))
+    assert len(_spans_in_svg(timeline_svg(r))) == len(r.trace.spans)
+    doc = json.loads(json.dumps({"traceEvents": perfetto_events(r)}))
+    assert any(e["ph"] == "M" for e in doc["traceEvents"])
+    texts = trace_csv(r.trace)
+    for table, path_ in csv_paths(tmp_path / "t").items():
+        path_.write_text(texts[table])
+    back = read_trace_csv(tmp_path / "t")
+    for name in ("spans", "instants", "counters", "residency"):
+        assert np.array_equal(getattr(back, name), getattr(r.trace, name)), name
+
+
+def test_perfetto_is_clean(seed_result):
+    ev = perfetto_events(seed_result)
+    for e in ev:
+        assert {"ph", "name", "pid"} | ({"tid"} if e["ph"] != "C" else set()) <= set(e)
+        if e["ph"] in "XiC":
+            assert isinstance(e["ts"], float)
+    names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "GPU / GPU · attention" in names.values()
+    xs = [e for e in ev if e["ph"] == "X"]
+    assert len(xs) == len(seed_result.trace.spans) and all(e["tid"] in names for e in xs)
+    by_tid = {}
+    for e in xs:
+        by_tid.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_tid.values():
+        spans.sort()
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
+    counters = [e["ts"] for e in ev if e["ph"] == "C"]
+    assert counters == sorted(counters)
+
+
+def test_overlapping_spans_get_sub_lanes():
+    tb = TraceBuilder()
+    lane = tb.lane("pool", "CXL")
+    for s, e in [(0, 10), (2, 5), (3, 12), (6, 8), (12, 20)]:
+        tb.span(lane, s, e, "fetch")
+    tr = tb.build()
+    assert sublanes(tr.spans["start"], tr.spans["end"]).tolist() == [0, 1, 2, 1, 0]
+
+    class R:  # the smallest Result-like object the exporter needs
+        trace, metrics = tr, {}
+        scenario = load_scenario(SEED)
+    ev = perfetto_events(R())
+    threads = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+    assert threads == ["CXL / pool", "CXL / pool #2", "CXL / pool #3"]
+
+
+def test_cli_png_pdf_size_and_match_svg(tmp_path, qapp):
+    from PySide6.QtCore import QByteArray, QRectF
+    from PySide6.QtGui import QColor, QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    svg, png, pdf = tmp_path / "t.svg", tmp_path / "t.png", tmp_path / "t.pdf"
+    assert main(["run", SEED, "--svg", str(svg), "--png", str(png), "--pdf", str(pdf),
+                 "--width", "960", "--height", "300", "--dpi", "150"]) == 0
+    img = QImage(str(png))
+    assert (img.width(), img.height()) == (1500, 469)  # 10 in × 150 dpi; 300 px = 3.125 in
+    assert pdf.read_bytes().startswith(b"%PDF")
+    # Render the SVG ourselves at the same size: the PNG must be that picture.
+    ref = QImage(img.width(), img.height(), QImage.Format_ARGB32)
+    ref.fill(QColor("white"))
+    p = QPainter(ref)
+    p.setRenderHint(QPainter.Antialiasing)
+    p.setRenderHint(QPainter.TextAntialiasing)
+    QSvgRenderer(QByteArray(svg.read_bytes())).render(p, QRectF(0, 0, ref.width(), ref.height()))
+    p.end()
+    a = np.frombuffer(img.convertToFormat(QImage.Format_ARGB32).constBits(), np.uint8)
+    b = np.frombuffer(ref.constBits(), np.uint8)
+    assert np.mean(a != b) < 0.01
+
+
+def test_bad_figure_args_write_nothing(tmp_path, capsys):
+    png = tmp_path / "t.png"
+    assert main(["run", SEED, "--png", str(png), "--from-us", "50", "--to-us", "10"]) == 2
+    assert "--to-us" in capsys.readouterr().err and not png.exists()
+    assert main(["run", SEED, "--svg", str(tmp_path / "x.svg"), "--width", "10"]) == 2
+    assert not list(tmp_path.iterdir())
