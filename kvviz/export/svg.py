@@ -25,6 +25,7 @@ RIGHT, TOP, BOTTOM = 24, 70, 52
 CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and the legend
 LABEL_CHAR_W = 6.6  # the same at 11 px, for labels inside bars
 MAX_LABELLED = 400  # write labels inside bars only for figures with this few spans
+MAX_TOOLTIPS = 5000  # hover titles per bar only up to this many (they triple the file size)
 
 
 def _f(v: float) -> str:
@@ -112,19 +113,21 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
 
     sp = tr.spans[(tr.spans["end"] >= t0) & (tr.spans["start"] <= t1)]
     present_spans = [SPAN_KINDS[k] for k in np.unique(sp["kind"])]
+    tooltips = len(sp) <= MAX_TOOLTIPS
     out.append('<g id="spans" clip-path="url(#plot)">')
     for kind in present_spans:
         s = sp[sp["kind"] == SPAN_KINDS.index(kind)]
         xs, xe = xof(np.clip(s["start"], t0, t1)), xof(np.clip(s["end"], t0, t1))
         ys = np.array([lane_y[int(i)] for i in s["lane"]]) + (lane_h - bar_h) / 2
         out.append(f'<g id="spans-{kind}" fill="{span_color(kind)}" stroke="#ffffff" stroke-width="0.4">')
-        for a, b, y, lab, st, en in zip(xs.tolist(), xe.tolist(), ys.tolist(), s["label"].tolist(),
-                                        s["start"].tolist(), s["end"].tolist()):
-            tip = f"{kind} {_f(st / scale)}–{_f(en / scale)} {unit}"
-            if lab >= 0:
-                tip += f": {tr.labels[lab]}"
-            out.append(f'<rect class="span" x="{_f(a)}" y="{_f(y)}" width="{_f(max(b - a, 0.5))}" '
-                       f'height="{_f(bar_h)}"><title>{escape(tip)}</title></rect>')
+        cols = zip(xs.tolist(), xe.tolist(), ys.tolist(), s["label"].tolist(), s["start"].tolist(), s["end"].tolist())
+        for a, b, y, lab, st, en in cols:
+            rect = f'<rect class="span" x="{_f(a)}" y="{_f(y)}" width="{_f(max(b - a, 0.5))}" height="{_f(bar_h)}"'
+            if not tooltips:
+                out.append(rect + "/>")
+                continue
+            tip = f"{kind} {_f(st / scale)}–{_f(en / scale)} {unit}" + (f": {tr.labels[lab]}" if lab >= 0 else "")
+            out.append(f"{rect}><title>{escape(tip)}</title></rect>")
         out.append("</g>")
     out.append("</g>")
     if len(sp) <= MAX_LABELLED:
