@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `kvviz schema KIND | head`: the reader left; that is fine
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

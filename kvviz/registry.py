@@ -10,6 +10,8 @@ from typing import Callable
 # kind -> module under kvviz.mechanisms
 _MODULES = {
     "rope_window": "rope_window",
+    "engram_window": "engram_window",
+    "ladder": "ladder",
 }
 
 

@@ -162,19 +162,29 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
 
 
 class StderrProgress:
-    """Progress on stderr, shown only once a sweep has taken more than a second."""
+    """Progress on stderr once a sweep has run for a second: redrawn in place on a terminal at
+    most 5 times a second, one line per 10% when stderr is a file or pipe."""
 
     def __init__(self, stream=sys.stderr):
-        self.t0 = time.monotonic()
+        self.t0 = self.last = time.monotonic()
         self.stream = stream
-        self.shown = False
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.shown_pct = -10
 
     def __call__(self, done: int, total: int):
-        if time.monotonic() - self.t0 < 1.0 and done < total:
+        now = time.monotonic()
+        if now - self.t0 < 1.0:
             return
-        if not self.shown and done == total and time.monotonic() - self.t0 < 1.0:
-            return
-        self.shown = True
-        end = "\n" if done == total else ""
-        self.stream.write(f"\rsweep: {done}/{total} runs ({100 * done // total}%)" + end)
+        pct = 100 * done // total
+        if self.tty:
+            if now - self.last < 0.2 and done < total:
+                return
+            end = "\n" if done == total else ""
+            self.stream.write(f"\rsweep: {done}/{total} runs ({pct}%)" + end)
+        else:
+            if pct < self.shown_pct + 10 and done < total:
+                return
+            self.shown_pct = pct
+            self.stream.write(f"sweep: {done}/{total} runs ({pct}%)\n")
+        self.last = now
         self.stream.flush()

@@ -19,7 +19,7 @@ SPAN_KINDS: tuple[str, ...] = (
 )
 INSTANT_KINDS: tuple[str, ...] = ("hit", "miss", "evict", "issue", "land", "arrive", "overflow")
 
-LANE_DTYPE = np.dtype([("name", "U64"), ("group", "U32")])
+LANE_DTYPE = np.dtype([("name", "U96"), ("group", "U64")])
 SPAN_DTYPE = np.dtype([("lane", "i4"), ("start", "i8"), ("end", "i8"), ("kind", "u1"),
                        ("label", "i4"), ("ref", "i8")])
 INSTANT_DTYPE = np.dtype([("lane", "i4"), ("t", "i8"), ("kind", "u1"), ("ref", "i8")])

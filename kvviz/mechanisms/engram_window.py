@@ -1,0 +1,531 @@
+"""Engram decode-step prefetch window (seed 001): pool reads issued by the CPU at step start,
+hidden behind the GPU's layers before the Engram layer k.
+
+One decode step, as simulated:
+- CPU: hash the suffix n-grams of every sequence's newest token (all Engram layers), then
+  post one read per distinct row. Rows needed twice in one step are read once (coalesced).
+- The prefetch window opens at the start of layer `window_from_layer`. The seed's convention
+  (window_from_layer = 1) is  window = sum of t_exec(i), i = 1..k-1 : layer 0's time is
+  budgeted for the CPU's hashing and issue, so the reads are released to the pool when
+  layer 1 starts. With window_from_layer = 0 the window is layers 0..k-1 and each read
+  leaves as soon as the CPU posts it (CPU time then eats into the window).
+- Pool: every read waits for one of `max_outstanding` slots, then takes the pool latency,
+  then its transfer over a link shared FIFO with the other reads (engram_queue.fifo_link).
+  Path B lands it straight in the GPU's HBM staging buffer (peer-to-peer; the link runs at
+  the lower of pool and PCIe bandwidth). Path A lands it in a host-DRAM bounce buffer; rows
+  are then copied to the GPU in chunks of `copy_rows`, one copy after another on one stream,
+  each paying a fixed copy latency plus bytes / PCIe bandwidth.
+- GPU: layers run back to back; layer k waits (a stall span) until its last row is staged,
+  then consumes the staging rows. Several steps run in a row, each with new tokens.
+- MoE baseline, same reads and data path: a router needs layer k-1's hidden state, so the
+  reads are released only when layer k-1 ends, and the GPU waits for all of them.
+
+Metrics (µs; for several Engram layers each one is under `layers`, and the worst, the one
+with the least slack, is copied to the top level):
+  window_us   sum of layer times window_from_layer..k-1 (the seed's formula; stalls excluded)
+  fetch_us    window opening -> last row of layer k staged (worst step)
+  slack_us    window_us - fetch_us; feasible = slack_us >= 0 (rows arrive in time)
+  stall_us    GPU wait at layer k on the timeline (worst step)
+  moe_stall_us  the same wait in the MoE baseline (worst step)
+  step_time_us  mean decode step; overhead_pct: vs the same steps without Engram
+  reads_issued, reads_coalesced, bytes_fetched: summed over all steps (and, at the top
+  level, over all Engram layers)
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import PrivateAttr, model_validator
+
+from ..errors import ScenarioError
+from ..result import Result
+from ..scenario import FieldError, ScenarioBase, Section, param
+from ..trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
+from ..units import ns_to_us, us_to_ns
+from .engram_hashing import (MAX_VOCAB, distinct_primes, hash_rows, multipliers,
+                             parse_token_file, zipf_tokens)
+from .engram_queue import fifo_link
+
+# A run whose size estimate (spans + reads) exceeds this is refused up front.
+MAX_EVENTS = 20_000_000
+PS_PER_NS = 1_000
+
+
+# --- scenario --------------------------------------------------------------------------
+
+class ModelShape(Section):
+    layers: int = param(64, ge=1, le=4096, unit="layers", description="Decoder layers L (numbered 0..L-1)")
+    step_time_us: float = param(3600.0, gt=0, le=1e9, unit="µs",
+                                description="One decode step at reference_batch; each layer takes "
+                                            "step_time_us / layers unless layer_times_us is given")
+    layer_times_us: list[float] = param([], unit="µs",
+                                        description="Explicit time of each layer at reference_batch "
+                                                    "(one per layer); overrides step_time_us if given")
+    batch_size: int = param(1, ge=1, le=65_536, unit="sequences",
+                            description="Sequences decoding together; each adds one new token per step")
+    reference_batch: int = param(1, ge=1, le=65_536, unit="sequences",
+                                 description="Batch size at which the layer times hold")
+    batch_fixed_share: float = param(1.0, ge=0, le=1, unit="share",
+                                     description="Share of a layer's time that does not grow with the batch "
+                                                 "(weight reads, launches); the rest grows in proportion to "
+                                                 "batch_size / reference_batch")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.layer_times_us:
+            if len(self.layer_times_us) != self.layers:
+                raise FieldError("layer_times_us", f"needs one time per layer: {self.layers} layers, "
+                                                   f"{len(self.layer_times_us)} times")
+            for i, t in enumerate(self.layer_times_us):
+                if not 0 < t <= 1e9:
+                    raise FieldError(f"layer_times_us[{i}]", f"layer time must be > 0 µs (got {t})")
+        return self
+
+
+class Engram(Section):
+    layer: int | None = param(None, ge=0, le=4095, unit="layer",
+                              description="Layer k holding the (single) Engram module; "
+                                          "use `layers` instead for several modules")
+    layers: list[int] | None = param(None, min_length=1, max_length=64, unit="layer",
+                                     description="Layers holding Engram modules, e.g. [2, 15] "
+                                                 "(instead of `layer`)")
+    window_from_layer: int = param(1, ge=0, le=1, unit="layer",
+                                   description="First layer counted in the prefetch window: 1 is the seed's "
+                                               "convention window = Σ t_exec(i), i = 1..k-1 (layer 0's time "
+                                               "goes to CPU hashing and issue; reads leave when layer 1 "
+                                               "starts); 0 counts layers 0..k-1 (reads leave as soon as "
+                                               "the CPU posts them)")
+    compute_us: float = param(0.0, ge=0, le=1e6, unit="µs",
+                              description="Extra GPU time of the Engram module in its layer (gate, conv, "
+                                          "write-back); 0 = hidden in the layer time")
+    orders: list[int] = param([2, 3], min_length=1, max_length=8, unit="tokens",
+                              description="N-gram orders hashed (suffix n-grams ending at the new token)")
+    heads: int = param(8, ge=1, le=64, unit="heads", description="Hash heads per n-gram order")
+    table_rows: int = param(1_000_000, ge=2, le=1 << 31, unit="rows",
+                            description="Table size floor: each head's table has a distinct prime "
+                                        "number of rows, the smallest primes >= this")
+    row_bytes: int = param(160, ge=1, le=1 << 20, unit="B", description="Bytes per embedding row")
+    hash_seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the hash multipliers")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if (self.layer is None) == (self.layers is None):
+            both = "both are set" if self.layer is not None else "neither is set"
+            raise FieldError("layer", f"set exactly one of engram.layer (one module) or engram.layers "
+                                      f"(several); {both}")
+        if self.layers is not None and len(set(self.layers)) != len(self.layers):
+            raise FieldError("layers", f"layers must be distinct (got {self.layers})")
+        for i, n in enumerate(self.orders):
+            if not 1 <= n <= 8:
+                raise FieldError(f"orders[{i}]", f"n-gram order must be 1..8 (got {n})")
+        if len(set(self.orders)) != len(self.orders):
+            raise FieldError("orders", f"orders must be distinct (got {self.orders})")
+        return self
+
+    @property
+    def module_layers(self) -> tuple[int, ...]:
+        return (self.layer,) if self.layer is not None else tuple(sorted(self.layers))
+
+    def field_of(self, layer: int) -> str:
+        return "engram.layer" if self.layer is not None else f"engram.layers[{self.layers.index(layer)}]"
+
+
+class Tokens(Section):
+    source: Literal["zipf", "inline", "file"] = param(
+        "zipf", description="Where the token IDs come from: a seeded Zipf draw, `ids`, or `file`")
+    ids: list[list[int]] = param([], description="Inline token IDs: one list per sequence of the batch; the "
+                                                 "first max(orders)-1 are context, then one per decode step")
+    file: str = param("", description="Token file: one sequence per line, integers separated by spaces "
+                                      "or commas, `#` comments (relative to the current directory)")
+    vocab: int = param(151_936, ge=1, le=MAX_VOCAB, unit="tokens", description="Vocabulary size")
+    zipf_a: float = param(1.1, gt=1, le=10, description="Zipf exponent of the generated token IDs")
+    seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the generated token IDs")
+    _file_ids: list[list[int]] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.source == "file":
+            if not self.file:
+                raise FieldError("file", "source is \"file\" but no file is named")
+            try:
+                self._file_ids = parse_token_file(self.file)
+            except ValueError as e:
+                raise FieldError("file", str(e)) from None
+        elif self.source == "inline" and not self.ids:
+            raise FieldError("ids", "source is \"inline\" but ids is empty")
+        where = "file" if self.source == "file" else "ids"
+        for i, seq in enumerate(self.sequences()):
+            for j, t in enumerate(seq):
+                if not 0 <= t < self.vocab:
+                    path = f"ids[{i}][{j}]" if where == "ids" else "file"
+                    raise FieldError(path, f"token ID {t} (sequence {i}, position {j}) is outside "
+                                           f"the vocabulary 0..{self.vocab - 1}")
+        return self
+
+    def sequences(self) -> list[list[int]]:
+        """The given sequences (inline or from the file); empty for the Zipf source."""
+        return self._file_ids if self.source == "file" else (self.ids if self.source == "inline" else [])
+
+
+class Decode(Section):
+    steps: int = param(4, ge=1, le=10_000, unit="steps", description="Decode steps simulated in a row")
+
+
+class Cpu(Section):
+    hash_ns: float = param(10.0, ge=0, le=1e6, unit="ns",
+                           description="CPU time to hash one token's n-gram for one head (per token per head)")
+    issue_ns: float = param(20.0, ge=0, le=1e6, unit="ns", description="CPU time to post one read")
+
+
+class Pool(Section):
+    name: str = param("CXL pool", min_length=1, max_length=40, description="Name of the pool's lane group")
+    latency_us: float = param(0.2, ge=0, le=1e6, unit="µs", description="Latency of one small read")
+    bandwidth_GBps: float = param(50.0, gt=0, le=1e5, unit="GB/s", description="Pool link bandwidth")
+    max_outstanding: int = param(64, ge=1, le=1_000_000, unit="reads",
+                                 description="Reads in flight at once; more wait for a free slot")
+
+
+class Transfer(Section):
+    path: Literal["A", "B"] = param(
+        "B", description="B: pool -> GPU HBM directly (peer-to-peer); A: pool -> host DRAM bounce "
+                         "buffer -> PCIe copy to the GPU")
+
+
+class Pcie(Section):
+    bandwidth_GBps: float = param(50.0, gt=0, le=1e5, unit="GB/s",
+                                  description="GPU's PCIe link: caps path B, carries path A's copies")
+    copy_latency_us: float = param(2.0, ge=0, le=1e6, unit="µs",
+                                   description="Fixed cost of one host-to-GPU copy (path A)")
+    copy_rows: int = param(64, ge=1, le=1_000_000, unit="rows",
+                           description="Rows gathered per host-to-GPU copy (path A)")
+
+
+class EngramWindowScenario(ScenarioBase):
+    kind: Literal["engram_window"]
+    model: ModelShape = ModelShape()
+    engram: Engram
+    tokens: Tokens = Tokens()
+    decode: Decode = Decode()
+    cpu: Cpu = Cpu()
+    pool: Pool = Pool()
+    transfer: Transfer = Transfer()
+    pcie: Pcie = Pcie()
+
+    @model_validator(mode="after")
+    def _check(self):
+        L, first = self.model.layers, self.engram.window_from_layer
+        for k in self.engram.module_layers:
+            field = self.engram.field_of(k)
+            if not 0 <= k < L:
+                raise FieldError(field, f"layer {k} is outside the model's layers 0..{L - 1}")
+            if k <= first:
+                raise FieldError(field, f"the window Σ t_exec(i), i = {first}..{k - 1}, holds no layers for "
+                                        f"an Engram module at layer {k} (window_from_layer = {first}); "
+                                        f"use a layer >= {first + 1}")
+        seqs = self.tokens.sequences()
+        if self.tokens.source != "zipf":
+            where = "tokens.file" if self.tokens.source == "file" else "tokens.ids"
+            if len(seqs) != self.model.batch_size:
+                raise FieldError(where, f"needs one sequence per batch entry: batch_size is "
+                                        f"{self.model.batch_size}, got {len(seqs)} sequences")
+            need = max(self.engram.orders) - 1 + self.decode.steps
+            for i, seq in enumerate(seqs):
+                if len(seq) < need:
+                    path = f"{where}[{i}]" if where == "tokens.ids" else where
+                    raise FieldError(path, f"sequence {i} has {len(seq)} tokens; {self.decode.steps} steps "
+                                           f"with n-grams up to order {max(self.engram.orders)} need {need}")
+        return self
+
+
+MODEL = EngramWindowScenario
+
+
+# --- geometry: layer times, tokens, rows -------------------------------------------------
+
+def layer_times_ns(m: ModelShape) -> np.ndarray:
+    """Per-layer GPU time (int ns) at this batch size: a fixed part plus a per-token part.
+    At the reference batch it is exactly the given time (no rounding through a factor)."""
+    base_us = m.layer_times_us or [m.step_time_us / m.layers] * m.layers
+    base = np.array([us_to_ns(t) for t in base_us], dtype=np.int64)
+    grow = (1.0 - m.batch_fixed_share) * (m.batch_size - m.reference_batch) / m.reference_batch
+    return base + np.rint(base * grow).astype(np.int64) if grow else base
+
+
+def token_matrix(sc: EngramWindowScenario) -> np.ndarray:
+    """(batch, max_order - 1 + steps) token IDs: context first, then one new token per step."""
+    t = sc.tokens
+    width = max(sc.engram.orders) - 1 + sc.decode.steps
+    if t.source == "zipf":
+        return zipf_tokens(sc.model.batch_size, width, t.vocab, t.zipf_a, t.seed)
+    return np.array([seq[:width] for seq in t.sequences()], dtype=np.int64)
+
+
+def step_rows(sc: EngramWindowScenario) -> tuple[list[list[np.ndarray]], int]:
+    """Distinct rows each step reads for each Engram layer (sorted global row IDs), and the
+    lookups per layer per step before coalescing (batch x orders x heads)."""
+    e = sc.engram
+    n_orders, layers = len(e.orders), e.module_layers
+    primes = np.array(distinct_primes(e.table_rows, n_orders * e.heads), dtype=np.int64)
+    # A global row ID: table offsets make rows of different tables (and layers) distinct.
+    table_base = np.concatenate([[0], np.cumsum(primes)[:-1]]).reshape(n_orders, e.heads)
+    per_layer = int(primes.sum())
+    tokens = token_matrix(sc)
+    rows = []
+    for li, k in enumerate(layers):
+        mult = multipliers(e.hash_seed, k, n_orders, e.heads, max(e.orders))
+        z = hash_rows(tokens, sc.decode.steps, tuple(e.orders), mult, primes.reshape(n_orders, e.heads))
+        gid = z + table_base + li * per_layer            # (steps, batch, order, head)
+        rows.append(gid.reshape(sc.decode.steps, -1))
+    lookups = sc.model.batch_size * n_orders * e.heads
+    return [[np.unique(r[s]) for r in rows] for s in range(sc.decode.steps)], lookups
+
+
+def _estimate(sc: EngramWindowScenario) -> int:
+    e = sc.engram
+    lookups = sc.model.batch_size * len(e.orders) * e.heads * len(e.module_layers)
+    return sc.decode.steps * (4 * sc.model.layers + 3 * lookups)
+
+
+def _ceil_ns(ps: np.ndarray) -> np.ndarray:
+    return -(-ps // PS_PER_NS)
+
+
+def _xfer_ps(nbytes: int, gbps: float) -> int:
+    """Transfer time in ps: 1 GB/s moves one byte per ns."""
+    return int(round(nbytes * PS_PER_NS / gbps))
+
+
+# --- the run -------------------------------------------------------------------------------
+
+class _Run:
+    """All state of one run (nothing is shared between runs)."""
+
+    def __init__(self, sc: EngramWindowScenario):
+        self.sc = sc
+        e, p = sc.engram, sc.pool
+        self.k_layers = e.module_layers
+        self.d = layer_times_ns(sc.model)
+        self.d_plain = self.d.copy()                        # the same step without Engram
+        self.d[list(self.k_layers)] += us_to_ns(e.compute_us)
+        self.first = e.window_from_layer
+        self.window = {k: int(self.d[self.first:k].sum()) for k in self.k_layers}
+        # Data path timing, integer ps.
+        self.lat_ps = us_to_ns(p.latency_us) * PS_PER_NS
+        link = p.bandwidth_GBps if sc.transfer.path == "A" else min(p.bandwidth_GBps, sc.pcie.bandwidth_GBps)
+        self.row_ps = _xfer_ps(e.row_bytes, link)
+        self.copy_lat_ps = us_to_ns(sc.pcie.copy_latency_us) * PS_PER_NS
+
+        self.tb = tb = TraceBuilder(item_name="Engram row (staging slot)")
+        pool, path_a = p.name, sc.transfer.path == "A"
+        self.cpu = tb.lane("CPU · hash + issue", "CPU")
+        self.gpu_steps = tb.lane("GPU · decode steps", "GPU")
+        self.gpu = tb.lane("GPU · layers", "GPU")
+        self.win_lane = {k: tb.lane(f"GPU · window for L{k}", "GPU") for k in self.k_layers}
+        dest = "host DRAM" if path_a else "GPU (P2P)"
+        self.pool_lane = {k: tb.lane(f"{pool} → {dest} · L{k} rows", pool) for k in self.k_layers}
+        self.pcie = tb.lane("PCIe · bounce copies host → GPU", "PCIe") if path_a else None
+        # The baseline's reads leave only when layer k-1 ends (a router needs its hidden state).
+        self.moe_gpu = tb.lane("MoE · GPU layers", "MoE baseline")
+        self.moe_pool = tb.lane(f"MoE · {pool} reads after L(k-1)", "MoE baseline")
+        self.layer_label = np.array([tb.label(f"L{j}" + (" · Engram" if j in self.k_layers else ""))
+                                     for j in range(sc.model.layers)], dtype=np.int32)
+        self.gpu_blocks: list[np.ndarray] = []
+        self.residency: list[np.ndarray] = []
+        self.counter_events: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.max_slots = 0
+        self.work = 0  # reads and layer executions simulated (Result.events, for benchmarks)
+
+    # --- helpers -----------------------------------------------------------------------
+    def _events(self, name: str, unit: str, t: np.ndarray, delta):
+        self.counter_events.setdefault((name, unit), []).append(
+            (np.asarray(t, dtype=np.int64), np.broadcast_to(np.asarray(delta, dtype=np.float64), np.shape(t))))
+
+    def deliver(self, release_ns: np.ndarray, layer_of: np.ndarray, record: bool):
+        """Reads released at `release_ns` (FIFO order) -> (pool start, pool done, staged) in ns.
+        `layer_of` gives each read's index into k_layers (path A flushes a chunk per layer)."""
+        sc = self.sc
+        self.work += len(release_ns)
+        start_ps, done_ps = fifo_link(release_ns * PS_PER_NS, self.lat_ps, self.row_ps, sc.pool.max_outstanding)
+        start, done = _ceil_ns(start_ps), _ceil_ns(done_ps)
+        if record:
+            pool = sc.pool.name
+            self._events(f"{pool} queued", "reads", np.concatenate([release_ns, start]),
+                         np.concatenate([np.ones(len(start)), -np.ones(len(start))]))
+            self._events(f"{pool} in flight", "reads", np.concatenate([start, done]),
+                         np.concatenate([np.ones(len(start)), -np.ones(len(start))]))
+        if sc.transfer.path == "B":
+            return start, done, done
+        # Path A: consecutive rows of one layer form a chunk; its copy starts when its last row
+        # is in host DRAM and the previous copy has finished (one stream), and lands all rows.
+        staged = np.empty_like(done)
+        ends, edge = [], 0
+        bounds = np.flatnonzero(np.diff(layer_of)) + 1
+        for lo_l, hi_l in zip(np.r_[0, bounds], np.r_[bounds, len(done)]):
+            for lo in range(int(lo_l), int(hi_l), sc.pcie.copy_rows):
+                hi = min(lo + sc.pcie.copy_rows, int(hi_l))
+                begin = max(int(done_ps[hi - 1]), edge)
+                edge = begin + self.copy_lat_ps + _xfer_ps((hi - lo) * sc.engram.row_bytes, sc.pcie.bandwidth_GBps)
+                staged[lo:hi] = -(-edge // PS_PER_NS)
+                ends.append((begin, edge, lo, hi))
+        if record:
+            for begin, edge, lo, hi in ends:
+                self.tb.span(self.pcie, -(-begin // PS_PER_NS), -(-edge // PS_PER_NS), "copy",
+                             f"copy {hi - lo} rows", ref=hi - lo)
+            self._events("host bounce rows", "rows", np.concatenate([done, staged]),
+                         np.concatenate([np.ones(len(done)), -np.ones(len(done))]))
+        return start, done, staged
+
+    def gpu_layers(self, lane: int, t0: int, wait_for) -> tuple[np.ndarray, dict[int, int]]:
+        """Lay one step's layers from t0. Before Engram layer k, the GPU waits
+        wait_for(i, k, at) ns, where `at` is when k could start. Returns layer end times and
+        each Engram layer's stall (ns)."""
+        d = self.d
+        self.work += len(d)
+        before = np.concatenate([[0], np.cumsum(d)[:-1]])  # layer starts without stalls
+        wait = np.zeros(len(d), dtype=np.int64)
+        stalls, shift = {}, 0
+        for i, k in enumerate(self.k_layers):  # ascending: a stall delays every later layer
+            w = max(0, wait_for(i, k, t0 + int(before[k]) + shift))
+            stalls[k], wait[k], shift = w, w, shift + w
+        starts = t0 + before + np.cumsum(wait)
+        block = np.zeros(len(d), dtype=SPAN_DTYPE)
+        block["lane"], block["start"], block["end"] = lane, starts, starts + d
+        block["kind"], block["label"], block["ref"] = SPAN_KINDS.index("compute"), self.layer_label, np.arange(len(d))
+        self.gpu_blocks.append(block)
+        for k, w in stalls.items():
+            if w:
+                self.tb.span(lane, int(starts[k]) - w, int(starts[k]), "stall", f"L{k} waits for Engram rows", ref=k)
+        return starts + d, stalls
+
+    # --- one Engram step ---------------------------------------------------------------------
+    def engram_step(self, s: int, t0: int, rows: list[np.ndarray]) -> tuple[int, dict]:
+        sc, tb = self.sc, self.tb
+        counts = [len(r) for r in rows]
+        n = sum(counts)
+        layer_of = np.repeat(np.arange(len(rows)), counts)
+        lookups = sc.model.batch_size * len(sc.engram.orders) * sc.engram.heads * len(rows)
+        hash_end = t0 + int(round(lookups * sc.cpu.hash_ns))
+        issued = hash_end + np.rint(np.arange(1, n + 1) * sc.cpu.issue_ns).astype(np.int64)
+        t_open = t0 + int(self.d[:self.first].sum())
+        release = np.maximum(issued, t_open)
+        tb.span(self.cpu, t0, hash_end, "hash", f"hash {lookups} n-gram lookups", ref=s)
+        held = " (held until L1 starts)" if self.first == 1 and int(issued[-1]) < t_open else ""
+        tb.span(self.cpu, hash_end, int(issued[-1]), "issue", f"post {n} reads{held}", ref=s)
+
+        start, done, staged = self.deliver(release, layer_of, record=True)
+        lo = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        ready = {k: int(staged[lo[i]:lo[i] + counts[i]].max()) for i, k in enumerate(self.k_layers)}
+        ends, stalls = self.gpu_layers(self.gpu, t0, lambda i, k, at: ready[k] - at)
+
+        out = {}
+        for i, k in enumerate(self.k_layers):
+            a, b = lo[i], lo[i] + counts[i]
+            lane = self.pool_lane[k]
+            tb.span(lane, int(start[a]), int(done[b - 1]), "fetch",
+                    f"L{k}: {counts[i]} reads, ≤{sc.pool.max_outstanding} in flight", ref=s)
+            tb.instant(lane, int(release[a]), "issue", ref=s)
+            tb.instant(lane, ready[k], "land", ref=s)
+            tb.span(self.win_lane[k], t_open, int(ends[k] - self.d[k]) - stalls[k], "prefetch",
+                    f"window for L{k}: {ns_to_us(self.window[k]):g} µs", ref=s)
+            # Staging: each row holds a slot from landing until layer k has consumed it.
+            res = np.zeros(counts[i], dtype=RESIDENCY_DTYPE)
+            res["slot"], res["start"], res["end"], res["item"] = np.arange(a, b), staged[a:b], ends[k], rows[i]
+            self.residency.append(res)
+            self._events("staging rows", "rows", np.r_[staged[a:b], ends[k]],
+                         np.r_[np.ones(counts[i]), -counts[i]])
+            out[k] = {"fetch": ready[k] - t_open, "stall": stalls[k]}
+        self.max_slots = max(self.max_slots, n)
+        tb.span(self.gpu_steps, t0, int(ends[-1]), "decode", f"decode step {s}", ref=s)
+        return int(ends[-1]), out
+
+    # --- one MoE-baseline step ---------------------------------------------------------------
+    def moe_step(self, s: int, t0: int, rows: list[np.ndarray]) -> tuple[int, dict]:
+        def fetch_after_previous_layer(i: int, k: int, at: int) -> int:
+            # A router knows its rows only once layer k-1 has ended, i.e. at `at`.
+            _, _, staged = self.deliver(np.full(len(rows[i]), at, dtype=np.int64),
+                                        np.zeros(len(rows[i]), dtype=np.int64), record=False)
+            landed = int(staged.max())
+            self.tb.span(self.moe_pool, at, landed, "fetch", f"L{k}: {len(rows[i])} reads after L{k - 1}", ref=s)
+            return landed - at
+
+        ends, stalls = self.gpu_layers(self.moe_gpu, t0, fetch_after_previous_layer)
+        return int(ends[-1]), stalls
+
+    # --- trace assembly ------------------------------------------------------------------------
+    def build(self):
+        tb = self.tb
+        tb.slots = self.max_slots
+        for block in self.gpu_blocks:
+            tb.add_block("spans", block)
+        if self.residency:
+            tb.add_block("residency", np.concatenate(self.residency))
+        for (name, unit), parts in self.counter_events.items():
+            t = np.concatenate([p[0] for p in parts])
+            v = np.concatenate([p[1] for p in parts])
+            order = np.argsort(t, kind="stable")
+            t, level = t[order], np.cumsum(v[order])
+            last = np.r_[t[1:] != t[:-1], True]  # one sample per instant: the level after it
+            block = np.zeros(int(last.sum()), dtype=COUNTER_DTYPE)
+            block["name"], block["t"], block["value"] = tb.counter_id(name, unit), t[last], level[last]
+            tb.add_block("counters", block)
+        return tb.build()
+
+
+def simulate(sc: EngramWindowScenario) -> Result:
+    est = _estimate(sc)
+    if est > MAX_EVENTS:
+        raise ScenarioError(f"too large to simulate: about {est:,} spans and reads (limit {MAX_EVENTS:,}); "
+                            "reduce decode.steps, model.batch_size or engram.heads", field="decode.steps")
+    run = _Run(sc)
+    rows_by_step, lookups = step_rows(sc)
+    per = {k: {"fetch": [], "stall": [], "moe": [], "issued": 0} for k in run.k_layers}
+    t_e = t_m = 0
+    for s, rows in enumerate(rows_by_step):
+        t_e, got = run.engram_step(s, t_e, rows)
+        t_m, moe = run.moe_step(s, t_m, rows)
+        for i, k in enumerate(run.k_layers):
+            per[k]["fetch"].append(got[k]["fetch"])
+            per[k]["stall"].append(got[k]["stall"])
+            per[k]["moe"].append(moe[k])
+            per[k]["issued"] += len(rows[i])
+    trace = run.build()
+
+    steps, row_bytes = sc.decode.steps, sc.engram.row_bytes
+    layers = []
+    for k in run.k_layers:
+        p, window, fetch = per[k], run.window[k], max(per[k]["fetch"])
+        coalesced = steps * lookups - p["issued"]
+        layers.append({
+            "layer": k,
+            "window_us": ns_to_us(window),
+            "fetch_us": ns_to_us(fetch),
+            "slack_us": ns_to_us(window - fetch),
+            "stall_us": ns_to_us(max(p["stall"])),
+            "feasible": fetch <= window,
+            "moe_stall_us": ns_to_us(max(p["moe"])),
+            "reads_issued": p["issued"],
+            "reads_coalesced": coalesced,
+            "bytes_fetched": p["issued"] * row_bytes,
+        })
+    worst = min(layers, key=lambda m: m["slack_us"])
+    plain = int(run.d_plain.sum()) * steps
+    metrics = {
+        "step_time_us": ns_to_us(t_e / steps),
+        "window_us": worst["window_us"],
+        "fetch_us": worst["fetch_us"],
+        "slack_us": worst["slack_us"],
+        "stall_us": worst["stall_us"],
+        "feasible": all(m["feasible"] for m in layers),
+        "overhead_pct": round(100.0 * (t_e - plain) / plain, 6),
+        "moe_stall_us": worst["moe_stall_us"],
+        "reads_issued": sum(m["reads_issued"] for m in layers),
+        "reads_coalesced": sum(m["reads_coalesced"] for m in layers),
+        "bytes_fetched": sum(m["bytes_fetched"] for m in layers),
+        "worst_layer": worst["layer"],
+        "steps": steps,
+        "path": sc.transfer.path,
+        "window_convention": f"window = Σ t_exec(i), i = {sc.engram.window_from_layer}..k-1",
+        "layers": layers,
+    }
+    return Result(scenario=sc, trace=trace, metrics=metrics, events=run.work)
