@@ -70,6 +70,17 @@ def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
     return first
 
 
+def relative_to_source(path: str, context: dict | None) -> Path:
+    """A path written in a scenario is relative to that scenario's file when it was loaded
+    from one (validation context {"source": file}); otherwise to the current directory."""
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p
+    source = (context or {}).get("source")
+    base = Path(source).parent if source and Path(source).is_file() else Path.cwd()
+    return base / p
+
+
 def read_toml(path: str | Path) -> dict:
     p = Path(path)
     try:

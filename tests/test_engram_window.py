@@ -160,6 +160,15 @@ def test_token_file_matches_inline(tmp_path):
     assert simulate(data).trace.fingerprint() == simulate(_inline(ids)).trace.fingerprint()
 
 
+def test_relative_token_file_is_next_to_the_scenario(tmp_path, monkeypatch):
+    from kvviz import load_scenario
+    (tmp_path / "tokens.txt").write_text("5 7 9 11\n")
+    (tmp_path / "s.toml").write_text('kind = "engram_window"\n[tokens]\nsource = "file"\nfile = "tokens.txt"\n'
+                                     '[engram]\nlayer = 2\n[decode]\nsteps = 1\n')
+    monkeypatch.chdir("/")
+    assert simulate(load_scenario(tmp_path / "s.toml")).metrics["reads_issued"] > 0
+
+
 # --- several Engram layers -----------------------------------------------------------------
 
 def test_several_engram_layers(tmp_path):

@@ -36,11 +36,11 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import PrivateAttr, model_validator
+from pydantic import PrivateAttr, ValidationInfo, model_validator
 
 from ..errors import ScenarioError
 from ..result import Result
-from ..scenario import FieldError, ScenarioBase, Section, param
+from ..scenario import FieldError, ScenarioBase, Section, param, relative_to_source
 from ..trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
 from ..units import ns_to_us, us_to_ns
 from .engram_hashing import (MAX_VOCAB, distinct_primes, hash_rows, multipliers,
@@ -137,19 +137,19 @@ class Tokens(Section):
     ids: list[list[int]] = param([], description="Inline token IDs: one list per sequence of the batch; the "
                                                  "first max(orders)-1 are context, then one per decode step")
     file: str = param("", description="Token file: one sequence per line, integers separated by spaces "
-                                      "or commas, `#` comments (relative to the current directory)")
+                                      "or commas, `#` comments (relative to the scenario file)")
     vocab: int = param(151_936, ge=1, le=MAX_VOCAB, unit="tokens", description="Vocabulary size")
     zipf_a: float = param(1.1, gt=1, le=10, description="Zipf exponent of the generated token IDs")
     seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the generated token IDs")
     _file_ids: list[list[int]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self, info: ValidationInfo):
         if self.source == "file":
             if not self.file:
                 raise FieldError("file", "source is \"file\" but no file is named")
             try:
-                self._file_ids = parse_token_file(self.file)
+                self._file_ids = parse_token_file(str(relative_to_source(self.file, info.context)))
             except ValueError as e:
                 raise FieldError("file", str(e)) from None
         elif self.source == "inline" and not self.ids:

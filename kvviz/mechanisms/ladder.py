@@ -44,7 +44,8 @@ from pydantic import BaseModel, PrivateAttr, ValidationInfo, field_validator, mo
 
 from ..errors import ScenarioError
 from ..result import Result
-from ..scenario import FieldError, ScenarioBase, Section, apply_override, param, parse_scenario, read_toml
+from ..scenario import (FieldError, ScenarioBase, Section, apply_override, param, parse_scenario, read_toml,
+                        relative_to_source)
 from ..trace import TraceBuilder
 from ..units import us_to_ns
 from . import rope_window
@@ -98,10 +99,7 @@ class LadderScenario(ScenarioBase):
         (context={"source": file}); otherwise relative paths resolve against the cwd."""
         if not isinstance(v, str):
             return v
-        p = Path(v).expanduser()
-        if not p.is_absolute():
-            source = (info.context or {}).get("source")
-            p = (Path(source).parent if source else Path.cwd()) / p
+        p = relative_to_source(v, info.context)
         if not p.is_file():
             raise ValueError(f"base scenario file not found: {p}")
         return str(p.resolve())
