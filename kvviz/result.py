@@ -35,6 +35,9 @@ class Result:
     def __post_init__(self):
         object.__setattr__(self, "metrics", _freeze(dict(self.metrics)))
 
+    def __reduce__(self):  # pickles (to a worker process and back) with plain metrics
+        return (Result, (self.scenario, self.trace, self.metrics_dict(), self.events))
+
     def metrics_dict(self) -> dict:
         return _thaw(self.metrics)
 

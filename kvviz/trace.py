@@ -7,7 +7,7 @@ stay fixed-width.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -48,6 +48,13 @@ class Trace:
     counter_units: tuple[str, ...] = ()
     slots: int = 0          # rows of the residency grid
     item_name: str = "item"  # what a residency item is: token position, session, row
+
+    def __post_init__(self):  # however built (CSV, unpickling), the arrays are read-only
+        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency):
+            a.flags.writeable = False
+
+    def __reduce__(self):  # unpickle through __init__, so __post_init__ runs again
+        return (Trace, tuple(getattr(self, f.name) for f in fields(self)))
 
     @property
     def t_end(self) -> int:
