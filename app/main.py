@@ -24,7 +24,13 @@ def _parse(argv):
     p = argparse.ArgumentParser(prog="kvviz-gui", description="kvviz desktop app")
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
-    p.add_argument("--view", default="timeline", choices=["timeline", "metrics"])
+    p.add_argument("--view", default="timeline",
+                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "rope", "compare", "sweep"])
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="edit a field after opening (with --view compare: the file is A, the edits B)")
+    p.add_argument("--sweep", action="append", default=[], metavar="PATH=VALUES",
+                   help="with --view sweep: an axis, e.g. engram.layer=2:63 (give one or two)")
+    p.add_argument("--metric", help="with --view sweep: the metric to collect")
     p.add_argument("--size", default="1600x900", help="window size for --screenshot, WxH")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
     return p.parse_args(argv)
@@ -55,39 +61,83 @@ def _quiet_offscreen_noise():
     qInstallMessageHandler(handler)
 
 
-def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900)) -> int:
-    """Open the window offscreen on `path`, wait for the run, save a PNG of it."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+def _wait(signal, done, timeout_ms: int = 120_000) -> None:
+    """Spin the event loop until `done()` or `signal` fires (or the timeout)."""
     from PySide6.QtCore import QEventLoop, QTimer
-    _quiet_offscreen_noise()
-    from PySide6.QtWidgets import QApplication
+    if done():
+        return
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    signal.disconnect(loop.quit)
+
+
+def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), sets=(),
+               sweep=(), metric: str | None = None) -> int:
+    """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
+    PNG of the window showing `view`."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import tempfile
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
     from kvviz import ScenarioError, load_scenario
+    from kvviz.scenario import apply_override, parse_value, read_toml
+    from kvviz.sweep import Axis, grid_scenarios, parse_values
     from .window import MainWindow
+    _quiet_offscreen_noise()
 
     try:
-        load_scenario(path)  # bad input: report and exit 2 before any window exists
+        load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
+        axes = [a.split("=", 1) for a in sweep]
+        if any(len(a) != 2 for a in axes) or (view == "sweep" and not (axes and metric)):
+            raise ScenarioError("--view sweep needs --sweep PATH=VALUES (once or twice) and --metric", "kvviz-gui",
+                                "--sweep")
+        if view == "sweep":
+            base = read_toml(path)
+            for assignment in sets:
+                base = apply_override(base, assignment)
+            grid_scenarios(base, tuple(Axis(p, parse_values(v, f"--sweep {p}")) for p, v in axes), path)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return BAD_INPUT
     app = QApplication.instance() or QApplication([])
-    win = MainWindow(path)
-    win.resize(*size)
-    win.show()
-    loop = QEventLoop()
-    win.result_ready.connect(loop.quit)
-    win.runner.failed.connect(lambda m: loop.quit())
-    QTimer.singleShot(60_000, loop.quit)
-    if win.result is None:
-        loop.exec()
-    if win.result is None:
-        print(f"error: {win.status.text()}", file=sys.stderr)
-        return BAD_INPUT
-    app.processEvents()
-    widget = {"timeline": win, "metrics": win.metrics}[view]
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    ok = widget.grab().save(out)
-    win.close()
+    with tempfile.TemporaryDirectory() as tmp:  # a screenshot never uses or changes the user's layout
+        settings = QSettings(str(Path(tmp) / "kvviz.ini"), QSettings.IniFormat)
+        win = MainWindow(path, settings=settings)
+        win.ask_unsaved = lambda: QMessageBox.Discard  # headless: edits are never saved, never asked
+        win.resize(*size)
+        win.show()
+        _wait(win.result_ready, lambda: win.result is not None)
+        if sets:
+            if view == "compare":
+                win.pin()
+            first = win.result
+            for assignment in sets:
+                field, value = assignment.split("=", 1)
+                win.panel.set_value(field.strip(), parse_value(value.strip()))
+            _wait(win.result_ready, lambda: win.result is not first)
+        if view == "sweep":
+            win.show_view("sweep")
+            win.sweep.configure([tuple(a) for a in axes], metric)
+            win.sweep.run()
+            _wait(win.sweep.stopped, lambda: win.sweep.thread is None, 600_000)
+            if win.sweep.result is None:  # e.g. an unknown metric: say why, exit 2
+                print(f"error: {win.sweep.status.text().lstrip('⚠ ')}", file=sys.stderr)
+                win.close()
+                return BAD_INPUT
+        if win.result is None:
+            print(f"error: {win.status.text()}", file=sys.stderr)
+            win.close()
+            return BAD_INPUT
+        win.show_view({"metrics": "timeline", "rope": "rope bound"}.get(view, view))
+        for _ in range(3):
+            app.processEvents()
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        ok = win.grab().save(out)
+        win.close()
     return 0 if ok else 1
 
 
@@ -109,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     path = _resolve(args.file)
     if args.screenshot:
-        return screenshot(path, args.screenshot, args.view, _size(args.size))
+        return screenshot(path, args.screenshot, args.view, _size(args.size), args.set, args.sweep, args.metric)
     if not _has_display():
         print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)

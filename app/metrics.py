@@ -37,6 +37,7 @@ class MetricsView(QTableWidget):
         h.setSectionResizeMode(0, QHeaderView.ResizeToContents)
         h.setSectionResizeMode(1, QHeaderView.ResizeToContents)
         h.setSectionResizeMode(2, QHeaderView.Stretch)
+        self.setWordWrap(True)  # long values (ladders, assumptions) wrap instead of being cut
 
     def set_result(self, result: Result):
         rows = metric_rows(result.metrics_dict())
@@ -44,3 +45,4 @@ class MetricsView(QTableWidget):
         for r, cells in enumerate(rows):
             for c, text in enumerate(cells):
                 self.setItem(r, c, QTableWidgetItem(text))
+        self.resizeRowsToContents()

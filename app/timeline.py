@@ -130,6 +130,12 @@ class LaneAxis(pg.AxisItem):
         self.names = names
         self.setStyle(tickLength=0, autoExpandTextSpace=True)
 
+    def set_names(self, names: list[str]):
+        self.names = names
+        self.setWidth(int(8 + 7.2 * max((len(n) for n in names), default=4)))
+        self.picture = None  # drop pyqtgraph's cached drawing
+        self.update()
+
     def tickValues(self, minVal, maxVal, size):
         lo, hi = sorted((minVal, maxVal))  # the view is inverted (lane 0 on top)
         return [(1.0, [float(i) for i in range(len(self.names)) if lo - 1 <= i <= hi + 1])]
@@ -145,7 +151,8 @@ class TimelineView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.plot = pg.PlotWidget(background="w")
+        self.lane_axis = LaneAxis([])
+        self.plot = pg.PlotWidget(background="w", axisItems={"left": self.lane_axis})
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
@@ -164,18 +171,20 @@ class TimelineView(QWidget):
                                                                      "fill": (255, 255, 255, 200)})
         self.plot.scene().sigMouseMoved.connect(self._on_move)
 
-    def set_result(self, result: Result):
+    def set_result(self, result: Result, span_ns: int | None = None):
+        """Show `result`. `span_ns` picks the time unit (views that share an axis pass the
+        longest of their runs so they agree on µs or ms)."""
         self.result = result
         tr = result.trace
-        unit, scale = time_unit(max(tr.t_end, 1))
+        unit, scale = time_unit(max(span_ns or tr.t_end, 1))
         self.unit, self.scale = unit, scale
         names = tr.lanes["name"].tolist()
         pi = self.plot.getPlotItem()
         pi.clear()
         self.layers = []
-        axis = LaneAxis(names)
-        pi.setAxisItems({"left": axis})
-        axis.setWidth(int(8 + 7.2 * max(len(n) for n in names)))
+        # One axis for the view's life: replacing it on every result loses the inverted y
+        # mapping in pyqtgraph, so only its names change.
+        self.lane_axis.set_names(names)
         pi.showGrid(x=True, y=False, alpha=0.15)
         pi.setLabel("bottom", f"time ({unit})")
         pi.invertY(True)
@@ -213,6 +222,11 @@ class TimelineView(QWidget):
         pi.setXRange(0, end, padding=0.02)
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
+
+    def visible_range_ns(self) -> tuple[int, int]:
+        """The time range on screen, in ns from the trace start (for 'export what I see')."""
+        (lo, hi), _ = self.plot.getPlotItem().getViewBox().viewRange()
+        return max(0, int(lo * self.scale)), max(1, int(hi * self.scale))
 
     def _on_move(self, pos):
         if self.result is None:

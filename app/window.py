@@ -1,92 +1,339 @@
-"""Main window: pick a scenario, see its timeline and metrics."""
+"""Main window: scenario browser and parameter panel on the left, views in tabs, metrics on
+the right. Data flows one way: panel edit -> validated scenario -> worker -> Result -> views."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow,
-                               QToolBar)
+                               QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar)
 
-from kvviz import ScenarioError, load_scenario
+from kvviz import ScenarioError
+from kvviz.registry import mechanisms
 from kvviz.cli import bundled_scenarios
 
+from .compare import CompareView
 from .metrics import MetricsView
+from .params import ParameterPanel
+from .sweep_view import SweepView
 from .timeline import TimelineView
+from .views.counters import CountersView
+from .views.ladder import LadderView
+from .views.occupancy import OccupancyView
+from .views.rope_bound import RopeBoundView
 from .worker import SimulationRunner
+
+MAX_RECENT = 8
+SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
+TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep")
+
+
+def app_settings() -> QSettings:
+    return QSettings(QSettings.IniFormat, QSettings.UserScope, "kvviz", "kvviz")
 
 
 class MainWindow(QMainWindow):
     result_ready = Signal(object)
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, settings: QSettings | None = None):
         super().__init__()
+        self.settings = settings or app_settings()
         self.setWindowTitle("kvviz")
-        self.resize(1400, 820)
-        self.timeline = TimelineView()
-        self.setCentralWidget(self.timeline)
-        self.metrics = MetricsView()
-        dock = QDockWidget("Metrics", self)
-        dock.setObjectName("metrics-dock")
-        dock.setWidget(self.metrics)
-        dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
-        self.addDockWidget(Qt.RightDockWidgetArea, dock)
-        self.resizeDocks([dock], [420], Qt.Horizontal)
+        self.setAcceptDrops(True)
+        self.resize(1440, 860)
+        self.result = None
 
-        bar = QToolBar("Scenario", self)
-        bar.setObjectName("scenario-toolbar")
-        bar.setMovable(False)
-        self.addToolBar(bar)
-        bar.addWidget(QLabel(" Scenario: "))
-        self.picker = QComboBox()
-        self.picker.setMinimumWidth(320)
-        for p in bundled_scenarios():
-            self.picker.addItem(p.stem, str(p))
-        self.picker.currentIndexChanged.connect(lambda i: self.open(self.picker.itemData(i)))
-        bar.addWidget(self.picker)
-        bar.addAction("Open…", self._open_dialog)
-        self.status = QLabel()
-        self.statusBar().addWidget(self.status, 1)
+        self.timeline, self.occupancy, self.counters = TimelineView(), OccupancyView(), CountersView()
+        self.ladder, self.rope_bound = LadderView(), RopeBoundView()
+        self.compare, self.sweep = CompareView(), SweepView()
+        self.views = dict(zip(TABS, (self.timeline, self.occupancy, self.counters, self.ladder,
+                                     self.rope_bound, self.compare, self.sweep)))
+        self.tabs = QTabWidget()
+        for name, view in self.views.items():
+            self.tabs.addTab(view, name.capitalize())
+        self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
+        self.setCentralWidget(self.tabs)
+        self._stale: set[str] = set()  # views not yet showing the current result
+        self.occupancy.link_x(self.timeline.plot)
+        self.timeline.cursor.sigPositionChanged.connect(lambda line: self.occupancy.set_cursor(line.value()))
+
+        self.panel = ParameterPanel()
+        self.metrics = MetricsView()
+        self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 370)
+        self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 320)
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._fail)
-        self.result = None
-        self.path: str | None = None
-        if path is not None:
-            self.open(str(path))
-        elif self.picker.count():
-            default = self.picker.findText("rope_prefetch_16")
-            self.picker.setCurrentIndex(max(default, 0))
-            self.open(self.picker.currentData())
+        self.runner.busy_changed.connect(self._busy)
+        self.panel.edited.connect(self._run)
+        self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
+        self.panel.dirty_changed.connect(lambda _: self._title())
+        self.ladder.rungs_edited.connect(lambda rungs: self.panel.set_value("rungs", rungs))
 
-    def open(self, path: str):
+        self._build_toolbar()
+        self._build_menus()
+        self._build_status()
+        self._restore()
+        start = path or self._default_scenario()
+        if start:
+            self.open(str(start))
+
+    # --- construction -------------------------------------------------------------------
+    def _dock(self, title: str, widget, area, width: int):
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{title.lower()}")
+        dock.setWidget(widget)
+        widget.setMinimumWidth(width - 70)  # a restored or squeezed layout never hides the fields
+        self.addDockWidget(area, dock)
+        self.resizeDocks([dock], [width], Qt.Horizontal)
+        return dock
+
+    def _build_toolbar(self):
+        bar = QToolBar("Scenario", self)
+        bar.setObjectName("toolbar-scenario")
+        bar.setMovable(False)
+        self.addToolBar(bar)
+        bar.addWidget(QLabel(" Scenario "))
+        self.picker = QComboBox()
+        self.picker.setMinimumWidth(280)
+        for p in bundled_scenarios():
+            self.picker.addItem(p.stem, str(p))
+        self.picker.activated.connect(lambda i: self.open(self.picker.itemData(i)))
+        bar.addWidget(self.picker)
+        self.act_open = bar.addAction("Open…", self.open_dialog)
+        self.act_save = bar.addAction("Save", self.save)
+        self.act_reset = bar.addAction("Reset", self.reset_to_file)
+        bar.addSeparator()
+        self.act_pin = bar.addAction("Pin as A", self.pin)
+        self.act_pin.setToolTip("Keep the current result as A in the Compare tab")
+        self.act_export = bar.addAction("Export…", lambda: self.export_dialog("svg"))
+
+    def _build_menus(self):
+        m = self.menuBar().addMenu("&File")
+        m.addAction("&Open…", QKeySequence.Open, self.open_dialog)
+        self.recent_menu = m.addMenu("Open &Recent")
+        m.addAction("&Save", QKeySequence.Save, self.save)
+        m.addAction("Save &As…", QKeySequence.SaveAs, self.save_as)
+        m.addAction("&Reset to File", self.reset_to_file)
+        ex = m.addMenu("&Export")
+        for fmt, label in (("svg", "Timeline as SVG…"), ("png", "Timeline as PNG…"), ("pdf", "Timeline as PDF…"),
+                           ("perfetto", "Perfetto trace JSON…"), ("csv", "Trace as CSV…"),
+                           ("json", "Metrics as JSON…")):
+            ex.addAction(label, lambda f=fmt: self.export_dialog(f))
+        m.addSeparator()
+        m.addAction("&Quit", QKeySequence.Quit, self.close)
+        v = self.menuBar().addMenu("&View")
+        for dock in self.findChildren(QDockWidget):
+            v.addAction(dock.toggleViewAction())
+        self._fill_recent()
+
+    def _build_status(self):
+        self.status = QLabel()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(160)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        self.statusBar().addWidget(self.status, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_btn)
+        self.progress.hide()
+        self.cancel_btn.hide()
+        self._progress_timer = QTimer(self, singleShot=True, interval=SHOW_PROGRESS_AFTER_MS)
+        self._progress_timer.timeout.connect(self._show_progress)
+
+    # --- scenario files -----------------------------------------------------------------
+    def _default_scenario(self) -> str | None:
+        i = self.picker.findText("rope_prefetch_16")
+        return self.picker.itemData(max(i, 0)) if self.picker.count() else None
+
+    def open(self, path: str) -> bool:
+        if not self._confirm_discard():
+            return False
         try:
-            scenario = load_scenario(path)
+            self.panel.load(path)
         except ScenarioError as e:
             self._fail(str(e))
-            return
-        self.path = path
-        self.status.setText(f"simulating {Path(path).name} …")
-        self.runner.submit(scenario)
+            return False
+        self._add_recent(path)
+        i = self.picker.findData(str(path))
+        if i >= 0:
+            self.picker.setCurrentIndex(i)
+        self._title()
+        scenario = self.panel.scenario()
+        if scenario is not None:
+            self._run(scenario)
+        return True
 
-    def _open_dialog(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Open scenario", "", "Scenarios (*.toml)")
+    def open_dialog(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Open scenario", str(Path(self.panel.path() or ".").parent),
+                                              "Scenarios (*.toml)")
         if path:
             self.open(path)
 
+    def save(self) -> bool:
+        try:
+            self.panel.save()
+        except (ScenarioError, OSError) as e:
+            self._fail(f"not saved: {e}")
+            return False
+        self._say(f"saved {self.panel.path()}")
+        return True
+
+    def save_as(self) -> bool:
+        path, _ = QFileDialog.getSaveFileName(self, "Save scenario as", self.panel.path() or "", "Scenarios (*.toml)")
+        if not path:
+            return False
+        try:
+            self.panel.save(path)
+        except (ScenarioError, OSError) as e:
+            self._fail(f"not saved: {e}")
+            return False
+        self._add_recent(path)
+        self._title()
+        return True
+
+    def reset_to_file(self):
+        self.panel.reset_to_file()
+        scenario = self.panel.scenario()
+        if scenario is not None:
+            self._run(scenario)
+
+    def ask_unsaved(self) -> QMessageBox.StandardButton:
+        """Save / Discard / Cancel for unsaved edits (tests replace this)."""
+        return QMessageBox.question(self, "Unsaved changes",
+                                    f"{Path(self.panel.path() or 'scenario').name} has unsaved changes.",
+                                    QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel,
+                                    QMessageBox.Save)
+
+    def _confirm_discard(self) -> bool:
+        if not self.panel.is_dirty():
+            return True
+        answer = self.ask_unsaved()
+        if answer == QMessageBox.Save:
+            return self.save()
+        return answer == QMessageBox.Discard
+
+    def _add_recent(self, path: str):
+        recent = [p for p in self._recent() if p != str(path)]
+        self.settings.setValue("recent", [str(path)] + recent[: MAX_RECENT - 1])
+        self._fill_recent()
+
+    def _recent(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _fill_recent(self):
+        self.recent_menu.clear()
+        for p in self._recent():
+            self.recent_menu.addAction(p, lambda p=p: self.open(p))
+        self.recent_menu.setEnabled(bool(self._recent()))
+
+    # --- drag and drop ------------------------------------------------------------------
+    def dragEnterEvent(self, event):
+        urls = event.mimeData().urls()
+        if urls and urls[0].toLocalFile().endswith(".toml"):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):
+        self.open(event.mimeData().urls()[0].toLocalFile())
+
+    # --- running and showing ------------------------------------------------------------
+    def _run(self, scenario):
+        self.runner.submit(scenario)
+
+    def _busy(self, busy: bool):
+        if busy:
+            self._say("simulating…")
+            self._progress_timer.start()
+        else:
+            self._progress_timer.stop()
+            self.progress.hide()
+            self.cancel_btn.hide()
+
+    def _show_progress(self):
+        if self.runner.busy():
+            self.progress.show()
+            self.cancel_btn.show()
+
     def _show(self, result):
         self.result = result
-        self.setWindowTitle(f"kvviz — {result.scenario.name}")
-        self.timeline.set_result(result)
         self.metrics.set_result(result)
+        self._stale = set(TABS) - {"sweep"}
+        self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
+                                mechanisms()[result.scenario.kind].model, result.metrics_dict())
+        self._refresh_visible()
         tr = result.trace
-        self.status.setText(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants, "
-                            f"{result.events:,} events")
+        self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
+                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms")
         self.result_ready.emit(result)
 
+    def _refresh_visible(self):
+        """Only the visible view redraws now; the others when their tab is shown."""
+        name = TABS[self.tabs.currentIndex()]
+        if self.result is None or name not in self._stale:
+            return
+        self._stale.discard(name)
+        self.views[name].set_result(self.result)
+
+    def show_view(self, name: str):
+        self.tabs.setCurrentIndex(TABS.index(name))
+        self._refresh_visible()
+
+    def pin(self):
+        if self.result is not None:
+            self.compare.pin(self.result)
+            self._stale.add("compare")
+            self.show_view("compare")
+
     def _fail(self, message: str):
-        self.status.setText(f"⚠ {message}")
+        self._say(f"⚠ {message}")
+
+    def _say(self, text: str):
+        self.status.setText(text)
+
+    def _title(self):
+        name = Path(self.panel.path()).name if self.panel.path() else "kvviz"
+        self.setWindowTitle(f"{name}{' *' if self.panel.is_dirty() else ''} — kvviz")
+
+    # --- export -------------------------------------------------------------------------
+    def export_dialog(self, fmt: str):
+        if self.result is None:
+            return
+        ext = {"perfetto": "json", "csv": "csv", "json": "json"}.get(fmt, fmt)
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", f"{stem}.{ext}", f"*.{ext}")
+        if path:
+            self.export(fmt, path)
+
+    def export(self, fmt: str, path: str, visible_range: bool = False):
+        """Write the current run: figures use the timeline's visible range when asked."""
+        from .exporting import export_result
+        rng = self.timeline.visible_range_ns() if visible_range else None
+        try:
+            written = export_result(self.result, fmt, path, rng)
+        except (OSError, ValueError) as e:
+            self._fail(f"export failed: {e}")
+            return
+        self._say("wrote " + ", ".join(written))
+
+    # --- settings and closing -----------------------------------------------------------
+    def _restore(self):
+        geo, state = self.settings.value("geometry"), self.settings.value("windowState")
+        if geo is not None:
+            self.restoreGeometry(geo)
+        if state is not None:
+            self.restoreState(state)
 
     def closeEvent(self, event):
-        self.runner.wait()  # no worker may outlive the window
+        if not self._confirm_discard():
+            event.ignore()
+            return
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("windowState", self.saveState())
+        self.settings.sync()
+        self.sweep.shutdown()
+        self.runner.shutdown()  # no worker may outlive the window
         super().closeEvent(event)

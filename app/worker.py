@@ -1,68 +1,116 @@
-"""Simulations run off the GUI thread; the finished Result comes back through a signal.
+"""Simulations run in a warm child process; the finished Result comes back through a signal.
 
-Graphics items are never touched here: the window builds them when `finished` arrives.
+A child process, not a thread, because a pure-Python simulation cannot be interrupted:
+Cancel (or a newer edit while a run is still going) terminates the child and starts a fresh
+one. Graphics items are never touched here: the window builds them when `finished` arrives.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
+import threading
+import time
 import traceback
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
-
-from kvviz import ScenarioError, simulate
+from PySide6.QtCore import QObject, Signal
 
 
-class _Signals(QObject):
-    finished = Signal(object, int)   # Result, request id
-    failed = Signal(str, int)        # message for the user, request id
-
-
-class _Job(QRunnable):
-    def __init__(self, scenario, request: int, signals: _Signals):
-        super().__init__()
-        self.scenario, self.request, self.signals = scenario, request, signals
-
-    def run(self):
+def _child(conn):
+    """Child process: simulate each scenario received, send back the Result or a message."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the app
+    from kvviz import ScenarioError, simulate
+    while True:
         try:
-            result = simulate(self.scenario)
+            request, scenario = conn.recv()
+        except (EOFError, OSError):
+            return
+        t = time.perf_counter()
+        try:
+            result = simulate(scenario)
+            conn.send((request, "ok", result, time.perf_counter() - t))
         except ScenarioError as e:
-            self.signals.failed.emit(str(e), self.request)
-        except Exception as e:  # a bug: report it in the status bar, never as a traceback dialog
+            conn.send((request, "error", str(e), 0.0))
+        except Exception as e:  # a bug: say so in one line; the details go to the terminal
             traceback.print_exc()
-            self.signals.failed.emit(f"internal error while simulating: {e!r}", self.request)
-        else:
-            self.signals.finished.emit(result, self.request)
+            conn.send((request, "error", f"internal error while simulating: {e!r}", 0.0))
 
 
 class SimulationRunner(QObject):
-    """Runs one scenario at a time; only the newest request's result is delivered."""
+    """One run at a time; only the newest request's result is delivered."""
 
-    finished = Signal(object)
+    finished = Signal(object)   # Result
     failed = Signal(str)
+    busy_changed = Signal(bool)
+    _arrived = Signal(int, str, object, float)  # from the reader thread to the GUI thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
-        self._signals.finished.connect(self._on_finished)
-        self._signals.failed.connect(self._on_failed)
+        self._ctx = mp.get_context("spawn")  # never fork a process that holds Qt
         self._latest = 0
+        self._running = 0           # request id in the child, 0 when idle
+        self._proc = self._conn = self._reader = None
+        self.last_seconds = 0.0     # simulate() time of the last delivered run
+        self._arrived.connect(self._on_arrived)
+        self._start()
+
+    def _start(self):
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_child, args=(child,), daemon=True, name="kvviz-sim")
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        self._reader = threading.Thread(target=self._read, args=(parent,), daemon=True)
+        self._reader.start()
+
+    def _read(self, conn):
+        while True:
+            try:
+                request, status, payload, secs = conn.recv()
+            except (EOFError, OSError):
+                return  # the child was stopped (cancel or shutdown)
+            self._arrived.emit(request, status, payload, secs)
+
+    def _stop_child(self):
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        self._proc.join(5)
+        self._conn.close()
+        self._reader.join(5)
+        self._proc = self._conn = self._reader = None
 
     def submit(self, scenario) -> int:
         self._latest += 1
-        self.pool.start(_Job(scenario, self._latest, self._signals))
+        if self._running:  # a stale run is in progress: stop it rather than wait for it
+            self._stop_child()
+            self._start()
+        self._running = self._latest
+        self._conn.send((self._latest, scenario))
+        self.busy_changed.emit(True)
         return self._latest
 
+    def cancel(self):
+        if self._running:
+            self._stop_child()
+            self._start()
+            self._running = 0
+            self.busy_changed.emit(False)
+
     def busy(self) -> bool:
-        return self.pool.activeThreadCount() > 0
+        return bool(self._running)
 
-    def wait(self, msecs: int = -1) -> bool:
-        return self.pool.waitForDone(msecs)
+    def shutdown(self):
+        """Stop the child and the reader thread (window close, test teardown)."""
+        self._running = 0
+        self._stop_child()
 
-    def _on_finished(self, result, request: int):
-        if request == self._latest:
-            self.finished.emit(result)
-
-    def _on_failed(self, message: str, request: int):
-        if request == self._latest:
-            self.failed.emit(message)
+    def _on_arrived(self, request: int, status: str, payload, secs: float):
+        if request != self._latest:
+            return
+        self._running = 0
+        self.busy_changed.emit(False)
+        if status == "ok":
+            self.last_seconds = secs
+            self.finished.emit(payload)
+        else:
+            self.failed.emit(payload)

@@ -7,11 +7,13 @@
 This package never imports Qt; the desktop front end lives in `app/`.
 """
 from .errors import ScenarioError
-from .registry import mechanisms, simulate
+from .registry import simulate
 from .result import Result
 from .scenario import apply_override, load_scenario, parse_scenario, scenario_to_dict
 from .trace import Trace, TraceBuilder
 
 __all__ = ["ScenarioError", "Result", "Trace", "TraceBuilder", "load_scenario", "parse_scenario",
-           "apply_override", "scenario_to_dict", "simulate", "mechanisms"]
+           "apply_override", "scenario_to_dict", "simulate"]
+# The registry of kinds is kvviz.registry.mechanisms(); it is not re-exported here because
+# `kvviz.mechanisms` is the subpackage holding the mechanism modules.
 __version__ = "0.1.0"

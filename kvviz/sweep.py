@@ -91,7 +91,7 @@ def metric_value(metrics: dict, name: str) -> Any:
     return node
 
 
-def _points(base: dict, axes: tuple[Axis, ...], source: str) -> list:
+def grid_scenarios(base: dict, axes: tuple[Axis, ...], source: str) -> list:
     """Validated scenarios for every grid point, in row-major order."""
     scenarios = []
     for combo in product(*(a.values for a in axes)):
@@ -125,7 +125,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     if not 1 <= len(axes) <= 2:
         raise ScenarioError("a sweep takes one or two --param axes", source, "--param")
     axes_t = tuple(axes)
-    scenarios = _points(base, axes_t, source)
+    scenarios = grid_scenarios(base, axes_t, source)
     # Fail on an unknown metric before spending the grid on it.
     from .registry import simulate
     first = simulate(scenarios[0]).metrics_dict()

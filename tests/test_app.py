@@ -1,4 +1,5 @@
-"""The desktop window, headless (pytest-qt)."""
+"""The desktop window, headless (pytest-qt): open, edit, invalid input, compare, sweep,
+cancel, unsaved-changes prompt, screenshots, and no worker outliving its window."""
 import json
 
 import numpy as np
@@ -6,34 +7,78 @@ import pytest
 
 pytest.importorskip("PySide6")
 
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
 from app.main import main as gui_main  # noqa: E402
 from app.metrics import metric_rows  # noqa: E402
 from app.timeline import SpanLayer, merge_runs  # noqa: E402
-from app.window import MainWindow  # noqa: E402
+from app.window import TABS, MainWindow  # noqa: E402
 
 from .conftest import SCENARIOS  # noqa: E402
 
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
+BUNDLED = sorted(SCENARIOS.glob("*.toml"))
 
 
 @pytest.fixture
-def window(qtbot):
-    win = MainWindow(SEED)
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "kvviz.ini"), QSettings.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    win = MainWindow(SEED, settings=settings)
+    win.ask_unsaved = lambda: QMessageBox.Discard  # a modal prompt would hang a headless test
     qtbot.addWidget(win)
     win.resize(1280, 800)
     win.show()
-    qtbot.waitUntil(lambda: win.result is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: win.result is not None, timeout=30_000)
     yield win
+    win.ask_unsaved = lambda: QMessageBox.Discard
     win.close()
-    assert not win.runner.busy()
+    assert not win.runner.busy() and win.runner._proc is None  # the child process is gone
+
+
+def _wait_new_result(qtbot, win, old):
+    qtbot.waitUntil(lambda: win.result is not old, timeout=30_000)
+    return win.result
 
 
 def test_window_shows_seed_result(window):
     assert window.result.metrics["speedup"] == 8.0
     rows = {r[0]: r[1:] for r in metric_rows(window.result.metrics_dict())}
     assert rows["stall_us"] == ("400.0", "50.0") and rows["round_trips"] == ("16", "2")
-    names = [window.timeline.plot.getPlotItem().getAxis("left").tickStrings([i], 1, 1)[0] for i in range(3)]
-    assert names == ["GPU · attention", "flash · prefetch + demand", "naive · serial demand fetch"]
+    axis = window.timeline.plot.getPlotItem().getAxis("left")
+    assert axis.tickStrings([0, 1, 2], 1, 1) == ["GPU · attention", "flash · prefetch + demand",
+                                                 "naive · serial demand fetch"]
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_open_every_bundled_scenario(window, qtbot, path):
+    old = window.result
+    assert window.open(str(path))
+    r = _wait_new_result(qtbot, window, old)
+    assert r.scenario.kind and window.metrics.rowCount() > 0
+    for name in TABS:  # every view accepts every kind
+        window.show_view(name)
+
+
+def test_edit_through_widget_changes_metrics(window, qtbot):
+    spin = window.panel.widget_for("cache.slots")
+    old = window.result
+    spin.setValue(4)
+    r = _wait_new_result(qtbot, window, old)
+    assert r.scenario.cache.slots == 4 and r.metrics["positions_fetched"] != 11
+    assert window.panel.is_dirty() and window.windowTitle().startswith("rope_prefetch_16.toml *")
+
+
+def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
+    old = window.result
+    window.panel.set_value("sequence.queries", [8, 99])
+    qtbot.waitUntil(lambda: "sequence.queries" in window.status.text(), timeout=5_000)
+    qtbot.wait(400)  # longer than the debounce: nothing may be submitted
+    assert window.result is old and window.panel.scenario() is None
 
 
 def test_hover_describes_span(window):
@@ -41,19 +86,78 @@ def test_hover_describes_span(window):
     assert "fetch 0.000–25.000 µs" in text and "5–11 (7)" in text
 
 
-def test_bad_scenario_shows_message_not_traceback(window, tmp_path):
+def test_bad_file_shows_message_not_traceback(window, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('kind = "rope_window"\n[cache]\nslots = 0\n')
     window.open(str(bad))
-    assert "cache.slots" in window.status.text() and window.result.metrics["speedup"] == 8.0
+    assert "cache.slots" in window.status.text()
 
 
-def test_screenshot_is_not_blank(window, tmp_path):
-    img = window.grab().toImage()
-    px = np.array([[img.pixelColor(x, y).name() for x in range(0, img.width(), 16)]
-                   for y in range(0, img.height(), 16)])
-    colours = set(px.ravel().tolist())
-    assert "#e69f00" in colours and "#d55e00" in colours  # fetch and stall bars are drawn
+def test_compare_shows_both_and_the_difference(window, qtbot):
+    window.pin()
+    old = window.result
+    window.panel.set_value("storage.latency_us", 50.0)
+    _wait_new_result(qtbot, window, old)
+    window.show_view("compare")
+    table = window.compare.table
+    rows = {table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 5)] for r in range(table.rowCount())}
+    assert rows["naive_stall_us"][:3] == ["400.0", "800.0", "400.0"]
+    assert window.compare.a.result.scenario.storage.latency_us == 25
+    assert window.compare.b.result.scenario.storage.latency_us == 50
+
+
+def test_sweep_view_runs_a_grid(window, qtbot):
+    window.show_view("sweep")
+    window.sweep.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
+    with qtbot.waitSignal(window.sweep.finished, timeout=60_000) as sig:
+        window.sweep.run()
+    res = sig.args[0]
+    assert len(res.values) == 3 and len(res.values[0]) == 3 and res.values[2][2] == 50.0
+
+
+def test_cancel_stops_a_long_run(window, qtbot):
+    old = window.result
+    window.panel.set_value("sequence.length", 8_000_000)
+    qtbot.waitUntil(window.runner.busy, timeout=5_000)
+    qtbot.waitUntil(window.cancel_btn.isVisible, timeout=5_000)
+    window.cancel_btn.click()
+    assert not window.runner.busy()
+    qtbot.wait(300)
+    assert window.result is old  # the cancelled run never arrives
+    window.panel.set_value("sequence.length", 16)  # and the runner still works
+    assert _wait_new_result(qtbot, window, old).scenario.sequence.length == 16
+
+
+def test_close_with_unsaved_changes_prompts(window, qtbot):
+    window.panel.set_value("cache.slots", 6)
+    asked = []
+    window.ask_unsaved = lambda: asked.append(1) or QMessageBox.Cancel
+    window.close()
+    assert asked and window.isVisible()  # Cancel keeps the window open
+    window.ask_unsaved = lambda: QMessageBox.Discard
+    window.close()
+    assert not window.isVisible()
+
+
+def test_recent_files_and_layout_are_remembered(qtbot, settings, tmp_path):
+    other = tmp_path / "copy.toml"
+    other.write_text((SCENARIOS / "rope_prefetch_16.toml").read_text())
+    win = MainWindow(str(other), settings=settings)
+    qtbot.addWidget(win)
+    qtbot.waitUntil(lambda: win.result is not None, timeout=30_000)
+    win.close()
+    assert settings.value("recent")[0] == str(other) and settings.value("windowState") is not None
+
+
+def test_every_view_screenshot_is_not_blank(window, qtbot):
+    window.pin()
+    for name in TABS:
+        window.show_view(name)
+        qtbot.wait(50)
+        img = window.tabs.currentWidget().grab().toImage()
+        px = np.array([[img.pixelColor(x, y).lightness() for x in range(0, img.width(), 8)]
+                       for y in range(0, img.height(), 8)])
+        assert (px < 200).mean() > 0.001, name  # some dark ink: text, bars, or a note
 
 
 def test_span_layer_culls_and_merges():
@@ -69,13 +173,31 @@ def test_merge_runs():
     assert a.tolist() == [0, 5] and b.tolist() == [3, 9]
 
 
-def test_cli_screenshot_and_bad_input(tmp_path, capsys):
-    out = tmp_path / "shot.png"
-    assert gui_main([SEED, "--screenshot", str(out), "--size", "900x600"]) == 0
+@pytest.mark.parametrize("view", ["timeline", "occupancy", "counters", "metrics", "ladder", "rope"])
+def test_cli_screenshot_views(view, tmp_path):
+    out = tmp_path / f"{view}.png"
+    assert gui_main([SEED, "--screenshot", str(out), "--view", view, "--size", "1280x800"]) == 0
     from PySide6.QtGui import QImage
-    assert QImage(str(out)).size().width() == 900
+    assert QImage(str(out)).size().toTuple() == (1280, 800)  # the issue's smallest layout fits
+
+
+def test_cli_screenshot_compare_and_sweep(tmp_path):
+    from PySide6.QtGui import QImage
+    out = tmp_path / "c.png"
+    assert gui_main([SEED, "--screenshot", str(out), "--view", "compare", "--set", "storage.latency_us=40"]) == 0
+    assert QImage(str(out)).height() == 900
+    out = tmp_path / "s.png"
+    assert gui_main([SEED, "--screenshot", str(out), "--view", "sweep", "--sweep", "cache.slots=2,8",
+                     "--metric", "hits"]) == 0
+    assert out.exists()
+
+
+def test_cli_screenshot_bad_input(tmp_path, capsys):
     assert gui_main([str(tmp_path / "missing.toml"), "--screenshot", str(tmp_path / "x.png")]) == 2
     assert "file not found" in capsys.readouterr().err and not (tmp_path / "x.png").exists()
+    assert gui_main([SEED, "--screenshot", str(tmp_path / "x.png"), "--set", "cache.slots=0"]) == 2
+    assert gui_main([SEED, "--screenshot", str(tmp_path / "x.png"), "--view", "sweep"]) == 2
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_headless_job_writes_figure_and_metrics(tmp_path, monkeypatch, capsys):
@@ -87,3 +209,12 @@ def test_headless_job_writes_figure_and_metrics(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "rope_prefetch_16.svg").read_text().startswith("<svg")
     assert json.loads((tmp_path / "rope_prefetch_16.json").read_text())["metrics"]["speedup"] == 8.0
     assert (tmp_path / "rope_prefetch_16.png").stat().st_size > 1000
+
+
+def test_export_menu_writes_files(window, tmp_path):
+    for fmt, name in (("svg", "t.svg"), ("png", "t.png"), ("perfetto", "t.json"), ("csv", "t.csv")):
+        window.export(fmt, str(tmp_path / name))
+    assert (tmp_path / "t.svg").read_text().startswith("<svg")
+    assert (tmp_path / "t.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert (tmp_path / "t_spans.csv").exists()

@@ -1,0 +1,286 @@
+"""Sweep view: vary one or two scenario fields, collect one metric, see a line chart or a
+heat map (the Engram feasibility map is slack_us over layer × latency). Runs kvviz.sweep in a
+background thread (which spreads the runs over worker processes), with progress and Cancel."""
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QThread, Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget)
+from pydantic import BaseModel
+
+from kvviz import ScenarioError
+from kvviz.format import format_value
+from kvviz.sweep import Axis, parse_values, run_sweep
+
+MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
+
+
+def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted paths of the int/float/bool fields of a scenario model (sweepable fields)."""
+    out = []
+    for name, f in model.model_fields.items():
+        ann = f.annotation
+        path = f"{prefix}{name}"
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out += numeric_paths(ann, path + ".")
+            continue
+        args = typing.get_args(ann) or (ann,)
+        if any(a in (int, float, bool) for a in args):
+            out.append(path)
+    return out
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _SweepThread(QThread):
+    progress = Signal(int, int)
+    done = Signal(object)     # SweepResult
+    failed = Signal(str)
+
+    def __init__(self, data: dict, axes: list[Axis], metric: str, source: str):
+        super().__init__()
+        self.args = (data, axes, metric, source)
+        self.cancelled = False
+
+    def _progress(self, done: int, total: int):
+        if self.cancelled:
+            raise _Cancelled  # unwinds run_sweep, whose Pool then terminates its workers
+        self.progress.emit(done, total)
+
+    def run(self):
+        data, axes, metric, source = self.args
+        try:
+            res = run_sweep(data, axes, metric, source=source, workers=2, progress=self._progress)
+        except _Cancelled:
+            self.failed.emit("sweep cancelled")
+        except ScenarioError as e:
+            self.failed.emit(str(e))
+        except Exception as e:  # a bug; never a traceback dialog
+            self.failed.emit(f"internal error in sweep: {e!r}")
+        else:
+            self.done.emit(res)
+
+
+class SweepView(QWidget):
+    finished = Signal(object)  # SweepResult, for tests and screenshots
+    stopped = Signal()         # the sweep ended: done, failed or cancelled
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.p1, self.p2 = QComboBox(), QComboBox()
+        self.v1, self.v2 = QLineEdit(), QLineEdit()
+        for c in (self.p1, self.p2):
+            c.setEditable(True)
+            c.setMinimumWidth(220)
+        for v in (self.v1, self.v2):
+            v.setPlaceholderText("1,2,4  or  start:stop[:step]")
+        self.use2 = QCheckBox("second parameter")
+        self.use2.toggled.connect(lambda on: (self.p2.setEnabled(on), self.v2.setEnabled(on)))
+        self.use2.setChecked(False)
+        self.p2.setEnabled(False)
+        self.v2.setEnabled(False)
+        self.metric_box = QComboBox()
+        self.metric_box.setEditable(True)
+        self.metric_box.setMinimumWidth(200)
+        self.run_btn, self.cancel_btn = QPushButton("Run sweep"), QPushButton("Cancel")
+        self.run_btn.clicked.connect(self.run)
+        self.cancel_btn.clicked.connect(self.cancel)
+        self.cancel_btn.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setVisible(False)
+        self.status = QLabel()
+        self.status.setStyleSheet("color:#444;")
+        self.status.setWordWrap(True)  # a long error must not widen the window
+        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+
+        form = QGridLayout()
+        form.addWidget(QLabel("parameter"), 0, 0)
+        form.addWidget(self.p1, 0, 1)
+        form.addWidget(QLabel("values"), 0, 2)
+        form.addWidget(self.v1, 0, 3)
+        form.addWidget(self.use2, 1, 0)
+        form.addWidget(self.p2, 1, 1)
+        form.addWidget(QLabel("values"), 1, 2)
+        form.addWidget(self.v2, 1, 3)
+        form.addWidget(QLabel("metric"), 2, 0)
+        form.addWidget(self.metric_box, 2, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.run_btn)
+        buttons.addWidget(self.cancel_btn)
+        buttons.addWidget(self.progress)
+        buttons.addWidget(self.status, 1)
+        form.addLayout(buttons, 2, 2, 1, 2)
+        form.setColumnStretch(3, 1)
+
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.getPlotItem().showGrid(x=True, y=True, alpha=0.2)
+        for ax in ("left", "bottom"):
+            self.plot.getPlotItem().getAxis(ax).setTextPen("#222")
+            self.plot.getPlotItem().getAxis(ax).setPen("#444")
+        self.bar = None
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.plot, 1)
+        self.data: dict | None = None
+        self.source = "<scenario>"
+        self.thread: _SweepThread | None = None
+        self.result = None
+
+    def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict):
+        """Offer the scenario's numeric fields and scalar metrics; keep the user's choices."""
+        self.data, self.source = data, source
+        paths = numeric_paths(model)
+        for combo in (self.p1, self.p2):
+            keep = combo.currentText()
+            combo.clear()
+            combo.addItems(paths)
+            if keep:
+                combo.setCurrentText(keep)
+        names = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 or isinstance(v, bool)]
+        keep = self.metric_box.currentText()
+        self.metric_box.clear()
+        self.metric_box.addItems(names)
+        if keep:
+            self.metric_box.setCurrentText(keep)
+
+    def configure(self, params: list[tuple[str, str]], metric: str):
+        """Set axes and metric programmatically (CLI screenshots, tests)."""
+        self.p1.setCurrentText(params[0][0])
+        self.v1.setText(params[0][1])
+        self.use2.setChecked(len(params) > 1)
+        if len(params) > 1:
+            self.p2.setCurrentText(params[1][0])
+            self.v2.setText(params[1][1])
+        self.metric_box.setCurrentText(metric)
+
+    def run(self):
+        if self.data is None or self.thread is not None:
+            return
+        try:
+            axes = [Axis(self.p1.currentText().strip(), parse_values(self.v1.text(), "values"))]
+            if self.use2.isChecked():
+                axes.append(Axis(self.p2.currentText().strip(), parse_values(self.v2.text(), "values")))
+        except ScenarioError as e:
+            self.status.setText(f"⚠ {e}")
+            return
+        self.thread = _SweepThread(self.data, axes, self.metric_box.currentText().strip(), self.source)
+        self.thread.progress.connect(self._on_progress)
+        self.thread.done.connect(self._on_done)
+        self.thread.failed.connect(self._on_failed)
+        self.thread.finished.connect(self._on_thread_end)
+        self.run_btn.setEnabled(False)
+        self.cancel_btn.setEnabled(True)
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 0)
+        self.status.setText("running…")
+        self.thread.start()
+
+    def cancel(self):
+        if self.thread is not None:
+            self.thread.cancelled = True
+            self.status.setText("cancelling…")
+
+    def shutdown(self):
+        """Cancel and wait: no sweep thread may outlive the window."""
+        if self.thread is not None:
+            self.thread.cancelled = True
+            self.thread.wait()
+
+    def _on_progress(self, done: int, total: int):
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.status.setText(f"{done}/{total} runs")
+
+    def _on_failed(self, message: str):
+        self.status.setText(f"⚠ {message}")
+
+    def _on_thread_end(self):
+        self.thread = None
+        self.stopped.emit()
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        self.progress.setVisible(False)
+
+    def _on_done(self, res):
+        self.result = res
+        self.status.setText(f"{sum(len(r) if isinstance(r, list) else 1 for r in res.values)} runs done")
+        self._draw(res)
+        self.finished.emit(res)
+
+    def _draw(self, res):
+        pi = self.plot.getPlotItem()
+        pi.clear()
+        if self.bar is not None:
+            self.bar.hide()
+        a = res.axes[0]
+        if len(res.axes) == 1:
+            x = _numeric(a.values)
+            y = np.array([_num(v) for v in res.values], dtype=float)
+            pi.plot(x, y, pen=pg.mkPen("#0072B2", width=2), symbol="o", symbolSize=7,
+                    symbolBrush="#0072B2", symbolPen="w")
+            pi.setLabel("bottom", a.path)
+            pi.setLabel("left", res.metric)
+            pi.autoRange()
+            return
+        b = res.axes[1]
+        grid = np.array([[_num(v) for v in row] for row in res.values], dtype=float)  # rows = axis a
+        img = pg.ImageItem(axisOrder="row-major")  # rows are the y axis (first parameter)
+        img.setImage(grid, autoLevels=False)
+        lo, hi = np.nanmin(grid), np.nanmax(grid)
+        if lo < 0 < hi:  # a sign change (e.g. slack): diverging colours centred on 0
+            m = max(-lo, hi)
+            cmap = pg.ColorMap([0, 0.5, 1], [(213, 94, 0), (255, 255, 255), (0, 114, 178)])
+            levels = (-m, m)
+        else:
+            cmap = pg.colormap.get("viridis")
+            levels = (lo, hi if hi > lo else lo + 1)
+        img.setColorMap(cmap)
+        img.setLevels(levels)
+        img.setRect(-0.5, -0.5, len(b.values), len(a.values))
+        pi.addItem(img)
+        pi.setLabel("bottom", b.path)
+        pi.setLabel("left", a.path)
+        pi.getAxis("bottom").setTicks([[(i, format_value(v)) for i, v in enumerate(b.values)]])
+        pi.getAxis("left").setTicks([[(i, format_value(v)) for i, v in enumerate(a.values)]])
+        texts = [[_cell(v) for v in row] for row in res.values]
+        longest = max(len(t) for row in texts for t in row)
+        cell_px = self.plot.width() * 0.8 / len(b.values)  # the image takes most of the plot
+        if grid.size <= MAX_CELL_TEXT and cell_px > 7 * longest + 6:  # only when the text fits
+            for i in range(grid.shape[0]):
+                for j in range(grid.shape[1]):
+                    t = pg.TextItem(texts[i][j], color="#111", anchor=(0.5, 0.5))
+                    t.setPos(j, i)
+                    pi.addItem(t)
+        if self.bar is None:
+            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, label=res.metric, interactive=False)
+        self.bar.setColorMap(cmap)
+        self.bar.setLevels(levels)
+        self.bar.setImageItem(img, insert_in=pi)
+        self.bar.show()
+        pi.autoRange()
+
+
+def _cell(v) -> str:
+    """Short text for a heat-map cell: three significant digits."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return format_value(v)
+    return f"{v:.3g}"
+
+
+def _num(v) -> float:
+    if isinstance(v, bool):
+        return float(v)
+    return float(v) if isinstance(v, (int, float)) else np.nan
+
+
+def _numeric(values) -> np.ndarray:
+    x = np.array([_num(v) for v in values], dtype=float)
+    return x if not np.isnan(x).any() else np.arange(len(values), dtype=float)

@@ -1,0 +1,140 @@
+"""Small pieces every view shares: light plot styling, a centred "nothing to show" note,
+and linking a view's x axis to another plot (the timeline's)."""
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QLabel, QStackedWidget, QWidget
+
+AXIS_PEN = "#555555"
+TEXT = "#222222"
+MUTED = "#555555"
+LABEL_STYLE = {"color": TEXT, "font-size": "10pt"}
+
+# Okabe-Ito: colour-blind-safe categorical colours for lines (counters) and series.
+LINE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+
+
+def tick_font() -> QFont:
+    f = QFont()
+    f.setPointSizeF(9)
+    return f
+
+
+def style_plot(pi: pg.PlotItem, left: str | None = None, bottom: str | None = None,
+               grid: tuple[bool, bool] = (True, True)) -> None:
+    """White-background look shared by all views: dark axes, readable ticks, faint grid."""
+    for name in ("left", "bottom"):
+        ax = pi.getAxis(name)
+        ax.setPen(AXIS_PEN)
+        ax.setTextPen(TEXT)
+        ax.setTickFont(tick_font())
+        ax.enableAutoSIPrefix(False)  # no "(x0.001)" on a zoomed axis: the unit is in the label
+    if left is not None:
+        pi.setLabel("left", left, **LABEL_STYLE)
+    if bottom is not None:
+        pi.setLabel("bottom", bottom, **LABEL_STYLE)
+    pi.showGrid(x=grid[0], y=grid[1], alpha=0.12)
+    pi.setMenuEnabled(False)
+    pi.hideButtons()
+
+
+def view_box_of(target) -> pg.ViewBox:
+    """The ViewBox behind a PlotWidget, PlotItem or ViewBox."""
+    if isinstance(target, pg.ViewBox):
+        return target
+    if isinstance(target, pg.PlotWidget):
+        return target.getPlotItem().getViewBox()
+    if isinstance(target, pg.PlotItem):
+        return target.getViewBox()
+    raise TypeError(f"cannot link to {type(target).__name__}: expected a PlotWidget, PlotItem or ViewBox")
+
+
+def link_x_ranges(leader: pg.ViewBox, follower: pg.ViewBox) -> Callable[[], None]:
+    """Keep two view boxes' x ranges equal, both ways; the follower takes the leader's range
+    now. Returns a function that undoes the link.
+
+    pyqtgraph's own setXLink lines views up in screen pixels, so plots of different widths or
+    positions (a dock beside the timeline, a hidden tab) would get different ranges; here the
+    ranges themselves are shared, wherever the plots are. Weak references: the link keeps
+    neither plot alive."""
+    busy = [False]
+    refs = (weakref.ref(leader), weakref.ref(follower))
+
+    def copier(src: int):
+        def copy(*_):
+            a, b = refs[src](), refs[1 - src]()
+            if busy[0] or a is None or b is None:
+                return
+            try:
+                lo, hi = a.viewRange()[0]
+                if list(b.viewRange()[0]) != [lo, hi]:
+                    busy[0] = True
+                    b.setXRange(lo, hi, padding=0)
+            except RuntimeError:  # one side's Qt object is gone
+                pass
+            finally:
+                busy[0] = False
+        return copy
+
+    forward, backward = copier(0), copier(1)
+    leader.sigXRangeChanged.connect(forward)
+    follower.sigXRangeChanged.connect(backward)
+    forward()
+
+    def unlink():
+        for box, slot in ((refs[0](), forward), (refs[1](), backward)):
+            if box is not None:
+                try:
+                    box.sigXRangeChanged.disconnect(slot)
+                except (RuntimeError, TypeError):
+                    pass
+    return unlink
+
+
+def note_label() -> QLabel:
+    lab = QLabel()
+    lab.setAlignment(Qt.AlignCenter)
+    lab.setWordWrap(True)
+    lab.setStyleSheet("color:#555; font-size:11pt; background:white; padding:24px;")
+    return lab
+
+
+class NoteStack(QStackedWidget):
+    """Shows its content, or — when a run has nothing for this view — a short centred note."""
+
+    def __init__(self, content: QWidget, parent=None):
+        super().__init__(parent)
+        self.note = note_label()
+        self.addWidget(content)
+        self.addWidget(self.note)
+        self.setStyleSheet("background:white;")
+
+    def show_note(self, text: str) -> None:
+        self.note.setText(text)
+        self.setCurrentWidget(self.note)
+
+    def show_content(self) -> None:
+        self.setCurrentIndex(0)
+
+    @property
+    def showing_note(self) -> bool:
+        return self.currentWidget() is self.note
+
+
+def caption_label() -> QLabel:
+    lab = QLabel(" ")
+    lab.setTextFormat(Qt.RichText)
+    lab.setWordWrap(True)
+    lab.setStyleSheet("color:#222; padding:4px 8px; background:white;")
+    return lab
+
+
+def info_label() -> QLabel:
+    lab = QLabel(" ")
+    lab.setStyleSheet("color:#333; padding:2px 8px; background:white;")
+    return lab

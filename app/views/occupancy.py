@@ -1,0 +1,377 @@
+"""Occupancy grid: which item (token position, session, Engram row…) lives in which slot, when.
+
+One ImageItem: rows are slots (or blocks of slots when there are more than MAX_ROWS), columns
+are time bins (at most MAX_COLS over the shown range), a cell's colour is the item resident
+for the longest part of its bin (empty only when nothing is resident in it at all). The grid
+is built with numpy from the residency array — no Python loop over cells or records — and
+rebuilt for the visible range when the user zooms, so its size never depends on the run's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from kvviz.export.axis import time_unit
+from kvviz.result import Result
+
+from ._common import NoteStack, caption_label, info_label, link_x_ranges, style_plot, view_box_of
+
+MAX_COLS = 2000   # time bins over the range a grid is built for
+MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
+MAX_LABELS = 400
+MAX_SEPARATED = 40  # slots up to which rows get separator lines and one tick each  # residency records labelled with their item when this few are visible
+EMPTY = -1
+
+# Categorical colours, ordered so that neighbouring indices differ strongly: consecutive
+# items (token positions 5, 6, 7 …) never share a colour within a run of len(ITEM_COLOURS).
+ITEM_COLOURS = (
+    "#1f77b4", "#ffbb78", "#2ca02c", "#ff9896", "#9467bd", "#c49c94", "#e377c2", "#dbdb8d",
+    "#17becf", "#aec7e8", "#ff7f0e", "#98df8a", "#d62728", "#c5b0d5", "#8c564b", "#f7b6d2",
+    "#bcbd22", "#9edae5",
+)
+EMPTY_COLOUR = "#f2f2f2"
+
+
+def _rgba(hex_colour: str) -> tuple[int, int, int, int]:
+    c = QColor(hex_colour)
+    return c.red(), c.green(), c.blue(), 255
+
+
+# Row 0 is "empty"; row 1 + (item mod n) is the item's colour — stable across redraws and runs.
+LUT = np.array([_rgba(EMPTY_COLOUR)] + [_rgba(c) for c in ITEM_COLOURS], dtype=np.uint8)
+
+
+def item_colour_index(items: np.ndarray) -> np.ndarray:
+    """LUT row of each item id (EMPTY -> 0)."""
+    items = np.asarray(items, dtype=np.int64)
+    return np.where(items == EMPTY, 0, 1 + np.mod(items, len(ITEM_COLOURS))).astype(np.intp)
+
+
+def item_colour(item: int) -> str:
+    return ITEM_COLOURS[int(item) % len(ITEM_COLOURS)]
+
+
+@dataclass(frozen=True)
+class OccupancyGrid:
+    items: np.ndarray  # (rows, cols) int64: the item shown in each cell, EMPTY if none
+    t0: float          # ns: left edge of column 0
+    t1: float          # ns: right edge of the last column
+    block: int         # slots per row
+    n_slots: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.items.shape
+
+    @property
+    def bin_ns(self) -> float:
+        return (self.t1 - self.t0) / self.items.shape[1]
+
+
+def _paint(n: int, lo: np.ndarray, hi: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Flat array of n cells; each cell gets the value of an interval [lo, hi) covering it
+    (the one reaching furthest, if several do), EMPTY if none. Vectorised: O(n + k log k)."""
+    out = np.full(n, EMPTY, dtype=np.int64)
+    if not len(lo):
+        return out
+    order = np.argsort(lo, kind="stable")
+    lo, hi, values = lo[order], hi[order], values[order]
+    ids = np.arange(len(lo))
+    started = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(started, lo, ids)              # last interval starting at each cell
+    started = np.maximum.accumulate(started)     # … at or before each cell
+    reach = np.maximum.accumulate(hi)
+    best = np.maximum.accumulate(np.where(hi == reach, ids, 0))  # furthest-reaching so far
+    cells = np.flatnonzero(started >= 0)
+    cand = best[started[cells]]
+    hit = hi[cand] > cells
+    out[cells[hit]] = values[cand[hit]]
+    return out
+
+
+def occupancy_grid(residency: np.ndarray, n_slots: int, t0: float, t1: float,
+                   max_cols: int = MAX_COLS, max_rows: int = MAX_ROWS) -> OccupancyGrid:
+    """Bin residency records (slot, start, end, item; ns) into at most max_rows × max_cols
+    cells over [t0, t1]. A cell holds the item resident for the longest part of its bin."""
+    t0, t1 = float(t0), float(t1)
+    if t1 <= t0:
+        t1 = t0 + 1.0
+    n_slots = max(int(n_slots), 1)
+    cols = int(max(1, min(max_cols, math.ceil(t1 - t0))))  # never bins shorter than 1 ns
+    w = (t1 - t0) / cols
+    block = max(1, math.ceil(n_slots / max_rows))
+    rows = math.ceil(n_slots / block)
+    slot = residency["slot"]
+    s = residency["start"].astype(np.float64)
+    e = residency["end"].astype(np.float64)
+    keep = (e >= t0) & (s <= t1) & (slot >= 0) & (slot < n_slots)
+    slot, s, e = slot[keep], s[keep], e[keep]
+    item = residency["item"][keep].astype(np.int64)
+    base = (slot // block).astype(np.int64) * cols
+    a, b = (s - t0) / w, (e - t0) / w  # record edges in bin units
+
+    # Bins a record covers completely: nothing else in that slot can hold more of them.
+    k0 = np.clip(np.ceil(a), 0, cols).astype(np.int64)
+    k1 = np.clip(np.floor(b), 0, cols).astype(np.int64)
+    full = k1 > k0
+    grid = _paint(rows * cols, base[full] + k0[full], base[full] + k1[full], item[full])
+
+    # The (at most two) bins a record covers in part: the longest resident wins the cell.
+    ka = np.clip(np.floor(a), 0, cols - 1).astype(np.int64)
+    kb = np.clip(np.floor(b), 0, cols - 1).astype(np.int64)
+    two = kb != ka
+    k = np.concatenate([ka, kb[two]])
+    aa, bb = np.concatenate([a, a[two]]), np.concatenate([b, b[two]])
+    ov = np.minimum(bb, k + 1) - np.maximum(aa, k)
+    cell = np.concatenate([base, base[two]]) + k
+    it = np.concatenate([item, item[two]])
+    # a bin a record merely touches with its end does not count; a zero-length record still
+    # shows in its bin when nothing else is there
+    zero = np.concatenate([b == a, (b == a)[two]])
+    ok = (ov > 0) | zero
+    cell, ov, it = cell[ok], ov[ok], it[ok]
+    if len(cell):
+        best = np.full(rows * cols, -1.0)
+        np.maximum.at(best, cell, ov)
+        win = (ov == best[cell]) & (grid[cell] == EMPTY)  # a full cover always beats a part
+        grid[cell[win]] = it[win]
+    return OccupancyGrid(grid.reshape(rows, cols), t0, t1, block, n_slots)
+
+
+class _ItemLabels(pg.GraphicsObject):
+    """Item ids written inside residency records, when few enough are visible and they fit."""
+
+    def __init__(self):
+        super().__init__()
+        self.slot = self.x0 = self.x1 = np.zeros(0)
+        self.text: list[str] = []
+        self._rect = QRectF(0, 0, 1, 1)
+        self.font = QFont()
+        self.font.setPointSizeF(8.5)
+
+    def set_records(self, slot, x0, x1, text: list[str]):
+        self.prepareGeometryChange()
+        self.slot, self.x0, self.x1, self.text = slot, x0, x1, text
+        self.on_dark = np.zeros(len(slot), dtype=bool)
+        if len(slot):
+            self._rect = QRectF(float(x0.min()), -0.5, float(max(x1.max() - x0.min(), 1e-9)),
+                                float(slot.max()) + 1)
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return self._rect
+
+    def paint(self, p: QPainter, *args):
+        vb = self.getViewBox()
+        if vb is None or not len(self.slot):
+            return
+        (lo, hi), _ = vb.viewRange()
+        vis = np.flatnonzero((self.x1 >= lo) & (self.x0 <= hi))
+        if len(vis) > MAX_LABELS:
+            return
+        xf = p.transform()
+        p.save()
+        p.resetTransform()
+        p.setFont(self.font)
+        fm = p.fontMetrics()
+        dark, light = QColor("#111111"), QColor("#ffffff")
+        for i in vis:
+            r = xf.mapRect(QRectF(float(self.x0[i]), float(self.slot[i]) - 0.5,
+                                  float(self.x1[i] - self.x0[i]), 1.0))
+            t = self.text[i]
+            if r.width() >= fm.horizontalAdvance(t) + 6 and r.height() >= fm.height():
+                p.setPen(light if self.on_dark[i] else dark)
+                p.drawText(r, Qt.AlignCenter, t)
+        p.restore()
+
+
+class OccupancyView(QWidget):
+    """Slots × time, coloured by the resident item. `set_result` only reads the Result."""
+
+    hovered = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plot = pg.PlotWidget(background="w")
+        pi = self.plot.getPlotItem()
+        style_plot(pi, left="slot", bottom="time (µs)", grid=(False, False))
+        pi.invertY(True)  # slot 0 on top, as in a table
+        pi.setMouseEnabled(x=True, y=True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        pi.addItem(self.image)
+        # thin white lines between slot rows, when rows are tall enough to tell apart
+        self.separators = pg.PlotCurveItem(pen=pg.mkPen("w", width=1), connect="pairs")
+        pi.addItem(self.separators, ignoreBounds=True)
+        self.labels = _ItemLabels()
+        pi.addItem(self.labels)
+        self.cursor = pg.InfiniteLine(angle=90, movable=False,
+                                      pen=pg.mkPen("#333333", width=1, style=Qt.DashLine))
+        self.cursor.setZValue(20)
+        self.cursor.hide()
+        pi.addItem(self.cursor, ignoreBounds=True)
+        self.caption = caption_label()
+        self.info = info_label()
+        body = QWidget()
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.caption)
+        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.info)
+        self.stack = NoteStack(body)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.stack)
+
+        self.result: Result | None = None
+        self.grid: OccupancyGrid | None = None
+        self.unit, self.scale = "µs", 1e3
+        self._res = None       # residency sorted by (slot, start), for hover
+        self._slot_bounds = None
+        self._n_slots = 0
+        self._t_end = 0
+        self._unlink = None
+        self._rebin = QTimer(self)
+        self._rebin.setSingleShot(True)
+        self._rebin.setInterval(40)
+        self._rebin.timeout.connect(self._rebin_visible)
+        pi.getViewBox().sigXRangeChanged.connect(lambda *_: self._rebin.start())
+        self.plot.scene().sigMouseMoved.connect(self._on_move)
+
+    # --- public API ---------------------------------------------------------------------
+
+    def set_result(self, result: Result) -> None:
+        self.result = result
+        tr = result.trace
+        res = tr.residency
+        if not len(res):
+            self.grid = None
+            self._res = None
+            self.stack.show_note("This run has no residency records\n"
+                                 "(no slot holds a token, session or row over time).")
+            return
+        self.stack.show_content()
+        self._t_end = max(int(tr.t_end), 1)
+        self.unit, self.scale = time_unit(self._t_end)
+        self._n_slots = int(max(tr.slots, int(res["slot"].max()) + 1))
+        order = np.lexsort((res["start"], res["slot"]))
+        self._res = res[order]
+        self._slot_bounds = np.searchsorted(self._res["slot"], np.arange(self._n_slots + 1))
+        pi = self.plot.getPlotItem()
+        pi.setLabel("bottom", f"time ({self.unit})")
+        items = np.sort(res["item"])  # (np.unique hashes: several times slower on 1M rows)
+        n_items = int((items[1:] != items[:-1]).sum()) + 1
+        self.caption.setText(
+            f"<b>Occupancy</b> · {self._n_slots:,} slots × time · colour = the {tr.item_name} resident "
+            f"in a slot (light grey = empty) · {len(res):,} residency records, {n_items:,} distinct")
+        end = self._t_end / self.scale
+        pi.setLimits(xMin=-0.05 * end, xMax=1.05 * end, yMin=-0.5 - 0.02 * self._n_slots,
+                     yMax=self._n_slots - 0.5 + 0.02 * self._n_slots)
+        self._build(0.0, float(self._t_end))
+        block = self.grid.block
+        pi.setLabel("left", "slot" if block == 1 else f"slot (one row per {block} slots)")
+        n = self._n_slots
+        if n <= MAX_SEPARATED:
+            ys = np.repeat(np.arange(n - 1) + 0.5, 2)
+            xs = np.tile([0.0, end], n - 1)
+            self.separators.setData(xs, ys)
+        else:
+            self.separators.setData([], [])
+        pi.getAxis("left").setTicks([[(i, str(i)) for i in range(n)]] if n <= MAX_SEPARATED else None)
+        pi.setXRange(0, end, padding=0.02)
+        pi.setYRange(-0.5, self._n_slots - 0.5, padding=0.02)
+        self._update_labels()
+
+    def link_x(self, plot_widget) -> None:
+        """Share zoom and pan along time with another pyqtgraph plot (the timeline's)."""
+        if self._unlink is not None:
+            self._unlink()
+        self._unlink = link_x_ranges(view_box_of(plot_widget), self.plot.getPlotItem().getViewBox())
+
+    def set_cursor(self, x: float | None) -> None:
+        """Vertical time cursor at x (display units, as on the timeline); None hides it."""
+        if x is None:
+            self.cursor.hide()
+            return
+        self.cursor.setValue(float(x))
+        self.cursor.show()
+
+    def describe(self, x: float, y: float) -> str:
+        """Hover text for a point (x in display units, y in slots)."""
+        if self._res is None:
+            return ""
+        s = int(round(y))
+        t_text = f"t = {x:.3f} {self.unit}"
+        if not 0 <= s < self._n_slots:
+            return t_text
+        t = x * self.scale
+        a, b = self._slot_bounds[s], self._slot_bounds[s + 1]
+        rows = self._res[a:b]
+        j = int(np.searchsorted(rows["start"], t, side="right")) - 1
+        # the latest record starting at or before t that has not ended (records in a slot
+        # do not overlap, so a short look back is enough)
+        item = None
+        for k in range(j, max(j - 4, -1), -1):
+            if rows["start"][k] <= t <= rows["end"][k]:
+                item = int(rows["item"][k])
+                break
+        name = self.result.trace.item_name
+        what = f"item = {item} ({name})" if item is not None else "empty"
+        return f"slot {s}, {t_text}, {what}"
+
+    # --- drawing --------------------------------------------------------------------------
+
+    def _build(self, t0: float, t1: float) -> None:
+        g = occupancy_grid(self._res, self._n_slots, t0, t1)
+        self.grid = g
+        rgba = LUT[item_colour_index(g.items)]
+        self.image.setImage(rgba, autoLevels=False)
+        rows, _ = g.shape
+        self.image.setRect(QRectF(g.t0 / self.scale, -0.5, (g.t1 - g.t0) / self.scale, rows * g.block))
+
+    def _rebin_visible(self) -> None:
+        """After a zoom or pan, rebuild the grid for the visible range (plus half a view on
+        either side, so panning shows cells at once) unless the current one is fine enough."""
+        if self._res is None or self.grid is None:
+            return
+        (lo, hi), _ = self.plot.getPlotItem().getViewBox().viewRange()
+        lo_ns, hi_ns = lo * self.scale, hi * self.scale
+        span = max(hi_ns - lo_ns, 1.0)
+        want0, want1 = max(0.0, lo_ns - span / 2), min(float(self._t_end), hi_ns + span / 2)
+        if want1 <= want0:
+            return
+        g = self.grid
+        vis0, vis1 = max(0.0, lo_ns), min(float(self._t_end), hi_ns)
+        tol = g.bin_ns / 2
+        covers = g.t0 <= vis0 + tol and g.t1 >= vis1 - tol
+        fine = (vis1 - vis0) / g.bin_ns >= MAX_COLS / 3 or g.bin_ns <= 1.0
+        if covers and fine:
+            return
+        self._build(want0, want1)
+
+    def _update_labels(self) -> None:
+        res = self._res
+        if res is None or len(res) > 20 * MAX_LABELS or self._n_slots > MAX_ROWS:
+            self.labels.set_records(np.zeros(0), np.zeros(0), np.zeros(0), [])
+            return
+        self.labels.set_records(res["slot"].astype(float), res["start"] / self.scale,
+                                res["end"] / self.scale, [str(int(i)) for i in res["item"]])
+        rgb = LUT[item_colour_index(res["item"])][:, :3].astype(float)
+        self.labels.on_dark = rgb @ np.array([0.299, 0.587, 0.114]) < 150
+
+    def _on_move(self, pos) -> None:
+        if self._res is None:
+            return
+        vb = self.plot.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        pt = vb.mapSceneToView(pos)
+        text = self.describe(pt.x(), pt.y())
+        self.info.setText(text or " ")
+        self.hovered.emit(text)

@@ -1,0 +1,349 @@
+"""The views in app/views, headless (pytest-qt): occupancy, counters, ladder, RoPE bound."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
+
+from kvviz import load_scenario, simulate  # noqa: E402
+from kvviz.palette import span_color  # noqa: E402
+from kvviz.result import Result  # noqa: E402
+from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
+
+from app.timeline import TimelineView  # noqa: E402
+from app.views import CountersView, LadderView, OccupancyView, RopeBoundView  # noqa: E402
+from app.views.counters import step_xy  # noqa: E402
+from app.views.ladder import PCT_COL  # noqa: E402
+from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, item_colour_index, occupancy_grid  # noqa: E402
+
+from .conftest import SCENARIOS  # noqa: E402
+
+BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.toml"))
+VIEWS = (OccupancyView, CountersView, LadderView, RopeBoundView)
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {name: simulate(load_scenario(SCENARIOS / f"{name}.toml")) for name in BUNDLED}
+
+
+def shown(qtbot, cls, result=None, size=(1200, 700)):
+    v = cls()
+    qtbot.addWidget(v)
+    v.resize(*size)
+    v.show()
+    if result is not None:
+        v.set_result(result)
+    qtbot.wait(10)
+    return v
+
+
+def synthetic(trace) -> Result:
+    return Result(scenario=SimpleNamespace(kind="synthetic", name="synthetic"), trace=trace, metrics={})
+
+
+def tiny_trace():
+    """2 slots over 100 ns: slot 0 holds item 7 for 0–46 ns then item 8; slot 1 holds item 3
+    for 0–4 ns, nothing until 20 ns, then item 9."""
+    tb = TraceBuilder(slots=2, item_name="token")
+    tb.residency(0, 0, 46, 7)
+    tb.residency(0, 46, 100, 8)
+    tb.residency(1, 20, 100, 9)
+    tb.residency(1, 0, 4, 3)
+    return tb.build()
+
+
+def rgb_array(widget) -> np.ndarray:
+    img = widget.grab().toImage().convertToFormat(QImage.Format_RGBA8888)
+    a = np.frombuffer(img.constBits(), dtype=np.uint8).reshape(img.height(), img.bytesPerLine() // 4, 4)
+    return a[:, :img.width(), :3].copy()  # copy: the QImage owns the buffer
+
+
+def plot_area(widget, graphics_view, view_box) -> np.ndarray:
+    """The pixels of `widget` inside a view box (plot area, axes excluded)."""
+    r = view_box.sceneBoundingRect()
+    tl = graphics_view.viewport().mapTo(widget, graphics_view.mapFromScene(r.topLeft()))
+    br = graphics_view.viewport().mapTo(widget, graphics_view.mapFromScene(r.bottomRight()))
+    return rgb_array(widget)[tl.y() + 2:br.y() - 2, tl.x() + 2:br.x() - 2]
+
+
+def has_colour(px: np.ndarray, hex_colour: str, tol: int = 12) -> bool:
+    c = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
+    return bool((np.abs(px.astype(int) - c).max(axis=-1) <= tol).any())
+
+
+def non_white_share(px: np.ndarray) -> float:
+    return float((px.min(axis=-1) < 235).mean())
+
+
+# --- every view, every bundled scenario -------------------------------------------------------
+
+@pytest.mark.parametrize("cls", VIEWS, ids=lambda c: c.__name__)
+def test_each_view_accepts_every_bundled_result(qtbot, results, cls):
+    v = shown(qtbot, cls)
+    for name in BUNDLED:
+        v.set_result(results[name])
+        qtbot.wait(5)
+    v.set_result(results[BUNDLED[0]])  # and again: redraws replace, they do not pile up
+
+
+def test_views_say_when_a_run_has_nothing_for_them(qtbot, results):
+    occ = shown(qtbot, OccupancyView, results["ladder_seed"])
+    assert occ.stack.showing_note and "no residency records" in occ.stack.note.text()
+    cnt = shown(qtbot, CountersView, results["ladder_seed"])
+    assert cnt.stack.showing_note and "no counters" in cnt.stack.note.text()
+    lad = shown(qtbot, LadderView, results["rope_prefetch_16"])
+    assert lad.stack.showing_note and "ladder scenarios" in lad.stack.note.text()
+    rb = shown(qtbot, RopeBoundView, results["engram_qwen3_32b_cxl"])
+    assert rb.stack.showing_note and "rope_window and ladder" in rb.stack.note.text()
+    # and the same views show content again for a run that has it
+    occ.set_result(results["rope_prefetch_16"])
+    rb.set_result(results["rope_prefetch_16"])
+    assert not occ.stack.showing_note and not rb.stack.showing_note
+
+
+# --- occupancy ------------------------------------------------------------------------------
+
+def test_occupancy_grid_hand_checked():
+    g = occupancy_grid(tiny_trace().residency, 2, 0, 100, max_cols=10)  # 10 ns bins
+    # bin 4 (40–50 ns) of slot 0: item 7 for 6 ns, item 8 for 4 ns -> 7;
+    # bin 0 of slot 1: item 3 for 4 of 10 ns, nothing else -> 3; bin 1: empty
+    assert g.items.tolist() == [[7, 7, 7, 7, 7, 8, 8, 8, 8, 8],
+                                [3, EMPTY, 9, 9, 9, 9, 9, 9, 9, 9]]
+    assert g.block == 1 and g.bin_ns == 10
+
+
+def test_occupancy_view_image_matches_hand_checked_cells(qtbot):
+    v = shown(qtbot, OccupancyView, synthetic(tiny_trace()))
+    assert v.image.axisOrder == "row-major"
+    assert v.grid.items.shape == (2, 100)  # 100 ns run: 1 ns bins, never finer
+    expect = np.full((2, 100), EMPTY)
+    expect[0, :46], expect[0, 46:] = 7, 8
+    expect[1, :4], expect[1, 20:] = 3, 9
+    assert (v.grid.items == expect).all()
+    img = v.image.image
+    assert img.shape == (2, 100, 4)
+    assert (img[0, 10] == LUT[item_colour_index([7])[0]]).all()
+    assert (img[1, 10] == LUT[0]).all()  # empty
+    assert tuple(LUT[0][:3]) == (0xF2, 0xF2, 0xF2)
+    # x in the timeline's unit (µs for a short run), y = slot rows centred on integers
+    r = v.image.mapRectToParent(v.image.boundingRect())
+    assert r.left() == pytest.approx(0) and r.right() == pytest.approx(0.1)
+    assert r.top() == pytest.approx(-0.5) and r.bottom() == pytest.approx(1.5)
+    assert v.describe(0.030, 1.0) == "slot 1, t = 0.030 µs, item = 9 (token)"
+    assert v.describe(0.010, 1.1) == "slot 1, t = 0.010 µs, empty"
+    assert v.describe(0.050, 0.0).endswith("item = 8 (token)")
+
+
+def test_occupancy_colours_are_stable_per_item(qtbot):
+    v = shown(qtbot, OccupancyView, synthetic(tiny_trace()))
+    before = v.image.image[0, 10].copy()
+    tb = TraceBuilder(slots=3)
+    tb.residency(2, 0, 1000, 1)
+    tb.residency(1, 0, 1000, 7)  # item 7 now elsewhere, among other items
+    v.set_result(synthetic(tb.build()))
+    assert (v.image.image[1, 0] == before).all()
+    assert len({tuple(LUT[i]) for i in item_colour_index(np.arange(5, 16))}) == 11  # neighbours differ
+
+
+def test_occupancy_shows_seed_residency_and_follows_timeline(qtbot, results):
+    res = results["rope_prefetch_16"]
+    occ = shown(qtbot, OccupancyView, res)
+    assert occ.grid.shape == (8, 2000) and occ.unit == "µs"
+    # token 12 enters slot 0 at 75 µs and stays to the end (400 µs)
+    col = int(100_000 / occ.grid.bin_ns)
+    assert occ.grid.items[0, col] == 12 and occ.grid.items[7].tolist() == [EMPTY] * 2000
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.set_result(res)
+    occ.link_x(tl.plot)
+    tl.plot.setXRange(100, 200, padding=0)
+    (lo, hi), _ = occ.plot.getPlotItem().getViewBox().viewRange()
+    assert (lo, hi) == pytest.approx((100, 200))
+    occ.set_cursor(150.0)
+    assert occ.cursor.isVisible() and occ.cursor.value() == 150.0
+    occ.set_cursor(None)
+    assert not occ.cursor.isVisible()
+    # hover: a real mouse move over slot 2 at 150 µs (token 9 lives there from 25 µs on)
+    vb = occ.plot.getPlotItem().getViewBox()
+    qtbot.mouseMove(occ.plot.viewport(), occ.plot.mapFromScene(vb.mapViewToScene(QPointF(150, 2))))
+    assert occ.info.text().startswith("slot 2, t = 150.") and occ.info.text().endswith("item = 9 (token position)")
+
+
+def test_occupancy_rebins_when_zoomed(qtbot, results):
+    occ = shown(qtbot, OccupancyView, results["engram_qwen3_32b_cxl"])
+    assert occ.unit == "ms" and occ.grid.shape == (512, 2000)
+    coarse = occ.grid.bin_ns
+    occ.plot.setXRange(0.05, 0.2, padding=0)  # the first step's staging window
+    qtbot.waitUntil(lambda: occ.grid.bin_ns < coarse / 20, timeout=2000)
+    assert occ.grid.shape[1] <= MAX_COLS
+    assert (occ.grid.items != EMPTY).mean() > 0.3
+
+
+def test_occupancy_of_a_million_records_is_bounded(qtbot):
+    """Speed sanity (not timed): the image never grows with the number of records."""
+    n, slots = 1_000_000, 50_000
+    rng = np.random.default_rng(1)
+    block = np.zeros(n, dtype=RESIDENCY_DTYPE)
+    block["slot"] = np.arange(n) % slots
+    block["start"] = (np.arange(n) // slots) * 10_000 + rng.integers(0, 1000, n)
+    block["end"] = block["start"] + 8000
+    block["item"] = rng.integers(0, 10**9, n)
+    tb = TraceBuilder(slots=slots)
+    tb.add_block("residency", block)
+    v = shown(qtbot, OccupancyView, synthetic(tb.build()))
+    rows, cols = v.grid.shape
+    assert rows <= MAX_ROWS and cols <= MAX_COLS and v.grid.block == 49
+    assert v.image.image.shape[:2] == (rows, cols)
+    assert (v.grid.items != EMPTY).mean() > 0.5
+    assert "slot 7" in v.describe(0.005, 7)
+
+
+# --- counters --------------------------------------------------------------------------------
+
+def test_step_xy():
+    x, y = step_xy(np.array([0.0, 25, 50, 75]), np.array([0.0, 7, 3, 7]), 400)
+    assert x.tolist() == [0, 25, 25, 50, 50, 75, 75, 400]
+    assert y.tolist() == [0, 0, 7, 7, 3, 3, 7, 7]
+
+
+def test_counters_one_curve_per_counter(qtbot, results):
+    v = shown(qtbot, CountersView, results["rope_prefetch_16"])
+    assert sorted(v.curves) == ["resident", "slots in use"] and len(v.plots) == 1  # one unit
+    assert v.plots[0].getAxis("left").labelText == "slots"
+    c = v.curves["resident"]
+    assert c.xData.tolist() == [0, 25, 25, 50, 50, 75, 75, 400]  # µs, like the timeline
+    assert c.yData.tolist() == [0, 0, 7, 7, 3, 3, 7, 7]
+    legend = [item[1].text for item in v.plots[0].legend.items]
+    assert legend == ["slots in use", "resident"]
+
+    tr = results["engram_qwen3_32b_cxl"].trace
+    v.set_result(results["engram_qwen3_32b_cxl"])
+    assert sorted(v.curves) == sorted(tr.counter_names) and len(v.plots) == 2  # reads, rows
+    assert [p.getAxis("left").labelText for p in v.plots] == ["reads", "rows"]
+    assert v.plots[-1].getAxis("bottom").labelText == "time (ms)"
+    v.plots[1].setXRange(1, 2, padding=0)  # plots share x
+    assert v.plots[0].getViewBox().viewRange()[0] == pytest.approx([1, 2])
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.set_result(results["engram_qwen3_32b_cxl"])
+    v.link_x(tl.plot)
+    tl.plot.setXRange(3, 4, padding=0)
+    assert v.plots[1].getViewBox().viewRange()[0] == pytest.approx([3, 4])
+
+
+# --- ladder ----------------------------------------------------------------------------------
+
+def latency_text(v, i) -> str:
+    return v.latency_texts[i].textItem.toPlainText()
+
+
+def test_ladder_table_edit_recomputes_and_emits(qtbot, results):
+    v = shown(qtbot, LadderView, results["ladder_seed"])
+    assert latency_text(v, 3).startswith("280.6 ns")
+    assert "flash tail: <b>0.3% of accesses, 42.3% of mean latency" in v.headline.text()
+    with qtbot.waitSignal(v.rungs_edited) as sig:
+        v.table.item(3, PCT_COL).setText("97")
+    assert sig.args[0][3] == {"label": "step 4 (label ours)", "hbm_hit_pct": 97.0}
+    assert [r["hbm_hit_pct"] for r in sig.args[0]] == [72, 80, 87, 97, 97]
+    assert latency_text(v, 3).startswith("177.4 ns")           # hand-computed: 97 + 5.4 + 75
+    assert v.table.item(3, 4).text() == "177.4 ns"
+    assert v.table.item(3, 3).text() == "+10 pts" and v.table.item(4, 3).text() == "+0 pts"
+    assert "+10 pts" in v.hit_texts[3].textItem.toPlainText()
+    assert v.lat_bars["flash"].opts["width"][3] == pytest.approx(75.0)
+    # bad input is refused at the cell, nothing emitted, nothing changes
+    with qtbot.assertNotEmitted(v.rungs_edited):
+        v.table.item(2, PCT_COL).setText("120")
+    assert "0 to 100" in v.status.text() and v.table.item(2, PCT_COL).text() == "87"
+    with qtbot.waitSignal(v.rungs_edited) as sig:
+        v.table.item(0, 1).setText("plain cache")
+    assert sig.args[0][0]["label"] == "plain cache" and v.axis.names[0] == "1. plain cache"
+
+
+def test_ladder_drag_snaps_clamps_and_emits(qtbot, results):
+    v = shown(qtbot, LadderView, results["ladder_seed"])
+    v.drag_rung(0, 96.26)
+    assert v.pcts[0] == 96.5  # 0.5-point steps
+    v.drag_rung(0, 150)
+    assert v.pcts[0] == 100.0
+    with qtbot.waitSignal(v.rungs_edited) as sig:
+        v.drag_rung(0, -3, finish=True)
+    assert sig.args[0][0]["hbm_hit_pct"] == 0.0
+
+
+def test_ladder_mouse_drag_on_a_bar(qtbot, results):
+    """A real mouse drag on rung 4's bar, from 93 % to 97 %: 177.4 ns."""
+    v = shown(qtbot, LadderView, results["ladder_seed"])
+    vb = v.hit_plot.getViewBox()
+    gv = v.charts
+
+    def at(x, y) -> QPoint:
+        return gv.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+
+    vp = gv.viewport()
+    with qtbot.waitSignal(v.rungs_edited) as sig:
+        qtbot.mousePress(vp, Qt.LeftButton, pos=at(50, 3))
+        for x in (60, 80, 95, 97):
+            qtbot.mouseMove(vp, at(x, 3))
+        qtbot.mouseRelease(vp, Qt.LeftButton, pos=at(97, 3))
+    assert sig.args[0][3]["hbm_hit_pct"] == 97.0
+    assert latency_text(v, 3).startswith("177.4 ns")
+    assert v.pcts[:3] + v.pcts[4:] == [72, 80, 87, 97]  # only the dragged rung changed
+
+
+def test_ladder_simulated_side_by_side(qtbot, results):
+    v = shown(qtbot, LadderView, results["ladder_simulated"])
+    assert v.simulated is not None and v.table.columnCount() == 10
+    assert v.table.item(0, 9).text() == "−31 pts"  # 40.9522 − 72
+    assert "simulated 40.95%" in v.sim_hit_texts[0].textItem.toPlainText()
+    assert v.sim_hit_bars.opts["width"][0] == pytest.approx(40.9522)
+    v.set_hit_pct(0, 50.0)  # the model moves, the measurement does not
+    assert v.table.item(0, 9).text() == "−9.05 pts" and v.sim_hit_bars.opts["width"][0] == pytest.approx(40.9522)
+
+
+# --- RoPE bound ------------------------------------------------------------------------------
+
+def test_rope_bound_envelope_starts_at_one_and_never_rises(qtbot, results):
+    v = shown(qtbot, RopeBoundView, results["rope_prefetch_16"])
+    _, y = v.envelope_curve.getData()
+    assert y[0] == pytest.approx(1.0) and (np.diff(y) <= 1e-12).all()
+    _, a = v.assumed_curve.getData()
+    assert a[0] == pytest.approx(1.0)
+    assert "proven:" in v.caption.text() and "assumed:" in v.caption.text()
+    assert "not softmax mass" in v.caption.text()
+    v.head_dim.setValue(64)
+    v.base.setValue(500000)
+    v.max_distance.setValue(512)
+    v.redraw()
+    x, y = v.envelope_curve.getData()
+    assert len(x) == 513 and y[0] == pytest.approx(1.0) and (np.diff(y) <= 1e-12).all()
+    v.log_y.setChecked(True)
+    assert v.plot.getPlotItem().getAxis("left").logMode
+    v.set_result(results["ladder_seed"])  # a modeled ladder: the seed's stated assumption
+    assert "seed 000" in v.caption.text()
+
+
+# --- screenshots ------------------------------------------------------------------------------
+
+def test_screenshots_are_not_blank(qtbot, results):
+    occ = shown(qtbot, OccupancyView, results["rope_prefetch_16"])
+    px = plot_area(occ, occ.plot, occ.plot.getPlotItem().getViewBox())
+    assert non_white_share(px) > 0.5
+    assert has_colour(px, "#%02x%02x%02x" % tuple(LUT[item_colour_index([12])[0]][:3]))
+
+    cnt = shown(qtbot, CountersView, results["engram_qwen3_32b_cxl"])
+    px = plot_area(cnt, cnt.layout_widget, cnt.plots[1].getViewBox())
+    assert has_colour(px, "#009e73", tol=40)  # the staging-rows line
+
+    lad = shown(qtbot, LadderView, results["ladder_seed"])
+    px = plot_area(lad, lad.charts, lad.lat_plot.getViewBox())
+    assert has_colour(px, span_color("stall")) and has_colour(px, span_color("load"))
+    assert non_white_share(px) > 0.2
+
+    rb = shown(qtbot, RopeBoundView, results["rope_prefetch_16"])
+    px = plot_area(rb, rb.plot, rb.plot.getPlotItem().getViewBox())
+    assert has_colour(px, "#0072b2", tol=30) and has_colour(px, "#d55e00", tol=30)
