@@ -164,6 +164,26 @@ def _sweep_table(res) -> str:
     return "\n".join(lines)
 
 
+def cmd_replay(args) -> int:
+    from .replay import parse_size, read_requests, replay
+
+    caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
+    caps += [parse_size(c, "--capacities") for c in (args.capacities or "").split(",") if c.strip()]
+    if not caps:
+        raise ScenarioError("give --capacity SIZE or --capacities A,B,C", "kvviz replay", "--capacity")
+    reqs = read_requests(args.trace)
+    results = [replay(reqs, args.policy, c) for c in caps]
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return 0
+    print(f"{args.trace}: {len(reqs):,} requests, policy {args.policy}")
+    w = max(8, *(len(str(r.capacity)) for r in results))
+    print(f"{'capacity':>{w}}  request_miss_ratio  byte_miss_ratio")
+    for r in results:
+        print(f"{r.capacity:>{w}}  {r.request_miss_ratio:>18.6f}  {r.byte_miss_ratio:>15.6f}")
+    return 0
+
+
 def cmd_validate(args) -> int:
     sc = load_scenario(_resolve(args.file), args.set or [])
     print(f"{args.file}: ok ({sc.kind}: {sc.name})")
@@ -233,6 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")
     w.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     w.set_defaults(fn=cmd_sweep)
+
+    rp = sub.add_parser("replay", help="replay a time,id,size request trace through one cache tier")
+    rp.add_argument("trace", help="CSV with header time,id,size (one request per row, in time order)")
+    rp.add_argument("--policy", choices=["lru", "fifo", "belady"], default="lru", help="eviction policy (default lru)")
+    rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB)")
+    rp.add_argument("--capacities", metavar="A,B,C", help="several capacities: a miss-ratio curve")
+    rp.add_argument("--json", action="store_true", help="print one JSON object per capacity")
+    rp.set_defaults(fn=cmd_replay)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

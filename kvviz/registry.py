@@ -12,6 +12,7 @@ _MODULES = {
     "rope_window": "rope_window",
     "engram_window": "engram_window",
     "ladder": "ladder",
+    "attention_store": "attention_store",
 }
 
 

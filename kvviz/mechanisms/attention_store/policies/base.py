@@ -1,0 +1,71 @@
+"""The interface every placement policy implements, and the registry.
+
+A policy sees the run's state read-only (`run.where`, `run.size`, `run.qidx`, ...) and answers
+two questions: which session to evict from a tier, and whether to prefetch from the job queue.
+The run does all the moving, timing and accounting, so policies stay a few lines long.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+POLICIES: dict[str, type] = {}
+
+NONE, DRAM, SSD, PREFETCHING = 0, 1, 2, 3  # where a session's KV lives (PREFETCHING: SSD→DRAM in flight)
+
+
+def register(name: str):
+    def deco(cls):
+        cls.name = name
+        POLICIES[name] = cls
+        return cls
+    return deco
+
+
+class Policy:
+    name = "?"
+    stores = True       # False: nothing is kept between turns (the recompute baseline)
+    prefetches = False  # True: the run asks `may_evict_for` and prefetches from the job queue
+
+    def __init__(self, run):
+        self.run = run
+
+    # Bookkeeping hooks: a session entered or left a tier, was hit, or was re-saved after its turn.
+    def on_insert(self, tier: int, c: int) -> None: ...
+    def on_remove(self, tier: int, c: int) -> None: ...
+    def on_hit(self, c: int) -> None: ...
+    def on_resave(self, c: int) -> None: ...
+
+    def victim(self, tier: int, before: int = -1) -> int:
+        """A session to evict from `tier`, or -1. With `before` >= 0 (making room to prefetch
+        session `before`), only a session needed later than `before` may be chosen."""
+        raise NotImplementedError
+
+
+class OrderedPolicy(Policy):
+    """Keeps each tier's sessions in an order (insertion, or recency if `recency`)."""
+
+    recency = False
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.order = {DRAM: OrderedDict(), SSD: OrderedDict()}
+
+    def on_insert(self, tier, c):
+        self.order[tier][c] = None
+
+    def on_remove(self, tier, c):
+        del self.order[tier][c]
+
+    def on_hit(self, c):
+        if self.recency and c in self.order[DRAM]:
+            self.order[DRAM].move_to_end(c)
+
+    def on_resave(self, c):
+        self.on_hit(c)
+
+    def victim(self, tier, before=-1):
+        running = self.run.running
+        for c in self.order[tier]:  # oldest first
+            if c != running:
+                return c
+        return -1

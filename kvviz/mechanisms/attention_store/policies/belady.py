@@ -1,0 +1,50 @@
+"""Clairvoyant eviction (Belady's MIN at session granularity): evict the session whose next
+turn arrives furthest in the future; sessions with no further turn go first. It knows each
+stored session's next arrival exactly (the simulation drew the think times), which no real
+system does: an upper bound on what eviction can achieve, not shown in the paper. It uses the
+same job-queue prefetch as scheduler_aware. With sessions of unequal size MIN is a strong
+heuristic, not a proven optimum.
+"""
+import heapq
+
+from .base import Policy, register
+
+
+@register("belady")
+class Belady(Policy):
+    prefetches = True
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.heaps = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
+        self.version = [0] * run.n_conv
+
+    def on_insert(self, tier, c):
+        self.version[c] += 1
+        heapq.heappush(self.heaps[tier], (-self.run.next_time[c], self.version[c], c))
+
+    def on_resave(self, c):
+        self.on_insert(1, c)  # its next arrival is new: re-key it
+
+    def on_remove(self, tier, c):
+        self.version[c] += 1
+
+    def victim(self, tier, before=-1):
+        run, heap, version = self.run, self.heaps[tier], self.version
+        limit = run.next_time[before] if before >= 0 else -1
+        skipped, found = [], -1
+        while heap:
+            neg_t, v, c = heap[0]
+            if v != version[c] or run.where[c] != tier:
+                heapq.heappop(heap)  # stale entry
+                continue
+            if -neg_t <= limit:
+                break  # everything left is needed no later than the session being prefetched
+            if c == run.running:
+                skipped.append(heapq.heappop(heap))
+                continue
+            found = c
+            break
+        for e in skipped:
+            heapq.heappush(heap, e)
+        return found

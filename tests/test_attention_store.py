@@ -1,0 +1,270 @@
+"""attention_store: the paper's formulas, the layer-wise pre-loading schedule, hand-checked
+small cases (3 sessions, 2 DRAM slots), truncation modes, trace import and bad input."""
+import json
+
+import numpy as np
+import pytest
+
+from kvviz import parse_scenario, simulate
+from kvviz.cli import main
+from kvviz.errors import ScenarioError
+from kvviz.mechanisms.attention_store.serving import layer_schedule, prefill_end
+
+from .conftest import SCENARIOS
+
+# A tiny world in which every stored session is exactly one block: 256-token blocks, a
+# 256-token window, 64 tokens per turn (60 in, 4 out), 1 MB of KV per token. One session =
+# 256 MB, and 0.512 GB of DRAM = exactly two session slots. No SSD: a DRAM victim is dropped.
+TINY = {
+    "kind": "attention_store",
+    "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 256,
+              "prefill_us_per_token": 1.0, "decode_us_per_token": 0.0},
+    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 0, "pcie_gbps": 1000,
+                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 256},
+    "serving": {"arrivals": "recorded", "compare_truncation": False},
+}
+
+
+def tiny(tmp_path, turns, **over):
+    """turns: [(conversation, arrival_s)], in order; each turn is 60 tokens in, 4 out."""
+    seen: dict = {}
+    lines = ["conversation,turn,arrival_s,input_tokens,output_tokens"]
+    for conv, t in turns:
+        seen[conv] = seen.get(conv, 0) + 1
+        lines.append(f"{conv},{seen[conv]},{t},60,4")
+    p = tmp_path / "conv.csv"
+    p.write_text("\n".join(lines) + "\n")
+    data = json.loads(json.dumps(TINY))
+    data["workload"] = {"trace_file": str(p)}
+    for k, v in over.items():
+        section, field = k.split("__") if "__" in k else (None, k)
+        (data.setdefault(section, {}) if section else data)[field] = v
+    return parse_scenario(data)
+
+
+# A1 B1 C1 A2 B2 A3 C2 B3, one second apart; every job ends within a millisecond.
+ABC = [("A", 0), ("B", 1), ("C", 2), ("A", 3), ("B", 4), ("A", 5), ("C", 6), ("B", 7)]
+
+
+def test_three_sessions_two_slots_by_hand(tmp_path):
+    sc = tiny(tmp_path, ABC, policies=["recompute", "lru", "fifo", "scheduler_aware", "belady"],
+              trace_policy="lru")
+    m = simulate(sc).metrics_dict()["policies"]
+    # LRU:  A1 {A}  B1 {A,B}  C1 evicts A {B,C}  A2 miss, evicts B {C,A}  B2 miss, evicts C {A,B}
+    #       A3 HIT {B,A}  C2 miss, evicts B {A,C}  B3 miss, evicts A {C,B}
+    #       -> 1 hit of 5 turns with history; 5 sessions dropped.
+    assert (m["lru"]["hits"], m["lru"]["jobs_with_history"], m["lru"]["sessions_dropped"]) == (1, 5, 5)
+    # FIFO: A1 B1  C1 evicts A (first in) {B,C}  A2 miss, evicts B {C,A}  B2 miss, evicts C {A,B}
+    #       A3 HIT (no reordering)  C2 miss, evicts A (oldest insert) {B,C}  B3 HIT
+    #       -> 2 hits; 4 dropped.
+    assert (m["fifo"]["hits"], m["fifo"]["sessions_dropped"]) == (2, 4)
+    # Belady (next arrival known): C1 evicts C itself (next at 6 s, A at 3 s, B at 4 s);
+    #       A2 HIT  B2 HIT  A3 HIT (A never again)  C2 miss, evicts A or C (both never again)
+    #       B3 HIT -> 4 hits; 2 dropped.
+    assert (m["belady"]["hits"], m["belady"]["sessions_dropped"]) == (4, 2)
+    # With jobs ending long before the next arrival the queue is always empty, so
+    # scheduler-aware has nothing to look at and evicts exactly as LRU.
+    assert m["scheduler_aware"]["hits"] == 1 and m["scheduler_aware"]["sessions_dropped"] == 5
+    assert m["recompute"]["hits"] == 0 and m["recompute"]["hit_rate"] == 0
+    assert m["lru"]["hit_rate"] == 0.2 and m["lru"]["dram_hit_share"] == 1.0 and m["lru"]["ssd_hit_share"] == 0
+
+
+def test_scheduler_aware_protects_the_queued_session(tmp_path):
+    # Each job now decodes for 1 s. A2 arrives at 20.5 s while C1 runs (20..21 s). When C1
+    # ends, DRAM holds A, B, C (one too many): LRU evicts A (least recent) and A2 misses;
+    # scheduler-aware sees A2 queued, evicts B instead, and A2 hits.
+    turns = [("A", 0), ("B", 10), ("C", 20), ("A", 20.5)]
+    sc = tiny(tmp_path, turns, policies=["lru", "scheduler_aware"],
+              model__decode_us_per_token=250_000.0)
+    m = simulate(sc).metrics_dict()["policies"]
+    assert m["lru"]["hits"] == 0 and m["scheduler_aware"]["hits"] == 1
+
+
+def test_decoupled_truncation_keeps_hitting_after_overflow(tmp_path):
+    # One conversation, 64 tokens a turn, 256-token window: turn 5 overflows (256 + 64 > 256).
+    # Decoupled: the stored KV is truncated to 256·0.5 - 64 = 64 tokens and still hits.
+    # Coupled: positions shift, the stored KV is invalid, the history is recomputed.
+    turns = [("A", t) for t in range(6)]
+    for mode, hits, over_hit in (("decoupled", 5, 1.0), ("coupled", 4, 0.0)):
+        sc = tiny(tmp_path, turns, policies=["lru"], trace_policy="lru", serving__truncation=mode)
+        m = simulate(sc).metrics_dict()
+        assert m["overflow_turn_share"] == pytest.approx(1 / 6, abs=1e-6)
+        p = m["policies"]["lru"]
+        assert (p["hits"], p["overflow_jobs"], p["overflow_hit_rate"]) == (hits, 1, over_hit), mode
+
+
+def test_compare_truncation_reports_both_modes(tmp_path):
+    turns = [("A", t) for t in range(6)]
+    sc = tiny(tmp_path, turns, policies=["lru"], trace_policy="lru", serving__compare_truncation=True)
+    tr = simulate(sc).metrics_dict()["truncation"]
+    assert tr["decoupled"]["overflow_hit_rate"] == 1.0 and tr["coupled"]["overflow_hit_rate"] == 0.0
+
+
+# --- formulas ----------------------------------------------------------------------------------
+
+def test_formulas_pinned(tmp_path):
+    sc = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru",
+              hardware__ssd_gb=1.024, hardware__pcie_gbps=2.0)
+    f = simulate(sc).metrics_dict()["formulas"]
+    s_kv = 256_000_000                    # every stored session is one 256-token block
+    assert f["S_kv_bytes"] == s_kv
+    assert f["L_pw"] == 512_000_000 // s_kv == 2                         # C_mem / S_kv
+    assert f["L_ew"] == (512_000_000 + 1_024_000_000) // s_kv == 6       # (C_mem + C_disk) / S_kv
+    # S_buf = B·(T_load·L_hist − T_pref·L_new) for the turn with the largest one: A3 (row 2 of
+    # the sorted table: A1 A2 A3 ...), 128 history tokens, 60 new:
+    # 2 B/ns · (0.5 ns/B · 1e6 B · 128 − 1000 ns · 60) = 128e6 − 120e3 bytes.
+    assert f["S_buf_turn"] == 2
+    assert f["S_buf_bytes"] == 128_000_000 - 2 * 1000 * 60
+    # CCpUT = DSpUT · CCpS: 3 conversations start at 0, 1, 2 s: 2 gaps in 2 s = 1/s, × one
+    # full-window session (256 tokens = 256 MB).
+    assert f["DSpUT_per_s"] == 1.0 and f["CCpS_bytes"] == 256_000_000
+    assert f["CCpUT_bytes_per_s"] == 256_000_000
+
+
+def test_layerwise_preloading_by_hand():
+    # 4 layers, load 10 ns and compute 4 ns per layer, no read buffer, start at 0:
+    # loads end 10 20 30 40; computes 10-14 20-24 30-34 40-44: gaps 10+6+6+6 = 28 ns.
+    ls, le, cs, ce = layer_schedule(0, 0, 10, 4, 4, 0)
+    assert le.tolist() == [10, 20, 30, 40] and cs.tolist() == [10, 20, 30, 40] and ce[-1] == 44
+    assert prefill_end(0, 0, 10, 4, 4, 0) == (44, 40)
+    # A read buffer of 2 layers, filled from t = -20: layers 0, 1 land at -10 and 0; layers 2, 3
+    # load from 0: 10, 20. Computes 0-4 4-8 10-14 20-24.
+    ls, le, cs, ce = layer_schedule(0, -20, 10, 4, 4, 2)
+    assert le.tolist() == [-10, 0, 10, 20] and ce.tolist() == [4, 8, 14, 24]
+    assert prefill_end(0, -20, 10, 4, 4, 2) == (24, 20)
+    # Perfect overlap when T_load·L_hist <= T_pref·L_new: compute-bound, no gaps after layer 0.
+    assert prefill_end(0, 0, 3, 4, 4, 0)[0] == 3 + 4 * 4
+
+
+def test_closed_form_matches_layer_by_layer():
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        L = int(rng.integers(1, 12))
+        S = int(rng.integers(0, 100))
+        T0 = int(rng.integers(-100, 150))
+        a, c = (int(x) for x in rng.integers(0, 30, 2))
+        k = int(rng.integers(0, L + 2))
+        _, le, _, ce = layer_schedule(S, T0, a, c, L, k)
+        assert prefill_end(S, T0, a, c, L, k) == (int(ce[-1]), int(le[-1]))
+
+
+# --- the bundled scenario's shape, on a small synthetic workload -----------------------------
+
+def small(**over):
+    data = {"kind": "attention_store", "workload": {"conversations": 150, "seed": 5}}
+    for k, v in over.items():
+        s, f = k.split("__")
+        data.setdefault(s, {})[f] = v
+    return parse_scenario(data)
+
+
+def test_deterministic_and_trace_shape():
+    a, b = simulate(small()), simulate(small())
+    assert a.trace.fingerprint() == b.trace.fingerprint() and a.metrics_dict() == b.metrics_dict()
+    t = a.trace
+    names = t.lanes["name"].tolist()
+    assert {"GPU", "PCIe", "SSD"} <= set(t.lanes["group"].tolist())
+    assert len(t.spans_of("GPU · prefill + decode", "prefill")) == a.metrics["turns"]
+    assert len(t.spans_of("GPU · prefill + decode", "decode")) == a.metrics["turns"]
+    assert set(t.counter_names) == {"DRAM in use", "SSD in use", "queue length"}
+    assert t.item_name == "session" and len(t.residency) and t.slots >= 1
+    layers = [n for n in names if n.startswith("GPU · layers")]
+    assert len(t.spans_of(layers[0], "prefill")) == 40  # one span per layer of the chosen turn
+    m = a.metrics_dict()
+    assert set(m["policies"]) == {"recompute", "lru", "fifo", "scheduler_aware", "belady"}
+    for p in m["policies"].values():
+        assert {"hit_rate", "dram_hit_share", "ssd_hit_share", "mean_ttft_ms", "p99_ttft_ms",
+                "prefill_gpu_s", "jobs", "speedup_vs_recompute"} <= set(p)
+        assert p["jobs"] == m["turns"]
+    assert m["policies"]["recompute"]["speedup_vs_recompute"] == 1.0
+    assert set(m["formulas"]) >= {"L_pw", "L_ew", "S_buf_bytes", "CCpUT_bytes_per_s"}
+
+
+def test_generator_shape():
+    from kvviz.mechanisms.attention_store.workload import synthetic
+    sc = small(workload__conversations=4000)
+    wl = synthetic(sc.workload)
+    first = wl.turn == 0
+    assert abs((wl.turn == 1).sum() / first.sum() - 0.73) < 0.03         # multi-turn share
+    assert abs(len(wl) / first.sum() - (1 + 0.73 * 6.6)) < 0.3            # turns per conversation
+    assert np.all(np.diff(wl.arrival_ns[first]) >= 0) and np.all(wl.think_ns[first] == 0)
+
+
+def test_every_preset_validates():
+    for p in ("llama-13b", "llama-65b", "llama-70b", "falcon-40b"):
+        sc = small(model__preset=p)
+        assert sc.model.kv_bytes_per_token > 0
+    assert small(model__preset="llama-65b").model.kv_bytes_per_token == 2_621_440  # paper: 2.5 MB
+    assert small(model__preset="llama-65b", model__layers=2).model.layers == 2     # fields override
+
+
+def test_bundled_scenario_validates():
+    from kvviz import load_scenario
+    sc = load_scenario(SCENARIOS / "attention_store_sharegpt.toml")
+    assert sc.workload.conversations == 9000 and sc.trace_policy == "scheduler_aware"
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+def write_conv(tmp_path, text, name="conv.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+TRACE_BAD = {
+    "missing column": ("conversation,turn,arrival_s,input_tokens\nA,1,0,5\n", "line 1", "missing column(s) output_tokens"),
+    "out of order": ("conversation,turn,arrival_s,input_tokens,output_tokens\nA,1,0,5,5\nA,3,1,5,5\n",
+                     "line 3", "turn 3 follows turn 1"),
+    "unknown id": ("conversation,turn,arrival_s,input_tokens,output_tokens\nA,1,0,5,5\nB,2,1,5,5\n",
+                   "line 3", "unknown conversation 'B'"),
+    "time backwards": ("conversation,turn,arrival_s,input_tokens,output_tokens\nA,1,5,5,5\nA,2,1,5,5\n",
+                       "line 3", "before turn 1"),
+    "bad number": ("conversation,turn,arrival_s,input_tokens,output_tokens\nA,1,0,many,5\n",
+                   "line 2", "input_tokens: expected an integer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRACE_BAD))
+def test_bad_trace_exit_2_with_line(case, tmp_path, capsys):
+    text, where, expect = TRACE_BAD[case]
+    p = write_conv(tmp_path, text)
+    out = tmp_path / "never.json"
+    scen = tmp_path / "s.toml"
+    scen.write_text(f'kind = "attention_store"\n[workload]\ntrace_file = "{p}"\n')
+    assert main(["run", str(scen), "--json-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{p}: {where}: " in err and expect in err, err
+    assert not out.exists()
+
+
+def test_jsonl_import(tmp_path):
+    p = write_conv(tmp_path, '{"conversation": "x", "turn": 1, "arrival_s": 0, "input_tokens": 60, '
+                             '"output_tokens": 4}\n{"conversation": "x", "turn": 2, "arrival_s": 1}\n', "c.jsonl")
+    with pytest.raises(ScenarioError, match="line 2.*missing field"):
+        simulate(parse_scenario({"kind": "attention_store", "workload": {"trace_file": str(p)}}))
+
+
+SCEN_BAD = {
+    "dram too small": (["--set", "hardware.dram_gb=1"], "hardware.dram_gb", "cannot hold one session"),
+    "ssd too small": (["--set", "hardware.ssd_gb=1"], "hardware.ssd_gb", "cannot hold one session"),
+    "negative bandwidth": (["--set", "hardware.pcie_gbps=-26"], "hardware.pcie_gbps", "greater than 0"),
+    "negative ssd bandwidth": (["--set", "hardware.ssd_read_gbps=-1"], "hardware.ssd_read_gbps", "greater than 0"),
+    "unknown policy": (["--set", "policies=[\"lru\",\"mru\"]"], "policies[1]", "unknown policy 'mru'"),
+    "trace policy not run": (["--set", "trace_policy=belady", "--set", "policies=[\"lru\"]"], "trace_policy",
+                             "not one of policies"),
+    "unknown preset": (["--set", "model.preset=gpt-5"], "model.preset", "llama-13b"),
+    "detail job out of range": (["--set", "workload.conversations=3", "--set", "serving.detail_job=999"],
+                                "serving.detail_job", "does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCEN_BAD))
+def test_bad_scenario_exit_2_naming_field(case, tmp_path, capsys):
+    extra, field, expect = SCEN_BAD[case]
+    out = tmp_path / "never.json"
+    f = str(SCENARIOS / "attention_store_sharegpt.toml")
+    assert main(["run", f, "--json-out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f": {field}: " in err and expect in err, err
+    assert not out.exists()
