@@ -39,13 +39,38 @@ def _resolve(file: str) -> str:
     return file
 
 
-def _scalar_lines(metrics: dict) -> list[str]:
-    lines = []
-    width = max((len(k) for k, v in metrics.items() if not isinstance(v, (dict, list))), default=0)
-    for k, v in metrics.items():
-        if isinstance(v, (dict, list)):
-            continue
-        lines.append(f"  {k:<{width}}  {format_value(v)}")
+def _is_scalar(v) -> bool:
+    return not isinstance(v, (dict, list))
+
+
+def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[str]:
+    """Rows of scalar fields as an aligned text table (nested values left to --json)."""
+    cols = []
+    for _, d in rows:
+        cols += [k for k, v in d.items() if _is_scalar(v) and k not in cols]
+    cells = [[name] + [format_value(d.get(c, "")) if c in d else "" for c in cols] for name, d in rows[:limit]]
+    widths = [max(len(x) for x in col) for col in zip([first] + cols, *cells)]
+    lines = ["  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip([first] + cols, widths)))]
+    lines += ["  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+              for row in cells]
+    if len(rows) > limit:
+        lines.append(f"  … {len(rows) - limit} more (see --json)")
+    return lines
+
+
+def summary_lines(metrics: dict) -> list[str]:
+    """A person's view of the metrics: scalars first, then each table-shaped group."""
+    scalars = {k: v for k, v in metrics.items() if _is_scalar(v)}
+    width = max((len(k) for k in scalars), default=0)
+    lines = [f"  {k:<{width}}  {format_value(v)}" for k, v in scalars.items()]
+    for key, v in metrics.items():
+        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
+            lines += ["", f"{key}:"] + _table(list(v.items()), key.rstrip("s") or key)
+        elif isinstance(v, dict) and v:
+            w = max(len(k) for k in v)
+            lines += ["", f"{key}:"] + [f"  {k:<{w}}  {format_value(x) if _is_scalar(x) else '…'}" for k, x in v.items()]
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            lines += ["", f"{key}:"] + _table([(str(i), x) for i, x in enumerate(v)], "#")
     return lines
 
 
@@ -122,7 +147,7 @@ def cmd_run(args) -> int:
         print(result.to_json(indent=2))
     else:
         print(f"{sc.name}  [{sc.kind}]")
-        print("\n".join(_scalar_lines(result.metrics_dict())))
+        print("\n".join(summary_lines(result.metrics_dict())))
     return 0
 
 
