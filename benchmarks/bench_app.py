@@ -1,0 +1,110 @@
+"""App speed: start to first drawn timeline, edit-to-redraw per bundled scenario, and the
+repaint time of a 1,000,000-span timeline fully zoomed out and zoomed to 1%.
+
+Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app.py)
+Edit-to-redraw is measured from the panel's (debounced) `edited` signal to the redrawn view:
+the debounce (app/params.py DEBOUNCE_MS) is added on top while someone is typing.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+
+def wait(signal, timeout_ms=120_000):
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    signal.disconnect(loop.quit)
+
+
+def million_span_result():
+    from kvviz import load_scenario
+    from kvviz.result import Result
+    from kvviz.trace import SPAN_DTYPE, TraceBuilder
+    tb = TraceBuilder()
+    lanes = [tb.lane(f"lane {i}", "bench") for i in range(8)]
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    block = np.zeros(n, dtype=SPAN_DTYPE)
+    block["lane"] = rng.integers(0, len(lanes), n)
+    block["start"] = np.sort(rng.integers(0, 10**9, n))
+    block["end"] = block["start"] + rng.integers(100, 5_000, n)
+    block["kind"] = rng.integers(0, 4, n)
+    block["label"] = -1
+    tb.add_block("spans", block)
+    return Result(scenario=load_scenario("scenarios/rope_prefetch_16.toml"), trace=tb.build(), metrics={})
+
+
+def main():
+    t0 = time.perf_counter()
+    app = QApplication.instance() or QApplication([])
+    from app.params import DEBOUNCE_MS
+    from app.timeline import TimelineView
+    from app.window import MainWindow
+    from kvviz.cli import bundled_scenarios
+
+    with tempfile.TemporaryDirectory() as tmp:
+        win = MainWindow(settings=QSettings(os.path.join(tmp, "k.ini"), QSettings.IniFormat))
+        win.resize(1600, 900)
+        win.show()
+        wait(win.result_ready)
+        app.processEvents()
+        print(f"app start to first drawn timeline: {(time.perf_counter() - t0) * 1000:.0f} ms "
+              f"(imports, window, worker process start, first run)")
+
+        print(f"edit-to-redraw (from the debounced edit; typing adds {DEBOUNCE_MS} ms of debounce):")
+        for path in bundled_scenarios():
+            win.open(str(path))
+            wait(win.result_ready)
+            app.processEvents()
+            times = []
+            for _ in range(5):
+                scenario = win.panel.scenario()
+                t = time.perf_counter()
+                win._run(scenario.model_copy(update={"name": scenario.name + " "}))
+                wait(win.result_ready)
+                app.processEvents()  # the visible view has redrawn
+                times.append(time.perf_counter() - t)
+            print(f"  {path.stem:<28} {min(times) * 1000:7.0f} ms (best of 5; simulate "
+                  f"{win.runner.last_seconds * 1000:.0f} ms of it)")
+        win.ask_unsaved = lambda: None
+        win.runner.shutdown()
+
+    r = million_span_result()
+    view = TimelineView()
+    view.resize(1600, 700)
+    view.show()
+    t = time.perf_counter()
+    view.set_result(r)
+    app.processEvents()
+    print(f"1,000,000 spans: set_result {(time.perf_counter() - t) * 1000:.0f} ms")
+    vb = view.plot.getPlotItem().getViewBox()
+
+    def repaint_ms():
+        best = 1e9
+        for _ in range(5):
+            t = time.perf_counter()
+            view.plot.viewport().repaint()
+            best = min(best, time.perf_counter() - t)
+        return best * 1000
+
+    print(f"  repaint fully zoomed out: {repaint_ms():.1f} ms; rectangles drawn: "
+          f"{sum(layer.drawn for layer in view.layers):,}")
+    end = r.trace.t_end / view.scale
+    vb.setXRange(0.5 * end, 0.51 * end, padding=0)
+    app.processEvents()
+    print(f"  repaint zoomed to 1%:      {repaint_ms():.1f} ms; rectangles drawn: "
+          f"{sum(layer.drawn for layer in view.layers):,}")
+
+
+if __name__ == "__main__":
+    main()
