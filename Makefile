@@ -46,6 +46,13 @@ bench: setup
 clean:
 	rm -rf $(VENV) out build *.egg-info
 
-# README figures, rendered offscreen by the app itself.
+# README figures, rendered offscreen by the app itself (kvviz-gui --screenshot).
+SHOT := QT_QPA_PLATFORM=offscreen $(PY) -m app.main
 screenshots: setup
-	QT_QPA_PLATFORM=offscreen $(PY) -m app.main rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x720
+	$(SHOT) rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x800
+	$(SHOT) engram_qwen3_32b_rdma --view timeline --screenshot resources/screenshots/engram_rdma_timeline.png --size 1280x800
+	$(SHOT) engram_qwen3_32b_rdma --view sweep --sweep engram.layer=2:12:2 --sweep pool.latency_us=0.5:6:1 --metric slack_us --screenshot resources/screenshots/engram_feasibility.png --size 1280x800
+	$(SHOT) ladder_simulated --view ladder --screenshot resources/screenshots/ladder.png --size 1280x800
+	$(SHOT) rope_prefetch_16 --view occupancy --screenshot resources/screenshots/occupancy.png --size 1280x800
+	$(SHOT) rope_prefetch_16 --view compare --set storage.latency_us=40 --screenshot resources/screenshots/compare.png --size 1280x800
+	$(SHOT) attention_store_sharegpt --view counters --screenshot resources/screenshots/attention_store_counters.png --size 1280x800

@@ -1,18 +1,25 @@
-"""The run's key figures as a table; naive/baseline figures sit beside the mechanism's own."""
+"""The run's key figures: scalar metrics with the naive/baseline figure beside the mechanism's
+own, then every table-shaped group (per policy, per query, per rung, per layer) as its own
+small table, so the baseline of each mechanism is always next to what it is compared with."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QHeaderView, QLabel, QScrollArea, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from kvviz.format import format_value
 from kvviz.result import Result
 
-# Metric pairs shown side by side: (row label, baseline key, mechanism key)
+# Metric pairs shown side by side: (baseline prefix, mechanism prefix)
 PAIR_PREFIXES = (("naive_", "prefetch_"),)
 
 
+def _scalar(v) -> bool:
+    return not isinstance(v, (dict, list, tuple))
+
+
 def metric_rows(metrics: dict) -> list[tuple[str, str, str]]:
-    """(name, baseline, value) rows: paired metrics share a row, the rest stand alone.
-    Lists and tables (per-query detail) are left to the views that can show them."""
+    """(name, baseline, value) rows: paired metrics share a row, the rest stand alone."""
     rows, used = [], set()
     for base, mine in PAIR_PREFIXES:
         for k in metrics:
@@ -20,29 +27,94 @@ def metric_rows(metrics: dict) -> list[tuple[str, str, str]]:
                 other = base + k[len(mine):]
                 rows.append((k[len(mine):], format_value(metrics[other]), format_value(metrics[k])))
                 used |= {k, other}
-    for k, v in metrics.items():
-        if k not in used and not isinstance(v, (dict, list, tuple)) and not hasattr(v, "items"):
-            rows.append((k, "", format_value(v)))
+    rows += [(k, "", format_value(v)) for k, v in metrics.items() if k not in used and _scalar(v)]
     return rows
 
 
-class MetricsView(QTableWidget):
+def metric_groups(metrics: dict) -> list[tuple[str, list[str], list[tuple[str, list[str]]]]]:
+    """Table-shaped metrics as (title, column headers, [(row name, cells)]).
+    A dict of dicts (e.g. policies) gets one column per entry and one row per metric; a list
+    of dicts (queries, rungs, layers) one row per item; a dict of scalars two columns."""
+    groups = []
+    for key, v in metrics.items():
+        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
+            names = []
+            for d in v.values():
+                names += [k for k, x in d.items() if _scalar(x) and k not in names]
+            rows = [(n, [format_value(d[n]) if n in d else "" for d in v.values()]) for n in names]
+            groups.append((key, list(v), rows))
+        elif isinstance(v, dict) and v:
+            groups.append((key, ["value"], [(k, [format_value(x) if _scalar(x) else "…"]) for k, x in v.items()]))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            cols = []
+            for d in v:
+                cols += [k for k, x in d.items() if _scalar(x) and k not in cols]
+            groups.append((key, cols, [(str(i), [format_value(d[c]) if c in d else "" for c in cols])
+                                       for i, d in enumerate(v)]))
+    return groups
+
+
+def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidget:
+    t = QTableWidget(len(rows), len(headers))
+    t.setHorizontalHeaderLabels(headers)
+    t.setVerticalHeaderLabels([name for name, _ in rows])
+    t.setEditTriggers(QTableWidget.NoEditTriggers)
+    t.setAlternatingRowColors(True)
+    for r, (_, cells) in enumerate(rows):
+        for c, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            t.setItem(r, c, item)
+    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    t.resizeRowsToContents()
+    # show every row: the dock scrolls, not each little table
+    t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    height = t.horizontalHeader().height() + sum(t.rowHeight(r) for r in range(t.rowCount())) + 4
+    t.setFixedHeight(min(height, 600))
+    return t
+
+
+class MetricsView(QScrollArea):
     def __init__(self, parent=None):
-        super().__init__(0, 3, parent)
-        self.setHorizontalHeaderLabels(["metric", "baseline", "this design"])
-        self.verticalHeader().setVisible(False)
-        self.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.setAlternatingRowColors(True)
-        h = self.horizontalHeader()
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.scalars = QTableWidget(0, 3)
+        self.scalars.setHorizontalHeaderLabels(["metric", "baseline", "this design"])
+        self.scalars.verticalHeader().setVisible(False)
+        self.scalars.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.scalars.setAlternatingRowColors(True)
+        self.scalars.setWordWrap(True)  # long values (ladders, assumptions) wrap instead of being cut
+        self.scalars.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        h = self.scalars.horizontalHeader()
         h.setSectionResizeMode(0, QHeaderView.ResizeToContents)
         h.setSectionResizeMode(1, QHeaderView.ResizeToContents)
         h.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.setWordWrap(True)  # long values (ladders, assumptions) wrap instead of being cut
+        body = QWidget()
+        self.box = QVBoxLayout(body)
+        self.box.setContentsMargins(2, 2, 2, 2)
+        self.box.addWidget(self.scalars)
+        self.box.addStretch(1)
+        self.setWidget(body)
+        self.groups: list[QWidget] = []
 
     def set_result(self, result: Result):
-        rows = metric_rows(result.metrics_dict())
-        self.setRowCount(len(rows))
+        metrics = result.metrics_dict()
+        rows = metric_rows(metrics)
+        self.scalars.setRowCount(len(rows))
         for r, cells in enumerate(rows):
             for c, text in enumerate(cells):
-                self.setItem(r, c, QTableWidgetItem(text))
-        self.resizeRowsToContents()
+                self.scalars.setItem(r, c, QTableWidgetItem(text))
+        self.scalars.resizeRowsToContents()
+        self.scalars.setFixedHeight(self.scalars.horizontalHeader().height() + 4 +
+                                    sum(self.scalars.rowHeight(r) for r in range(len(rows))))
+        for w in self.groups:
+            self.box.removeWidget(w)
+            w.deleteLater()
+        self.groups = []
+        for title, headers, grows in metric_groups(metrics):
+            label = QLabel(f"<b>{title}</b>")
+            label.setStyleSheet("padding:8px 2px 2px 2px; color:#222;")
+            table = _table(headers, grows)
+            for w in (label, table):
+                self.box.insertWidget(self.box.count() - 1, w)
+                self.groups.append(w)

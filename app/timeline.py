@@ -155,6 +155,7 @@ class TimelineView(QWidget):
         self.plot = pg.PlotWidget(background="w", axisItems={"left": self.lane_axis})
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.RichText)
+        self.legend.setWordWrap(True)  # many kinds wrap onto a second line, never widen the window
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
         self.info = QLabel(" ")
         self.info.setStyleSheet("color:#333; padding:2px 6px;")
@@ -214,7 +215,7 @@ class TimelineView(QWidget):
             pi.addItem(item)
             entries.append(f'<span style="color:{instant_color(kind)}; font-size:13px">{MARKS.get(kind, "●")}</span>'
                            f'&nbsp;{kind}')
-        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(entries))
+        self.legend.setText("&nbsp;&nbsp; ".join(entries))  # the plain space lets the line wrap
         pi.addItem(self.cursor)
         end = max(tr.t_end / scale, 1e-9)
         self.cursor.setValue(0)

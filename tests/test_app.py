@@ -59,7 +59,7 @@ def test_open_every_bundled_scenario(window, qtbot, path):
     old = window.result
     assert window.open(str(path))
     r = _wait_new_result(qtbot, window, old)
-    assert r.scenario.kind and window.metrics.rowCount() > 0
+    assert r.scenario.kind and window.metrics.scalars.rowCount() > 0
     for name in TABS:  # every view accepts every kind
         window.show_view(name)
 
@@ -218,3 +218,12 @@ def test_export_menu_writes_files(window, tmp_path):
     assert (tmp_path / "t.png").stat().st_size > 1000
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert (tmp_path / "t_spans.csv").exists()
+
+
+def test_metrics_groups_show_each_policy_and_query():
+    from app.metrics import metric_groups
+    groups = metric_groups({"policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4, "jobs": 3}},
+                            "queries": [{"position": 8, "window": [5, 11]}], "formulas": {"L_pw": 2}})
+    assert groups[0] == ("policies", ["lru", "fifo"], [("hit_rate", ["0.5", "0.4"]), ("jobs", ["", "3"])])
+    assert groups[1] == ("queries", ["position"], [("0", ["8"])])
+    assert groups[2] == ("formulas", ["value"], [("L_pw", ["2"])])
