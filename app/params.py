@@ -55,7 +55,7 @@ from superqt.utils import QSignalDebouncer
 
 from kvviz import ScenarioError, parse_scenario
 from kvviz.registry import mechanisms
-from kvviz.scenario import parse_value, read_toml
+from kvviz.scenario import loc_to_path, parse_value, read_toml
 
 DEBOUNCE_MS = 150
 ERROR_COLOR = QColor("#c62828")
@@ -90,11 +90,7 @@ def parse_path(text: str) -> tuple:
     return tuple(parts)
 
 
-def path_str(parts: tuple) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
+path_str = loc_to_path  # ('reads', 0, 't_us') -> 'reads[0].t_us', as validation messages name it
 
 
 def _related(a: tuple, b: tuple) -> bool:

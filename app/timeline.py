@@ -17,6 +17,8 @@ from kvviz.palette import instant_color, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
+from .views._common import hover_point
+
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 4  # rows of vertical space even when a trace has fewer lanes
 MAX_LABELLED = 60  # label bars with text only when a trace has this few labelled spans
@@ -230,12 +232,9 @@ class TimelineView(QWidget):
         return max(0, int(lo * self.scale)), max(1, int(hi * self.scale))
 
     def _on_move(self, pos):
-        if self.result is None:
+        pt = None if self.result is None else hover_point(self.plot, pos)
+        if pt is None:
             return
-        vb = self.plot.getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(pos):
-            return
-        pt = vb.mapSceneToView(pos)
         text = self.describe(pt.x(), pt.y())
         self.info.setText(text or " ")
         self.hovered.emit(text)

@@ -42,7 +42,8 @@ class FieldError(ValueError):
         super().__init__(message)
 
 
-def _loc_to_path(loc: tuple) -> str:
+def loc_to_path(loc: tuple) -> str:
+    """('reads', 0, 'positions') -> 'reads[0].positions'"""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -52,7 +53,7 @@ def _loc_to_path(loc: tuple) -> str:
 def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
     problems: list[ScenarioError] = []
     for e in err.errors(include_url=False):
-        path = _loc_to_path(e["loc"])
+        path = loc_to_path(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, FieldError):

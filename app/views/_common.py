@@ -138,3 +138,11 @@ def info_label() -> QLabel:
     lab = QLabel(" ")
     lab.setStyleSheet("color:#333; padding:2px 8px; background:white;")
     return lab
+
+
+def hover_point(plot: pg.PlotWidget, scene_pos):
+    """The data point under the mouse in `plot`, or None when the mouse is outside its view."""
+    vb = plot.getPlotItem().getViewBox()
+    if not vb.sceneBoundingRect().contains(scene_pos):
+        return None
+    return vb.mapSceneToView(scene_pos)

@@ -20,7 +20,8 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import NoteStack, caption_label, info_label, link_x_ranges, style_plot, view_box_of
+from ._common import (NoteStack, caption_label, hover_point, info_label, link_x_ranges, style_plot,
+                      view_box_of)
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -366,12 +367,9 @@ class OccupancyView(QWidget):
         self.labels.on_dark = rgb @ np.array([0.299, 0.587, 0.114]) < 150
 
     def _on_move(self, pos) -> None:
-        if self._res is None:
+        pt = None if self._res is None else hover_point(self.plot, pos)
+        if pt is None:
             return
-        vb = self.plot.getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(pos):
-            return
-        pt = vb.mapSceneToView(pos)
         text = self.describe(pt.x(), pt.y())
         self.info.setText(text or " ")
         self.hovered.emit(text)
