@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
@@ -68,13 +69,15 @@ class SpanLayer(pg.GraphicsObject):
         ymax = float(self.lanes.max()) + 1 if len(self.lanes) else 1.0
         self._rect = QRectF(lo, -0.5, max(hi - lo, 1e-9), ymax + 0.5)
         self.drawn = 0  # rectangles painted last time (for tests and benchmarks)
+        self._rects = PrimitiveArray(QRectF, 4)
 
     def boundingRect(self) -> QRectF:
         return self._rect
 
-    def visible_rects(self, lo: float, hi: float, px: float) -> list[QRectF]:
-        """Rectangles to paint for the view range [lo, hi] with `px` data units per pixel."""
-        rects = []
+    def visible_rects(self, lo: float, hi: float, px: float) -> np.ndarray:
+        """(n, 4) array of x, y, width, height to paint for the view range [lo, hi] with `px`
+        data units per pixel."""
+        parts = []
         for i, lane in enumerate(self.lane_ids):
             a, b = self.bounds[i], self.bounds[i + 1]
             # first span whose running reach passes lo; last span starting before hi
@@ -85,12 +88,14 @@ class SpanLayer(pg.GraphicsObject):
             x0, x1 = self.x0[s:e], self.x1[s:e]
             if e - s > 64 and px > 0:
                 # Zoomed out: snap to pixel columns and merge what would overlap on screen.
-                x0, x1 = merge_runs(np.floor(x0 / px) * px, np.maximum(np.ceil(x1 / px) * px, np.floor(x0 / px) * px + px))
+                c0 = np.floor(x0 / px) * px
+                x0, x1 = merge_runs(c0, np.maximum(np.ceil(x1 / px) * px, c0 + px))
             else:
-                x1 = np.maximum(x1, x0 + px)  # keep instants-long spans visible as 1 px
-            y = float(lane) - BAR / 2
-            rects.extend(QRectF(float(u), y, float(v - u), BAR) for u, v in zip(x0, x1))
-        return rects
+                x1 = np.maximum(x1, x0 + px)  # keep instant-long spans visible as 1 px
+            part = np.empty((len(x0), 4))
+            part[:, 0], part[:, 1], part[:, 2], part[:, 3] = x0, float(lane) - BAR / 2, x1 - x0, BAR
+            parts.append(part)
+        return np.concatenate(parts) if parts else np.zeros((0, 4))
 
     def paint(self, p: QPainter, *args):
         vb = self.getViewBox()
@@ -102,8 +107,11 @@ class SpanLayer(pg.GraphicsObject):
         self.drawn = len(rects)
         p.setPen(self.pen if len(rects) < 2000 else Qt.NoPen)
         p.setBrush(self.brush)
-        if rects:
-            p.drawRects(rects)
+        if len(rects):
+            # One native QRectF array filled from numpy: no Python object per rectangle.
+            self._rects.resize(len(rects))
+            self._rects.ndarray()[:] = rects
+            p.drawRects(*self._rects.drawargs())
         if self.labels:
             self._paint_labels(p, lo, hi)
 

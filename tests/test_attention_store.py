@@ -268,3 +268,128 @@ def test_bad_scenario_exit_2_naming_field(case, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f": {field}: " in err and expect in err, err
     assert not out.exists()
+
+
+# --- presets --------------------------------------------------------------------------------------
+
+def test_preset_windows_and_kv_sizes():
+    # LLaMA-13B and -65B are LLaMA-1 (2K window, full multi-head attention); LLaMA-70B is
+    # LLaMA-2 (4K, grouped-query attention with 8 KV heads of 128); Falcon-40B has a 2K window
+    # and 8 KV heads of 64. KV per token = 2 (K, V) × layers × KV heads × head dim × 2 B.
+    expect = {"llama-13b": (2048, 40, 2 * 40 * 5120 * 2),          # 819,200 B
+              "llama-65b": (2048, 80, 2 * 80 * 8192 * 2),          # 2,621,440 B (paper: 2.5 MB)
+              "llama-70b": (4096, 80, 2 * 80 * 8 * 128 * 2),       # 327,680 B
+              "falcon-40b": (2048, 60, 2 * 60 * 8 * 64 * 2)}       # 122,880 B
+    for p, (window, layers, kv) in expect.items():
+        m = small(model__preset=p).model
+        assert (m.context_window, m.layers, m.kv_bytes_per_token) == (window, layers, kv), p
+    assert expect["llama-13b"][2] == 819_200 and expect["llama-70b"][2] == 327_680
+    assert expect["falcon-40b"][2] == 122_880
+    assert small().model.context_window == 2048  # the default preset is LLaMA-1 13B
+
+
+# --- inclusive SSD copies -------------------------------------------------------------------------
+
+# Sessions of 256-token turns (200 in, 56 out), 64-token blocks, 1 MB of KV per token, a
+# 512-token window: one turn = 256 MB, two turns = 512 MB = the whole 0.512 GB of DRAM.
+SSD_WORLD = {
+    "kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
+    "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 512,
+              "prefill_us_per_token": 1.0, "decode_us_per_token": 0.0},
+    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 4.096, "pcie_gbps": 1000,
+                 "ssd_read_gbps": 1000, "ssd_write_gbps": 1000,
+                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 64},
+    "serving": {"arrivals": "recorded", "compare_truncation": False, "truncation_ratio": 0.25},
+}
+
+
+def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.096):
+    """Run LRU on `turns` [(conversation, arrival_s)] and return the finished Run (its state)."""
+    from kvviz.mechanisms.attention_store import workload_of
+    from kvviz.mechanisms.attention_store.serving import Prepared, Run
+    seen: dict = {}
+    lines = ["conversation,turn,arrival_s,input_tokens,output_tokens"]
+    for conv, t in turns:
+        seen[conv] = seen.get(conv, 0) + 1
+        lines.append(f"{conv},{seen[conv]},{t},200,56")
+    p = tmp_path / "ssd.csv"
+    p.write_text("\n".join(lines) + "\n")
+    data = json.loads(json.dumps(SSD_WORLD))
+    data["workload"] = {"trace_file": str(p)}
+    data["store"] = {"ssd_inclusive": inclusive}
+    data["serving"]["truncation"] = truncation
+    data["hardware"]["ssd_gb"] = ssd_gb
+    sc = parse_scenario(data)
+    run = Run(sc, Prepared(sc, workload_of(sc)), "lru", truncation, record=False).run()
+    # Capacity accounting: each tier's bytes in use are the sum of the copies it holds.
+    from kvviz.mechanisms.attention_store.policies.base import DRAM, PREFETCHING
+    assert run.ssd_used == sum(run.ssd_size)
+    assert run.dram_used == sum(s for s, w in zip(run.size, run.where) if w in (DRAM, PREFETCHING))
+    return run
+
+
+MB = 1_000_000
+A, B, C = 0, 1, 2  # session indices (order of first appearance)
+
+
+def test_inclusive_copy_second_demotion_writes_only_new_tokens(tmp_path):
+    # A1 B1 C1 A2 B2, one second apart (LRU, DRAM = 512 MB, SSD = 4 GB).
+    #   A1, B1: A 256 + B 256 = 512 MB in DRAM (fits exactly).
+    #   C1 ends: 768 MB > 512: evict A (LRU) -> write 256 MB to SSD.        DRAM {B, C}
+    #   A2: SSD hit, read on demand. Inclusive: A's SSD copy stays valid.
+    #       A2 ends: A is 512 MB; DRAM 1024: evict B (write 256), then C (write 256). DRAM {A}
+    #   B2: SSD hit. Ends: B is 512 MB, DRAM 1024: evict A, the second demotion of A:
+    #       inclusive writes only its new 256 tokens (256 MB; its first 256 are already on SSD);
+    #       exclusive deleted A's copy when A2 read it, so it writes all 512 MB again.
+    turns = [("A", 0), ("B", 1), ("C", 2), ("A", 3), ("B", 4)]
+    inc = ssd_run(tmp_path, turns, inclusive=True)
+    assert inc.outcome[1] == inc.outcome[3] == 3  # A2, B2: SSD hits (rows: A1 A2 B1 B2 C1)
+    assert inc.demoted == 4                                    # A, B, C, A
+    assert inc.ssd_write_bytes == (256 + 256 + 256 + 256) * MB
+    # SSD now holds A (512, its only copy), B's first turn (256; B is also in DRAM) and C (256).
+    assert (inc.ssd_size[A], inc.ssd_size[B], inc.ssd_size[C]) == (512 * MB, 256 * MB, 256 * MB)
+    assert inc.ssd_used == 1024 * MB and inc.dram_used == 512 * MB
+    exc = ssd_run(tmp_path, turns, inclusive=False)
+    assert exc.ssd_write_bytes == (256 + 256 + 256 + 512) * MB
+    # Exclusive: B left the SSD when B2 read it; SSD holds A (512) and C (256).
+    assert (exc.ssd_size[A], exc.ssd_size[B], exc.ssd_size[C]) == (512 * MB, 0, 256 * MB)
+    assert exc.ssd_used == 768 * MB and exc.dram_used == 512 * MB
+
+
+def test_inclusive_copy_ssd_eviction_and_decoupled_truncation(tmp_path):
+    # The same run with a 768 MB SSD. B2 ends: A's new 256 MB brings the SSD to 1024 > 768.
+    # SSD LRU order (reads and writes of a copy make it recent): A copied at 2 s and read at
+    # 3 s; B, C copied at 3 s; B read at 4 s; A extended at 4 s -> C, B, A: evict C, its only
+    # copy: the session is lost.
+    turns = [("A", 0), ("B", 1), ("C", 2), ("A", 3), ("B", 4)]
+    r = ssd_run(tmp_path, turns, ssd_gb=0.768)
+    assert (r.dropped, r.ssd_copies_evicted) == (1, 0)
+    assert (r.ssd_size[A], r.ssd_size[B], r.ssd_size[C]) == (512 * MB, 256 * MB, 0)
+    assert r.ssd_used == 768 * MB
+    # Decoupled truncation trims the SSD copy too. Add A3 at 5 s: A's 512 history tokens +
+    # 256 new overflow the 512-token window; with ratio 0.25 the context keeps
+    # 384 - 256 = 128 history tokens. A is on SSD only (512 MB): an SSD hit; its copy drops
+    # the oldest 384 tokens and keeps 128 (2 blocks, 128 MB): SSD 1024 - 384 = 640 MB.
+    # A3 ends: A is 128 + 256 = 384 MB; DRAM 512 (B) + 384 > 512: evict B, which has its first
+    # 256 MB on SSD: write 256 MB more. SSD 896 MB, DRAM 384 MB.
+    r = ssd_run(tmp_path, turns + [("A", 5)])
+    assert r.outcome[2] == 3  # A3: an SSD hit after overflow
+    assert (r.ssd_size[A], r.ssd_size[B], r.ssd_size[C]) == (128 * MB, 512 * MB, 256 * MB)
+    assert r.ssd_used == 896 * MB and r.dram_used == 384 * MB
+    assert r.ssd_write_bytes == (256 * 4 + 256) * MB
+
+
+def test_coupled_truncation_frees_both_copies(tmp_path):
+    # A1 B1 C1 A2 as above, then A3 at 4 s. After A2: DRAM {A: 512 MB}, SSD {A: 256 (its first
+    # turn), B: 256, C: 256} = 768 MB. A3 overflows (512 + 256 > 512).
+    turns = [("A", 0), ("B", 1), ("C", 2), ("A", 3), ("A", 4)]
+    # Coupled: the stored KV is invalid: both of A's copies are freed (SSD 768 - 256 = 512) and
+    # the kept 128 history tokens are recomputed; A3 ends with A = 384 MB in DRAM.
+    r = ssd_run(tmp_path, turns, truncation="coupled")
+    assert r.outcome[2] == 1  # MISS
+    assert r.ssd_size[A] == 0 and r.ssd_used == 512 * MB and r.dram_used == 384 * MB
+    # Decoupled: a DRAM hit; the SSD copy (A's first 256 tokens) lies wholly in the dropped
+    # 384, so it is freed too; same bytes in use, but A3 hit.
+    r = ssd_run(tmp_path, turns, truncation="decoupled")
+    assert r.outcome[2] == 2  # DRAM hit
+    assert r.ssd_size[A] == 0 and r.ssd_used == 512 * MB and r.dram_used == 384 * MB

@@ -95,6 +95,15 @@ class Serving(Section):
                                                    "one; -1 = the turn with the largest S_buf")
 
 
+class Store(Section):
+    ssd_inclusive: bool = param(
+        True, description="true: a session's KV, once written to SSD, stays valid there while the session is "
+                          "also in DRAM (reading it back does not delete it), so demoting it again writes only "
+                          "the tokens not yet on SSD; the copy occupies SSD space until SSD eviction or "
+                          "invalidation removes it. false: exclusive tiers, a session lives in DRAM or on SSD, "
+                          "never both, and every demotion writes its whole KV")
+
+
 class AttentionStoreScenario(ScenarioBase):
     kind: Literal["attention_store"]
     policies: list[str] = param(["recompute", "lru", "fifo", "scheduler_aware", "belady"], min_length=1,
@@ -104,6 +113,7 @@ class AttentionStoreScenario(ScenarioBase):
     model: Model = Model()
     hardware: Hardware = Hardware()
     serving: Serving = Serving()
+    store: Store = Store()
 
     @model_validator(mode="after")
     def _check(self):

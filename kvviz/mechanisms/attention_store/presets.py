@@ -1,12 +1,25 @@
 """Model presets for 4×A100-80GB serving (the paper's testbed, §4.1).
 
+The paper evaluates LLaMA-13B and LLaMA-65B (the original LLaMA-1 models, 2,048-token
+window), LLaMA-70B (LLaMA-2; Meta released no LLaMA-1 70B) and Falcon-40B.
+
 Which numbers are the paper's and which are ours:
-- kv_bytes_per_token: 2 (K and V) × layers × KV width × 2 bytes (FP16), from each model's
-  published architecture. LLaMA-65B's 2,621,440 B (2.5 MiB) is the paper's figure (§2.4);
-  the others are our arithmetic from the architectures (LLaMA-2-70B and Falcon-40B use
-  grouped-query attention with 8 KV heads, hence their small KV).
-- context_window: LLaMA-65B 2K is the paper's; LLaMA-13B 4K assumes the LLaMA-2 13B model
-  (ASSUMPTION); LLaMA-2-70B 4K and Falcon-40B 2K are the models' published windows.
+- kv_bytes_per_token = 2 (K and V) × layers × KV heads × head dim × 2 bytes (FP16), from each
+  model's published architecture:
+  - LLaMA-13B (LLaMA-1): 40 layers, d_model 5120 = 40 heads × 128, full multi-head attention
+    (Touvron et al. 2023, "LLaMA: Open and Efficient Foundation Language Models", Table 2):
+    2 × 40 × 5120 × 2 = 819,200 B.
+  - LLaMA-65B (LLaMA-1): 80 layers, d_model 8192 = 64 heads × 128 (same Table 2):
+    2 × 80 × 8192 × 2 = 2,621,440 B = 2.5 MiB, which is also the paper's figure (§2.4).
+  - LLaMA-70B (LLaMA-2): 80 layers, 64 query heads but grouped-query attention with 8 KV
+    heads of dim 128 (Touvron et al. 2023, "Llama 2", §2.2 and Table 1; HF config
+    meta-llama/Llama-2-70b-hf: num_key_value_heads = 8): 2 × 80 × 8 × 128 × 2 = 327,680 B.
+  - Falcon-40B: 60 layers, d_model 8192 = 128 query heads × 64, "multigroup" attention with
+    8 KV heads of dim 64 (HF config tiiuae/falcon-40b: num_kv_heads = 8,
+    new_decoder_architecture = true): 2 × 60 × 8 × 64 × 2 = 122,880 B.
+- context_window: LLaMA-1 13B and 65B were trained with a 2,048-token context (LLaMA paper
+  §2: "context length 2048"; the seed states LLaMA-65B's 2K window); LLaMA-2 70B 4,096
+  (Llama 2 paper, Table 1); Falcon-40B 2,048 (HF config max_position_embeddings / model card).
 - prefill_us_per_token: LLaMA-65B 176 µs is the paper's "2K tokens prefill in ≈360 ms"
   (§2.4). The others are ASSUMPTIONS: scaled by parameter count (prefill FLOPs ≈ 2·params
   per token, same utilisation).
@@ -17,16 +30,20 @@ Which numbers are the paper's and which are ours:
 from __future__ import annotations
 
 PRESETS: dict[str, dict] = {
-    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 4096,
+    # LLaMA-1 13B: 40 layers × 5120 (40 MHA heads × 128), 2K window.
+    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048,
                   "prefill_us_per_token": 35.2,   # 176 × 13/65
                   "decode_us_per_token": 166.0},  # 26 GB / 4.9 TB/s / 32
+    # LLaMA-1 65B: 80 layers × 8192 (64 MHA heads × 128), 2K window; 2.5 MiB/token (paper §2.4).
     "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048,
                   "prefill_us_per_token": 176.0,  # paper §2.4: 2K tokens ≈ 360 ms
                   "decode_us_per_token": 829.0},  # 130 GB / 4.9 TB/s / 32
-    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 1024 * 2, "layers": 80, "context_window": 4096,
+    # LLaMA-2 70B: 80 layers, GQA with 8 KV heads × 128, 4K window.
+    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096,
                   "prefill_us_per_token": 189.5,  # 176 × 70/65
                   "decode_us_per_token": 893.0},  # 140 GB / 4.9 TB/s / 32
-    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 512 * 2, "layers": 60, "context_window": 2048,
+    # Falcon-40B: 60 layers, multigroup attention with 8 KV heads × 64, 2K window.
+    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048,
                    "prefill_us_per_token": 108.3,  # 176 × 40/65
                    "decode_us_per_token": 510.0},  # 80 GB / 4.9 TB/s / 32
 }

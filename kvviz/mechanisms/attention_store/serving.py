@@ -7,8 +7,10 @@ Job life, for turn j of conversation c arriving at a(j):
   - a DRAM hit: loaded layer by layer over PCIe while the new tokens are prefilled; with a
     read buffer of k layers, the first k layers may load before dispatch (from when j became
     next in line);
-  - an SSD hit: read on demand from SSD, streamed layer by layer at the slower of SSD and
-    PCIe (or, if a prefetch is still in flight, after it lands);
+  - an SSD hit: its KV is not (yet) in DRAM when it runs, so loading it is on the critical
+    path: if a scheduler-aware prefetch SSD→DRAM is still in flight, the layer-wise load
+    DRAM→HBM over PCIe starts when it lands; otherwise the KV is read on demand, streamed
+    SSD→DRAM→HBM layer by layer at the slower of SSD and PCIe (both are occupied);
   - a miss (never stored, evicted from the store, or invalidated by coupled truncation): the
     history is prefilled again with the new tokens;
   - a first turn: only the new tokens are prefilled.
@@ -17,6 +19,17 @@ Job life, for turn j of conversation c arriving at a(j):
   unsaved; if more is left, the GPU waits until it fits (a "stall" span).
 - At the end the session's whole KV is in DRAM (the policy evicts to make room: DRAM victims
   are written to SSD, SSD victims are dropped), and the next turn arrives a think time later.
+
+SSD copies (`store.ssd_inclusive`):
+- inclusive (default): a session's KV written to SSD stays valid there. Reading it back
+  (prefetch or on-demand load) does not delete it, so a session can be in DRAM and on SSD at
+  once, counted in both tiers' capacity. The SSD copy is always a prefix of the session's KV
+  (new turns append at the end, decoupled truncation drops from the front, freeing those
+  blocks), so demoting the session again writes only the tokens not yet on SSD. Evicting a
+  session from SSD removes its copy (the session is lost only if it was not in DRAM); coupled
+  truncation, or truncation to nothing, invalidates and frees both copies.
+- exclusive: a session lives in one tier; a read from SSD deletes the SSD copy, and every
+  demotion writes the session's whole KV.
 
 Time is integer ns. A GB/s is exactly one byte per ns.
 """
@@ -175,6 +188,10 @@ class Run:
         self.inn, self.out = prep.inn.tolist(), prep.out.tolist()
         self.keep, self.over = prep.keep.tolist(), prep.overflow.tolist()
         self.size_after = prep.size_after.tolist()
+        self.after = prep.after.tolist()
+        self.hist = prep.hist.tolist()
+        self.block = prep.block
+        self.inclusive = sc.store.ssd_inclusive
         self.n = len(wl)
         self.n_conv = wl.n_conv
         self.last_row = np.r_[np.flatnonzero(np.diff(wl.conv)), self.n - 1].tolist() if self.n else []
@@ -183,8 +200,11 @@ class Run:
             self.last_of[self.conv[r]] = r
 
         self.loop = EventLoop()
-        self.where = [NONE] * self.n_conv
-        self.size = [0] * self.n_conv
+        self.where = [NONE] * self.n_conv   # the best tier with a full copy (DRAM/PREFETCHING/SSD/NONE)
+        self.size = [0] * self.n_conv       # bytes of the session's KV (as held in DRAM)
+        self.tok = [0] * self.n_conv        # tokens of the session's KV
+        self.ssd_tok = [0] * self.n_conv    # tokens of the SSD copy: a prefix of the session's KV (0: none)
+        self.ssd_size = [0] * self.n_conv   # bytes of the SSD copy (whole blocks)
         self.qidx = [-1] * self.n_conv     # queue index of the session's waiting job, or -1
         self.next_time = [INF] * self.n_conv  # arrival of the session's next turn (for Belady)
         self.queue: list[int] = []
@@ -207,7 +227,9 @@ class Run:
         self.first_token = [0] * self.n
         self.end = [0] * self.n
         self.outcome = [FIRST] * self.n
-        self.demoted = self.dropped = self.prefetched = 0
+        self.demoted = self.dropped = self.prefetched = self.ssd_copies_evicted = 0
+        self.ssd_write_bytes = self.ssd_read_bytes = self.ssd_busy_ns = 0
+        self.late_prefetch = 0  # SSD hits whose prefetch was still in flight at dispatch
         self.detail = prep.detail
         self.detail_info: dict = {}
 
@@ -250,18 +272,48 @@ class Run:
             heapq.heappush(self.free_slots, slot)
 
     # --- store ---------------------------------------------------------------------------------
-    def _remove(self, c: int):
-        """Take session c out of the store, wherever it is."""
+    def _ssd_io(self, nbytes: int, bw: float) -> tuple[int, int]:
+        """Book `nbytes` on the SSD (one device, reads and writes in turn): (start, end)."""
+        s0 = max(self.loop.now, self.ssd_free)
+        s1 = s0 + int(nbytes / bw)
+        self.ssd_free = s1
+        self.ssd_busy_ns += s1 - s0
+        return s0, s1
+
+    def _drop_dram(self, c: int):
+        """Free c's DRAM copy (or its in-flight prefetch reservation); `where` is the caller's."""
         w = self.where[c]
         if w == DRAM or w == PREFETCHING:
             self.dram_used -= self.size[c]
             if w == DRAM:
                 self.policy.on_remove(DRAM, c)
                 self._gone(c)
-        elif w == SSD:
-            self.ssd_used -= self.size[c]
+
+    def _drop_ssd(self, c: int):
+        """Free c's SSD copy; if that was its only copy, the session is gone from the store."""
+        if self.ssd_size[c]:
+            self.ssd_used -= self.ssd_size[c]
             self.policy.on_remove(SSD, c)
+            self.ssd_size[c] = self.ssd_tok[c] = 0
+        if self.where[c] == SSD:
+            self.where[c] = NONE
+
+    def _remove(self, c: int):
+        """Take session c out of the store, every copy of it."""
+        self._drop_dram(c)
+        self._drop_ssd(c)
         self.where[c] = NONE
+
+    def _truncate_ssd(self, c: int, dropped_tokens: int):
+        """Decoupled truncation dropped the oldest tokens: so does the SSD copy (a prefix of the
+        session), freeing their blocks."""
+        left = self.ssd_tok[c] - dropped_tokens
+        if left <= 0:
+            self._drop_ssd(c)
+            return
+        size = -(-left // self.block) * self.block * self.kv
+        self.ssd_used += size - self.ssd_size[c]
+        self.ssd_tok[c], self.ssd_size[c] = left, size
 
     def _insert_dram(self, c: int):
         self.where[c] = DRAM
@@ -270,32 +322,48 @@ class Run:
         self._resident(c)
 
     def _demote(self, v: int):
-        """DRAM victim v: written to SSD (making room there), or dropped without an SSD."""
-        size = self.size[v]
-        self._remove(v)
+        """DRAM victim v: written to SSD (making room there), or dropped without an SSD. With an
+        inclusive SSD copy only the tokens not yet on SSD are written."""
+        self._drop_dram(v)
         if self.qidx[v] >= 0:
             self.pf_scan = min(self.pf_scan, self.qidx[v])  # look at it again for prefetch
         if not self.ssd_cap:
+            self.where[v] = NONE
             self.dropped += 1
             return
         t = self.loop.now
-        s0 = max(t, self.ssd_free)
-        self.ssd_free = s1 = s0 + int(size / self.ssd_w)
+        size, had = self.size[v], self.ssd_size[v] > 0
+        write = size - self.ssd_size[v]
         self.demoted += 1
+        if write > 0:
+            s0, s1 = self._ssd_io(write, self.ssd_w)
+            self.ssd_write_bytes += write
+            if self.tb is not None:
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v)
         if self.tb is not None:
-            self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v)
             self.tb.instant(self.l_ssd_write, t, "evict", v)
         self.where[v] = SSD
-        self.ssd_used += size
-        self.policy.on_insert(SSD, v)
+        self.ssd_used += write
+        self.ssd_size[v], self.ssd_tok[v] = size, self.tok[v]
+        if had:
+            self.policy.on_access(SSD, v)
+        else:
+            self.policy.on_insert(SSD, v)
+        self._fit_ssd()
+
+    def _fit_ssd(self):
         while self.ssd_used > self.ssd_cap:
             x = self.policy.victim(SSD)
             if x < 0:
                 break
-            self._remove(x)
-            self.dropped += 1
+            lost = self.where[x] == SSD  # its only copy
+            self._drop_ssd(x)
+            if lost:
+                self.dropped += 1
+            else:
+                self.ssd_copies_evicted += 1
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_write, t, "evict", x)
+                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x)
 
     def _fit_dram(self, extra: int = 0, before: int = -1) -> bool:
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
@@ -317,13 +385,17 @@ class Run:
                 size = self.size[c]
                 if not self._fit_dram(size, before=c):
                     break  # DRAM holds only sessions needed sooner: try again later
-                self.ssd_used -= size
-                self.policy.on_remove(SSD, c)
+                if where[c] != SSD:  # making room pushed c's own copy off the SSD
+                    i += 1
+                    continue
+                if self.inclusive:
+                    self.policy.on_access(SSD, c)  # the SSD copy stays valid
+                else:
+                    self._drop_ssd(c)
                 where[c] = PREFETCHING
                 self.dram_used += size
-                t = self.loop.now
-                s0 = max(t, self.ssd_free)
-                self.ssd_free = s1 = s0 + int(size / self.ssd_r)
+                s0, s1 = self._ssd_io(size, self.ssd_r)
+                self.ssd_read_bytes += size
                 self.pf_end[c] = s1
                 self.pf_seq[c] += 1
                 self.prefetched += 1
@@ -368,14 +440,14 @@ class Run:
         where = self.where[c]
         if keep == 0:
             outcome = FIRST  # nothing to reuse (a first turn, or truncated to nothing)
-            if where != NONE:
-                self._remove(c)
+            self._remove(c)
         elif where == NONE or (self.over[j] and self.coupled):
             outcome = MISS
-            if where != NONE:
-                self._remove(c)  # coupled truncation: positions shifted, the stored KV is invalid
+            self._remove(c)  # coupled truncation: positions shifted, every stored copy is invalid
         else:
             outcome = HIT_DRAM if where == DRAM else HIT_SSD
+            if keep < self.hist[j] and self.ssd_size[c]:
+                self._truncate_ssd(c, self.hist[j] - keep)  # decoupled: the copy stays valid
         self.outcome[j] = outcome
         L = self.L
         layer = None
@@ -384,20 +456,28 @@ class Run:
             c_layer = int(inn * self.pref / L)
             k = 0
             if where == SSD:
-                # On demand: stream layer by layer at the slower of SSD and PCIe.
+                # On demand, on the critical path: stream SSD→DRAM→HBM layer by layer at the
+                # slower of SSD and PCIe, once both are free.
                 a = int(layer_bytes / min(self.ssd_r, self.pcie))
                 T0 = max(t, self.ssd_free, self.pcie_load_free)
                 self.ssd_free = T0 + L * a
+                self.ssd_busy_ns += L * a
+                self.ssd_read_bytes += keep * self.kv
                 if self.tb is not None:
                     self.tb.span(self.l_ssd_read, T0, T0 + L * a, "fetch", "demand read SSD→HBM", ref=c)
-                self._remove(c)
+                if self.inclusive:
+                    self.policy.on_access(SSD, c)  # the SSD copy stays valid
+                else:
+                    self._remove(c)
             else:
                 a = int(layer_bytes / self.pcie)
                 k = int(self.k_buf_bytes // layer_bytes) if layer_bytes else L
                 # Not before it is in DRAM (pf_end: when a prefetch lands, possibly still ahead).
                 T0 = max(head_since, self.pcie_load_free, self.pf_end[c])
                 if where == PREFETCHING:
-                    self._remove(c)
+                    self.late_prefetch += 1
+                    self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
+                    self.where[c] = SSD if self.ssd_size[c] else NONE
                 else:
                     self.policy.on_hit(c)
             pe, le_last = prefill_end(t, T0, a, c_layer, L, k)
@@ -437,13 +517,14 @@ class Run:
             self.next_time[c] = INF
         if self.stores:
             new = self.size_after[j]
+            self.tok[c] = self.after[j]
             if self.where[c] == DRAM:
                 self.dram_used += new - self.size[c]
                 self.size[c] = new
-                self.policy.on_resave(c)
             else:
                 self.size[c] = new
                 self._insert_dram(c)
+            self.policy.on_resave(c)
             self._fit_dram()  # c itself may be the victim: then it goes straight on to SSD
         if self.qhead < len(self.queue):
             self.dispatch()
@@ -530,6 +611,11 @@ class Run:
             "evictions_to_ssd": self.demoted,
             "sessions_dropped": self.dropped,
             "prefetches": self.prefetched,
+            "ssd_hits_prefetch_in_flight": self.late_prefetch,
+            "ssd_copies_evicted": self.ssd_copies_evicted,  # inclusive: SSD copies of DRAM-resident sessions
+            "ssd_write_gb": self.ssd_write_bytes / 1e9,
+            "ssd_read_gb": self.ssd_read_bytes / 1e9,
+            "ssd_busy_share": self.ssd_busy_ns / float(en.max()) if self.n and en.max() > 0 else 0.0,
         }
         if baseline:
             # The paper's "speedup": end-to-end GPU time of recomputation over this policy's.

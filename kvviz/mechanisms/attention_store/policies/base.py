@@ -29,11 +29,14 @@ class Policy:
     def __init__(self, run):
         self.run = run
 
-    # Bookkeeping hooks: a session entered or left a tier, was hit, or was re-saved after its turn.
+    # Bookkeeping hooks: a session entered or left a tier, was hit in DRAM, was re-saved after
+    # its turn (it is then in DRAM, and its next arrival is known), or its SSD copy was read or
+    # extended (inclusive copies only: the copy stays in the tier).
     def on_insert(self, tier: int, c: int) -> None: ...
     def on_remove(self, tier: int, c: int) -> None: ...
     def on_hit(self, c: int) -> None: ...
     def on_resave(self, c: int) -> None: ...
+    def on_access(self, tier: int, c: int) -> None: ...
 
     def victim(self, tier: int, before: int = -1) -> int:
         """A session to evict from `tier`, or -1. With `before` >= 0 (making room to prefetch
@@ -62,6 +65,10 @@ class OrderedPolicy(Policy):
 
     def on_resave(self, c):
         self.on_hit(c)
+
+    def on_access(self, tier, c):
+        if self.recency and c in self.order[tier]:
+            self.order[tier].move_to_end(c)
 
     def victim(self, tier, before=-1):
         running = self.run.running

@@ -17,25 +17,32 @@ class Belady(Policy):
     def __init__(self, run):
         super().__init__(run)
         self.heaps = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
-        self.version = [0] * run.n_conv
+        # Per tier: with inclusive SSD copies a session can be in both tiers at once.
+        self.version = {1: [0] * run.n_conv, 2: [0] * run.n_conv}
+        self.member = {1: [False] * run.n_conv, 2: [False] * run.n_conv}
 
     def on_insert(self, tier, c):
-        self.version[c] += 1
-        heapq.heappush(self.heaps[tier], (-self.run.next_time[c], self.version[c], c))
+        self.member[tier][c] = True
+        self.version[tier][c] += 1
+        heapq.heappush(self.heaps[tier], (-self.run.next_time[c], self.version[tier][c], c))
 
     def on_resave(self, c):
-        self.on_insert(1, c)  # its next arrival is new: re-key it
+        # Its next arrival is new: re-key it in every tier that holds it.
+        for tier in (1, 2):
+            if self.member[tier][c]:
+                self.on_insert(tier, c)
 
     def on_remove(self, tier, c):
-        self.version[c] += 1
+        self.member[tier][c] = False
+        self.version[tier][c] += 1
 
     def victim(self, tier, before=-1):
-        run, heap, version = self.run, self.heaps[tier], self.version
+        run, heap, version = self.run, self.heaps[tier], self.version[tier]
         limit = run.next_time[before] if before >= 0 else -1
         skipped, found = [], -1
         while heap:
             neg_t, v, c = heap[0]
-            if v != version[c] or run.where[c] != tier:
+            if v != version[c]:
                 heapq.heappop(heap)  # stale entry
                 continue
             if -neg_t <= limit:
