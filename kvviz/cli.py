@@ -65,7 +65,7 @@ def summary_lines(metrics: dict) -> list[str]:
     lines = [f"  {k:<{width}}  {format_value(v)}" for k, v in scalars.items()]
     for key, v in metrics.items():
         if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            lines += ["", f"{key}:"] + _table(list(v.items()), key.rstrip("s") or key)
+            lines += ["", f"{key}:"] + _table(list(v.items()), key)
         elif isinstance(v, dict) and v:
             w = max(len(k) for k in v)
             lines += ["", f"{key}:"] + [f"  {k:<{w}}  {format_value(x) if _is_scalar(x) else '…'}" for k, x in v.items()]
