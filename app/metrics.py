@@ -79,7 +79,7 @@ class MetricsView(QScrollArea):
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.scalars = QTableWidget(0, 3)
-        self.scalars.setHorizontalHeaderLabels(["metric", "baseline", "this design"])
+        self.scalars.setHorizontalHeaderLabels(["metric", "baseline", "value"])
         self.scalars.verticalHeader().setVisible(False)
         self.scalars.setEditTriggers(QTableWidget.NoEditTriggers)
         self.scalars.setAlternatingRowColors(True)

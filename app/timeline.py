@@ -227,7 +227,7 @@ class TimelineView(QWidget):
                            f'&nbsp;{kind}')
         self.legend.setText("&nbsp;&nbsp; ".join(entries))  # the plain space lets the line wrap
         pi.addItem(self.cursor)
-        end = max(tr.t_end / scale, 1e-9)
+        end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range
         self.cursor.setValue(0)
         pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=len(names))
         pi.setXRange(0, end, padding=0.02)

@@ -61,7 +61,7 @@ class MainWindow(QMainWindow):
         self.panel = ParameterPanel()
         self.metrics = MetricsView()
         self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 370)
-        self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 320)
+        self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 330)
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
