@@ -66,11 +66,12 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             t.setItem(r, c, item)
     t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-    t.resizeRowsToContents()
-    # show every row: the dock scrolls, not each little table
+    # show every row: the dock scrolls, not each little table (sizes known before it is shown)
     t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    height = t.horizontalHeader().height() + sum(t.rowHeight(r) for r in range(t.rowCount())) + 4
-    t.setFixedHeight(min(height, 600))
+    rows_h = t.verticalHeader().defaultSectionSize() * t.rowCount()
+    header_h = t.horizontalHeader().sizeHint().height()
+    scrollbar_h = t.horizontalScrollBar().sizeHint().height()
+    t.setFixedHeight(min(header_h + rows_h + scrollbar_h + 6, 600))
     return t
 
 
@@ -87,7 +88,7 @@ class MetricsView(QScrollArea):
         self.scalars.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         h = self.scalars.horizontalHeader()
         h.setSectionResizeMode(0, QHeaderView.ResizeToContents)
-        h.setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        h.setSectionResizeMode(1, QHeaderView.Stretch)
         h.setSectionResizeMode(2, QHeaderView.Stretch)
         body = QWidget()
         self.box = QVBoxLayout(body)

@@ -21,7 +21,7 @@ from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 from .views._common import hover_point
 
 BAR = 0.62  # bar height as a share of a lane row
-MIN_ROWS = 4  # rows of vertical space even when a trace has fewer lanes
+MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
 MAX_LABELLED = 60  # label bars with text only when a trace has this few labelled spans
 MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "◆", "arrive": "★", "overflow": "✕"}
 
@@ -229,7 +229,7 @@ class TimelineView(QWidget):
         pi.addItem(self.cursor)
         end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range
         self.cursor.setValue(0)
-        pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=len(names))
+        pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=max(len(names), MIN_ROWS))
         pi.setXRange(0, end, padding=0.02)
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
