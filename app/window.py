@@ -118,9 +118,11 @@ class MainWindow(QMainWindow):
         m.addAction("Save &As…", QKeySequence.SaveAs, self.save_as)
         m.addAction("&Reset to File", self.reset_to_file)
         ex = m.addMenu("&Export")
-        for fmt, label in (("svg", "Timeline as SVG…"), ("png", "Timeline as PNG…"), ("pdf", "Timeline as PDF…"),
-                           ("perfetto", "Perfetto trace JSON…"), ("csv", "Trace as CSV…"),
-                           ("json", "Metrics as JSON…")):
+        for fmt, label in (("svg", "Timeline as SVG…"), ("png", "Timeline as PNG…"), ("pdf", "Timeline as PDF…")):
+            ex.addAction(label, lambda f=fmt: self.export_dialog(f))
+            ex.addAction(label.replace("…", " (visible range)…"), lambda f=fmt: self.export_dialog(f, True))
+        ex.addSeparator()
+        for fmt, label in (("perfetto", "Perfetto trace JSON…"), ("csv", "Trace as CSV…"), ("json", "Metrics as JSON…")):
             ex.addAction(label, lambda f=fmt: self.export_dialog(f))
         m.addSeparator()
         m.addAction("&Quit", QKeySequence.Quit, self.close)
@@ -299,14 +301,14 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name}{' *' if self.panel.is_dirty() else ''} — kvviz")
 
     # --- export -------------------------------------------------------------------------
-    def export_dialog(self, fmt: str):
+    def export_dialog(self, fmt: str, visible_range: bool = False):
         if self.result is None:
             return
         ext = {"perfetto": "json", "csv": "csv", "json": "json"}.get(fmt, fmt)
         stem = Path(self.panel.path() or "kvviz").stem
         path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", f"{stem}.{ext}", f"*.{ext}")
         if path:
-            self.export(fmt, path)
+            self.export(fmt, path, visible_range)
 
     def export(self, fmt: str, path: str, visible_range: bool = False):
         """Write the current run: figures use the timeline's visible range when asked."""

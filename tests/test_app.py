@@ -227,3 +227,24 @@ def test_metrics_groups_show_each_policy_and_query():
     assert groups[0] == ("policies", ["lru", "fifo"], [("hit_rate", ["0.5", "0.4"]), ("jobs", ["", "3"])])
     assert groups[1] == ("queries", ["position"], [("0", ["8"])])
     assert groups[2] == ("formulas", ["value"], [("L_pw", ["2"])])
+
+
+def test_visible_range_export_keeps_only_what_is_on_screen(window, tmp_path):
+    window.timeline.plot.getPlotItem().setXRange(40, 80, padding=0)
+    window.export("svg", str(tmp_path / "v.svg"), visible_range=True)
+    svg = (tmp_path / "v.svg").read_text()
+    assert svg.count('class="span"') < len(window.result.trace.spans)
+
+
+def test_ladder_drag_edits_the_scenario_and_reruns(window, qtbot):
+    old = window.result
+    window.open(str(SCENARIOS / "ladder_seed.toml"))
+    first = _wait_new_result(qtbot, window, old)
+    window.show_view("ladder")
+    rungs = [dict(r) for r in window.ladder.rungs()]
+    rungs[0]["hbm_hit_pct"] = 75.0
+    window.ladder.rungs_edited.emit(rungs)
+    r = _wait_new_result(qtbot, window, first)
+    assert r.metrics["rungs"][0]["hbm_hit_pct"] == 75.0
+    # 0.75·100 + 0.25·0.9·200 + 0.25·0.1·25000 = 75 + 45 + 625 ns
+    assert r.metrics["rungs"][0]["mean_latency_ns"] == pytest.approx(745.0)

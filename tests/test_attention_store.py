@@ -393,3 +393,13 @@ def test_coupled_truncation_frees_both_copies(tmp_path):
     r = ssd_run(tmp_path, turns, truncation="decoupled")
     assert r.outcome[2] == 2  # DRAM hit
     assert r.ssd_size[A] == 0 and r.ssd_used == 512 * MB and r.dram_used == 384 * MB
+
+
+def test_relative_trace_file_is_next_to_the_scenario(tmp_path, monkeypatch):
+    from kvviz import load_scenario
+    (tmp_path / "log.csv").write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n"
+                                      "a,1,0,100,50\na,2,30,20,40\n")
+    (tmp_path / "s.toml").write_text('kind = "attention_store"\n[workload]\ntrace_file = "log.csv"\n')
+    monkeypatch.chdir("/")
+    sc = load_scenario(tmp_path / "s.toml")
+    assert sc.workload.trace_file == str(tmp_path / "log.csv")

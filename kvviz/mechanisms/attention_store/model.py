@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
-from ...scenario import FieldError, ScenarioBase, Section, param
+from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
 from .policies import POLICIES
 from .presets import PRESETS
 
@@ -19,8 +19,13 @@ GB = 10**9
 class Workload(Section):
     trace_file: str = param("", description="CSV or JSONL of (conversation, turn, arrival_s, input_tokens, "
                                             "output_tokens); empty = the synthetic generator below. "
-                                            "A relative path is taken from the working directory")
+                                            "A relative path is taken from the scenario file's folder")
     seed: int = param(1, ge=0, description="Seed of the synthetic generator (numpy Generator)")
+
+    @field_validator("trace_file")
+    @classmethod
+    def _beside_the_scenario(cls, v: str, info: ValidationInfo) -> str:
+        return str(relative_to_source(v, info.context)) if v else v
     conversations: int = param(9000, ge=1, le=2_000_000, unit="conversations",
                                description="Conversations generated (paper: ~9K ShareGPT conversations)")
     arrival_rate_per_s: float = param(1.0, gt=0, le=1e6, unit="1/s",
