@@ -12,7 +12,10 @@ from .conftest import SCENARIOS
 
 
 def test_kvviz_never_imports_qt():
-    code = ("import sys, kvviz, kvviz.cli, kvviz.export.svg\n"
+    code = ("import sys, pkgutil, importlib, kvviz\n"
+            "for m in pkgutil.walk_packages(kvviz.__path__, 'kvviz.'):\n"
+            "    if not m.name.endswith('__main__'):\n"
+            "        importlib.import_module(m.name)\n"
             "from kvviz import load_scenario, simulate\n"
             f"simulate(load_scenario({str(SCENARIOS / 'rope_prefetch_16.toml')!r}))\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'shiboken6'))\n"
