@@ -1105,13 +1105,7 @@ class ParameterPanel(QWidget):
 
     # --- data --------------------------------------------------------------------------
     def _get(self, parts: tuple):
-        node = self._data
-        for p in parts:
-            try:
-                node = node[p]
-            except (KeyError, IndexError, TypeError):
-                return _MISSING
-        return node
+        return _get_in(self._data, parts)
 
     def _write(self, parts: tuple, value):
         node = self._data
