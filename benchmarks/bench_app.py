@@ -3,7 +3,7 @@ repaint time of a 1,000,000-span timeline fully zoomed out and zoomed to 1%.
 
 Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app.py)
 Edit-to-redraw is measured from the panel's (debounced) `edited` signal to the redrawn view:
-the debounce (app/params.py DEBOUNCE_MS) is added on top while someone is typing.
+the debounce (app/params DEBOUNCE_MS) is added on top while someone is typing.
 """
 from __future__ import annotations
 

@@ -13,14 +13,21 @@ def _umask() -> int:
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write to a temporary file beside `path`, then rename over it."""
+    """Write to a temporary file beside `path`, then rename over it: `path` is always either
+    the old file or the new one. An existing file keeps its permissions."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_umask()  # mkstemp makes 0600; a new file should read like any file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a figure should read like any file
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""The generated parameter panel (app/params.py), headless (pytest-qt)."""
+"""The generated parameter panel (app/params/), headless (pytest-qt)."""
 import re
 import shutil
 import tomllib
@@ -14,6 +14,8 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QLabel, Q
                                QTableWidget)
 
 import app.params as params  # noqa: E402
+import app.params.panel  # noqa: E402,F401  (params.panel is patched below)
+import kvviz.io  # noqa: E402
 import kvviz.registry  # noqa: E402
 from app.params import DEBOUNCE_MS, ParameterPanel, path_str  # noqa: E402
 from kvviz import ScenarioError, load_scenario, simulate  # noqa: E402
@@ -366,7 +368,7 @@ def test_failing_save_leaves_the_original_untouched(rope, monkeypatch, tmp_path)
 
     def boom(src, dst):
         raise OSError("disk full")
-    monkeypatch.setattr(params.os, "replace", boom)
+    monkeypatch.setattr(kvviz.io.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
         rope.save()
     assert open(path, "rb").read() == before
@@ -445,7 +447,7 @@ def test_a_new_mechanism_gets_a_form_without_app_changes(panel, tmp_path, monkey
     kinds = dict(mechanisms())
     kinds["toy"] = Mechanism("toy", _Toy, lambda sc: None)
     monkeypatch.setattr(kvviz.registry, "mechanisms", lambda: kinds)
-    monkeypatch.setattr(params, "mechanisms", lambda: kinds)
+    monkeypatch.setattr(params.panel, "mechanisms", lambda: kinds)
     path = tmp_path / "toy.toml"
     path.write_text('kind = "toy"\n\n[knobs]\nrate = 0.25  # a comment\n\n[[parts]]\nsize = 2\n', encoding="utf-8")
     panel.load(str(path))

@@ -1,0 +1,494 @@
+"""The parameter panel: a form generated from a scenario model's fields.
+
+Nothing here knows a mechanism. The panel walks the pydantic model of the loaded scenario's
+`kind` (`kvviz.registry.mechanisms()[kind].model`) and makes one editor per field:
+
+    int, float          spin box: unit as suffix, description as tooltip, steps kept inside the
+                        field's ge/gt/le/lt range (typed values outside it are let through and
+                        marked by validation rather than silently clamped)
+    bool                check box
+    Literal[...]        combo box
+    str                 line edit
+    list[int|float]     line edit "8, 12"
+    list[str]           line edit "a; b" (or a TOML array)
+    list[SubModel]      table: one column per sub-field, add/remove row buttons
+    nested Section      collapsible group titled by the field name
+    a table holding a scenario of a known `kind` (ladder `base`): a group generated from that
+                        kind's model
+    anything else       line edit holding the TOML value text (unions, optionals, nested lists);
+                        empty means "not set"
+
+Every edit goes into a plain dict (what `parse_scenario` takes, holding only the file's keys
+plus the fields the user touched), which is validated at once. A valid state is emitted as
+`edited(model)`, debounced; an invalid one marks the blamed field (red frame, message under it,
+tooltip), shows the message in a banner and emits `invalid("path: message")`. Invalid data
+never leaves the panel and nothing raises.
+
+Save writes TOML atomically (temp file in the same folder, then os.replace) through tomlkit, so
+the file's comments and layout survive: only changed values are rewritten, in place.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+import warnings
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget)
+from superqt.utils import QSignalDebouncer
+
+from kvviz import ScenarioError, parse_scenario
+from kvviz.registry import mechanisms
+from kvviz.scenario import read_toml
+
+from kvviz.io import atomic_write
+
+from .editors import _Field, _form, _Group, _TableField
+from .toml_sync import _sync_table
+from .values import (_BIG, _MISSING, _UNSET, DEBOUNCE_MS, INDENT, _plain, _related, _same, field_spec,
+                     parse_path, path_str)
+
+
+# --- the panel -------------------------------------------------------------------------
+
+class ParameterPanel(QWidget):
+    """Edit a scenario file's parameters; see the module docstring."""
+
+    edited = Signal(object)        # a validated scenario model, debounced, after a valid edit
+    invalid = Signal(str)          # "field.path: message" while invalid; "" when valid again
+    dirty_changed = Signal(bool)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._path: str | None = None
+        self._file_text: str | None = None
+        self._file_data: dict | None = None
+        self._data: dict | None = None
+        self._model = None
+        self._errors: list[tuple[str, str]] = []
+        self._local: dict[str, tuple[tuple, str]] = {}   # unparsable editor text: dotted path -> (field, msg)
+        self._dirty = False
+        self._message = ""
+        self._fields: dict[tuple, _Field] = {}
+        self._groups: dict[tuple, _Group] = {}
+        self._embedded: dict[tuple, str] = {}            # path -> kind of an embedded scenario group
+        self._defaults: dict[tuple, Any] = {}
+        self._labels: list[tuple[QLabel, int]] = []     # form labels and their nesting depth
+
+        self._debouncer = QSignalDebouncer(self)
+        self._debouncer.setTimeout(DEBOUNCE_MS)
+        self._debouncer.triggered.connect(self._emit_edited)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(4)
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.banner.setStyleSheet("QLabel { background: #fdecea; color: #b71c1c; border: 1px solid #f2b8b5;"
+                                  " border-radius: 4px; padding: 4px 6px; }")
+        self.banner.hide()
+        lay.addWidget(self.banner)
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        empty = QLabel("Open a scenario to edit its parameters.")
+        empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._scroll.setWidget(empty)
+        lay.addWidget(self._scroll, 1)
+
+    # --- public API --------------------------------------------------------------------
+    def load(self, path: str, *, strict: bool = True) -> None:
+        """Read a scenario file and build its form. Raises ScenarioError when the file cannot be
+        read or parsed, or (strict) does not validate; the panel is unchanged then. With
+        strict=False a file of a known kind that fails validation is shown with its errors marked."""
+        path = str(path)
+        data = read_toml(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"cannot read file: {e}", path) from None
+        if strict or data.get("kind") not in mechanisms():
+            parse_scenario(copy.deepcopy(data), path)  # raises with file, field and message
+        self._debouncer.cancel()
+        same_file = path == self._path and self._data is not None and data.get("kind") == self._data.get("kind")
+        self._path, self._file_text = path, text
+        self._file_data, self._data = data, copy.deepcopy(data)
+        self._local.clear()
+        self._rebuild(keep_state=same_file)  # reloading a file keeps collapsed groups and scroll
+        self._update_dirty()
+        self._validate(emit_edited=False)
+
+    def scenario(self):
+        """The current validated model, or None while the edits are invalid."""
+        return self._model
+
+    def data(self) -> dict:
+        """The current plain data (file keys plus touched fields), as parse_scenario takes."""
+        return copy.deepcopy(self._data) if self._data is not None else {}
+
+    def path(self) -> str | None:
+        return self._path
+
+    def is_dirty(self) -> bool:
+        return self._dirty
+
+    def errors(self) -> list[tuple[str, str]]:
+        """The current problems as (field path, message), first one first."""
+        return list(self._errors)
+
+    def error_text(self, field_path: str) -> str:
+        """The message shown at the widget that `field_path` resolves to ('' if none)."""
+        target, _ = self._resolve(parse_path(field_path))
+        if isinstance(target, _Field):
+            return target.box.error()
+        if isinstance(target, _Group):
+            return target._error
+        return ""
+
+    def reset_to_file(self) -> None:
+        """Discard the edits and read the file again; emits `edited` with the file's model."""
+        if self._path is None:
+            return
+        self.load(self._path, strict=False)
+        if self._model is not None:
+            self._debouncer.throttle()
+
+    def save(self, path: str | None = None) -> None:
+        """Write the current data as TOML, atomically, keeping the file's comments and layout.
+        With `path`, Save As (the panel then edits that file). Refuses invalid edits
+        (ScenarioError); an OSError leaves the target file untouched."""
+        if self._data is None:
+            raise RuntimeError("no scenario loaded")
+        target = Path(path if path is not None else self._path)
+        if self._errors:
+            p, m = self._errors[0]
+            raise ScenarioError(f"not saved, the edits are invalid: {m}", str(target), p)
+        text = self._render()
+        atomic_write(target, text)
+        self._path, self._file_text = str(target), text
+        self._file_data = copy.deepcopy(self._data)
+        self._update_dirty()
+        if path is not None:
+            self._validate(emit_edited=False)  # relative paths in the data now resolve against the new file
+
+    def set_value(self, field_path: str, value) -> None:
+        """Edit a field as its widget would (None = remove the key: the default applies).
+        Paths as in error messages and --set: `cache.slots`, `rungs[2].label`, `rungs.2.label`."""
+        if self._data is None:
+            raise RuntimeError("no scenario loaded")
+        parts = parse_path(field_path)
+        if not parts:
+            raise ValueError(f"empty field path {field_path!r}")
+        value = _plain(value)
+        if value is None:
+            self._delete(parts)
+        else:
+            self._write(parts, copy.deepcopy(value))
+        self._local = {k: v for k, v in self._local.items() if not _related(v[0], parts)}
+        if self._needs_rebuild(parts):
+            self._rebuild(keep_state=True)
+        else:
+            for f in self._fields.values():
+                if _related(f.path, parts):
+                    f.show(self._get(f.path))
+        self._after_edit()
+
+    def widget_for(self, field_path: str) -> QWidget | None:
+        """The editor of a field (a table for `rungs` and its cells `rungs[1].label`); the
+        collapsible of a section; None when no widget shows that path."""
+        target, rest = self._resolve(parse_path(field_path))
+        if isinstance(target, _Field):
+            return target.editor
+        if isinstance(target, _Group) and not rest:
+            return target.coll
+        return None
+
+    def field_paths(self) -> list[str]:
+        """Every field that has an editor, as dotted paths."""
+        return [f.dotted for f in self._fields.values()]
+
+    def flush(self) -> None:
+        """Emit a pending `edited` now instead of after the debounce."""
+        self._debouncer.flush(restart_timer=False)
+
+    # --- building ----------------------------------------------------------------------
+    def _rebuild(self, keep_state: bool):
+        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else set()
+        scroll = self._scroll.verticalScrollBar().value() if keep_state else 0
+        self._fields.clear()
+        self._groups.clear()
+        self._embedded.clear()
+        self._defaults.clear()
+        self._labels.clear()
+        content = QWidget()
+        content.setObjectName("parameter-form")
+        vbox = QVBoxLayout(content)
+        vbox.setContentsMargins(8, 6, 8, 8)
+        vbox.setSpacing(4)
+        top = _form()
+        vbox.addLayout(top)
+        kind = self._data.get("kind")
+        kind_label = QLabel(f"<b>{kind}</b>")
+        kind_label.setToolTip("The scenario kind: which mechanism simulates it (fixed by the file)")
+        top.addRow(self._label("kind", kind_label.toolTip(), 0), kind_label)
+        model = mechanisms()[kind].model
+        self._populate(model, (), None, top, vbox.addWidget, [])
+        vbox.addStretch(1)
+        # one label column for the whole panel: editors line up across groups
+        right = max((lab.sizeHint().width() + INDENT * depth for lab, depth in self._labels), default=0)
+        for lab, depth in self._labels:
+            lab.setMinimumWidth(right - INDENT * depth)
+        old = self._scroll.takeWidget()
+        self._scroll.setWidget(content)
+        if old is not None:
+            old.deleteLater()
+        for p in collapsed:
+            if p in self._groups:
+                self._groups[p].coll.collapse(animate=False)
+        if scroll:
+            self._scroll.verticalScrollBar().setValue(scroll)
+
+    def _label(self, text: str, tip: str, depth: int, height: int = 0) -> QLabel:
+        label = QLabel(text)
+        label.setToolTip(tip)
+        if height:
+            label.setFixedHeight(height)  # text centred on its editor even when a message shows below
+        self._labels.append((label, depth))
+        return label
+
+    def _group(self, title: str, path: tuple, tip: str, chain: list, add_block) -> _Group:
+        g = _Group(title, path, tip or path_str(path), chain)
+        self._groups[path] = g
+        add_block(g.coll)
+        return g
+
+    def _populate(self, model, prefix: tuple, inherited: dict | None, form: QFormLayout, add_block, chain):
+        for name, info in model.model_fields.items():
+            if name == "kind":
+                continue
+            spec = field_spec(name, info)
+            path = prefix + (name,)
+            default = inherited[name] if isinstance(inherited, dict) and name in inherited else spec.default
+            self._defaults[path] = default
+            value = self._get(path)
+            if spec.kind == "section":
+                g = self._group(name, path, spec.description or _doc(spec.item), chain, add_block)
+                self._populate(spec.item, path, default if isinstance(default, dict) else None,
+                               g.form, g.form.addRow, chain + [g])
+            elif spec.kind == "table":
+                g = self._group(name, path, spec.description, chain, add_block)
+                f = _TableField(self, spec, path, default, chain + [g])
+                g.form.addRow(f.box)
+                self._fields[path] = f
+                f.show(value)
+            elif isinstance(value, dict) and value.get("kind") in mechanisms() and spec.kind == "toml":
+                # a table holding a whole scenario (ladder `base`): a form of that kind's model
+                sub = value["kind"]
+                g = self._group(f"{name}  ·  {sub} scenario", path, spec.description, chain, add_block)
+                k = QLabel(f"<b>{sub}</b>")
+                g.form.addRow(self._label("kind", f"kind of the scenario in {path_str(path)}", len(chain) + 1), k)
+                self._embedded[path] = sub
+                self._populate(mechanisms()[sub].model, path, None, g.form, g.form.addRow, chain + [g])
+            else:
+                if spec.kind in ("int", "float") and not _spin_can_show(value if value is not _MISSING else default):
+                    spec = replace(spec, kind="toml")  # e.g. a string in the file: show it as text
+                f = _Field(self, spec, path, default, chain)
+                label = self._label(name, f.tip, len(chain), f.editor.sizeHint().height() + 4)
+                label.setBuddy(f.editor)
+                form.addRow(label, f.box)
+                self._fields[path] = f
+                f.show(value)
+
+    def _needs_rebuild(self, parts: tuple) -> bool:
+        for p, kind in self._embedded.items():
+            if _related(p, parts):
+                v = self._get(p)
+                if not (isinstance(v, dict) and v.get("kind") == kind):
+                    return True
+        f = self._fields.get(parts)
+        if f is not None and f.spec.kind == "toml":
+            v = self._get(parts)
+            return isinstance(v, dict) and v.get("kind") in mechanisms()
+        return False
+
+    # --- data --------------------------------------------------------------------------
+    def _get(self, parts: tuple):
+        return _get_in(self._data, parts)
+
+    def _write(self, parts: tuple, value):
+        node = self._data
+        for i, p in enumerate(parts[:-1]):
+            try:
+                node = node[p]
+                continue
+            except (KeyError, IndexError, TypeError):
+                pass
+            if not isinstance(node, dict) or isinstance(p, int):
+                raise KeyError(f"no such field: {path_str(parts[: i + 1])}")
+            default = self._defaults.get(parts[: i + 1], _MISSING)
+            node[p] = copy.deepcopy(default) if isinstance(default, list) and isinstance(parts[i + 1], int) else {}
+            node = node[p]
+        last = parts[-1]
+        if isinstance(node, list) and isinstance(last, int):
+            if last == len(node):
+                node.append(value)
+            elif 0 <= last < len(node):
+                node[last] = value
+            else:
+                raise KeyError(f"no such list item: {path_str(parts)}")
+        elif isinstance(node, dict):
+            node[last] = value
+        else:
+            raise KeyError(f"{path_str(parts[:-1])} is not a table")
+
+    def _delete(self, parts: tuple):
+        parent = self._get(parts[:-1]) if len(parts) > 1 else self._data
+        if isinstance(parent, dict):
+            parent.pop(parts[-1], None)
+        elif isinstance(parent, list) and isinstance(parts[-1], int) and parts[-1] < len(parent):
+            del parent[parts[-1]]
+        # drop tables the edit emptied unless the file has them
+        for n in range(len(parts) - 1, 0, -1):
+            node = self._get(parts[:n])
+            if isinstance(node, dict) and not node and _get_in(self._file_data, parts[:n]) is _MISSING:
+                holder = self._get(parts[: n - 1]) if n > 1 else self._data
+                if isinstance(holder, dict):
+                    holder.pop(parts[n - 1], None)
+
+    # --- edits and validation ------------------------------------------------------------
+    def _commit(self, field: _Field, value):
+        self._local = {k: v for k, v in self._local.items() if v[0] != field.path}
+        if value is _UNSET:
+            self._delete(field.path)
+        elif not (self._get(field.path) is _MISSING and _same(value, field.default)):
+            self._write(field.path, value)
+        field.set_default_look(self._get(field.path) is _MISSING)
+        self._after_edit()
+
+    def _local_error(self, field: _Field, errors: dict[str, str]):
+        self._local = {k: v for k, v in self._local.items() if v[0] != field.path}
+        self._local.update({p: (field.path, m) for p, m in errors.items()})
+        self._after_edit()
+
+    def _after_edit(self):
+        self._update_dirty()
+        self._validate(emit_edited=True)
+
+    def _update_dirty(self):
+        dirty = bool(self._local) or not _same(self._data, self._file_data)
+        if dirty != self._dirty:
+            self._dirty = dirty
+            self.dirty_changed.emit(dirty)
+
+    def _validate(self, emit_edited: bool):
+        errors = [(p, m) for p, (_, m) in self._local.items()]
+        model = None
+        if not errors:
+            try:
+                model = parse_scenario(copy.deepcopy(self._data), self._path or "<panel>")
+            except ScenarioError as e:
+                errors = [(x.field or "<top>", x.message) for x in [e, *e.others]]
+            except Exception as e:  # a mechanism's validator failing oddly must not crash the app
+                errors = [("<top>", f"{type(e).__name__}: {e}")]
+        self._model, self._errors = model, errors
+        self._mark(errors)
+        message = f"{errors[0][0]}: {errors[0][1]}" if errors else ""
+        was = self._message
+        self._message = message
+        if errors:
+            self._debouncer.cancel()  # never emit a model the current edits no longer match
+            self.invalid.emit(message)
+        else:
+            if was:
+                self.invalid.emit("")
+            if emit_edited:
+                self._debouncer.throttle()
+
+    def _emit_edited(self):
+        if self._model is not None:
+            self.edited.emit(self._model)
+
+    def _resolve(self, parts: tuple):
+        for n in range(len(parts), 0, -1):
+            pre = parts[:n]
+            if pre in self._fields:
+                return self._fields[pre], parts[n:]
+            if pre in self._groups:
+                return self._groups[pre], parts[n:]
+        return None, parts
+
+    def _mark(self, errors):
+        for f in self._fields.values():
+            f.clear_mark()
+        for g in self._groups.values():
+            g.set_error("")
+        shown: dict[int, list[str]] = {}
+        for p, m in errors:
+            target, rest = self._resolve(parse_path(p))
+            if target is None:
+                continue  # `kind`, `<top>`, an unknown key: the banner shows it
+            msgs = shown.setdefault(id(target), [])
+            msgs.append(f"{p}: {m}")
+            if isinstance(target, _Field):
+                target.mark(rest, "\n".join(msgs))
+            else:
+                target.set_error("\n".join(msgs))
+            for g in target.chain + ([target] if isinstance(target, _Group) else []):
+                if not g.coll.isExpanded():
+                    g.coll.expand(animate=False)
+        if errors:
+            more = f"  (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            self.banner.setText(f"⚠ {errors[0][0]}: {errors[0][1]}{more}")
+            self.banner.setToolTip("\n".join(f"{p}: {m}" for p, m in errors))
+        self.banner.setVisible(bool(errors))
+
+    # --- saving ------------------------------------------------------------------------
+    def _render(self) -> str:
+        """The file's text with the changed values rewritten in place (tomlkit)."""
+        try:
+            doc = tomlkit.parse(self._file_text)
+            _sync_table(doc, self._file_data, self._data)
+            text = tomlkit.dumps(doc)
+            if _same(tomllib.loads(text), self._data):
+                return text
+            warnings.warn("kvviz: could not keep the file's layout for this edit; writing it afresh")
+        except Exception as e:  # tomlkit could not follow this edit; never lose the user's data
+            warnings.warn(f"kvviz: could not keep the file's layout ({e}); writing it afresh")
+        text = tomlkit.dumps(self._data)
+        if not _same(tomllib.loads(text), self._data):
+            raise RuntimeError("kvviz: the scenario cannot be written as TOML")
+        return text
+
+
+def _doc(cls) -> str:
+    d = cls.__dict__.get("__doc__") if isinstance(cls, type) else None
+    return (d or "").strip().split("\n")[0]
+
+
+def _spin_can_show(v) -> bool:
+    """Whether a NumberSpinBox shows `v` exactly (integers up to 2**53, floats that survive its
+    15 decimals); other values (a string in the file, 1e-20) get a text editor instead."""
+    if v is _MISSING or v is None:
+        return True
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if isinstance(v, int):
+        return abs(v) <= _BIG
+    return math.isfinite(v) and abs(v) < _BIG and float(f"{v:.15f}") == v
+
+
+def _get_in(data, parts: tuple):
+    node = data
+    for p in parts:
+        try:
+            node = node[p]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return node
