@@ -111,10 +111,16 @@ def test_formulas_pinned(tmp_path):
     assert f["L_pw"] == 512_000_000 // s_kv == 2                         # C_mem / S_kv
     assert f["L_ew"] == (512_000_000 + 1_024_000_000) // s_kv == 6       # (C_mem + C_disk) / S_kv
     # S_buf = B·(T_load·L_hist − T_pref·L_new) for the turn with the largest one: A3 (row 2 of
-    # the sorted table: A1 A2 A3 ...), 128 history tokens, 60 new:
-    # 2 B/ns · (0.5 ns/B · 1e6 B · 128 − 1000 ns · 60) = 128e6 − 120e3 bytes.
+    # the sorted table: A1 A2 A3 ...), 128 history tokens, 60 new. B is the aggregate
+    # HBM↔DRAM bandwidth, gpus × pcie_gbps = 4 × 2 = 8 B/ns (default gpus = 4), T_load = 1e6 B
+    # / 8 B/ns = 125,000 ns per token:
+    # 8 B/ns · (125,000 ns · 128 − 1000 ns · 60) = 128e6 − 480e3 bytes.
     assert f["S_buf_turn"] == 2
-    assert f["S_buf_bytes"] == 128_000_000 - 2 * 1000 * 60
+    assert f["S_buf_bytes"] == 128_000_000 - 8 * 1000 * 60
+    # One link (gpus = 1): B = 2 B/ns: 2 · (500,000 ns · 128 − 1000 ns · 60) = 128e6 − 120e3.
+    sc1 = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru",
+               hardware__ssd_gb=1.024, hardware__pcie_gbps=2.0, hardware__gpus=1)
+    assert simulate(sc1).metrics_dict()["formulas"]["S_buf_bytes"] == 128_000_000 - 2 * 1000 * 60
     # CCpUT = DSpUT · CCpS: 3 conversations start at 0, 1, 2 s: 2 gaps in 2 s = 1/s, × one
     # full-window session (256 tokens = 256 MB).
     assert f["DSpUT_per_s"] == 1.0 and f["CCpS_bytes"] == 256_000_000
@@ -403,3 +409,81 @@ def test_relative_trace_file_is_next_to_the_scenario(tmp_path, monkeypatch):
     monkeypatch.chdir("/")
     sc = load_scenario(tmp_path / "s.toml")
     assert sc.workload.trace_file == str(tmp_path / "log.csv")
+
+
+# --- per-GPU host links and SSD request priority ---------------------------------------------------
+
+def test_per_gpu_links_load_time(tmp_path):
+    # LLaMA-13B (819,200 B of KV per token, 40 layers): one conversation, turn 2 a DRAM hit on
+    # 64 history tokens (turn 1: 60 in + 4 out), the GPU idle, no read buffer.
+    # gpus = 1 (the old model, one 26 GB/s link): 819,200 B / 26 B/ns = 31,507.7 ns = 31.5 µs
+    # per token. Per layer: 64 × 819,200 / 40 = 1,310,720 B / 26 = 50,412 ns (truncated);
+    # 40 layers: 2,016,480 ns (= 64 × 31.5077 µs).
+    # gpus = 4: four links, each moving its quarter: 104 B/ns: 12,603 ns per layer; 504,120 ns.
+    from kvviz.mechanisms.attention_store import workload_of
+    from kvviz.mechanisms.attention_store.serving import Prepared, Run
+    p = tmp_path / "two.csv"
+    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\na,1,0,60,4\na,2,10,60,4\n")
+    spans = {}
+    for gpus in (1, 4):
+        sc = parse_scenario({"kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
+                             "workload": {"trace_file": str(p)}, "hardware": {"gpus": gpus},
+                             "serving": {"arrivals": "recorded", "compare_truncation": False}})
+        assert sc.model.kv_bytes_per_token == 819_200 and sc.hardware.pcie_gbps == 26
+        run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
+        assert run.pcie == 26 * gpus
+        assert abs(819_200 / run.pcie - 31_507.7 / gpus) < 0.1        # ns per token
+        assert run.outcome[1] == 2                                    # DRAM hit
+        load = run.tb.build().spans_of("PCIe · load DRAM→HBM")
+        assert len(load) == 1
+        spans[gpus] = int(load["end"][0] - load["start"][0])
+    assert spans[1] == 40 * 50_412 == 2_016_480
+    assert spans[4] == 40 * 12_603 == 504_120 == spans[1] // 4
+
+
+def test_ssd_read_priority_by_hand(tmp_path):
+    # 1 MB of KV per token, 4 layers, 64-token blocks, 512-token window, DRAM 512 MB, SSD
+    # reads and writes 1 GB/s = 1 B/ns, PCIe fast (1000 B/ns per link, one GPU), decode free.
+    # A1, B1, D1 at 0, 1, 2 s: 100 in + 28 out = 128 tokens = 128 MB each; DRAM 384 MB.
+    # C1 at 3 s: 256 in + 128 out = 384 tokens; a first turn prefills its
+    #   256 input tokens at 1 µs each: ends at E = 3 s + 256 µs = 3,000,256,000 ns (no decode;
+    #   saving 384 MB at 1000 B/ns takes 384 µs, which the 1 GB write buffer absorbs).
+    # A2 arrives at 3.0001 s, during C1, and waits.
+    # At E, C1 ends: DRAM 384 + 384 = 768 > 512 MB: LRU evicts A (write 128 MB: 128 ms), then
+    #   B (write 128 MB); 512 MB fits. Then A2 is dispatched at E: A is on SSD only: a demand
+    #   read of 128 MB (128 ms at the slower of SSD and PCIe).
+    # FIFO:     write A [E, E+128 ms]  write B [E+128, E+256]  read A [E+256, E+384]
+    # priority: write A [E, E+128 ms] (in progress since E: not preempted)
+    #           read A  [E+128, E+256] (before the queued write of B)  write B [E+256, E+384]
+    from kvviz.mechanisms.attention_store import workload_of
+    from kvviz.mechanisms.attention_store.serving import Prepared, Run
+    p = tmp_path / "prio.csv"
+    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n"
+                 "A,1,0,100,28\nB,1,1,100,28\nD,1,2,100,28\nC,1,3,256,128\nA,2,3.0001,100,28\n")
+    E, ms = 3_000_256_000, 1_000_000
+    got = {}
+    for prio in (False, True):
+        data = json.loads(json.dumps(SSD_WORLD))
+        data["workload"] = {"trace_file": str(p)}
+        data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1, gpus=1)
+        data["store"] = {"ssd_read_priority": prio}
+        sc = parse_scenario(data)
+        run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
+        assert run.outcome[1] == 3 and run.start[1] == E   # A2: SSD hit, dispatched at E
+        t = run.tb.build()
+        reads = t.spans_of("SSD · prefetch + demand reads", "fetch")
+        writes = t.spans_of("SSD · eviction writes", "evict_write")
+        got[prio] = (int(reads["start"][0]), sorted(int(x) for x in writes["start"])[:2])  # C1's two evictions
+        # First token: 4 layers of 32 ms loads, then the last layer's 25 µs of compute.
+        assert run.first_token[1] == got[prio][0] + 128 * ms + 25_000
+        # SSD busy: these three (384 ms), then A2's end (A now 256 MB, DRAM 768) evicts D
+        # (128 MB) and C (384 MB): 896 ms in all, in either order.
+        assert run.ssd_busy_ns == (3 * 128 + 128 + 384) * ms
+    assert got[False] == (E + 256 * ms, [E, E + 128 * ms])
+    assert got[True] == (E + 128 * ms, [E, E + 256 * ms])
+
+
+def test_ssd_read_priority_deterministic():
+    # A small DRAM so the SSD queue is busy; the re-timed queue must be reproducible.
+    a, b = (simulate(small(store__ssd_read_priority=True, hardware__dram_gb=4)) for _ in range(2))
+    assert a.trace.fingerprint() == b.trace.fingerprint() and a.metrics_dict() == b.metrics_dict()

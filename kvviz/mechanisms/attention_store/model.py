@@ -73,8 +73,14 @@ class Hardware(Section):
                                description="HBM free for KV of the running job and buffers (paper §2.4: 190 GB)")
     dram_gb: float = param(128.0, ge=0, unit="GB", description="Host DRAM for AttentionStore (paper: 128 GB)")
     ssd_gb: float = param(10_000.0, ge=0, unit="GB", description="SSD for AttentionStore (paper: 10 TB); 0 = none")
+    gpus: int = param(4, ge=1, le=64, unit="GPUs",
+                      description="GPUs of the tensor-parallel group (paper: 4×A100-80GB). Each has its own "
+                                  "PCIe link and holds 1/gpus of every layer's KV, so a job's HBM↔DRAM loads and "
+                                  "saves run on `gpus` links at once: gpus × pcie_gbps. ASSUMPTION: host DRAM "
+                                  "bandwidth (and the root complex) is not the bottleneck at that rate")
     pcie_gbps: float = param(26.0, gt=0, unit="GB/s",
-                             description="HBM↔DRAM bandwidth each way (paper §2.4: PCIe Gen4 ≈ 26 GB/s)")
+                             description="HBM↔DRAM bandwidth of ONE GPU's link, each way (paper §2.4: PCIe Gen4 "
+                                         "×16 ≈ 26 GB/s effective); a job uses gpus links in parallel")
     ssd_read_gbps: float = param(5.0, gt=0, unit="GB/s", description="SSD read bandwidth (paper: < 5 GB/s)")
     ssd_write_gbps: float = param(3.0, gt=0, unit="GB/s", description="SSD write bandwidth (assumption)")
     read_buffer_gb: float = param(0.0, ge=0, unit="GB",
@@ -83,6 +89,11 @@ class Hardware(Section):
                                    description="Write buffer: absorbs KV not yet saved when decoding ends")
     block_tokens: int = param(16, ge=1, unit="tokens",
                               description="Storage block (vLLM-like); a session occupies whole blocks")
+
+    @property
+    def host_link_gbps(self) -> float:
+        """HBM↔DRAM bandwidth for one job's KV: each GPU moves its 1/gpus shard on its own link."""
+        return self.gpus * self.pcie_gbps
 
 
 class Serving(Section):
@@ -101,6 +112,14 @@ class Serving(Section):
 
 
 class Store(Section):
+    ssd_read_priority: bool = param(
+        False, description="false: the SSD serves reads and writes in one FIFO queue, in the order issued. "
+                           "true: a demand read (a dispatched job waiting on SSD data) is served before "
+                           "queued prefetches and eviction writes, and prefetch reads before eviction writes; "
+                           "the request in progress is never preempted, and a read of a session never "
+                           "overtakes that session's own queued write. The paper does not say how "
+                           "AttentionStore orders SSD IO (it names only separate IO threads for DRAM↔SSD), "
+                           "so the default keeps the simple FIFO queue")
     ssd_inclusive: bool = param(
         True, description="true: a session's KV, once written to SSD, stays valid there while the session is "
                           "also in DRAM (reading it back does not delete it), so demoting it again writes only "

@@ -49,6 +49,7 @@ from .workload import Workload
 
 INF = 1 << 62
 FIRST, MISS, HIT_DRAM, HIT_SSD = 0, 1, 2, 3  # job outcomes
+P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2       # SSD request priorities (store.ssd_read_priority)
 OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)", HIT_DRAM: "DRAM hit", HIT_SSD: "SSD hit"}
 
 
@@ -139,8 +140,11 @@ class Prepared:
         self.L_pw = max(1, int(self.dram_cap // self.S_kv))
         self.L_ew = max(self.L_pw, int((self.dram_cap + self.ssd_cap) // self.S_kv))
         # Paper Eq. 4: S_buf = B·(T_load·L_hist − T_pref·L_new); B·T_load is bytes per token.
+        # B is the aggregate HBM↔DRAM bandwidth of the job's KV, gpus × pcie_gbps: each GPU of
+        # the tensor-parallel group loads its 1/gpus shard on its own PCIe link (so T_load =
+        # kv_bytes_per_token / B), and S_buf is the read buffer summed over the GPUs.
         pref_ns = m.prefill_us_per_token * 1000
-        sbuf = self.keep * self.kv - h.pcie_gbps * pref_ns * self.inn
+        sbuf = self.keep * self.kv - h.host_link_gbps * pref_ns * self.inn
         if sc.serving.detail_job >= 0:
             self.detail = sc.serving.detail_job
         else:
@@ -173,10 +177,17 @@ class Run:
         self.kv = m.kv_bytes_per_token
         self.pref = m.prefill_us_per_token * 1000   # ns per token (float; rounded per job)
         self.dec = m.decode_us_per_token * 1000
-        self.pcie = h.pcie_gbps                     # bytes per ns
-        self.ssd_r, self.ssd_w = h.ssd_read_gbps, h.ssd_write_gbps
+        # HBM↔DRAM, bytes per ns: a job's KV moves over all `gpus` PCIe links at once (each GPU
+        # loads and saves its own 1/gpus shard of every layer); gpus = 1 is one link.
+        self.pcie = h.host_link_gbps
+        self.ssd_r, self.ssd_w = h.ssd_read_gbps, h.ssd_write_gbps  # one SSD device, as before
         self.k_buf_bytes = int(h.read_buffer_gb * GB)
-        self.wb_ns = int(h.write_buffer_gb * GB / h.pcie_gbps)
+        self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
+        # SSD request order (store.ssd_read_priority): False = one FIFO queue (ssd_free is the
+        # end of the last booked request); True = ssd_q, the requests not yet finished, in
+        # service order, re-timed when a more urgent request jumps the not-yet-started ones.
+        self.ssd_prio = sc.store.ssd_read_priority
+        self.ssd_q: list[list] = []
         self.dram_cap, self.ssd_cap = prep.dram_cap, prep.ssd_cap
         self.L_pw, self.L_ew = prep.L_pw, prep.L_ew
         self.closed = sc.serving.arrivals == "closed_loop"
@@ -272,13 +283,106 @@ class Run:
             heapq.heappush(self.free_slots, slot)
 
     # --- store ---------------------------------------------------------------------------------
-    def _ssd_io(self, nbytes: int, bw: float) -> tuple[int, int]:
+    def _ssd_io(self, nbytes: int, bw: float, prio: int = 2, c: int = -1, seq: int = 0) -> tuple[int, int]:
         """Book `nbytes` on the SSD (one device, reads and writes in turn): (start, end)."""
+        if self.ssd_prio:
+            op = self._ssd_book(int(nbytes / bw), prio, self.loop.now, c, seq=seq)
+            return op[0], op[1]
         s0 = max(self.loop.now, self.ssd_free)
         s1 = s0 + int(nbytes / bw)
         self.ssd_free = s1
         self.ssd_busy_ns += s1 - s0
         return s0, s1
+
+    # --- SSD with read priority (store.ssd_read_priority) ---------------------------------------
+    # An op is [start, end, prio, earliest, c, seq, label]: served one at a time in list order,
+    # each from max(end of the one before, its earliest). Ops with start <= now have started
+    # and are never moved; the others are queued, in priority order (a new op goes behind the
+    # queued ones of its own or a more urgent priority), except that a read of session c stays
+    # behind c's own queued write (it reads what that write puts on the SSD).
+    def _ssd_retire(self):
+        q, now = self.ssd_q, self.loop.now
+        k = 0
+        while k < len(q) and q[k][1] <= now:
+            k += 1
+        if k:
+            for op in q[:k]:
+                self._ssd_span(op)
+            del q[:k]
+
+    def _ssd_span(self, op):
+        if self.tb is not None:
+            s0, s1, prio, _, c, _, _ = op
+            if prio == P_WRITE:
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c)
+            elif op[6] == "fetch":
+                self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c)
+            else:
+                self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
+
+    def _ssd_insert(self, op) -> None:
+        """Place `op` by priority among the queued ops and re-time the ops from there on."""
+        q, now, prio, c = self.ssd_q, self.loop.now, op[2], op[4]
+        i = len(q)
+        while i > 0 and q[i - 1][0] > now and q[i - 1][2] > prio:
+            i -= 1
+        if prio != P_WRITE and c >= 0:  # not ahead of c's own queued write
+            for k in range(len(q) - 1, i - 1, -1):
+                if q[k][4] == c and q[k][2] == P_WRITE:
+                    i = k + 1
+                    break
+        q.insert(i, op)
+        prev = q[i - 1][1] if i else now
+        dur = op[1] - op[0]
+        op[0] = max(prev, op[3])
+        op[1] = op[0] + dur
+        prev = op[1]
+        for k in range(i + 1, len(q)):
+            o = q[k]
+            s0 = max(prev, o[3])
+            if s0 != o[0]:
+                d = o[1] - o[0]
+                o[0], o[1] = s0, s0 + d
+                if o[2] != P_WRITE and o[6] == "prefetch" and self.pf_seq[o[4]] == o[5]:
+                    self._pf_retimed(o)
+            prev = o[1]
+
+    def _pf_retimed(self, o):
+        c = o[4]
+        self.pf_seq[c] += 1
+        o[5] = self.pf_seq[c]
+        self.pf_end[c] = o[1]
+        self.loop.at(o[1], self._landed, c, o[5], priority=0)
+
+    def _ssd_book(self, dur: int, prio: int, earliest: int, c: int, label: str = "", seq: int = 0) -> list:
+        self._ssd_retire()
+        op = [earliest, earliest + dur, prio, earliest, c, seq, label or ("prefetch" if prio == P_PREFETCH else "")]
+        self._ssd_insert(op)
+        self.ssd_busy_ns += dur
+        return op
+
+    def _ssd_promote(self, c: int):
+        """c's prefetch, still queued, now has a job waiting on it: serve it as a demand read."""
+        self._ssd_retire()
+        q, now = self.ssd_q, self.loop.now
+        for k, o in enumerate(q):
+            if o[4] == c and o[6] == "prefetch" and o[5] == self.pf_seq[c] and o[0] > now:
+                del q[k]
+                end = o[1]
+                o[2] = P_DEMAND
+                for x in range(k, len(q)):  # close the gap it leaves
+                    prev = q[x - 1][1] if x else now
+                    y = q[x]
+                    s0 = max(prev, y[3])
+                    d = y[1] - y[0]
+                    if s0 != y[0]:
+                        y[0], y[1] = s0, s0 + d
+                        if y[6] == "prefetch" and self.pf_seq[y[4]] == y[5]:
+                            self._pf_retimed(y)
+                self._ssd_insert(o)
+                if o[1] != end:
+                    self._pf_retimed(o)
+                return
 
     def _drop_dram(self, c: int):
         """Free c's DRAM copy (or its in-flight prefetch reservation); `where` is the caller's."""
@@ -336,9 +440,9 @@ class Run:
         write = size - self.ssd_size[v]
         self.demoted += 1
         if write > 0:
-            s0, s1 = self._ssd_io(write, self.ssd_w)
+            s0, s1 = self._ssd_io(write, self.ssd_w, P_WRITE, v)
             self.ssd_write_bytes += write
-            if self.tb is not None:
+            if self.tb is not None and not self.ssd_prio:
                 self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v)
         if self.tb is not None:
             self.tb.instant(self.l_ssd_write, t, "evict", v)
@@ -394,13 +498,13 @@ class Run:
                     self._drop_ssd(c)
                 where[c] = PREFETCHING
                 self.dram_used += size
-                s0, s1 = self._ssd_io(size, self.ssd_r)
+                self.pf_seq[c] += 1
+                s0, s1 = self._ssd_io(size, self.ssd_r, P_PREFETCH, c, self.pf_seq[c])
                 self.ssd_read_bytes += size
                 self.pf_end[c] = s1
-                self.pf_seq[c] += 1
                 self.prefetched += 1
                 self.loop.at(s1, self._landed, c, self.pf_seq[c], priority=0)
-                if self.tb is not None:
+                if self.tb is not None and not self.ssd_prio:
                     self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
             i += 1
         self.pf_scan = i
@@ -459,11 +563,14 @@ class Run:
                 # On demand, on the critical path: stream SSD→DRAM→HBM layer by layer at the
                 # slower of SSD and PCIe, once both are free.
                 a = int(layer_bytes / min(self.ssd_r, self.pcie))
-                T0 = max(t, self.ssd_free, self.pcie_load_free)
-                self.ssd_free = T0 + L * a
-                self.ssd_busy_ns += L * a
+                if self.ssd_prio:  # ahead of every queued prefetch and write
+                    T0 = self._ssd_book(L * a, P_DEMAND, max(t, self.pcie_load_free), c, "fetch")[0]
+                else:
+                    T0 = max(t, self.ssd_free, self.pcie_load_free)
+                    self.ssd_free = T0 + L * a
+                    self.ssd_busy_ns += L * a
                 self.ssd_read_bytes += keep * self.kv
-                if self.tb is not None:
+                if self.tb is not None and not self.ssd_prio:
                     self.tb.span(self.l_ssd_read, T0, T0 + L * a, "fetch", "demand read SSD→HBM", ref=c)
                 if self.inclusive:
                     self.policy.on_access(SSD, c)  # the SSD copy stays valid
@@ -472,6 +579,8 @@ class Run:
             else:
                 a = int(layer_bytes / self.pcie)
                 k = int(self.k_buf_bytes // layer_bytes) if layer_bytes else L
+                if where == PREFETCHING and self.ssd_prio:
+                    self._ssd_promote(c)  # the job now waits on it: a demand read
                 # Not before it is in DRAM (pf_end: when a prefetch lands, possibly still ahead).
                 T0 = max(head_since, self.pcie_load_free, self.pf_end[c])
                 if where == PREFETCHING:
@@ -571,6 +680,9 @@ class Run:
             self.loop.at(self.rec_arrival[j], self.arrive, j, priority=2)
         self.loop.run()
         if self.tb is not None:
+            for op in self.ssd_q:  # SSD requests (read priority) are drawn once their times are final
+                self._ssd_span(op)
+            self.ssd_q = []
             for c in list(self.slot_of):
                 self._gone(c)
             self.tb.slots = self.n_slots
