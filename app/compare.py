@@ -10,6 +10,7 @@ from kvviz.format import format_value
 from kvviz.result import Result
 
 from .timeline import TimelineView
+from .views._common import stack_vertically
 
 
 def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:
@@ -47,13 +48,8 @@ class CompareView(QWidget):
         self.hint.setAlignment(Qt.AlignCenter)
         self.hint.setStyleSheet("color:#666; padding:20px;")
 
-        top, bottom = QWidget(), QWidget()
-        for w, label, view in ((top, self.a_label, self.a), (bottom, self.b_label, self.b)):
-            lay = QVBoxLayout(w)
-            lay.setContentsMargins(0, 0, 0, 0)
-            lay.setSpacing(0)
-            lay.addWidget(label)
-            lay.addWidget(view, 1)
+        top = stack_vertically(self.a_label, self.a, stretch=self.a)
+        bottom = stack_vertically(self.b_label, self.b, stretch=self.b)
         split = QSplitter(Qt.Vertical)
         split.addWidget(top)
         split.addWidget(bottom)

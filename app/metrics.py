@@ -12,6 +12,7 @@ from kvviz.result import Result
 
 # Metric pairs shown side by side: (baseline prefix, mechanism prefix)
 PAIR_PREFIXES = (("naive_", "prefetch_"),)
+MAX_NAME_PX = 170  # the metric-name column never takes the values' room
 
 
 def _scalar(v) -> bool:
@@ -85,9 +86,10 @@ class MetricsView(QScrollArea):
         self.scalars.setEditTriggers(QTableWidget.NoEditTriggers)
         self.scalars.setAlternatingRowColors(True)
         self.scalars.setWordWrap(True)  # long values (ladders, assumptions) wrap instead of being cut
+        self.scalars.setTextElideMode(Qt.ElideMiddle)
         self.scalars.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         h = self.scalars.horizontalHeader()
-        h.setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        h.setSectionResizeMode(0, QHeaderView.Interactive)  # capped below: values need room
         h.setSectionResizeMode(1, QHeaderView.Stretch)
         h.setSectionResizeMode(2, QHeaderView.Stretch)
         body = QWidget()
@@ -105,6 +107,12 @@ class MetricsView(QScrollArea):
         for r, cells in enumerate(rows):
             for c, text in enumerate(cells):
                 self.scalars.setItem(r, c, QTableWidgetItem(text))
+        for r, (name, *_rest) in enumerate(rows):
+            self.scalars.item(r, 0).setToolTip(name)
+        self.scalars.resizeColumnToContents(0)
+        self.scalars.setColumnWidth(0, min(self.scalars.columnWidth(0), MAX_NAME_PX))
+        # a kind with no baseline figures gives its width to the values
+        self.scalars.setColumnHidden(1, not any(r[1] for r in rows))
         self.scalars.resizeRowsToContents()
         self.scalars.setFixedHeight(self.scalars.horizontalHeader().height() + 4 +
                                     sum(self.scalars.rowHeight(r) for r in range(len(rows))))

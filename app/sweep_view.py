@@ -7,7 +7,7 @@ import typing
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QThread, Qt, Signal
+from PySide6.QtCore import QThread, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget)
 from pydantic import BaseModel

@@ -11,14 +11,14 @@ import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.palette import instant_color, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import hover_point
+from .views._common import hover_point, stack_vertically
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
@@ -169,12 +169,7 @@ class TimelineView(QWidget):
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
         self.info = QLabel(" ")
         self.info.setStyleSheet("color:#333; padding:2px 6px;")
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        lay.addWidget(self.legend)
-        lay.addWidget(self.plot, 1)
-        lay.addWidget(self.info)
+        stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
         self.result: Result | None = None
         self.layers: list[SpanLayer] = []
         self.cursor = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444", width=1, style=Qt.DashLine),

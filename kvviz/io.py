@@ -6,6 +6,17 @@ import tempfile
 from pathlib import Path
 
 
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is)."""
+    from .errors import ScenarioError
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{what} not found", str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read {what}: {e}", str(path)) from None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

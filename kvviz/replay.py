@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ScenarioError
+from .io import read_text
 
 POLICIES = ("lru", "fifo", "belady")
 COLUMNS = ("time", "id", "size")
@@ -81,12 +82,7 @@ def parse_size(text: str, source: str = "--capacity") -> int:
 def read_requests(path: str | Path) -> Requests:
     """Read a CSV with header `time,id,size` (extra columns ignored; rows in request order)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ScenarioError("file not found", str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"cannot read file: {e}", str(path)) from None
+    lines = read_text(path).splitlines()
     rows = list(csv.reader(lines))
     if not rows:
         raise ScenarioError("empty trace", str(path), "line 1")

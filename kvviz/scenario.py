@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ScenarioError
+from .io import read_text
 
 
 class Section(BaseModel):
@@ -84,12 +85,7 @@ def relative_to_source(path: str, context: dict | None) -> Path:
 
 def read_toml(path: str | Path) -> dict:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError("file not found", str(p)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"cannot read file: {e}", str(p)) from None
+    text = read_text(p)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -8,7 +8,7 @@ from typing import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QStackedWidget, QWidget
+from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 AXIS_PEN = "#555555"
 TEXT = "#222222"
@@ -94,6 +94,18 @@ def link_x_ranges(leader: pg.ViewBox, follower: pg.ViewBox) -> Callable[[], None
                 except (RuntimeError, TypeError):
                     pass
     return unlink
+
+
+def stack_vertically(*widgets: QWidget, stretch: QWidget, into: QWidget | None = None) -> QWidget:
+    """Lay `widgets` out top to bottom with no margins; `stretch` takes the spare height.
+    Fills `into` when given, else a new plain widget."""
+    host = into if into is not None else QWidget()
+    lay = QVBoxLayout(host)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(0)
+    for w in widgets:
+        lay.addWidget(w, 1 if w is stretch else 0)
+    return host
 
 
 def note_label() -> QLabel:

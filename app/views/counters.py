@@ -10,12 +10,13 @@ import weakref
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import LABEL_STYLE, LINE_COLOURS, NoteStack, caption_label, link_x_ranges, style_plot, view_box_of
+from ._common import (LABEL_STYLE, LINE_COLOURS, NoteStack, caption_label, link_x_ranges, stack_vertically,
+                      style_plot, view_box_of)
 
 AXIS_WIDTH = 64  # the same left-axis width on every plot, so their x axes line up
 
@@ -68,16 +69,8 @@ class CountersView(QWidget):
         self.layout_widget = pg.GraphicsLayoutWidget()
         self.layout_widget.setBackground("w")
         self.caption = caption_label()
-        body = QWidget()
-        lay = QVBoxLayout(body)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        lay.addWidget(self.caption)
-        lay.addWidget(self.layout_widget, 1)
-        self.stack = NoteStack(body)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.stack)
+        self.stack = NoteStack(stack_vertically(self.caption, self.layout_widget, stretch=self.layout_widget))
+        stack_vertically(self.stack, stretch=self.stack, into=self)
         self.plots: list[pg.PlotItem] = []
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.cursors: list[pg.InfiniteLine] = []
@@ -110,9 +103,9 @@ class CountersView(QWidget):
             if not last:
                 pi.getAxis("bottom").setStyle(showValues=False)
             pi.setMouseEnabled(x=True, y=False)
-            legend = pi.addLegend(offset=(-8, 4), brush=pg.mkBrush(255, 255, 255, 220),
-                                  pen=pg.mkPen("#cccccc"), labelTextColor="#222222",
-                                  labelTextSize="9pt", verSpacing=-4)
+            pi.addLegend(offset=(-8, 4), brush=pg.mkBrush(255, 255, 255, 220),
+                         pen=pg.mkPen("#cccccc"), labelTextColor="#222222",
+                         labelTextSize="9pt", verSpacing=-4)
             series = [tr.counters[names == i] for i in idx]
             vmax = max((float(np.abs(c["value"]).max()) for c in series if len(c)), default=0.0)
             div, label = value_scale(unit, vmax)

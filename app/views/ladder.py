@@ -28,7 +28,7 @@ from kvviz.mechanisms.ladder import TIERS, ladder_figures
 from kvviz.palette import span_color
 from kvviz.result import Result
 
-from ._common import NoteStack, caption_label, info_label, style_plot
+from ._common import NoteStack, caption_label, info_label, stack_vertically, style_plot
 
 # The ladder's timeline draws HBM time as `load`, CXL as `fetch` and flash as `stall`;
 # the bars use the same colours so both views read alike.
@@ -233,17 +233,8 @@ class LadderView(QWidget):
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         self.splitter = split
-        body = QWidget()
-        lay = QVBoxLayout(body)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        lay.addWidget(self.headline)
-        lay.addWidget(self.legend)
-        lay.addWidget(split, 1)
-        self.stack = NoteStack(body)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.stack)
+        self.stack = NoteStack(stack_vertically(self.headline, self.legend, split, stretch=split))
+        stack_vertically(self.stack, stretch=self.stack, into=self)
 
         self.result: Result | None = None
         self.labels: list[str] = []

@@ -15,13 +15,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPainter
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import (NoteStack, caption_label, hover_point, info_label, link_x_ranges, style_plot,
-                      view_box_of)
+from ._common import (NoteStack, caption_label, hover_point, info_label, link_x_ranges, stack_vertically,
+                      style_plot, view_box_of)
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -218,17 +218,8 @@ class OccupancyView(QWidget):
         pi.addItem(self.cursor, ignoreBounds=True)
         self.caption = caption_label()
         self.info = info_label()
-        body = QWidget()
-        lay = QVBoxLayout(body)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        lay.addWidget(self.caption)
-        lay.addWidget(self.plot, 1)
-        lay.addWidget(self.info)
-        self.stack = NoteStack(body)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.stack)
+        self.stack = NoteStack(stack_vertically(self.caption, self.plot, self.info, stretch=self.plot))
+        stack_vertically(self.stack, stretch=self.stack, into=self)
 
         self.result: Result | None = None
         self.grid: OccupancyGrid | None = None

@@ -12,12 +12,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox,
-                               QVBoxLayout, QWidget)
+                               QWidget)
 
 from kvviz.mechanisms.rope_bound import bound_vs_assumption
 from kvviz.result import Result
 
-from ._common import NoteStack, caption_label, style_plot
+from ._common import NoteStack, caption_label, stack_vertically, style_plot
 
 KINDS = ("rope_window", "ladder")
 BOUND_RAW = "#9ecae1"
@@ -77,19 +77,12 @@ class RopeBoundView(QWidget):
         self.caption = caption_label()
 
         body = QWidget()
-        lay = QVBoxLayout(body)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
         bar = QWidget()
         bar.setLayout(controls)
         bar.setStyleSheet("background:white;")
-        lay.addWidget(bar)
-        lay.addWidget(self.plot, 1)
-        lay.addWidget(self.caption)
+        stack_vertically(bar, self.plot, self.caption, stretch=self.plot, into=body)
         self.stack = NoteStack(body)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.stack)
+        stack_vertically(self.stack, stretch=self.stack, into=self)
 
         self.result: Result | None = None
         self.data: dict | None = None

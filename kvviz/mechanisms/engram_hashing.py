@@ -18,9 +18,11 @@ very start of the step.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
+
+from ..errors import ScenarioError
+from ..io import read_text
 
 MAX_VOCAB = 1 << 22   # keeps token * multiplier below 2**62
 _MULT_BITS = 40
@@ -72,12 +74,9 @@ def parse_token_file(path: str) -> list[list[int]]:
     """One sequence per line: integers separated by spaces or commas; `#` starts a comment;
     blank lines are skipped. Raises ValueError naming the line on anything else."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"token file {path!r} not found (relative paths are taken from the "
-                         "current directory)") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"cannot read token file {path!r}: {e}") from None
+        text = read_text(path, "token file")
+    except ScenarioError as e:  # validation reports it at the `file` field
+        raise ValueError(f"{e.message}: {path}") from None
     seqs = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].replace(",", " ").strip()

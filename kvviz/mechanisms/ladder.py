@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import numpy as np

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ScenarioError
+from ...io import read_text
 
 NS_PER_S = 1_000_000_000
 COLUMNS = ("conversation", "turn", "arrival_s", "input_tokens", "output_tokens")
@@ -76,12 +77,7 @@ def synthetic(w) -> Workload:
 
 def _rows(path: Path):
     """(line number, dict) per record of a CSV (with header) or JSONL file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError("trace file not found", str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"cannot read trace file: {e}", str(path)) from None
+    text = read_text(path, "trace file")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
