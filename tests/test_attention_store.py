@@ -78,6 +78,23 @@ def test_scheduler_aware_protects_the_queued_session(tmp_path):
               model__decode_us_per_token=250_000.0)
     m = simulate(sc).metrics_dict()["policies"]
     assert m["lru"]["hits"] == 0 and m["scheduler_aware"]["hits"] == 1
+    # No SSD, so LRU's victim A is lost, and A2 was already waiting when it was: the queue knew.
+    # (LRU drops B too, when A2's re-save overfills DRAM again; nothing is queued then.)
+    assert m["lru"]["dropped_while_queued"] == 1 and m["lru"]["sessions_dropped"] == 2
+    assert m["scheduler_aware"]["dropped_while_queued"] == 0 and m["scheduler_aware"]["sessions_dropped"] == 1
+
+
+def test_ssds_stripe_bandwidth(tmp_path):
+    # Two SSDs at 0.5 GB/s each are one 1 GB/s device (striped); with SSD traffic on the
+    # critical path (one DRAM slot), every metric is identical, and differs from one 0.5 GB/s SSD.
+    def run(**hw):
+        sc = tiny(tmp_path, ABC, policies=["lru", "scheduler_aware"], trace_policy="lru",
+                  hardware__dram_gb=0.256, hardware__ssd_gb=1.024, **{f"hardware__{k}": v for k, v in hw.items()})
+        return simulate(sc).metrics_dict()["policies"]
+    two = run(ssds=2, ssd_read_gbps=0.5, ssd_write_gbps=0.5)
+    assert two == run(ssds=1, ssd_read_gbps=1.0, ssd_write_gbps=1.0)
+    slow = run(ssds=1, ssd_read_gbps=0.5, ssd_write_gbps=0.5)
+    assert slow["lru"]["ssd_hit_share"] > 0 and slow["lru"]["mean_prefill_ms"] > two["lru"]["mean_prefill_ms"]
 
 
 def test_decoupled_truncation_keeps_hitting_after_overflow(tmp_path):

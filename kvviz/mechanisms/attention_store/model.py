@@ -81,8 +81,14 @@ class Hardware(Section):
     pcie_gbps: float = param(26.0, gt=0, unit="GB/s",
                              description="HBM↔DRAM bandwidth of ONE GPU's link, each way (paper §2.4: PCIe Gen4 "
                                          "×16 ≈ 26 GB/s effective); a job uses gpus links in parallel")
-    ssd_read_gbps: float = param(5.0, gt=0, unit="GB/s", description="SSD read bandwidth (paper: < 5 GB/s)")
-    ssd_write_gbps: float = param(3.0, gt=0, unit="GB/s", description="SSD write bandwidth (assumption)")
+    ssds: int = param(1, ge=1, le=64, unit="SSDs",
+                      description="SSD devices holding the ssd_gb tier. A session's blocks are striped over "
+                                  "all of them, so a read or write runs at ssds × the per-device bandwidth "
+                                  "(ASSUMPTION: even striping). The paper gives the capacity (10 TB) and a "
+                                  "per-disk bound (< 5 GB/s), not the number of disks")
+    ssd_read_gbps: float = param(5.0, gt=0, unit="GB/s",
+                                 description="Read bandwidth of ONE SSD (paper: disks deliver < 5 GB/s)")
+    ssd_write_gbps: float = param(3.0, gt=0, unit="GB/s", description="Write bandwidth of ONE SSD (assumption)")
     read_buffer_gb: float = param(0.0, ge=0, unit="GB",
                                   description="Read buffer: lets layer-wise pre-loading start before the GPU frees")
     write_buffer_gb: float = param(2.0, ge=0, unit="GB",

@@ -180,7 +180,8 @@ class Run:
         # HBM↔DRAM, bytes per ns: a job's KV moves over all `gpus` PCIe links at once (each GPU
         # loads and saves its own 1/gpus shard of every layer); gpus = 1 is one link.
         self.pcie = h.host_link_gbps
-        self.ssd_r, self.ssd_w = h.ssd_read_gbps, h.ssd_write_gbps  # one SSD device, as before
+        # The SSD tier: `ssds` devices striped as one queue (every request uses them all).
+        self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
         self.k_buf_bytes = int(h.read_buffer_gb * GB)
         self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
         # SSD request order (store.ssd_read_priority): False = one FIFO queue (ssd_free is the
@@ -239,6 +240,7 @@ class Run:
         self.end = [0] * self.n
         self.outcome = [FIRST] * self.n
         self.demoted = self.dropped = self.prefetched = self.ssd_copies_evicted = 0
+        self.lost_queued = 0    # sessions dropped from the store while their next job was waiting
         self.ssd_write_bytes = self.ssd_read_bytes = self.ssd_busy_ns = 0
         self.late_prefetch = 0  # SSD hits whose prefetch was still in flight at dispatch
         self.detail = prep.detail
@@ -433,7 +435,7 @@ class Run:
             self.pf_scan = min(self.pf_scan, self.qidx[v])  # look at it again for prefetch
         if not self.ssd_cap:
             self.where[v] = NONE
-            self.dropped += 1
+            self._lost(v)
             return
         t = self.loop.now
         size, had = self.size[v], self.ssd_size[v] > 0
@@ -455,6 +457,11 @@ class Run:
             self.policy.on_insert(SSD, v)
         self._fit_ssd()
 
+    def _lost(self, c: int):
+        self.dropped += 1
+        if self.qidx[c] >= 0:  # the queue already said it would be needed
+            self.lost_queued += 1
+
     def _fit_ssd(self):
         while self.ssd_used > self.ssd_cap:
             x = self.policy.victim(SSD)
@@ -463,7 +470,7 @@ class Run:
             lost = self.where[x] == SSD  # its only copy
             self._drop_ssd(x)
             if lost:
-                self.dropped += 1
+                self._lost(x)
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
@@ -722,6 +729,7 @@ class Run:
             "overflow_hit_rate": float((out[over] >= HIT_DRAM).mean()) if n_over else None,
             "evictions_to_ssd": self.demoted,
             "sessions_dropped": self.dropped,
+            "dropped_while_queued": self.lost_queued,  # its next job already waiting: the queue knew
             "prefetches": self.prefetched,
             "ssd_hits_prefetch_in_flight": self.late_prefetch,
             "ssd_copies_evicted": self.ssd_copies_evicted,  # inclusive: SSD copies of DRAM-resident sessions
