@@ -27,13 +27,14 @@ def best_of(fn, repeat=3):
 
 
 def sharegpt():
-    sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml")
-    secs, r = best_of(lambda: simulate(sc), repeat=2)
-    m = r.metrics
-    runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
-    print(f"attention_store_sharegpt: {m['conversations']:,} conversations, {m['turns']:,} turns, "
-          f"{len(sc.policies)} policies (+{runs - len(sc.policies)} truncation run): {secs:.2f} s (best of 2); "
-          f"{r.events:,} events, {len(r.trace.spans):,} spans in the trace")
+    for sets in ((), ("store.ssd_read_priority=true",)):
+        sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml", sets)
+        secs, r = best_of(lambda: simulate(sc), repeat=2)
+        m = r.metrics
+        runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
+        print(f"attention_store_sharegpt{''.join(' ' + x for x in sets)}: {m['conversations']:,} conversations, "
+              f"{m['turns']:,} turns, {len(sc.policies)} policies (+{runs - len(sc.policies)} truncation run): "
+              f"{secs:.2f} s (best of 2); {r.events:,} events, {len(r.trace.spans):,} spans in the trace")
 
 
 def zipf_trace(n=1_000_000, objects=100_000, seed=1):

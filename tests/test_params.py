@@ -145,6 +145,28 @@ def test_absent_fields_show_their_default_and_an_edit_adds_them(panel, tmp_path)
     assert panel.data()["warmup_queries"] == 3 and panel.scenario().warmup_queries == 3
 
 
+def test_defaults_follow_the_preset_the_section_picks(panel, tmp_path, qtbot):
+    # The bundled AttentionStore file picks LLaMA-65B and leaves its numbers to the preset: the
+    # grey defaults are the 65B's (what the simulation uses), and follow a new preset at once,
+    # whether picked in the combo box or set by path.
+    path = tmp_path / "as.toml"
+    shutil.copy(SCENARIOS / "attention_store_sharegpt.toml", path)
+    panel.load(str(path))
+    kv, layers = panel.widget_for("model.kv_bytes_per_token"), panel.widget_for("model.layers")
+    assert "kv_bytes_per_token" not in panel.data()["model"]
+    assert (kv.value(), layers.value()) == (2_621_440, 80)
+    assert panel.scenario().model.kv_bytes_per_token == 2_621_440
+    combo = panel.widget_for("model.preset")
+    combo.setCurrentIndex(combo.findText("llama-13b"))
+    assert (kv.value(), layers.value()) == (819_200, 40)
+    assert "kv_bytes_per_token" not in panel.data()["model"]  # still the preset's, not written
+    panel.set_value("model.preset", "falcon-40b")
+    assert (kv.value(), layers.value()) == (122_880, 60)
+    panel.set_value("model.layers", 7)  # a value the file sets wins and stays
+    panel.set_value("model.preset", "llama-70b")
+    assert (kv.value(), layers.value()) == (327_680, 7)
+
+
 # --- edits -----------------------------------------------------------------------------------
 
 def test_spin_box_edit_emits_the_new_model(rope, qtbot):

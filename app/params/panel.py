@@ -78,6 +78,7 @@ class ParameterPanel(QWidget):
         self._groups: dict[tuple, _Group] = {}
         self._embedded: dict[tuple, str] = {}            # path -> kind of an embedded scenario group
         self._defaults: dict[tuple, Any] = {}
+        self._sections: dict[tuple, Any] = {}            # path -> model of a nested section
         self._labels: list[tuple[QLabel, int]] = []     # form labels and their nesting depth
 
         self._debouncer = QSignalDebouncer(self)
@@ -198,6 +199,7 @@ class ParameterPanel(QWidget):
             for f in self._fields.values():
                 if _related(f.path, parts):
                     f.show(self._get(f.path))
+            self._refresh_defaults(parts)
         self._after_edit()
 
     def widget_for(self, field_path: str) -> QWidget | None:
@@ -226,6 +228,7 @@ class ParameterPanel(QWidget):
         self._groups.clear()
         self._embedded.clear()
         self._defaults.clear()
+        self._sections.clear()
         self._labels.clear()
         content = QWidget()
         content.setObjectName("parameter-form")
@@ -280,8 +283,10 @@ class ParameterPanel(QWidget):
             value = self._get(path)
             if spec.kind == "section":
                 g = self._group(name, path, spec.description or _doc(spec.item), chain, add_block)
-                self._populate(spec.item, path, default if isinstance(default, dict) else None,
-                               g.form, g.form.addRow, chain + [g])
+                self._sections[path] = spec.item
+                inherited_here = {**(default if isinstance(default, dict) else {}),
+                                  **self._section_defaults(spec.item, path)}
+                self._populate(spec.item, path, inherited_here, g.form, g.form.addRow, chain + [g])
             elif spec.kind == "table":
                 g = self._group(name, path, spec.description, chain, add_block)
                 f = _TableField(self, spec, path, default, chain + [g])
@@ -305,6 +310,38 @@ class ParameterPanel(QWidget):
                 form.addRow(label, f.box)
                 self._fields[path] = f
                 f.show(value)
+
+    def _section_defaults(self, model, path: tuple) -> dict:
+        """What each field of a section defaults to given the rest of the section, as the
+        section's own validators fill it in (a model `preset` fills the model's numbers): the
+        section validated without that field. Fields it cannot tell (invalid rest) are left out."""
+        data = self._get(path)
+        data = data if isinstance(data, dict) else {}
+        out = {}
+        for name, info in model.model_fields.items():
+            if field_spec(name, info).kind in ("section", "table"):
+                continue
+            try:
+                out[name] = _plain(getattr(model.model_validate({k: copy.deepcopy(v) for k, v in data.items()
+                                                                  if k != name}), name))
+            except Exception:  # the rest of the section does not validate yet: keep what is shown
+                pass
+        return out
+
+    def _refresh_defaults(self, parts: tuple):
+        """After an edit inside a section, re-derive that section's defaults (a new preset
+        changes the numbers shown in grey)."""
+        for n in range(len(parts) - 1, 0, -1):
+            model = self._sections.get(parts[:n])
+            if model is None:
+                continue
+            for name, v in self._section_defaults(model, parts[:n]).items():
+                f = self._fields.get(parts[:n] + (name,))
+                if f is not None and not isinstance(f, _TableField) and not _same(v, f.default):
+                    f.default = self._defaults[f.path] = v
+                    if self._get(f.path) is _MISSING:
+                        f.show(_MISSING)
+            return
 
     def _needs_rebuild(self, parts: tuple) -> bool:
         for p, kind in self._embedded.items():
@@ -370,6 +407,7 @@ class ParameterPanel(QWidget):
         elif not (self._get(field.path) is _MISSING and _same(value, field.default)):
             self._write(field.path, value)
         field.set_default_look(self._get(field.path) is _MISSING)
+        self._refresh_defaults(field.path)
         self._after_edit()
 
     def _local_error(self, field: _Field, errors: dict[str, str]):
