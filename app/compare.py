@@ -46,6 +46,7 @@ class CompareView(QWidget):
         self.hint = QLabel("Pin a result as A (toolbar: “Pin as A”), change parameters, and B follows "
                            "the current run.")
         self.hint.setAlignment(Qt.AlignCenter)
+        self.hint.setWordWrap(True)  # must not set the window's minimum width
         self.hint.setStyleSheet("color:#666; padding:20px;")
 
         top = stack_vertically(self.a_label, self.a, stretch=self.a)

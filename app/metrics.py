@@ -67,6 +67,14 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             t.setItem(r, c, item)
     t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    t.resizeColumnsToContents()  # widths known before it is shown (MetricsView.wanted_width)
+    # long row names (mean_ttft_later_turns_ms) are cut in the middle, whole in the tooltip, so
+    # a narrow dock still shows values
+    vh = t.verticalHeader()
+    vh.setMaximumWidth(MAX_NAME_PX)
+    vh.setTextElideMode(Qt.ElideMiddle)
+    for r, (name, _) in enumerate(rows):
+        t.verticalHeaderItem(r).setToolTip(name)
     # show every row: the dock scrolls, not each little table (sizes known before it is shown)
     t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
     rows_h = t.verticalHeader().defaultSectionSize() * t.rowCount()
@@ -99,6 +107,7 @@ class MetricsView(QScrollArea):
         self.box.addStretch(1)
         self.setWidget(body)
         self.groups: list[QWidget] = []
+        self.tables: list[QTableWidget] = []
 
     def set_result(self, result: Result):
         metrics = result.metrics_dict()
@@ -120,10 +129,20 @@ class MetricsView(QScrollArea):
             self.box.removeWidget(w)
             w.deleteLater()
         self.groups = []
+        self.tables = []
         for title, headers, grows in metric_groups(metrics):
             label = QLabel(f"<b>{title}</b>")
             label.setStyleSheet("padding:8px 2px 2px 2px; color:#222;")
             table = _table(headers, grows)
+            if isinstance(metrics[title], dict):  # side-by-side columns (policies), not item lists
+                self.tables.append(table)
             for w in (label, table):
                 self.box.insertWidget(self.box.count() - 1, w)
                 self.groups.append(w)
+
+    def wanted_width(self) -> int:
+        """Width that shows the widest side-by-side table whole (five policies); lists of
+        items (queries, rungs) scroll instead, as their views show them in full."""
+        widths = [min(t.verticalHeader().sizeHint().width(), MAX_NAME_PX) +
+                  sum(t.columnWidth(c) for c in range(t.columnCount())) for t in self.tables]
+        return max(widths, default=0) + self.verticalScrollBar().sizeHint().width() + 16

@@ -60,8 +60,9 @@ class MainWindow(QMainWindow):
 
         self.panel = ParameterPanel()
         self.metrics = MetricsView()
-        self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 370)
-        self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 330)
+        self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
+        self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
+        self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
@@ -263,6 +264,11 @@ class MainWindow(QMainWindow):
     def _show(self, result):
         self.result = result
         self.metrics.set_result(result)
+        if result.scenario.kind != self._metrics_kind:
+            self._metrics_kind = result.scenario.kind
+            want = min(self.metrics.wanted_width(), int(self.width() * 0.35))
+            if want > self.metrics_dock.width():
+                self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
         self._stale = set(TABS) - {"sweep"}
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox,
+from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, QSpinBox,
                                QWidget)
 
 from kvviz.mechanisms.rope_bound import bound_vs_assumption
@@ -50,16 +50,19 @@ class RopeBoundView(QWidget):
         for w, width in ((self.head_dim, 90), (self.base, 120), (self.max_distance, 150)):
             w.setFixedWidth(width)
         self.log_y = QCheckBox("log y")
-        controls = QHBoxLayout()
+        # two rows, so the tab never forces the window wider than the plots need
+        controls = QGridLayout()
         controls.setContentsMargins(8, 4, 8, 4)
-        for text, w in (("head dim", self.head_dim), ("base θ", self.base), ("distances up to", self.max_distance)):
+        controls.setHorizontalSpacing(8)
+        cells = (("head dim", self.head_dim, 0, 0), ("base θ", self.base, 0, 2),
+                 ("distances up to", self.max_distance, 1, 0))
+        for text, w, row, col in cells:
             lab = QLabel(text)
             lab.setStyleSheet("color:#222;")
-            controls.addWidget(lab)
-            controls.addWidget(w)
-            controls.addSpacing(14)
-        controls.addWidget(self.log_y)
-        controls.addStretch(1)
+            controls.addWidget(lab, row, col)
+            controls.addWidget(w, row, col + 1)
+        controls.addWidget(self.log_y, 1, 2, 1, 2)
+        controls.setColumnStretch(4, 1)
 
         self.plot = pg.PlotWidget(background="w")
         pi = self.plot.getPlotItem()
