@@ -236,6 +236,16 @@ def test_counters_one_curve_per_counter(qtbot, results):
     assert v.plots[1].getViewBox().viewRange()[0] == pytest.approx([3, 4])
 
 
+def test_counters_split_a_unit_when_scales_differ():
+    from app.views.counters import unit_groups
+    names, units = ("SSD", "DRAM", "queue", "DRAM2"), ("B", "B", "jobs", "B")
+    # 128 GB beside 10 TB: its own plot; a 1 TB counter shares the 10 TB one (within 20×)
+    assert unit_groups(names, units, [10e12, 128e9, 2000, 1e12]) == [("B", [0, 3]), ("B", [1]), ("jobs", [2])]
+    assert unit_groups(names, units, [10e12, 1e12, 5, 2e12]) == [("B", [0, 1, 3]), ("jobs", [2])]
+    assert unit_groups(names, units) == [("B", [0, 1, 3]), ("jobs", [2])]  # no peaks: by unit only
+    assert unit_groups(names, units, [10e12, 0, 1, 0]) == [("B", [0, 1, 3]), ("jobs", [2])]  # all-zero: anywhere
+
+
 # --- ladder ----------------------------------------------------------------------------------
 
 def latency_text(v, i) -> str:

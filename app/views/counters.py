@@ -1,6 +1,6 @@
 """Counters (buffer fill, queue depth, bytes in a tier…) as step lines over time.
 
-One small plot per unit — counters that share a unit share a plot and a y axis — stacked
+One small plot per unit — counters that share a unit and a scale share a plot and a y axis — stacked
 vertically with their x axes linked, and the same time unit as the timeline. A counter holds
 its value until its next sample, so every curve is drawn as steps, extended to the run's end.
 """
@@ -53,12 +53,26 @@ def value_scale(unit: str, vmax: float) -> tuple[float, str]:
     return 1.0, label
 
 
-def unit_groups(names: tuple[str, ...], units: tuple[str, ...]) -> list[tuple[str, list[int]]]:
-    """[(unit, [counter index, …]), …] in order of first appearance."""
-    groups: dict[str, list[int]] = {}
+SPLIT_RATIO = 20  # a counter this many times smaller than its unit's largest gets its own plot
+
+
+def unit_groups(names: tuple[str, ...], units: tuple[str, ...],
+                peaks: list[float] | None = None) -> list[tuple[str, list[int]]]:
+    """[(unit, [counter index, …]), …] in order of first appearance: one plot per unit, except
+    that a counter under 1/SPLIT_RATIO of its plot's peak goes to a plot of its own (128 GB of
+    DRAM drawn on a 10 TB SSD axis would be a flat line at zero)."""
+    groups: list[tuple[str, list[int], float]] = []
     for i, _ in enumerate(names):
-        groups.setdefault(units[i] if i < len(units) else "", []).append(i)
-    return list(groups.items())
+        unit = units[i] if i < len(units) else ""
+        peak = abs(peaks[i]) if peaks else 0.0
+        for g, (u, idx, top) in enumerate(groups):
+            if u == unit and (not peaks or min(peak, top) == 0 or max(peak, top) <= SPLIT_RATIO * min(peak, top)):
+                idx.append(i)
+                groups[g] = (u, idx, max(top, peak))
+                break
+        else:
+            groups.append((unit, [i], peak))
+    return [(u, idx) for u, idx, _ in groups]
 
 
 class CountersView(QWidget):
@@ -82,7 +96,6 @@ class CountersView(QWidget):
         tr = result.trace
         self.layout_widget.clear()
         self.plots, self.curves, self.cursors = [], {}, []
-        self.value_scale: dict[str, float] = {}
         if not len(tr.counters) or not tr.counter_names:
             self.stack.show_note("This run has no counters\n"
                                  "(no buffer fill, queue depth or occupancy was recorded over time).")
@@ -91,10 +104,11 @@ class CountersView(QWidget):
         t_end = max(int(tr.t_end), 1)
         self.unit, self.scale = time_unit(t_end)
         end = t_end / self.scale
-        groups = unit_groups(tr.counter_names, tr.counter_units)
-        self.caption.setText(f"<b>Counters</b> · {len(tr.counter_names)} over time, one plot per unit · "
-                             f"a value holds until the next sample")
         names = tr.counters["name"]
+        peaks = [float(np.abs(tr.counters["value"][names == i]).max(initial=0)) for i in range(len(tr.counter_names))]
+        groups = unit_groups(tr.counter_names, tr.counter_units, peaks)
+        self.caption.setText(f"<b>Counters</b> · {len(tr.counter_names)} over time, one plot per unit and "
+                             f"scale · a value holds until the next sample")
         for g, (unit, idx) in enumerate(groups):
             pi = self.layout_widget.addPlot(row=g, col=0)
             last = g == len(groups) - 1
@@ -110,7 +124,6 @@ class CountersView(QWidget):
             vmax = max((float(np.abs(c["value"]).max()) for c in series if len(c)), default=0.0)
             div, label = value_scale(unit, vmax)
             pi.setLabel("left", label, **LABEL_STYLE)
-            self.value_scale[unit] = div
             lo, hi = 0.0, 0.0
             for k, (i, c) in enumerate(zip(idx, series)):
                 x, y = step_xy(c["t"] / self.scale, c["value"] / div, end)
@@ -125,7 +138,7 @@ class CountersView(QWidget):
                     lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
             span = hi - lo or 1.0
             # headroom above the highest value for the legend in the top-right corner
-            pi.setYRange(lo - 0.04 * span, hi + (0.08 + 0.08 * len(idx)) * span, padding=0)
+            pi.setYRange(lo - 0.04 * span, hi + (0.16 + 0.08 * len(idx)) * span, padding=0)
             pi.setLimits(xMin=-0.05 * end, xMax=1.05 * end)
             if self.plots:
                 link_x_ranges(self.plots[0].getViewBox(), pi.getViewBox())
