@@ -25,12 +25,15 @@ def _parse(argv):
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
     p.add_argument("--view", default="timeline",
-                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "rope", "compare", "sweep"])
+                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "rope", "compare", "sweep",
+                            "replay"])
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="edit a field after opening (with --view compare: the file is A, the edits B)")
     p.add_argument("--sweep", action="append", default=[], metavar="PATH=VALUES",
                    help="with --view sweep: an axis, e.g. engram.layer=2:63 (give one or two)")
     p.add_argument("--metric", help="with --view sweep: the metric to collect")
+    p.add_argument("--replay", metavar="TRACE.csv", help="with --view replay: the time,id,size trace "
+                                                         "(default: the bundled Zipf sample)")
     p.add_argument("--size", default="1600x900", help="window size for --screenshot, WxH")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
     return p.parse_args(argv)
@@ -74,7 +77,7 @@ def _wait(signal, done, timeout_ms: int = 120_000) -> None:
 
 
 def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), sets=(),
-               sweep=(), metric: str | None = None) -> int:
+               sweep=(), metric: str | None = None, replay: str | None = None) -> int:
     """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
     PNG of the window showing `view`."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -123,7 +126,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             win.show_view("sweep")
             win.sweep.configure([tuple(a) for a in axes], metric)
             win.sweep.run()
-            _wait(win.sweep.stopped, lambda: win.sweep.thread is None, 600_000)
+            _wait(win.sweep.stopped, lambda: win.sweep.job is None, 600_000)
             if win.sweep.result is None:  # e.g. an unknown metric: say why, exit 2
                 print(f"error: {win.sweep.status.text().lstrip('⚠ ')}", file=sys.stderr)
                 win.close()
@@ -132,6 +135,16 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             print(f"error: {win.status.text()}", file=sys.stderr)
             win.close()
             return BAD_INPUT
+        if view == "replay":
+            if replay:
+                win.replay.path.setText(replay)
+            win.show_view("replay")
+            win.replay.run()
+            _wait(win.replay.stopped, lambda: win.replay.job is None, 600_000)
+            if not win.replay.results:  # e.g. a bad trace: say why, exit 2
+                print(f"error: {win.replay.status.text().lstrip('⚠ ')}", file=sys.stderr)
+                win.close()
+                return BAD_INPUT
         win.show_view({"metrics": "timeline", "rope": "rope bound"}.get(view, view))
         for _ in range(3):
             app.processEvents()
@@ -159,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     path = _resolve(args.file)
     if args.screenshot:
-        return screenshot(path, args.screenshot, args.view, _size(args.size), args.set, args.sweep, args.metric)
+        return screenshot(path, args.screenshot, args.view, _size(args.size), args.set, args.sweep, args.metric,
+                          args.replay)
     if not _has_display():
         print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)

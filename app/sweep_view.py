@@ -7,14 +7,15 @@ import typing
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QThread, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
 from kvviz.sweep import Axis, parse_values, run_sweep
+
+from .background import JobControls
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 
@@ -32,39 +33,6 @@ def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
         if any(a in (int, float, bool) for a in args):
             out.append(path)
     return out
-
-
-class _Cancelled(Exception):
-    pass
-
-
-class _SweepThread(QThread):
-    progress = Signal(int, int)
-    done = Signal(object)     # SweepResult
-    failed = Signal(str)
-
-    def __init__(self, data: dict, axes: list[Axis], metric: str, source: str):
-        super().__init__()
-        self.args = (data, axes, metric, source)
-        self.cancelled = False
-
-    def _progress(self, done: int, total: int):
-        if self.cancelled:
-            raise _Cancelled  # unwinds run_sweep, whose Pool then terminates its workers
-        self.progress.emit(done, total)
-
-    def run(self):
-        data, axes, metric, source = self.args
-        try:
-            res = run_sweep(data, axes, metric, source=source, workers=2, progress=self._progress)
-        except _Cancelled:
-            self.failed.emit("sweep cancelled")
-        except ScenarioError as e:
-            self.failed.emit(str(e))
-        except Exception as e:  # a bug; never a traceback dialog
-            self.failed.emit(f"internal error in sweep: {e!r}")
-        else:
-            self.done.emit(res)
 
 
 class SweepView(QWidget):
@@ -88,17 +56,10 @@ class SweepView(QWidget):
         self.metric_box = QComboBox()
         self.metric_box.setEditable(True)
         self.metric_box.setMinimumWidth(200)
-        self.run_btn, self.cancel_btn = QPushButton("Run sweep"), QPushButton("Cancel")
-        self.run_btn.clicked.connect(self.run)
-        self.cancel_btn.clicked.connect(self.cancel)
-        self.cancel_btn.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.setVisible(False)
-        self.status = QLabel()
-        self.status.setStyleSheet("color:#444;")
-        self.status.setWordWrap(True)  # a long error must not widen the window
-        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.jobs = JobControls(self, "Run sweep", "runs")
+        self.jobs.run_btn.clicked.connect(self.run)
+        self.jobs.stopped.connect(self.stopped)
+        self.status = self.jobs.status
 
         form = QGridLayout()
         form.addWidget(QLabel("parameter"), 0, 0)
@@ -112,9 +73,8 @@ class SweepView(QWidget):
         form.addWidget(QLabel("metric"), 2, 0)
         form.addWidget(self.metric_box, 2, 1)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.run_btn)
-        buttons.addWidget(self.cancel_btn)
-        buttons.addWidget(self.progress)
+        for w in (self.jobs.run_btn, self.jobs.cancel_btn, self.jobs.progress):
+            buttons.addWidget(w)
         buttons.addWidget(self.status, 1)
         form.addLayout(buttons, 2, 2, 1, 2)
         form.setColumnStretch(3, 1)
@@ -130,8 +90,11 @@ class SweepView(QWidget):
         lay.addWidget(self.plot, 1)
         self.data: dict | None = None
         self.source = "<scenario>"
-        self.thread: _SweepThread | None = None
         self.result = None
+
+    @property
+    def job(self):
+        return self.jobs.job
 
     def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict):
         """Offer the scenario's numeric fields and scalar metrics; keep the user's choices."""
@@ -162,7 +125,7 @@ class SweepView(QWidget):
         self.metric_box.setCurrentText(metric)
 
     def run(self):
-        if self.data is None or self.thread is not None:
+        if self.data is None or self.job is not None:
             return
         try:
             axes = [Axis(self.p1.currentText().strip(), parse_values(self.v1.text(), "values"))]
@@ -171,43 +134,15 @@ class SweepView(QWidget):
         except ScenarioError as e:
             self.status.setText(f"⚠ {e}")
             return
-        self.thread = _SweepThread(self.data, axes, self.metric_box.currentText().strip(), self.source)
-        self.thread.progress.connect(self._on_progress)
-        self.thread.done.connect(self._on_done)
-        self.thread.failed.connect(self._on_failed)
-        self.thread.finished.connect(self._on_thread_end)
-        self.run_btn.setEnabled(False)
-        self.cancel_btn.setEnabled(True)
-        self.progress.setVisible(True)
-        self.progress.setRange(0, 0)
-        self.status.setText("running…")
-        self.thread.start()
+        data, metric, source = self.data, self.metric_box.currentText().strip(), self.source
+        self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress),
+                        "sweep", self._on_done)
 
     def cancel(self):
-        if self.thread is not None:
-            self.thread.cancelled = True
-            self.status.setText("cancelling…")
+        self.jobs.cancel()
 
     def shutdown(self):
-        """Cancel and wait: no sweep thread may outlive the window."""
-        if self.thread is not None:
-            self.thread.cancelled = True
-            self.thread.wait()
-
-    def _on_progress(self, done: int, total: int):
-        self.progress.setRange(0, total)
-        self.progress.setValue(done)
-        self.status.setText(f"{done}/{total} runs")
-
-    def _on_failed(self, message: str):
-        self.status.setText(f"⚠ {message}")
-
-    def _on_thread_end(self):
-        self.thread = None
-        self.stopped.emit()
-        self.run_btn.setEnabled(True)
-        self.cancel_btn.setEnabled(False)
-        self.progress.setVisible(False)
+        self.jobs.shutdown()
 
     def _on_done(self, res):
         self.result = res

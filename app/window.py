@@ -16,6 +16,7 @@ from kvviz.cli import bundled_scenarios
 from .compare import CompareView
 from .metrics import MetricsView
 from .params import ParameterPanel
+from .replay_view import ReplayView
 from .sweep_view import SweepView
 from .timeline import TimelineView
 from .views.counters import CountersView
@@ -26,7 +27,7 @@ from .worker import SimulationRunner
 
 MAX_RECENT = 8
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
-TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep")
+TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep", "replay")
 
 
 def app_settings() -> QSettings:
@@ -46,9 +47,9 @@ class MainWindow(QMainWindow):
 
         self.timeline, self.occupancy, self.counters = TimelineView(), OccupancyView(), CountersView()
         self.ladder, self.rope_bound = LadderView(), RopeBoundView()
-        self.compare, self.sweep = CompareView(), SweepView()
+        self.compare, self.sweep, self.replay = CompareView(), SweepView(), ReplayView()
         self.views = dict(zip(TABS, (self.timeline, self.occupancy, self.counters, self.ladder,
-                                     self.rope_bound, self.compare, self.sweep)))
+                                     self.rope_bound, self.compare, self.sweep, self.replay)))
         self.tabs = QTabWidget()
         for name, view in self.views.items():
             self.tabs.addTab(view, name.capitalize())
@@ -269,7 +270,7 @@ class MainWindow(QMainWindow):
             want = min(self.metrics.wanted_width(), int(self.width() * 0.35))
             if want > self.metrics_dock.width():
                 self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
-        self._stale = set(TABS) - {"sweep"}
+        self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict())
         self._refresh_visible()
@@ -343,5 +344,6 @@ class MainWindow(QMainWindow):
         self.settings.setValue("windowState", self.saveState())
         self.settings.sync()
         self.sweep.shutdown()
+        self.replay.shutdown()
         self.runner.shutdown()  # no worker may outlive the window
         super().closeEvent(event)

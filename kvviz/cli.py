@@ -190,22 +190,32 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .replay import parse_size, read_requests, replay
+    from .replay import POLICIES, default_capacities, miss_ratio_curve, parse_size, read_requests
 
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    for p in policies:
+        if p not in POLICIES:
+            raise ScenarioError(f"unknown policy {p!r} (one of: {', '.join(POLICIES)})", "kvviz replay", "--policy")
+    if not policies:
+        raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
     caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
-    caps += [parse_size(c, "--capacities") for c in (args.capacities or "").split(",") if c.strip()]
-    if not caps:
-        raise ScenarioError("give --capacity SIZE or --capacities A,B,C", "kvviz replay", "--capacity")
+    caps += [parse_size(c, "--capacities") for c in (args.capacities or "").split(",")
+             if c.strip() and c.strip() != "auto"]
+    auto = (args.capacities or "").strip() == "auto"
+    if not caps and not auto:
+        raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     reqs = read_requests(args.trace)
-    results = [replay(reqs, args.policy, c) for c in caps]
+    if auto:
+        caps = default_capacities(reqs)
+    results = miss_ratio_curve(reqs, policies, caps)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    print(f"{args.trace}: {len(reqs):,} requests, policy {args.policy}")
+    print(f"{args.trace}: {len(reqs):,} requests, policy {', '.join(policies)}")
     w = max(8, *(len(str(r.capacity)) for r in results))
-    print(f"{'capacity':>{w}}  request_miss_ratio  byte_miss_ratio")
+    print(f"{'policy':<7} {'capacity':>{w}}  request_miss_ratio  byte_miss_ratio")
     for r in results:
-        print(f"{r.capacity:>{w}}  {r.request_miss_ratio:>18.6f}  {r.byte_miss_ratio:>15.6f}")
+        print(f"{r.policy:<7} {r.capacity:>{w}}  {r.request_miss_ratio:>18.6f}  {r.byte_miss_ratio:>15.6f}")
     return 0
 
 
@@ -281,9 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="replay a time,id,size request trace through one cache tier")
     rp.add_argument("trace", help="CSV with header time,id,size (one request per row, in time order)")
-    rp.add_argument("--policy", choices=["lru", "fifo", "belady"], default="lru", help="eviction policy (default lru)")
+    rp.add_argument("--policy", default="lru", metavar="lru|fifo|belady",
+                    help="eviction policy, or several: lru,fifo,belady (default lru)")
     rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB)")
-    rp.add_argument("--capacities", metavar="A,B,C", help="several capacities: a miss-ratio curve")
+    rp.add_argument("--capacities", metavar="A,B,C|auto",
+                    help="several capacities: a miss-ratio curve; auto = 12 from 0.1%% of the footprint to all of it")
     rp.add_argument("--json", action="store_true", help="print one JSON object per capacity")
     rp.set_defaults(fn=cmd_replay)
 

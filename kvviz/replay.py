@@ -237,3 +237,40 @@ def replay(reqs: Requests, policy: str, capacity: int) -> ReplayResult:
         raise ScenarioError(f"unknown policy {policy!r} (one of: {', '.join(POLICIES)})", "--policy")
     misses, missed = _RUN[policy](reqs.ids, reqs.sizes, capacity)
     return ReplayResult(policy, capacity, len(reqs), misses, int(sum(reqs.sizes)), missed)
+
+
+# --- miss-ratio curves --------------------------------------------------------------------------
+
+def footprint(reqs: Requests) -> int:
+    """Bytes of every distinct object at its largest size: a cache this big never evicts."""
+    if not len(reqs):
+        return 0
+    ids, sizes = np.asarray(reqs.ids, dtype=np.int64), np.asarray(reqs.sizes, dtype=np.int64)
+    biggest = np.zeros(int(ids.max()) + 1, dtype=np.int64)
+    np.maximum.at(biggest, ids, sizes)
+    return int(biggest.sum())
+
+
+def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
+    """Log-spaced capacities from 0.1% of the footprint to all of it: where a miss-ratio curve
+    bends, whatever the trace's scale."""
+    top = footprint(reqs)
+    if top <= 0:
+        return [1]
+    caps = np.geomspace(max(top / 1000, 1), top, points)
+    return sorted({max(1, int(round(c))) for c in caps})
+
+
+def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None) -> list[ReplayResult]:
+    """Every policy at every capacity, policy by policy. `progress(done, total)` is called after
+    each replay (it may raise to stop early)."""
+    for p in policies:
+        if p not in _RUN:
+            raise ScenarioError(f"unknown policy {p!r} (one of: {', '.join(POLICIES)})", "--policy")
+    total, out = len(policies) * len(capacities), []
+    for p in policies:
+        for c in capacities:
+            out.append(replay(reqs, p, c))
+            if progress is not None:
+                progress(len(out), total)
+    return out

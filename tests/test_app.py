@@ -192,6 +192,20 @@ def test_cli_screenshot_compare_and_sweep(tmp_path):
     assert out.exists()
 
 
+def test_cli_screenshot_replay(tmp_path, capsys):
+    from PySide6.QtGui import QImage
+
+    from .test_replay import GOLDEN
+    trace = tmp_path / "golden.csv"
+    trace.write_text(GOLDEN)
+    out = tmp_path / "r.png"
+    assert gui_main([SEED, "--screenshot", str(out), "--view", "replay", "--replay", str(trace)]) == 0
+    assert QImage(str(out)).height() == 900
+    trace.write_text("time,id\n1,a\n")
+    assert gui_main([SEED, "--screenshot", str(tmp_path / "bad.png"), "--view", "replay", "--replay", str(trace)]) == 2
+    assert "line 1: missing column(s) size" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
+
+
 def test_cli_screenshot_bad_input(tmp_path, capsys):
     assert gui_main([str(tmp_path / "missing.toml"), "--screenshot", str(tmp_path / "x.png")]) == 2
     assert "file not found" in capsys.readouterr().err and not (tmp_path / "x.png").exists()

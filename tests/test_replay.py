@@ -66,6 +66,31 @@ def test_cli_table(golden, capsys):
     assert "request_miss_ratio" in out and "0.888889" in out
 
 
+def test_footprint_and_auto_capacities(golden):
+    from kvviz.replay import default_capacities, footprint
+    reqs = read_requests(golden)
+    assert footprint(reqs) == 4 + 3 + 5 + 9  # a b c d, each once
+    caps = default_capacities(reqs)
+    assert caps[-1] == 21 and caps[0] == 1 and caps == sorted(set(caps))  # 0.1% of 21 B rounds up to 1 B
+    # at the footprint nothing is evicted: only first requests miss
+    at_top = replay(reqs, "lru", caps[-1])
+    assert at_top.misses == 4 and at_top.bytes_missed == 21
+
+
+def test_cli_several_policies_one_curve(golden, capsys):
+    assert main(["replay", str(golden), "--policy", "lru,fifo,belady", "--capacities", "10,8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # capacity 8 by hand: FIFO  a- b- a+ c- (evict a) b+ a- (evict b, c) d- (not admitted) a+ c- (evict a)
+    #                     Belady the same victims (c- evicts a[next 5] over b[4]; a- evicts b[never], c[8])
+    got = {(o["policy"], o["capacity"]): o["misses"] for o in out}
+    assert got == {("lru", 10): 8, ("lru", 8): 7, ("fifo", 10): 7, ("fifo", 8): 6,
+                   ("belady", 10): 7, ("belady", 8): 6} and len(out) == 6
+    assert main(["replay", str(golden), "--policy", "lru", "--capacities", "auto", "--json"]) == 0
+    assert [o["capacity"] for o in json.loads(capsys.readouterr().out)][-1] == 21
+    assert main(["replay", str(golden), "--policy", "lru,mru", "--capacity", "10"]) == 2
+    assert "unknown policy 'mru'" in capsys.readouterr().err
+
+
 def test_sizes_with_units():
     assert parse_size("64MiB") == 64 * 2**20 and parse_size("1.5GB") == 1_500_000_000 and parse_size("10") == 10
     with pytest.raises(ScenarioError):

@@ -1,0 +1,105 @@
+"""One background job at a time for a view (a sweep, a cache replay): the worker thread, and
+the Run / Cancel / progress / status widgets that follow it. Errors arrive as one line of text,
+never as a traceback."""
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QSizePolicy
+
+from kvviz import ScenarioError
+
+
+class Cancelled(Exception):
+    pass
+
+
+class BackgroundJob(QThread):
+    """Runs `work(progress)` off the GUI thread; `progress(done, total)` raises Cancelled once
+    cancel is asked, which unwinds the work (a sweep's process pool then ends its workers)."""
+    progress = Signal(int, int)
+    done = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, work: Callable, what: str):
+        super().__init__()
+        self.work, self.what = work, what
+        self.cancelled = False
+
+    def _progress(self, done: int, total: int):
+        if self.cancelled:
+            raise Cancelled
+        self.progress.emit(done, total)
+
+    def run(self):
+        try:
+            res = self.work(self._progress)
+        except Cancelled:
+            self.failed.emit(f"{self.what} cancelled")
+        except ScenarioError as e:
+            self.failed.emit(str(e))
+        except Exception as e:  # a bug; never a traceback dialog
+            self.failed.emit(f"internal error in {self.what}: {e!r}")
+        else:
+            self.done.emit(res)
+
+
+class JobControls(QObject):
+    """Run and Cancel buttons, a progress bar and a status line driving one BackgroundJob.
+    A QObject in the GUI thread, so the job's signals reach these widgets there."""
+    stopped = Signal()  # the job ended: done, failed or cancelled
+
+    def __init__(self, parent: QObject, run_label: str, unit: str):
+        super().__init__(parent)
+        self.unit = unit
+        self.run_btn, self.cancel_btn = QPushButton(run_label), QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.progress.setVisible(False)
+        self.status = QLabel()
+        self.status.setStyleSheet("color:#444;")
+        self.status.setWordWrap(True)  # a long error must not widen the window
+        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.job: BackgroundJob | None = None
+
+    def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
+        if self.job is not None:
+            return
+        job = BackgroundJob(work, what)
+        job.progress.connect(self._on_progress)
+        job.done.connect(on_done)
+        job.failed.connect(lambda m: self.status.setText(f"⚠ {m}"))
+        job.finished.connect(self._on_end)
+        self.job = job
+        self.run_btn.setEnabled(False)
+        self.cancel_btn.setEnabled(True)
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 0)
+        self.status.setText(status)
+        job.start()
+
+    def cancel(self):
+        if self.job is not None:
+            self.job.cancelled = True
+            self.status.setText("cancelling…")
+
+    def shutdown(self):
+        """Cancel and wait: no job may outlive the window."""
+        if self.job is not None:
+            self.job.cancelled = True
+            self.job.wait()
+
+    def _on_progress(self, done: int, total: int):
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.status.setText(f"{done}/{total} {self.unit}")
+
+    def _on_end(self):
+        self.job = None
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        self.progress.setVisible(False)
+        self.stopped.emit()
