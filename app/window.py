@@ -57,7 +57,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self._stale: set[str] = set()  # views not yet showing the current result
         self.occupancy.link_x(self.timeline.plot)
-        self.timeline.cursor.sigPositionChanged.connect(lambda line: self.occupancy.set_cursor(line.value()))
+        self.timeline.time_cursor.sigPositionChanged.connect(lambda line: self.occupancy.set_cursor(line.value()))
 
         self.panel = ParameterPanel()
         self.metrics = MetricsView()

@@ -160,12 +160,41 @@ def test_every_view_screenshot_is_not_blank(window, qtbot):
         assert (px < 200).mean() > 0.001, name  # some dark ink: text, bars, or a note
 
 
+def test_no_widget_attribute_shadows_a_qt_method(window):
+    # `self.metric = QComboBox()` on a QWidget hides QPaintDevice::metric and segfaults on the
+    # first paint (it happened twice): no attribute of any app object may reuse a Qt name.
+    from PySide6.QtCore import QObject, SignalInstance
+    checked = 0
+    for obj in [window, *window.findChildren(QObject)]:
+        cls = type(obj)
+        if not cls.__module__.startswith("app."):
+            continue
+        qt_names = {n for base in cls.__mro__ if base.__module__.startswith("PySide6") for n in dir(base)}
+        mine = {k for k, v in vars(obj).items() if not isinstance(v, SignalInstance)}  # PySide caches signals
+        clash = sorted(mine & qt_names)
+        assert not clash, f"{cls.__name__} attributes shadow Qt: {clash}"
+        checked += 1
+    assert checked >= 10
+
+
 def test_span_layer_culls_and_merges():
     n = 1_000_000
     x0 = np.arange(n, dtype=float)
     layer = SpanLayer("#000", np.zeros(n, dtype=np.int64), x0, x0 + 0.5)
     assert len(layer.visible_rects(0, n, n / 1000)) <= 1001   # zoomed out: per pixel column
     assert len(layer.visible_rects(100, 110, 0.01)) == 11      # zoomed in: only what is visible
+
+
+def test_span_layer_keeps_long_spans_that_start_before_the_view():
+    # lane 0: one span over 0–1000 among 999 short ones; lane 1: one span ending before the view
+    x0 = np.concatenate([[0.0], np.arange(1, 1000.0), [0.0]])
+    x1 = np.concatenate([[1000.0], np.arange(1, 1000.0) + 0.1, [40.0]])
+    lanes = np.array([0] * 1000 + [1])
+    layer = SpanLayer("#000", lanes, x0, x1)
+    zoomed_in = layer.visible_rects(500.2, 500.3, 0.001)  # between two short spans
+    assert zoomed_in[:, :3].tolist() == [[0.0, -0.31, 1000.0]]
+    zoomed_out = layer.visible_rects(400, 600, 1.0)  # > 64 spans: merged per pixel column
+    assert zoomed_out[:, 0].tolist() == [0.0] and zoomed_out[0, 2] == 1000.0
 
 
 def test_merge_runs():

@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
+import pyqtgraph as pg  # noqa: E402
 from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
@@ -18,7 +19,8 @@ from app.timeline import TimelineView  # noqa: E402
 from app.views import CountersView, LadderView, OccupancyView, RopeBoundView  # noqa: E402
 from app.views.counters import step_xy  # noqa: E402
 from app.views.ladder import PCT_COL  # noqa: E402
-from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, item_colour_index, occupancy_grid  # noqa: E402
+from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index,  # noqa: E402
+                                  item_rgba, occupancy_grid)
 
 from .conftest import SCENARIOS  # noqa: E402
 
@@ -117,6 +119,23 @@ def test_occupancy_grid_hand_checked():
     assert g.block == 1 and g.bin_ns == 10
 
 
+def test_occupancy_grid_ties_keep_their_order():
+    """Two slots in one row (10 ns bins): of equal covers the record given later wins, full
+    or part, and the one reaching further wins whatever the order — the picture as it was
+    before the grid was vectorised. The packed sort gives np.lexsort's order, and falls back
+    to it when the keys are too wide to pack."""
+    r = np.array([(1, 0, 40, 5), (0, 0, 40, 6),    # bins 0-3, both whole: 6, the later
+                  (1, 40, 80, 8), (0, 40, 60, 7),  # 8 reaches further than 7
+                  (0, 80, 85, 1), (1, 85, 90, 2)], dtype=RESIDENCY_DTYPE)  # half of bin 8 each
+    g = occupancy_grid(r, 2, 0, 100, max_cols=10, max_rows=1)
+    assert g.items.tolist() == [[6, 6, 6, 6, 8, 8, 8, 8, 2, EMPTY]]
+    assert (item_rgba(g.items) == LUT[item_colour_index(g.items)]).all()
+    rng = np.random.default_rng(5)
+    slot, start = rng.integers(0, 4, 1000), rng.integers(0, 30, 1000)
+    for keys in ((start, slot), (start << 50, slot)):
+        assert (_lexsort(keys) == np.lexsort(keys)).all()
+
+
 def test_occupancy_view_image_matches_hand_checked_cells(qtbot):
     v = shown(qtbot, OccupancyView, synthetic(tiny_trace()))
     assert v.image.axisOrder == "row-major"
@@ -165,9 +184,9 @@ def test_occupancy_shows_seed_residency_and_follows_timeline(qtbot, results):
     (lo, hi), _ = occ.plot.getPlotItem().getViewBox().viewRange()
     assert (lo, hi) == pytest.approx((100, 200))
     occ.set_cursor(150.0)
-    assert occ.cursor.isVisible() and occ.cursor.value() == 150.0
+    assert occ.time_cursor.isVisible() and occ.time_cursor.value() == 150.0
     occ.set_cursor(None)
-    assert not occ.cursor.isVisible()
+    assert not occ.time_cursor.isVisible()
     # hover: a real mouse move over slot 2 at 150 µs (token 9 lives there from 25 µs on)
     vb = occ.plot.getPlotItem().getViewBox()
     qtbot.mouseMove(occ.plot.viewport(), occ.plot.mapFromScene(vb.mapViewToScene(QPointF(150, 2))))
@@ -335,6 +354,38 @@ def test_rope_bound_envelope_starts_at_one_and_never_rises(qtbot, results):
     assert v.plot.getPlotItem().getAxis("left").logMode
     v.set_result(results["ladder_seed"])  # a modeled ladder: the seed's stated assumption
     assert "seed 000" in v.caption.text()
+
+
+# --- timeline --------------------------------------------------------------------------------
+
+def test_timeline_grid_and_spans_follow_the_range(qtbot, results):
+    """The grid blended as one tiled row of pixels is pixel for pixel pyqtgraph's own lines, and
+    the span rectangles kept between repaints are rebuilt when the range changes."""
+    def grab(x_range, stock_axis=False):
+        tl = TimelineView()
+        qtbot.addWidget(tl)
+        if stock_axis:
+            tl.plot.getPlotItem().setAxisItems({"bottom": pg.AxisItem("bottom")})
+        tl.resize(1003, 517)
+        tl.show()
+        tl.set_result(results["engram_qwen3_32b_rdma"])
+        tl.plot.getPlotItem().setXRange(*x_range, padding=0)
+        img = tl.plot.grab().toImage()
+        return tl, img.copy(1, 1, img.width() - 2, img.height() - 2)  # the frame's edge is undefined
+
+    def drawn_is_current(tl):
+        vb = tl.plot.getPlotItem().getViewBox()
+        (lo, hi), _ = vb.viewRange()
+        return all(layer.drawn == len(layer.visible_rects(lo, hi, (hi - lo) / vb.width())) for layer in tl.layers)
+
+    for x_range in ((0, 15), (1.234, 1.9)):
+        tl, img = grab(x_range)
+        assert tl.plot.getPlotItem().getAxis("bottom")._tile is not None  # the tiled row was used
+        assert img == grab(x_range, stock_axis=True)[1]
+        assert drawn_is_current(tl)
+    tl.plot.getPlotItem().setXRange(3.5, 3.7, padding=0)  # same view, new range
+    tl.plot.grab()
+    assert drawn_is_current(tl)
 
 
 # --- screenshots ------------------------------------------------------------------------------

@@ -48,10 +48,23 @@ def _rgba(hex_colour: str) -> tuple[int, int, int, int]:
 LUT = np.array([_rgba(EMPTY_COLOUR)] + [_rgba(c) for c in ITEM_COLOURS], dtype=np.uint8)
 
 
+# The LUT's rows as single uint32s, so one gather colours a whole grid.
+_LUT32 = LUT.view(np.uint32).ravel()
+
+
 def item_colour_index(items: np.ndarray) -> np.ndarray:
     """LUT row of each item id (EMPTY -> 0)."""
     items = np.asarray(items, dtype=np.int64)
-    return np.where(items == EMPTY, 0, 1 + np.mod(items, len(ITEM_COLOURS))).astype(np.intp)
+    n = len(ITEM_COLOURS)
+    # 1 + (items mod n), EMPTY -> 0; floor division by a constant is ~5x faster than np.mod
+    idx = items - items // n * n + 1
+    idx *= items != EMPTY
+    return idx.astype(np.intp, copy=False)
+
+
+def item_rgba(items: np.ndarray) -> np.ndarray:
+    """(…, 4) uint8 RGBA of each item id; the same as LUT[item_colour_index(items)], faster."""
+    return _LUT32.take(item_colour_index(items)).view(np.uint8).reshape(*np.shape(items), 4)
 
 
 def item_colour(item: int) -> str:
@@ -75,25 +88,51 @@ class OccupancyGrid:
         return (self.t1 - self.t0) / self.items.shape[1]
 
 
+def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """np.lexsort(keys) for integer keys (the last one primary). When the keys and the row
+    index fit in one int64 they are packed and sorted once: the index makes every key unique,
+    so a plain (SIMD) sort gives the stable order, about 10x faster than lexsort on 1M rows."""
+    n = len(keys[0])
+    if not n:
+        return np.zeros(0, dtype=np.intp)
+    shift = (n - 1).bit_length()
+    packed = np.arange(n, dtype=np.int64)
+    for k in keys:  # least significant first, each above the ones before
+        lo, hi = int(k.min()), int(k.max())
+        bits = (hi - lo).bit_length()
+        if shift + bits > 63:
+            return np.lexsort(keys)
+        if bits:
+            part = k.astype(np.int64)
+            part -= lo
+            part <<= shift
+            packed |= part
+        shift += bits
+    packed.sort()
+    packed &= (1 << (n - 1).bit_length()) - 1
+    return packed
+
+
 def _paint(n: int, lo: np.ndarray, hi: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Flat array of n cells; each cell gets the value of an interval [lo, hi) covering it
-    (the one reaching furthest, if several do), EMPTY if none. Vectorised: O(n + k log k)."""
-    out = np.full(n, EMPTY, dtype=np.int64)
+    (the one reaching furthest; if tied, the last to start, then the last given), EMPTY if
+    none. Vectorised: one sort of the intervals, then one run-length fill of the cells."""
     if not len(lo):
-        return out
-    order = np.argsort(lo, kind="stable")
-    lo, hi, values = lo[order], hi[order], values[order]
-    ids = np.arange(len(lo))
-    started = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(started, lo, ids)              # last interval starting at each cell
-    started = np.maximum.accumulate(started)     # … at or before each cell
-    reach = np.maximum.accumulate(hi)
-    best = np.maximum.accumulate(np.where(hi == reach, ids, 0))  # furthest-reaching so far
-    cells = np.flatnonzero(started >= 0)
-    cand = best[started[cells]]
-    hit = hi[cand] > cells
-    out[cells[hit]] = values[cand[hit]]
-    return out
+        return np.full(n, EMPTY, dtype=np.int64)
+    if (lo[1:] < lo[:-1]).any():  # (already in order for one slot per row, sorted by start)
+        order = _lexsort((lo,))
+        lo, hi, values = lo[order], hi[order], values[order]
+    # Leaders: intervals reaching at least as far as every one started before them. From a
+    # leader's start to the next leader's, the cells show that leader while it lasts.
+    lead = np.flatnonzero(hi == np.maximum.accumulate(hi))
+    lo, hi, values = lo[lead], hi[lead], values[lead]
+    seg = np.append(lo[1:], n) - lo
+    shown = np.clip(hi - lo, 0, seg)
+    vals = np.full(2 * len(lo) + 1, EMPTY, dtype=np.int64)  # empty, then (leader, empty) pairs
+    vals[1::2] = values
+    lens = np.empty(2 * len(lo) + 1, dtype=np.int64)
+    lens[0], lens[1::2], lens[2::2] = lo[0], shown, seg - shown
+    return np.repeat(vals, lens)
 
 
 def occupancy_grid(residency: np.ndarray, n_slots: int, t0: float, t1: float,
@@ -111,9 +150,10 @@ def occupancy_grid(residency: np.ndarray, n_slots: int, t0: float, t1: float,
     slot = residency["slot"]
     s = residency["start"].astype(np.float64)
     e = residency["end"].astype(np.float64)
+    item = residency["item"].astype(np.int64)
     keep = (e >= t0) & (s <= t1) & (slot >= 0) & (slot < n_slots)
-    slot, s, e = slot[keep], s[keep], e[keep]
-    item = residency["item"][keep].astype(np.int64)
+    if not keep.all():  # (a full-range build keeps all: skip the copies)
+        slot, s, e, item = slot[keep], s[keep], e[keep], item[keep]
     base = (slot // block).astype(np.int64) * cols
     a, b = (s - t0) / w, (e - t0) / w  # record edges in bin units
 
@@ -121,27 +161,30 @@ def occupancy_grid(residency: np.ndarray, n_slots: int, t0: float, t1: float,
     k0 = np.clip(np.ceil(a), 0, cols).astype(np.int64)
     k1 = np.clip(np.floor(b), 0, cols).astype(np.int64)
     full = k1 > k0
-    grid = _paint(rows * cols, base[full] + k0[full], base[full] + k1[full], item[full])
+    if full.all():  # (usual for a coarse grid: skip the copies)
+        grid = _paint(rows * cols, base + k0, base + k1, item)
+    else:
+        grid = _paint(rows * cols, base[full] + k0[full], base[full] + k1[full], item[full])
 
     # The (at most two) bins a record covers in part: the longest resident wins the cell.
+    # Only cells no record covers in full are still open (a full cover always beats a part).
     ka = np.clip(np.floor(a), 0, cols - 1).astype(np.int64)
     kb = np.clip(np.floor(b), 0, cols - 1).astype(np.int64)
-    two = kb != ka
-    k = np.concatenate([ka, kb[two]])
-    aa, bb = np.concatenate([a, a[two]]), np.concatenate([b, b[two]])
-    ov = np.minimum(bb, k + 1) - np.maximum(aa, k)
-    cell = np.concatenate([base, base[two]]) + k
-    it = np.concatenate([item, item[two]])
-    # a bin a record merely touches with its end does not count; a zero-length record still
-    # shows in its bin when nothing else is there
-    zero = np.concatenate([b == a, (b == a)[two]])
-    ok = (ov > 0) | zero
-    cell, ov, it = cell[ok], ov[ok], it[ok]
-    if len(cell):
+    parts = []
+    for k, other in ((ka, True), (kb, kb != ka)):  # each record's first bin, then its last
+        cell = base + k
+        ov = np.minimum(b, k + 1) - np.maximum(a, k)
+        # a bin a record merely touches with its end does not count; a zero-length record
+        # still shows in its bin when nothing else is there
+        idx = np.flatnonzero(other & ((ov > 0) | (b == a)) & (grid[cell] == EMPTY))
+        parts.append((cell[idx], ov[idx], item[idx]))
+    if any(len(cell) for cell, _, _ in parts):
         best = np.full(rows * cols, -1.0)
-        np.maximum.at(best, cell, ov)
-        win = (ov == best[cell]) & (grid[cell] == EMPTY)  # a full cover always beats a part
-        grid[cell[win]] = it[win]
+        for cell, ov, _ in parts:
+            np.maximum.at(best, cell, ov)
+        for cell, ov, it in parts:  # last bins after first ones: on a tie the later one wins
+            win = ov == best[cell]
+            grid[cell[win]] = it[win]
     return OccupancyGrid(grid.reshape(rows, cols), t0, t1, block, n_slots)
 
 
@@ -211,11 +254,11 @@ class OccupancyView(QWidget):
         pi.addItem(self.separators, ignoreBounds=True)
         self.labels = _ItemLabels()
         pi.addItem(self.labels)
-        self.cursor = pg.InfiniteLine(angle=90, movable=False,
+        self.time_cursor = pg.InfiniteLine(angle=90, movable=False,
                                       pen=pg.mkPen("#333333", width=1, style=Qt.DashLine))
-        self.cursor.setZValue(20)
-        self.cursor.hide()
-        pi.addItem(self.cursor, ignoreBounds=True)
+        self.time_cursor.setZValue(20)
+        self.time_cursor.hide()
+        pi.addItem(self.time_cursor, ignoreBounds=True)
         self.caption = caption_label()
         self.info = info_label()
         self.stack = NoteStack(stack_vertically(self.caption, self.plot, self.info, stretch=self.plot))
@@ -252,8 +295,8 @@ class OccupancyView(QWidget):
         self._t_end = max(int(tr.t_end), 1)
         self.unit, self.scale = time_unit(self._t_end)
         self._n_slots = int(max(tr.slots, int(res["slot"].max()) + 1))
-        order = np.lexsort((res["start"], res["slot"]))
-        self._res = res[order]
+        order = _lexsort((res["start"], res["slot"]))
+        self._res = np.take(res, order)  # (take: ~5x faster than res[order] on records)
         self._slot_bounds = np.searchsorted(self._res["slot"], np.arange(self._n_slots + 1))
         pi = self.plot.getPlotItem()
         pi.setLabel("bottom", f"time ({self.unit})")
@@ -289,10 +332,10 @@ class OccupancyView(QWidget):
     def set_cursor(self, x: float | None) -> None:
         """Vertical time cursor at x (display units, as on the timeline); None hides it."""
         if x is None:
-            self.cursor.hide()
+            self.time_cursor.hide()
             return
-        self.cursor.setValue(float(x))
-        self.cursor.show()
+        self.time_cursor.setValue(float(x))
+        self.time_cursor.show()
 
     def describe(self, x: float, y: float) -> str:
         """Hover text for a point (x in display units, y in slots)."""
@@ -322,8 +365,7 @@ class OccupancyView(QWidget):
     def _build(self, t0: float, t1: float) -> None:
         g = occupancy_grid(self._res, self._n_slots, t0, t1)
         self.grid = g
-        rgba = LUT[item_colour_index(g.items)]
-        self.image.setImage(rgba, autoLevels=False)
+        self.image.setImage(item_rgba(g.items), autoLevels=False)
         rows, _ = g.shape
         self.image.setRect(QRectF(g.t0 / self.scale, -0.5, (g.t1 - g.t0) / self.scale, rows * g.block))
 
