@@ -504,3 +504,34 @@ def test_ssd_read_priority_deterministic():
     # A small DRAM so the SSD queue is busy; the re-timed queue must be reproducible.
     a, b = (simulate(small(store__ssd_read_priority=True, hardware__dram_gb=4)) for _ in range(2))
     assert a.trace.fingerprint() == b.trace.fingerprint() and a.metrics_dict() == b.metrics_dict()
+
+
+def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
+    # DRAM holds two one-turn sessions; jobs decode for 0.56 s; the SSD reads and writes 1 GB/s.
+    # A1 B1 C1 (C1's end demotes A, least recent) then D1 at 3.0 s and A2 at 3.1 s: A2 waits
+    # behind D1, so scheduler-aware prefetches A at 3.1 s, evicting B. A's DRAM space is taken
+    # at 3.1 s, not when its data lands behind B's eviction write: the occupancy view must show
+    # the slot taken from 3.1 s, as the DRAM counter does.
+    from kvviz.mechanisms.attention_store import workload_of
+    from kvviz.mechanisms.attention_store.serving import Prepared, Run
+    p = tmp_path / "pf.csv"
+    rows = [("A", 1, 0), ("B", 1, 1), ("C", 1, 2), ("D", 1, 3.0), ("A", 2, 3.1)]
+    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n" +
+                 "".join(f"{c},{k},{t},200,56\n" for c, k, t in rows))
+    data = json.loads(json.dumps(SSD_WORLD))
+    data.update(policies=["scheduler_aware"], trace_policy="scheduler_aware", workload={"trace_file": str(p)})
+    data["model"]["decode_us_per_token"] = 10_000.0
+    data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1)
+    sc = parse_scenario(data)
+    run = Run(sc, Prepared(sc, workload_of(sc)), "scheduler_aware", "decoupled", record=True).run()
+    tr = run.tb.build()
+    pf = tr.spans_of("SSD · prefetch + demand reads")
+    pf = pf[pf["ref"] == A]
+    # B's 256 MB write goes first (3.1–3.356 s), then A's read (3.356–3.612 s)
+    assert len(pf) == 1 and (int(pf["start"][0]), int(pf["end"][0])) == (3_356_000_000, 3_612_000_000)
+    # D1 ends before that (3.0 s + 0.2 ms prefill + 0.56 s decode): A2 (row 1) starts with its
+    # prefetch in flight, an SSD hit, and the reservation ends there
+    assert run.outcome[1] == 3 and run.start[1] == 3_000_000_000 + 200_000 + 560_000_000
+    res = tr.residency[tr.residency["item"] == A]
+    second = res[res["start"] > 1_000_000_000]
+    assert (int(second["start"][0]), int(second["end"][0])) == (3_100_000_000, run.start[1])

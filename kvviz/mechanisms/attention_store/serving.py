@@ -19,6 +19,8 @@ Job life, for turn j of conversation c arriving at a(j):
   unsaved; if more is left, the GPU waits until it fits (a "stall" span).
 - At the end the session's whole KV is in DRAM (the policy evicts to make room: DRAM victims
   are written to SSD, SSD victims are dropped), and the next turn arrives a think time later.
+- A prefetch takes its DRAM space when it is issued: the trace's residency (the occupancy view)
+  and the DRAM counter both count it from then, not from when its data lands.
 
 SSD copies (`store.ssd_inclusive`):
 - inclusive (default): a session's KV written to SSD stays valid there. Reading it back
@@ -391,9 +393,9 @@ class Run:
         w = self.where[c]
         if w == DRAM or w == PREFETCHING:
             self.dram_used -= self.size[c]
+            self._gone(c)
             if w == DRAM:
                 self.policy.on_remove(DRAM, c)
-                self._gone(c)
 
     def _drop_ssd(self, c: int):
         """Free c's SSD copy; if that was its only copy, the session is gone from the store."""
@@ -505,6 +507,7 @@ class Run:
                     self._drop_ssd(c)
                 where[c] = PREFETCHING
                 self.dram_used += size
+                self._resident(c)  # its DRAM space is taken from now, not from when the data lands
                 self.pf_seq[c] += 1
                 s0, s1 = self._ssd_io(size, self.ssd_r, P_PREFETCH, c, self.pf_seq[c])
                 self.ssd_read_bytes += size
@@ -520,7 +523,6 @@ class Run:
         if self.where[c] == PREFETCHING and self.pf_seq[c] == seq:
             self.where[c] = DRAM
             self.policy.on_insert(DRAM, c)
-            self._resident(c)
             if self.tb is not None:
                 self.tb.instant(self.l_ssd_read, self.loop.now, "land", c)
 
