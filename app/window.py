@@ -267,7 +267,9 @@ class MainWindow(QMainWindow):
         self.metrics.set_result(result)
         if result.scenario.kind != self._metrics_kind:
             self._metrics_kind = result.scenario.kind
-            want = min(self.metrics.wanted_width(), int(self.width() * 0.35))
+            # never so wide that the centre can no longer show every tab's name
+            room = self.width() - self.width_of_left_docks() - self.tabs.tabBar().sizeHint().width() - 24
+            want = min(self.metrics.wanted_width(), int(self.width() * 0.35), room)
             if want > self.metrics_dock.width():
                 self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
@@ -278,6 +280,10 @@ class MainWindow(QMainWindow):
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"simulated in {self.runner.last_seconds * 1000:.0f} ms")
         self.result_ready.emit(result)
+
+    def width_of_left_docks(self) -> int:
+        return max((d.width() for d in self.findChildren(QDockWidget)
+                    if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea and d.isVisible()), default=0)
 
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""
