@@ -25,8 +25,8 @@ def _parse(argv):
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
     p.add_argument("--view", default="timeline",
-                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "rope", "compare", "sweep",
-                            "replay"])
+                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "policies", "rope", "compare",
+                            "sweep", "replay"])
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="edit a field after opening (with --view compare: the file is A, the edits B)")
     p.add_argument("--sweep", action="append", default=[], metavar="PATH=VALUES",
@@ -145,7 +145,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
                 print(f"error: {win.replay.status.text().lstrip('⚠ ')}", file=sys.stderr)
                 win.close()
                 return BAD_INPUT
-        win.show_view({"metrics": "timeline", "rope": "rope bound"}.get(view, view))
+        win.show_view({"metrics": "timeline", "rope": "rope bound", "policies": "ladder"}.get(view, view))
         for _ in range(3):
             app.processEvents()
         Path(out).parent.mkdir(parents=True, exist_ok=True)

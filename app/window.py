@@ -21,6 +21,7 @@ from .sweep_view import SweepView
 from .timeline import TimelineView
 from .views.counters import CountersView
 from .views.ladder import LadderView
+from .views.policies import BarsTab, PoliciesView
 from .views.occupancy import OccupancyView
 from .views.rope_bound import RopeBoundView
 from .worker import SimulationRunner
@@ -47,8 +48,9 @@ class MainWindow(QMainWindow):
 
         self.timeline, self.occupancy, self.counters = TimelineView(), OccupancyView(), CountersView()
         self.ladder, self.rope_bound = LadderView(), RopeBoundView()
+        self.bars = BarsTab(self.ladder, PoliciesView())  # the ladder, or the policy comparison
         self.compare, self.sweep, self.replay = CompareView(), SweepView(), ReplayView()
-        self.views = dict(zip(TABS, (self.timeline, self.occupancy, self.counters, self.ladder,
+        self.views = dict(zip(TABS, (self.timeline, self.occupancy, self.counters, self.bars,
                                      self.rope_bound, self.compare, self.sweep, self.replay)))
         self.tabs = QTabWidget()
         for name, view in self.views.items():
@@ -273,6 +275,7 @@ class MainWindow(QMainWindow):
             if want > self.metrics_dock.width():
                 self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
+        self.tabs.setTabText(TABS.index("ladder"), BarsTab.title_for(result))
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict())
         self._refresh_visible()

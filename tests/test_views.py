@@ -16,7 +16,7 @@ from kvviz.result import Result  # noqa: E402
 from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
 
 from app.timeline import TimelineView  # noqa: E402
-from app.views import CountersView, LadderView, OccupancyView, RopeBoundView  # noqa: E402
+from app.views import BarsTab, CountersView, LadderView, OccupancyView, PoliciesView, RopeBoundView  # noqa: E402
 from app.views.counters import step_xy  # noqa: E402
 from app.views.ladder import PCT_COL  # noqa: E402
 from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index,  # noqa: E402
@@ -25,7 +25,7 @@ from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_
 from .conftest import SCENARIOS  # noqa: E402
 
 BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.toml"))
-VIEWS = (OccupancyView, CountersView, LadderView, RopeBoundView)
+VIEWS = (OccupancyView, CountersView, LadderView, PoliciesView, RopeBoundView)
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +263,41 @@ def test_counters_split_a_unit_when_scales_differ():
     assert unit_groups(names, units, [10e12, 1e12, 5, 2e12]) == [("B", [0, 1, 3]), ("jobs", [2])]
     assert unit_groups(names, units) == [("B", [0, 1, 3]), ("jobs", [2])]  # no peaks: by unit only
     assert unit_groups(names, units, [10e12, 0, 1, 0]) == [("B", [0, 1, 3]), ("jobs", [2])]  # all-zero: anywhere
+
+
+# --- policies --------------------------------------------------------------------------------
+
+def test_policy_rows_split_hits_by_tier():
+    from app.views.policies import policy_rows
+    rows = policy_rows({"recompute": {"hit_rate": 0.0, "dram_hit_share": None, "mean_prefill_ms": 157.0},
+                        "lru": {"hit_rate": 0.8, "dram_hit_share": 0.25, "mean_prefill_ms": 176.0,
+                                "prefill_speedup_vs_recompute": 0.89},
+                        "broken": {"jobs": 3}})  # no hit rate: not a policy row
+    assert [r["name"] for r in rows] == ["recompute", "lru"]
+    assert rows[0]["dram"] == rows[0]["ssd"] == 0.0
+    assert rows[1]["dram"] == pytest.approx(0.2) and rows[1]["ssd"] == pytest.approx(0.6)
+
+
+def test_policies_view_and_bars_tab(qtbot, results):
+    r = results["attention_store_sharegpt"]
+    pol = r.metrics["policies"]
+    v = shown(qtbot, PoliciesView, r)
+    assert not v.stack.showing_note and [row["name"] for row in v.rows] == list(pol)
+    sched = next(row for row in v.rows if row["name"] == "scheduler_aware")
+    assert sched["dram"] + sched["ssd"] == pytest.approx(pol["scheduler_aware"]["hit_rate"])
+    assert sched["dram"] == pytest.approx(pol["scheduler_aware"]["hit_rate"] * pol["scheduler_aware"]["dram_hit_share"])
+    bars = [i for i in v.time_plot.items if type(i).__name__ == "BarGraphItem"]
+    assert len(bars) == len(v.rows)  # one prefill bar per policy
+    # the tab shows the ladder for ladder runs, the policies for policy comparisons
+    assert BarsTab.title_for(r) == "Policies" and BarsTab.title_for(results["ladder_seed"]) == "Ladder"
+    tab = BarsTab(LadderView(), PoliciesView())
+    qtbot.addWidget(tab)
+    tab.set_result(results["ladder_seed"])
+    assert tab.currentWidget() is tab.ladder
+    tab.set_result(r)
+    assert tab.currentWidget() is tab.policies
+    v.set_result(results["rope_prefetch_16"])
+    assert v.stack.showing_note and "no placement policies" in v.stack.note.text()
 
 
 # --- ladder ----------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""Policies view: a placement-policy comparison (metrics.policies, as AttentionStore reports it)
+as two bar charts on the identical workload — the hit rate split by the tier that served the
+hit, and the prefill time per job against the recompute baseline (the paper's TTFT measure).
+It reads only the Result's metrics."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QStackedWidget, QWidget
+
+from kvviz.palette import span_color
+from kvviz.result import Result
+
+from ._common import TEXT, NoteStack, caption_label, stack_vertically, style_plot
+
+DRAM_COLOUR = span_color("load")   # served from DRAM: loaded layer by layer over PCIe
+SSD_COLOUR = span_color("fetch")   # served from SSD
+PREFILL_COLOUR = span_color("prefill")
+BASELINE_COLOUR = "#9A9A9A"
+
+
+def policy_rows(policies: dict) -> list[dict]:
+    """One row per policy that reports a hit rate: its DRAM and SSD parts of the hit rate and
+    its prefill time per job, in the scenario's order."""
+    rows = []
+    for name, m in policies.items():
+        if not isinstance(m, dict) or m.get("hit_rate") is None:
+            continue
+        hit = float(m["hit_rate"])
+        dram = hit * float(m.get("dram_hit_share") or 0.0)
+        rows.append({"name": name, "hit": hit, "dram": dram, "ssd": hit - dram,
+                     "prefill_ms": m.get("mean_prefill_ms"), "speedup": m.get("prefill_speedup_vs_recompute")})
+    return rows
+
+
+class _NameAxis(pg.AxisItem):
+    """Left axis naming each bar row."""
+
+    def __init__(self):
+        super().__init__("left")
+        self.names: list[str] = []
+
+    def tickValues(self, minVal, maxVal, size):
+        return [(1.0, list(range(len(self.names))))]
+
+    def tickStrings(self, values, scale, spacing):
+        return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
+
+
+class PoliciesView(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.caption = caption_label()
+        self.charts = pg.GraphicsLayoutWidget()
+        self.charts.setBackground("w")
+        self.hit_axis, self.time_axis = _NameAxis(), _NameAxis()
+        self.hit_plot = self.charts.addPlot(row=0, col=0, axisItems={"left": self.hit_axis})
+        self.time_plot = self.charts.addPlot(row=1, col=0, axisItems={"left": self.time_axis})
+        style_plot(self.hit_plot, bottom="hit rate (turns with history): DRAM part + SSD part", grid=(True, False))
+        style_plot(self.time_plot, bottom="prefill per job (ms): start to first token, no queueing",
+                   grid=(True, False))
+        for pi in (self.hit_plot, self.time_plot):
+            pi.setMouseEnabled(x=False, y=False)
+            pi.getViewBox().invertY(True)  # first policy on top, as listed
+            pi.getAxis("left").setWidth(120)
+        self.stack = NoteStack(stack_vertically(self.caption, self.charts, stretch=self.charts))
+        stack_vertically(self.stack, stretch=self.stack, into=self)
+        self.rows: list[dict] = []
+
+    def set_result(self, result: Result) -> None:
+        policies = result.metrics_dict().get("policies")
+        self.rows = policy_rows(policies) if isinstance(policies, dict) else []
+        if not self.rows:
+            self.stack.show_note("This run compares no placement policies\n(the policies view shows "
+                                 "metrics.policies, as attention_store reports it).")
+            return
+        self.stack.show_content()
+        self.caption.setText(f"<b>Policies</b> · {len(self.rows)} on the identical workload · "
+                             f"<span style='color:{DRAM_COLOUR}'>■</span> DRAM hits "
+                             f"<span style='color:{SSD_COLOUR}'>■</span> SSD hits · "
+                             f"<span style='color:{BASELINE_COLOUR}'>■</span> recompute baseline")
+        self._draw_hits()
+        self._draw_times()
+
+    def _bars(self, pi, starts, widths, colour):
+        y = list(range(len(self.rows)))
+        pi.addItem(pg.BarGraphItem(x0=starts, y=y, height=0.62, width=widths,
+                                   brush=pg.mkBrush(colour), pen=pg.mkPen("#ffffff", width=1)))
+
+    def _label(self, pi, x, i, text):
+        t = pg.TextItem(text, color=TEXT, anchor=(0, 0.5))
+        t.setPos(x, i)
+        pi.addItem(t)
+
+    def _draw_hits(self):
+        pi, rows = self.hit_plot, self.rows
+        pi.clear()
+        self.hit_axis.names = [r["name"] for r in rows]
+        self._bars(pi, [0.0] * len(rows), [r["dram"] for r in rows], DRAM_COLOUR)
+        self._bars(pi, [r["dram"] for r in rows], [r["ssd"] for r in rows], SSD_COLOUR)
+        for i, r in enumerate(rows):
+            share = f" · {r['dram'] / r['hit']:.0%} from DRAM" if r["hit"] > 0 else ""
+            self._label(pi, r["hit"] + 0.01, i, f"{r['hit']:.0%}{share}")
+        pi.setXRange(0, 1.45, padding=0)  # room for the labels right of a full bar
+        pi.getAxis("bottom").setTicks([[(k / 4, f"{k * 25}%") for k in range(5)]])  # a rate: 0..100% only
+        pi.setYRange(-0.6, len(rows) - 0.4, padding=0)
+
+    def _draw_times(self):
+        pi, rows = self.time_plot, self.rows
+        pi.clear()
+        self.time_axis.names = [r["name"] for r in rows]
+        times = [float(r["prefill_ms"] or 0.0) for r in rows]
+        for i, (r, ms) in enumerate(zip(rows, times)):
+            colour = BASELINE_COLOUR if r["name"] == "recompute" else PREFILL_COLOUR
+            pi.addItem(pg.BarGraphItem(x0=[0.0], y=[i], height=0.62, width=[ms], brush=pg.mkBrush(colour),
+                                       pen=pg.mkPen("#ffffff", width=1)))
+            speed = r["speedup"]
+            note = "" if r["name"] == "recompute" or speed is None else f" · {speed:.2f}× vs recompute"
+            self._label(pi, ms, i, f" {ms:.4g} ms{note}")
+        top = max(times, default=1.0) or 1.0
+        pi.setXRange(0, top * 2.0, padding=0)  # room for "175.8 ms · 0.89× vs recompute"
+        pi.setYRange(-0.6, len(rows) - 0.4, padding=0)
+
+
+class BarsTab(QStackedWidget):
+    """One tab for a kind's bar chart: the hit-rate ladder, or the policy comparison when the
+    run compares placement policies (the other kinds see the ladder's note)."""
+
+    def __init__(self, ladder: QWidget, policies: PoliciesView):
+        super().__init__()
+        self.ladder, self.policies = ladder, policies
+        self.addWidget(ladder)
+        self.addWidget(policies)
+
+    @staticmethod
+    def title_for(result: Result) -> str:
+        policies = result.metrics_dict().get("policies")
+        return "Policies" if isinstance(policies, dict) and policy_rows(policies) else "Ladder"
+
+    def set_result(self, result: Result) -> None:
+        view = self.policies if self.title_for(result) == "Policies" else self.ladder
+        self.setCurrentWidget(view)
+        view.set_result(result)
