@@ -39,3 +39,37 @@ def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int,
             out.append(str(p))
         return out
     raise ValueError(f"unknown export format {fmt!r}")
+
+
+def render_widget(widget, fmt: str, scale: int = 2) -> bytes:
+    """A widget as drawn, as PNG bytes (`scale` × its pixels, on white) or SVG bytes (QtSvg:
+    the plots' paths and text stay vectors)."""
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint
+    from PySide6.QtGui import QColor, QImage, QPainter
+    from PySide6.QtSvg import QSvgGenerator
+
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.WriteOnly)
+    size = widget.size()
+    if fmt == "png":
+        img = QImage(size * scale, QImage.Format_ARGB32)
+        img.setDevicePixelRatio(scale)
+        img.fill(QColor("white"))
+        p = QPainter(img)
+        widget.render(p, QPoint(0, 0))
+        p.end()
+        if not img.save(buf, "PNG"):
+            raise ValueError("could not encode the PNG")
+    elif fmt == "svg":
+        gen = QSvgGenerator()
+        gen.setOutputDevice(buf)
+        gen.setSize(size)
+        gen.setViewBox(widget.rect())
+        gen.setTitle("kvviz view")
+        p = QPainter(gen)
+        widget.render(p, QPoint(0, 0))
+        p.end()
+    else:
+        raise ValueError(f"unknown view format {fmt!r} (png or svg)")
+    return bytes(data)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMai
 from kvviz import ScenarioError
 from kvviz.registry import mechanisms
 from kvviz.cli import bundled_scenarios
+from kvviz.io import atomic_write
 
 from .compare import CompareView
 from .metrics import MetricsView
@@ -128,6 +129,9 @@ class MainWindow(QMainWindow):
         ex.addSeparator()
         for fmt, label in (("perfetto", "Perfetto trace JSON…"), ("csv", "Trace as CSV…"), ("json", "Metrics as JSON…")):
             ex.addAction(label, lambda f=fmt: self.export_dialog(f))
+        ex.addSeparator()
+        for fmt in ("png", "svg"):  # any tab as drawn: ladder, policies, counters, replay curves
+            ex.addAction(f"Current View as {fmt.upper()}…", lambda f=fmt: self.export_view_dialog(f))
         m.addSeparator()
         m.addAction("&Quit", QKeySequence.Quit, self.close)
         v = self.menuBar().addMenu("&View")
@@ -336,6 +340,25 @@ class MainWindow(QMainWindow):
             self._fail(f"export failed: {e}")
             return
         self._say("wrote " + ", ".join(written))
+
+    def export_view_dialog(self, fmt: str):
+        name = TABS[self.tabs.currentIndex()].replace(" ", "_")
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}", f"{stem}_{name}.{fmt}",
+                                              f"*.{fmt}")
+        if path:
+            self.export_view(fmt, path)
+
+    def export_view(self, fmt: str, path: str):
+        """The current tab as drawn: PNG at twice the screen's pixels (for print), or SVG with
+        the plots' lines and text as vectors."""
+        from .exporting import render_widget
+        try:
+            atomic_write(path, render_widget(self.tabs.currentWidget(), fmt))
+        except (OSError, ValueError) as e:
+            self._fail(f"export failed: {e}")
+            return
+        self._say(f"wrote {path}")
 
     # --- settings and closing -----------------------------------------------------------
     def _restore(self):

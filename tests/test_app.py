@@ -93,6 +93,21 @@ def test_bad_file_shows_message_not_traceback(window, tmp_path):
     assert "cache.slots" in window.status.text()
 
 
+def test_export_current_view_png_and_svg(window, tmp_path):
+    from PySide6.QtGui import QImage
+    window.show_view("counters")
+    view = window.tabs.currentWidget()
+    window.export_view("png", str(tmp_path / "v.png"))
+    img = QImage(str(tmp_path / "v.png"))
+    assert (img.width(), img.height()) == (2 * view.width(), 2 * view.height())  # twice the pixels, for print
+    window.export_view("svg", str(tmp_path / "v.svg"))
+    svg = (tmp_path / "v.svg").read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg and "slots" in svg  # the axis label stays text
+    (tmp_path / "a_file").write_text("x")
+    window.export_view("svg", str(tmp_path / "a_file" / "v.svg"))  # its folder cannot exist
+    assert "export failed" in window.status.text() and (tmp_path / "a_file").read_text() == "x"
+
+
 def test_compare_shows_both_and_the_difference(window, qtbot):
     window.pin()
     old = window.result
