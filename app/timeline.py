@@ -217,6 +217,7 @@ class TimelineView(QWidget):
     """The Gantt timeline. `set_result` replaces what is shown; it never simulates."""
 
     hovered = Signal(str)
+    picked = Signal(str, int)  # a span was double-clicked: (its lane's name, its ref)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -230,11 +231,13 @@ class TimelineView(QWidget):
         self.info.setStyleSheet("color:#333; padding:2px 6px;")
         stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
         self.result: Result | None = None
+        self.pick_hint: tuple[str, str] | None = None  # (lane, what a double-click there does)
         self.layers: list[SpanLayer] = []
         self.time_cursor = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444", width=1, style=Qt.DashLine),
                                       label="{value:.2f}", labelOpts={"position": 0.97, "color": "#222",
                                                                      "fill": (255, 255, 255, 200)})
         self.plot.scene().sigMouseMoved.connect(self._on_move)
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the time unit (views that share an axis pass the
@@ -301,20 +304,35 @@ class TimelineView(QWidget):
         self.info.setText(text or " ")
         self.hovered.emit(text)
 
-    def describe(self, x: float, y: float) -> str:
-        """What is under the point (x in display units, y in lane rows): for hover text."""
+    def _on_click(self, ev):
+        if not ev.double() or self.result is None:
+            return
+        pt = hover_point(self.plot, ev.scenePos())
+        lane, span = self.span_at(pt.x(), pt.y()) if pt is not None else (None, None)
+        if span is not None:
+            self.picked.emit(lane, int(span["ref"]))
+
+    def span_at(self, x: float, y: float):
+        """(lane name or None, the span under the point or None); x in display units, y in rows."""
         tr = self.result.trace
         lane = int(round(y))
         if not 0 <= lane < len(tr.lanes) or abs(y - lane) > BAR / 2 + 0.1:
-            return f"t = {x:.3f} {self.unit}"
+            return None, None
         t = x * self.scale
         sp = tr.spans
         hit = sp[(sp["lane"] == lane) & (sp["start"] <= t) & (sp["end"] >= t)]
-        name = tr.lanes["name"][lane]
-        if not len(hit):
+        return str(tr.lanes["name"][lane]), (hit[-1] if len(hit) else None)
+
+    def describe(self, x: float, y: float) -> str:
+        """What is under the point (x in display units, y in lane rows): for hover text."""
+        tr = self.result.trace
+        name, s = self.span_at(x, y)
+        if name is None:
+            return f"t = {x:.3f} {self.unit}"
+        if s is None:
             return f"{name}   t = {x:.3f} {self.unit}"
-        s = hit[-1]
+        hint = f"   · double-click: {self.pick_hint[1]}" if self.pick_hint and name == self.pick_hint[0] else ""
         label = tr.label(int(s["label"]))
         return (f"{name}: {SPAN_KINDS[s['kind']]} {s['start'] / self.scale:.3f}–{s['end'] / self.scale:.3f} "
                 f"{self.unit} ({(s['end'] - s['start']) / self.scale:.3f} {self.unit})"
-                + (f" — {label}" if label else ""))
+                + (f" — {label}" if label else "") + hint)

@@ -60,6 +60,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self._stale: set[str] = set()  # views not yet showing the current result
         self.occupancy.link_x(self.timeline.plot)
+        self.timeline.picked.connect(self._picked)
         self.timeline.time_cursor.sigPositionChanged.connect(lambda line: self.occupancy.set_cursor(line.value()))
 
         self.panel = ParameterPanel()
@@ -271,6 +272,8 @@ class MainWindow(QMainWindow):
     def _show(self, result):
         self.result = result
         self.metrics.set_result(result)
+        pick = mechanisms()[result.scenario.kind].pick
+        self.timeline.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
         if result.scenario.kind != self._metrics_kind:
             self._metrics_kind = result.scenario.kind
             # never so wide that the centre can no longer show every tab's name
@@ -291,6 +294,15 @@ class MainWindow(QMainWindow):
     def width_of_left_docks(self) -> int:
         return max((d.width() for d in self.findChildren(QDockWidget)
                     if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea and d.isVisible()), default=0)
+
+    def _picked(self, lane: str, ref: int):
+        """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""
+        if self.result is None:
+            return
+        pick = mechanisms()[self.result.scenario.kind].pick
+        if pick is not None and lane == pick[0] and ref >= 0:
+            self.panel.set_value(pick[1], ref)
+            self._say(f"{pick[1]} = {ref}: re-running")
 
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""

@@ -21,6 +21,9 @@ class Mechanism:
     kind: str
     model: type
     simulate: Callable
+    # (lane name, field path, what it does): picking a span on that lane (a double-click in the
+    # app) sets the field to the span's ref, e.g. the AttentionStore turn whose layers are drawn
+    pick: tuple[str, str, str] | None = None
 
 
 @cache
@@ -28,7 +31,7 @@ def mechanisms() -> dict[str, Mechanism]:
     out = {}
     for kind, mod in _MODULES.items():
         m = importlib.import_module(f"kvviz.mechanisms.{mod}")
-        out[kind] = Mechanism(kind, m.MODEL, m.simulate)
+        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None))
     return out
 
 

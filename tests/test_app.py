@@ -108,6 +108,32 @@ def test_export_current_view_png_and_svg(window, tmp_path):
     assert "export failed" in window.status.text() and (tmp_path / "a_file").read_text() == "x"
 
 
+def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
+    # AttentionStore maps its GPU lane to serving.detail_job: picking a job's span re-runs with
+    # that turn's layers drawn; a span on another lane changes nothing.
+    f = tmp_path / "as.toml"
+    f.write_text('kind = "attention_store"\npolicies = ["recompute", "scheduler_aware"]\n'
+                 '[workload]\nconversations = 40\n[serving]\ncompare_truncation = false\n')
+    old = window.result
+    window.open(str(f))
+    _wait_new_result(qtbot, window, old)
+    tl = window.timeline
+    assert "double-click: draw this turn's layers" in tl.describe(*_middle_of_span(tl, "GPU · prefill + decode", 7))
+    old = window.result
+    tl.picked.emit("GPU · prefill + decode", 7)
+    _wait_new_result(qtbot, window, old)
+    assert window.panel.data()["serving"]["detail_job"] == 7 and window.result.metrics["detail"]["turn_row"] == 7
+    tl.picked.emit("SSD · eviction writes", 3)
+    assert window.panel.data()["serving"]["detail_job"] == 7
+
+
+def _middle_of_span(tl, lane_name, ref):
+    tr = tl.result.trace
+    lane = list(tr.lanes["name"]).index(lane_name)
+    sp = tr.spans[(tr.spans["lane"] == lane) & (tr.spans["ref"] == ref)][0]
+    return (sp["start"] + sp["end"]) / 2 / tl.scale, float(lane)
+
+
 def test_compare_shows_both_and_the_difference(window, qtbot):
     window.pin()
     old = window.result

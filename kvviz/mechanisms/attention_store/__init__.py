@@ -14,10 +14,12 @@ from pathlib import Path
 from ...errors import ScenarioError
 from ...result import Result
 from .model import AttentionStoreScenario
-from .serving import Prepared, Run, round_metrics
+from .serving import GPU_LANE, Prepared, Run, round_metrics
 from .workload import load_trace, synthetic
 
 MODEL = AttentionStoreScenario
+# A job's prefill and decode spans carry its turn row: picking one draws that turn's layers.
+PICK = (GPU_LANE, "serving.detail_job", "draw this turn's layers")
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000

@@ -50,6 +50,7 @@ from .policies.base import DRAM, NONE, PREFETCHING, SSD
 from .workload import Workload
 
 INF = 1 << 62
+GPU_LANE = "GPU · prefill + decode"  # its spans' ref is the job's turn row
 FIRST, MISS, HIT_DRAM, HIT_SSD = 0, 1, 2, 3  # job outcomes
 P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2       # SSD request priorities (store.ssd_read_priority)
 OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)", HIT_DRAM: "DRAM hit", HIT_SSD: "SSD hit"}
@@ -255,7 +256,7 @@ class Run:
     # --- trace -------------------------------------------------------------------------------
     def _lanes(self):
         tb, d = self.tb, self.detail
-        self.l_gpu = tb.lane("GPU · prefill + decode", "GPU")
+        self.l_gpu = tb.lane(GPU_LANE, "GPU")
         self.l_layers = tb.lane(f"GPU · layers of turn {d}", "GPU")
         self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
         self.l_layer_load = tb.lane(f"PCIe · layer loads of turn {d}", "PCIe")
