@@ -291,6 +291,20 @@ class TimelineView(QWidget):
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
 
+    def zoom_to(self, lane_name: str, ref: int, margin: float = 0.15) -> bool:
+        """Show the spans with this ref on this lane (e.g. one job), with a margin; False if none."""
+        tr = self.result.trace if self.result is not None else None
+        names = list(tr.lanes["name"]) if tr is not None else []
+        if lane_name not in names:
+            return False
+        sp = tr.spans[(tr.spans["lane"] == names.index(lane_name)) & (tr.spans["ref"] == ref)]
+        if not len(sp):
+            return False
+        lo, hi = sp["start"].min() / self.scale, sp["end"].max() / self.scale
+        pad = (hi - lo) * margin or 1.0
+        self.plot.getPlotItem().getViewBox().setXRange(lo - pad, hi + pad, padding=0)
+        return True
+
     def visible_range_ns(self) -> tuple[int, int]:
         """The time range on screen, in ns from the trace start (for 'export what I see')."""
         (lo, hi), _ = self.plot.getPlotItem().getViewBox().viewRange()

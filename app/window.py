@@ -68,6 +68,7 @@ class MainWindow(QMainWindow):
         self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
         self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
         self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
+        self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
@@ -286,6 +287,9 @@ class MainWindow(QMainWindow):
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict())
         self._refresh_visible()
+        if self._zoom_to is not None and "timeline" not in self._stale:
+            self.timeline.zoom_to(*self._zoom_to)  # the picked job, now drawn layer by layer
+        self._zoom_to = None
         tr = result.trace
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"simulated in {self.runner.last_seconds * 1000:.0f} ms")
@@ -301,6 +305,7 @@ class MainWindow(QMainWindow):
             return
         pick = mechanisms()[self.result.scenario.kind].pick
         if pick is not None and lane == pick[0] and ref >= 0:
+            self._zoom_to = (lane, ref)
             self.panel.set_value(pick[1], ref)
             self._say(f"{pick[1]} = {ref}: re-running")
 

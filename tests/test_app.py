@@ -123,6 +123,11 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     tl.picked.emit("GPU · prefill + decode", 7)
     _wait_new_result(qtbot, window, old)
     assert window.panel.data()["serving"]["detail_job"] == 7 and window.result.metrics["detail"]["turn_row"] == 7
+    tr = tl.result.trace
+    job = tr.spans[(tr.spans["ref"] == 7) & (tr.spans["lane"] == list(tr.lanes["name"]).index("GPU · prefill + decode"))]
+    lo, hi = tl.plot.getPlotItem().getViewBox().viewRange()[0]
+    assert lo * tl.scale < job["start"].min() and hi * tl.scale > job["end"].max()   # zoomed onto the job,
+    assert (hi - lo) * tl.scale < 2 * (job["end"].max() - job["start"].min()) + 1e6  # not the whole run
     tl.picked.emit("SSD · eviction writes", 3)
     assert window.panel.data()["serving"]["detail_job"] == 7
 
