@@ -64,16 +64,18 @@ class JobControls(QObject):
         self.status.setWordWrap(True)  # a long error must not widen the window
         self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.job: BackgroundJob | None = None
+        self.succeeded = False  # the last job finished with a result (not failed or cancelled)
 
     def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
         if self.job is not None:
             return
         job = BackgroundJob(work, what)
         job.progress.connect(self._on_progress)
+        job.done.connect(self._on_done)
         job.done.connect(on_done)
         job.failed.connect(lambda m: self.status.setText(f"⚠ {m}"))
         job.finished.connect(self._on_end)
-        self.job = job
+        self.job, self.succeeded = job, False
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
         self.progress.setVisible(True)
@@ -96,6 +98,9 @@ class JobControls(QObject):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         self.status.setText(f"{done}/{total} {self.unit}")
+
+    def _on_done(self, _result):
+        self.succeeded = True
 
     def _on_end(self):
         self.job = None

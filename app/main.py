@@ -123,28 +123,19 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
                 win.panel.set_value(field.strip(), parse_value(value.strip()))
             _wait(win.result_ready, lambda: win.result is not first)
         if view == "sweep":
-            win.show_view("sweep")
             win.sweep.configure([tuple(a) for a in axes], metric)
-            win.sweep.run()
-            _wait(win.sweep.stopped, lambda: win.sweep.job is None, 600_000)
-            if win.sweep.result is None:  # e.g. an unknown metric: say why, exit 2
-                print(f"error: {win.sweep.status.text().lstrip('⚠ ')}", file=sys.stderr)
-                win.close()
-                return BAD_INPUT
-        if win.result is None:
-            print(f"error: {win.status.text()}", file=sys.stderr)
+        elif view == "replay" and replay:
+            win.replay.path.setText(replay)
+        tab = {"sweep": win.sweep, "replay": win.replay}.get(view)
+        if tab is not None:  # a background job: run it, and wait
+            win.show_view(view)
+            tab.run()
+            _wait(tab.stopped, lambda: tab.job is None, 600_000)
+        if win.result is None or (tab is not None and not tab.jobs.succeeded):  # e.g. a bad metric or trace
+            failed = win.status if win.result is None else tab.status
+            print(f"error: {failed.text().lstrip('⚠ ')}", file=sys.stderr)
             win.close()
             return BAD_INPUT
-        if view == "replay":
-            if replay:
-                win.replay.path.setText(replay)
-            win.show_view("replay")
-            win.replay.run()
-            _wait(win.replay.stopped, lambda: win.replay.job is None, 600_000)
-            if not win.replay.results:  # e.g. a bad trace: say why, exit 2
-                print(f"error: {win.replay.status.text().lstrip('⚠ ')}", file=sys.stderr)
-                win.close()
-                return BAD_INPUT
         win.show_view({"metrics": "timeline", "rope": "rope bound", "policies": "ladder"}.get(view, view))
         for _ in range(3):
             app.processEvents()

@@ -15,8 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, Q
                                QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
 from kvviz.io import atomic_write
-from kvviz.replay import (POLICIES, default_capacities, footprint, miss_ratio_curve, parse_size,
-                          read_requests)
+from kvviz.replay import POLICIES, footprint, miss_ratio_curve, parse_capacities, read_requests
 
 from .background import JobControls
 from .views._common import LINE_COLOURS, style_plot
@@ -24,13 +23,6 @@ from .views._common import LINE_COLOURS, style_plot
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
-
-
-def parse_capacities(text: str, reqs) -> list[int]:
-    """`auto` (12 log-spaced up to the trace's footprint) or sizes `64MiB, 1GB, …`."""
-    if text.strip().lower() in ("", "auto"):
-        return default_capacities(reqs)
-    return sorted({parse_size(t, "capacities") for t in text.split(",") if t.strip()})
 
 
 class ReplayView(QWidget):
@@ -121,7 +113,7 @@ class ReplayView(QWidget):
 
         def work(progress):
             reqs = read_requests(path)
-            caps = parse_capacities(text, reqs)
+            caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
             return len(reqs), footprint(reqs), miss_ratio_curve(reqs, policies, caps, progress)
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 

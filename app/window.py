@@ -277,11 +277,7 @@ class MainWindow(QMainWindow):
         self.timeline.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
         if result.scenario.kind != self._metrics_kind:
             self._metrics_kind = result.scenario.kind
-            # never so wide that the centre can no longer show every tab's name
-            room = self.width() - self.width_of_left_docks() - self.tabs.tabBar().sizeHint().width() - 24
-            want = min(self.metrics.wanted_width(), int(self.width() * 0.35), room)
-            if want > self.metrics_dock.width():
-                self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
+            self._widen_metrics_dock()
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
         self.tabs.setTabText(TABS.index("ladder"), BarsTab.title_for(result))
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
@@ -295,9 +291,15 @@ class MainWindow(QMainWindow):
                   f"simulated in {self.runner.last_seconds * 1000:.0f} ms")
         self.result_ready.emit(result)
 
-    def width_of_left_docks(self) -> int:
-        return max((d.width() for d in self.findChildren(QDockWidget)
+    def _widen_metrics_dock(self):
+        """Room for the widest side-by-side table (five policies), up to 35% of the window, and
+        never so wide that the centre can no longer show every tab's name."""
+        left = max((d.width() for d in self.findChildren(QDockWidget)
                     if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea and d.isVisible()), default=0)
+        room = self.width() - left - self.tabs.tabBar().sizeHint().width() - 24
+        want = min(self.metrics.wanted_width(), int(self.width() * 0.35), room)
+        if want > self.metrics_dock.width():
+            self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
 
     def _picked(self, lane: str, ref: int):
         """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""

@@ -190,7 +190,7 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .replay import POLICIES, default_capacities, miss_ratio_curve, parse_size, read_requests
+    from .replay import POLICIES, miss_ratio_curve, parse_capacities, parse_size, read_requests
 
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     for p in policies:
@@ -198,15 +198,11 @@ def cmd_replay(args) -> int:
             raise ScenarioError(f"unknown policy {p!r} (one of: {', '.join(POLICIES)})", "kvviz replay", "--policy")
     if not policies:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
-    caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
-    caps += [parse_size(c, "--capacities") for c in (args.capacities or "").split(",")
-             if c.strip() and c.strip() != "auto"]
-    auto = (args.capacities or "").strip() == "auto"
-    if not caps and not auto:
+    if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
+    caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
     reqs = read_requests(args.trace)
-    if auto:
-        caps = default_capacities(reqs)
+    caps += parse_capacities(args.capacities, reqs) if args.capacities else []
     results = miss_ratio_curve(reqs, policies, caps)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))

@@ -261,6 +261,16 @@ def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
     return sorted({max(1, int(round(c))) for c in caps})
 
 
+def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") -> list[int]:
+    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, …`, in the order given."""
+    if text.strip().lower() == "auto":
+        return default_capacities(reqs)
+    caps = [parse_size(t, source) for t in text.split(",") if t.strip()]
+    if not caps:
+        raise ScenarioError("give at least one capacity (or auto)", source)
+    return caps
+
+
 def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None) -> list[ReplayResult]:
     """Every policy at every capacity, policy by policy. `progress(done, total)` is called after
     each replay (it may raise to stop early)."""
