@@ -139,6 +139,19 @@ def _middle_of_span(tl, lane_name, ref):
     return (sp["start"] + sp["end"]) / 2 / tl.scale, float(lane)
 
 
+def test_compare_rows_reach_nested_metrics():
+    from app.compare import metric_diff
+    from kvviz.sweep import metric_value
+    a = {"turns": 10, "policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 72}]}
+    b = {"turns": 10, "policies": {"lru": {"hit_rate": 0.6}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 80}],
+         "extra": [1, 2]}
+    rows = {r[0]: r for r in metric_diff(a, b)}
+    assert list(rows)[0] == "turns"  # top-level figures first
+    assert rows["policies.lru.hit_rate"][1:] == ("0.5", "0.6", "0.1", "+20.0%")
+    assert rows["rungs.0.pct"][3] == "8" and rows["extra.1"][1:3] == ("—", "2")
+    assert metric_value(b, "rungs.0.pct") == 80 and metric_value(b, "policies.lru.hit_rate") == 0.6  # sweep's paths
+
+
 def test_compare_shows_both_and_the_difference(window, qtbot):
     window.pin()
     old = window.result
