@@ -62,8 +62,9 @@ class CompareView(QWidget):
         self.table.setHorizontalHeaderLabels(["metric", "A (pinned)", "B (current)", "B − A", "change"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # capped in _refresh
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setTextElideMode(Qt.ElideMiddle)
         self.hint = QLabel("Pin a result as A (toolbar: “Pin as A”), change parameters, and B follows "
                            "the current run.")
         self.hint.setAlignment(Qt.AlignCenter)
@@ -114,4 +115,8 @@ class CompareView(QWidget):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 if c == 3 and text not in ("", "0", "0.0"):
                     item.setForeground(Qt.darkBlue)
+                item.setToolTip(text)
                 self.table.setItem(r, c, item)
+        # a long text value (an assumption) or path must not push B − A and the change off screen
+        for c, cap in enumerate((200, 120, 120, 100)):
+            self.table.setColumnWidth(c, min(self.table.sizeHintForColumn(c) + 12, cap))
