@@ -8,34 +8,16 @@ from PySide6.QtWidgets import (QHeaderView, QLabel, QSplitter, QTableWidget, QTa
 
 from kvviz.format import format_value
 from kvviz.result import Result
+from kvviz.sweep import metric_paths
 
 from .timeline import TimelineView
 from .views._common import stack_vertically
 
 
-def flatten(metrics: dict, prefix: str = "") -> dict:
-    """Scalar metrics by path, nested ones too: `policies.lru.hit_rate`, `rungs.2.hbm_hit_pct`
-    (the paths `kvviz sweep --metric` takes)."""
-    out = {}
-    for k, v in metrics.items():
-        path = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, path + "."))
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                if isinstance(x, dict):
-                    out.update(flatten(x, f"{path}.{i}."))
-                else:
-                    out[f"{path}.{i}"] = x
-        else:
-            out[path] = v
-    return out
-
-
 def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:
     """(metric, A, B, B−A, change %) for every scalar metric, nested ones by path, present in
     either run: top-level figures first, then the tables (per policy, per rung, …)."""
-    a, b = flatten(a), flatten(b)
+    a, b = metric_paths(a), metric_paths(b)
     keys = list(a) + [k for k in b if k not in a]
     keys.sort(key=lambda k: "." in k)  # stable: keeps each run's order within a group
     rows = []

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.sweep import Axis, parse_values, run_sweep
+from kvviz.sweep import Axis, metric_paths, parse_values, run_sweep
 
 from .background import JobControls
 
@@ -97,7 +97,8 @@ class SweepView(QWidget):
         return self.jobs.job
 
     def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict):
-        """Offer the scenario's numeric fields and scalar metrics; keep the user's choices."""
+        """Offer the scenario's numeric fields and numeric metrics, nested ones by path
+        (policies.lru.hit_rate); keep the user's choices."""
         self.data, self.source = data, source
         paths = numeric_paths(model)
         for combo in (self.p1, self.p2):
@@ -106,8 +107,7 @@ class SweepView(QWidget):
             combo.addItems(paths)
             if keep:
                 combo.setCurrentText(keep)
-        names = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 or isinstance(v, bool)]
+        names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float))]  # bools too
         keep = self.metric_box.currentText()
         self.metric_box.clear()
         self.metric_box.addItems(names)

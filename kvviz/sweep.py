@@ -78,6 +78,20 @@ def _fmt(v: Any) -> str:
     return repr(v) if not isinstance(v, (list, tuple)) else "[" + ",".join(_fmt(x) for x in v) + "]"
 
 
+def metric_paths(metrics: dict, prefix: str = "") -> dict[str, Any]:
+    """Every scalar metric by the dotted path `metric_value` takes, nested ones too
+    (`policies.lru.hit_rate`, `rungs.2.hbm_hit_pct`), in the metrics' order."""
+    out: dict[str, Any] = {}
+    items = metrics.items() if isinstance(metrics, dict) else enumerate(metrics)
+    for k, v in items:
+        path = f"{prefix}{k}"
+        if isinstance(v, (dict, list, tuple)):
+            out.update(metric_paths(v, path + "."))
+        else:
+            out[path] = v
+    return out
+
+
 def metric_value(metrics: dict, name: str) -> Any:
     """A metric by dotted path (`speedup`, `layers.0.stall_us`, `policies.lru.hit_rate`)."""
     node: Any = metrics

@@ -84,3 +84,13 @@ def test_ctrl_c_stops_cleanly():
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_metric_paths_round_trip_through_metric_value():
+    from kvviz.sweep import metric_paths, metric_value
+    m = {"speedup": 8.0, "policies": {"lru": {"hit_rate": 0.5, "dram_hit_share": None}},
+         "rungs": [{"pct": 72}, {"pct": 80}], "ladder": [1, 2]}
+    paths = metric_paths(m)
+    assert list(paths) == ["speedup", "policies.lru.hit_rate", "policies.lru.dram_hit_share",
+                           "rungs.0.pct", "rungs.1.pct", "ladder.0", "ladder.1"]
+    assert all(metric_value(m, p) == v for p, v in paths.items())
