@@ -20,7 +20,7 @@ from kvviz.palette import instant_color, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import hover_point, stack_vertically
+from .views._common import hover_point, hover_tip, stack_vertically
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
@@ -316,6 +316,7 @@ class TimelineView(QWidget):
             return
         text = self.describe(pt.x(), pt.y())
         self.info.setText(text or " ")
+        hover_tip(self.plot, pos, text if self.span_at(pt.x(), pt.y())[1] is not None else None)
         self.hovered.emit(text)
 
     def _on_click(self, ev):

@@ -86,6 +86,19 @@ def test_hover_describes_span(window):
     assert "fetch 0.000–25.000 µs" in text and "5–11 (7)" in text
 
 
+def test_hover_over_a_span_shows_a_tooltip(window, qtbot):
+    from PySide6.QtCore import QPointF
+    from PySide6.QtWidgets import QToolTip
+    window.show_view("timeline")
+    tl = window.timeline
+    vb = tl.plot.getPlotItem().getViewBox()
+    tl.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(10.0, 1.0)))  # the flash fetch at 10 µs
+    qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
+    assert "fetch 0.000–25.000 µs" in QToolTip.text() and QToolTip.text() == tl.info.text()
+    tl.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(10.0, 1.5)))  # between lanes
+    assert "fetch" not in tl.info.text()
+
+
 def test_bad_file_shows_message_not_traceback(window, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('kind = "rope_window"\n[cache]\nslots = 0\n')

@@ -8,7 +8,7 @@ from typing import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
 AXIS_PEN = "#555555"
 TEXT = "#222222"
@@ -150,6 +150,15 @@ def info_label() -> QLabel:
     lab = QLabel(" ")
     lab.setStyleSheet("color:#333; padding:2px 8px; background:white;")
     return lab
+
+
+def hover_tip(plot: pg.PlotWidget, scene_pos, text: str | None) -> None:
+    """Show `text` as a tooltip at the mouse over `plot`, or hide it (None): the detail follows
+    the mouse, and the view's line under the plot keeps it."""
+    if text:
+        QToolTip.showText(plot.mapToGlobal(plot.mapFromScene(scene_pos)), text, plot)
+    else:
+        QToolTip.hideText()
 
 
 def hover_point(plot: pg.PlotWidget, scene_pos):

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import QWidget
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import (NoteStack, caption_label, hover_point, info_label, link_x_ranges, stack_vertically,
-                      style_plot, view_box_of)
+from ._common import (NoteStack, caption_label, hover_point, hover_tip, info_label, link_x_ranges,
+                      stack_vertically, style_plot, view_box_of)
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -405,4 +405,6 @@ class OccupancyView(QWidget):
             return
         text = self.describe(pt.x(), pt.y())
         self.info.setText(text or " ")
+        over_item = text.startswith("slot") and not text.endswith("empty")
+        hover_tip(self.plot, pos, text if over_item else None)
         self.hovered.emit(text)
