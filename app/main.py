@@ -35,6 +35,8 @@ def _parse(argv):
     p.add_argument("--replay", metavar="TRACE.csv", help="with --view replay: the time,id,size trace "
                                                          "(default: the bundled Zipf sample)")
     p.add_argument("--size", default="1600x900", help="window size for --screenshot, WxH")
+    p.add_argument("--view-only", action="store_true",
+                   help="with --screenshot: save the view alone, without panels (a .svg name writes SVG)")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
     return p.parse_args(argv)
 
@@ -77,7 +79,7 @@ def _wait(signal, done, timeout_ms: int = 120_000) -> None:
 
 
 def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), sets=(),
-               sweep=(), metric: str | None = None, replay: str | None = None) -> int:
+               sweep=(), metric: str | None = None, replay: str | None = None, view_only: bool = False) -> int:
     """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
     PNG of the window showing `view`."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -139,8 +141,16 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         win.show_view({"metrics": "timeline", "rope": "rope bound", "policies": "ladder"}.get(view, view))
         for _ in range(3):
             app.processEvents()
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        ok = win.grab().save(out)
+        if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
+            from kvviz.io import atomic_write
+
+            from .exporting import render_widget
+            fmt = "svg" if out.lower().endswith(".svg") else "png"
+            atomic_write(out, render_widget(win.tabs.currentWidget(), fmt))
+            ok = True
+        else:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            ok = win.grab().save(out)
         win.close()
     return 0 if ok else 1
 
@@ -164,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     path = _resolve(args.file)
     if args.screenshot:
         return screenshot(path, args.screenshot, args.view, _size(args.size), args.set, args.sweep, args.metric,
-                          args.replay)
+                          args.replay, args.view_only)
     if not _has_display():
         print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)

@@ -307,6 +307,16 @@ def test_cli_screenshot_replay(tmp_path, capsys):
     assert "line 1: missing column(s) size" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
 
 
+def test_cli_screenshot_view_only(tmp_path):
+    from PySide6.QtGui import QImage
+    png, svg = tmp_path / "c.png", tmp_path / "c.svg"
+    assert gui_main([SEED, "--screenshot", str(png), "--view", "counters", "--view-only", "--size", "1280x800"]) == 0
+    w, h = QImage(str(png)).size().toTuple()
+    assert w < 2 * 1280 and h < 2 * 800 and w % 2 == 0 and h % 2 == 0  # the tab alone, at twice its pixels
+    assert gui_main([SEED, "--screenshot", str(svg), "--view", "counters", "--view-only"]) == 0
+    assert svg.read_text().startswith("<?xml") and "slots" in svg.read_text()
+
+
 def test_cli_screenshot_bad_input(tmp_path, capsys):
     assert gui_main([str(tmp_path / "missing.toml"), "--screenshot", str(tmp_path / "x.png")]) == 2
     assert "file not found" in capsys.readouterr().err and not (tmp_path / "x.png").exists()
