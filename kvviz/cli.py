@@ -17,6 +17,7 @@ from .registry import mechanisms, simulate
 from .scenario import apply_override, load_scenario
 
 BAD_INPUT = 2
+CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
 
 
 def scenarios_dir() -> Path:
@@ -148,7 +149,31 @@ def cmd_run(args) -> int:
     else:
         print(f"{sc.name}  [{sc.kind}]")
         print("\n".join(summary_lines(result.metrics_dict())))
+    # `run` explores (an override may move a result on purpose): failed checks are reported,
+    # and `kvviz check` is the command whose exit status gates on them
+    for c in result.metrics.get("checks", ()):
+        if not c["ok"]:
+            print(f"check failed: {file}: {c['metric']} = {c['actual']}, expected {c['expect']}", file=sys.stderr)
     return 0
+
+
+def cmd_check(args) -> int:
+    """Run scenarios and their [[expect]] checks; one line per check, a summary, exit 1 on any failure."""
+    bad = total = 0
+    for name in args.files:
+        file = _resolve(name)
+        sc = load_scenario(file, args.set or [])
+        checks = _simulate(sc, file).metrics.get("checks", ())
+        if not checks:
+            print(f"{file}: no checks")
+        for c in checks:
+            mark = "ok  " if c["ok"] else "FAIL"
+            why = f"  ({c['why']})" if c["why"] else ""
+            print(f"{mark} {file}: {c['metric']} = {c['actual']}, expected {c['expect']}{why}")
+        total += len(checks)
+        bad += sum(not c["ok"] for c in checks)
+    print(f"{total - bad} of {total} checks passed" + (f", {bad} failed" if bad else ""))
+    return CHECK_FAILED if bad else 0
 
 
 def cmd_sweep(args) -> int:
@@ -294,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="several capacities: a miss-ratio curve; auto = 12 from 0.1%% of the footprint to all of it")
     rp.add_argument("--json", action="store_true", help="print one JSON object per capacity")
     rp.set_defaults(fn=cmd_replay)
+
+    c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")
+    c.add_argument("files", nargs="+", help="scenario TOML files (or bundled names)")
+    c.add_argument("--set", action="append", metavar="PATH=VALUE", help="override a field in every file")
+    c.set_defaults(fn=cmd_check)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

@@ -36,5 +36,14 @@ def mechanisms() -> dict[str, Mechanism]:
 
 
 def simulate(scenario):
-    """Run any scenario: dispatches on its `kind`. Pure and deterministic."""
-    return mechanisms()[scenario.kind].simulate(scenario)
+    """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
+    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`."""
+    result = mechanisms()[scenario.kind].simulate(scenario)
+    expect = getattr(scenario, "expect", ())
+    if not expect:
+        return result
+    from .checks import evaluate
+    from .result import Result
+    metrics = result.metrics_dict()
+    metrics["checks"] = evaluate(expect, metrics)
+    return Result(result.scenario, result.trace, metrics, result.events)

@@ -6,13 +6,15 @@ picks the model by `kind`, so validation messages carry clean field paths.
 from __future__ import annotations
 
 import copy
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ScenarioError
+from .format import format_value
 from .io import read_text
 
 
@@ -20,12 +22,6 @@ class Section(BaseModel):
     """A nested [table] of a scenario: frozen, and unknown keys are errors, not ignored."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ScenarioBase(Section):
-    kind: str
-    name: str = Field("untitled", description="Title shown in the app and in figures")
-    description: str = Field("", description="Free text: where the numbers come from")
 
 
 def param(default: Any = ..., *, unit: str | None = None, description: str, **constraints) -> Any:
@@ -41,6 +37,55 @@ class FieldError(ValueError):
     def __init__(self, path: str, message: str):
         self.path, self.message = path, message
         super().__init__(message)
+
+
+class Expectation(Section):
+    """An `[[expect]]` table: a check on one metric after the run (kvviz.checks), never an input."""
+
+    metric: str = param(description="Metric path, e.g. speedup or policies.lru.hit_rate", min_length=1)
+    equals: bool | int | float | str | None = param(None, description="The value (numbers within rel_tol)")
+    min: float | None = param(None, description="Lowest value that passes")
+    max: float | None = param(None, description="Highest value that passes")
+    rel_tol: float = param(1e-9, ge=0, le=1, description="Relative tolerance of `equals` for numbers")
+    why: str = param("", description="Where the expected value comes from (shown with the outcome)")
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if self.equals is None and self.min is None and self.max is None:
+            raise FieldError("equals", "give equals, min or max")
+        if self.equals is not None and (self.min is not None or self.max is not None):
+            raise FieldError("equals", "give either equals or min/max, not both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise FieldError("min", f"min {self.min} is above max {self.max}")
+        return self
+
+    def wanted(self) -> str:
+        if self.equals is not None:
+            tol = f" (±{self.rel_tol:.0e} rel)" if isinstance(self.equals, float) and self.rel_tol > 1e-9 else ""
+            return f"= {format_value(self.equals)}{tol}"
+        lo = f"≥ {format_value(self.min)}" if self.min is not None else ""
+        hi = f"≤ {format_value(self.max)}" if self.max is not None else ""
+        return " and ".join(x for x in (lo, hi) if x)
+
+    def holds(self, v) -> bool:
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if self.equals is not None:
+            if isinstance(self.equals, bool) or not number:
+                return v == self.equals
+            return isinstance(self.equals, (int, float)) and math.isclose(v, self.equals, rel_tol=self.rel_tol,
+                                                                           abs_tol=1e-12)
+        if not number or not math.isfinite(v):
+            return False
+        return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
+
+
+
+class ScenarioBase(Section):
+    kind: str
+    name: str = Field("untitled", description="Title shown in the app and in figures")
+    description: str = Field("", description="Free text: where the numbers come from")
+    expect: list[Expectation] = Field([], description="Checks on the results, run after every simulation "
+                                                      "(kvviz check); they never change the run")
 
 
 def loc_to_path(loc: tuple) -> str:

@@ -222,7 +222,8 @@ class ParameterPanel(QWidget):
 
     # --- building ----------------------------------------------------------------------
     def _rebuild(self, keep_state: bool):
-        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else set()
+        # a fresh file opens with its checks folded away: they are read less often than the parameters
+        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else {("expect",)}
         scroll = self._scroll.verticalScrollBar().value() if keep_state else 0
         self._fields.clear()
         self._groups.clear()
@@ -273,7 +274,8 @@ class ParameterPanel(QWidget):
         return g
 
     def _populate(self, model, prefix: tuple, inherited: dict | None, form: QFormLayout, add_block, chain):
-        for name, info in model.model_fields.items():
+        # the [[expect]] checks (a base field, so first in the model) go after the parameters
+        for name, info in sorted(model.model_fields.items(), key=lambda kv: kv[0] == "expect"):
             if name == "kind":
                 continue
             spec = field_spec(name, info)

@@ -1,0 +1,28 @@
+"""Expectations a scenario states about its own results, checked after every run.
+
+A scenario may list `[[expect]]` tables: a metric path (as `kvviz sweep --metric` takes it) and
+a bound (`equals`, with a relative tolerance, or `min`/`max`). They are checks, never inputs: the
+simulation runs the same with or without them, and a failed one is reported, not hidden. The
+bundled scenarios use them to pin what each seed states and the simulation reproduces, so
+`kvviz check scenarios/*.toml` re-checks every claim headless.
+"""
+from __future__ import annotations
+
+from .format import format_value
+
+
+def evaluate(expectations, metrics: dict) -> list[dict]:
+    """One row per expectation: metric, expect, actual, ok (and why)."""
+    from .sweep import metric_value
+
+    rows = []
+    for e in expectations:
+        try:
+            v = metric_value(metrics, e.metric)
+        except KeyError:
+            rows.append({"metric": e.metric, "expect": e.wanted(), "actual": "no such metric", "ok": False,
+                         "why": e.why})
+            continue
+        rows.append({"metric": e.metric, "expect": e.wanted(), "actual": format_value(v), "ok": e.holds(v),
+                     "why": e.why})
+    return rows
