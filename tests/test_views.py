@@ -84,6 +84,12 @@ def non_white_share(px: np.ndarray) -> float:
 
 # --- every view, every bundled scenario -------------------------------------------------------
 
+def test_every_bundled_check_holds(results):
+    # the seeds' claims the bundled scenarios check ([[expect]]), as `kvviz check scenarios/*.toml`
+    checks = [(name, c) for name, r in results.items() for c in r.metrics.get("checks", ())]
+    assert len(checks) >= 15 and [f"{n}: {c['metric']} = {c['actual']}" for n, c in checks if not c["ok"]] == []
+
+
 @pytest.mark.parametrize("cls", VIEWS, ids=lambda c: c.__name__)
 def test_each_view_accepts_every_bundled_result(qtbot, results, cls):
     v = shown(qtbot, cls)
