@@ -16,6 +16,7 @@ from kvviz.format import format_value
 from kvviz.sweep import Axis, metric_paths, parse_values, run_sweep
 
 from .background import JobControls
+from .views._common import LINE_COLOURS
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 
@@ -85,6 +86,7 @@ class SweepView(QWidget):
             self.plot.getPlotItem().getAxis(ax).setTextPen("#222")
             self.plot.getPlotItem().getAxis(ax).setPen("#444")
         self.bar = None
+        self.legend = None  # added on the first multi-series sweep
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.plot, 1)
@@ -107,7 +109,10 @@ class SweepView(QWidget):
             combo.addItems(paths)
             if keep:
                 combo.setCurrentText(keep)
-        names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float))]  # bools too
+        names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        # and the families: policies.*.hit_rate draws one line per policy
+        families = {f"{p[0]}.*.{'.'.join(p[2:])}" for p in (n.split(".") for n in names) if len(p) >= 3}
+        names += sorted(f for f in families if sum(n.split(".")[0] == f.split(".")[0] for n in names) > 1)
         keep = self.metric_box.currentText()
         self.metric_box.clear()
         self.metric_box.addItems(names)
@@ -156,14 +161,30 @@ class SweepView(QWidget):
         if self.bar is not None:
             self.bar.hide()
         a = res.axes[0]
+        if self.legend is not None:
+            self.legend.clear()
         if len(res.axes) == 1:
             x = _numeric(a.values)
-            y = np.array([_num(v) for v in res.values], dtype=float)
-            pi.plot(x, y, pen=pg.mkPen("#0072B2", width=2), symbol="o", symbolSize=7,
-                    symbolBrush="#0072B2", symbolPen="w")
+            # one line, or one per match of a `*` metric (policies.*.hit_rate: one per policy)
+            columns = [[row[i] for row in res.values] for i in range(len(res.series))] if res.series else [res.values]
+            names = res.series or (res.metric,)
+            if res.series and self.legend is None:
+                self.legend = pi.addLegend(offset=(-10, 8), brush=pg.mkBrush(255, 255, 255, 230),
+                                           pen=pg.mkPen("#cccccc"), labelTextColor="#222222")
+            for i, (name, col) in enumerate(zip(names, columns)):
+                colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+                y = np.array([_num(v) for v in col], dtype=float)
+                if np.isnan(y).all():  # e.g. recompute has no DRAM share: no line, no legend entry
+                    continue
+                pi.plot(x, y, pen=pg.mkPen(colour, width=2),
+                        symbol="o", symbolSize=7, symbolBrush=colour, symbolPen="w",
+                        name=name if res.series else None)
             pi.setLabel("bottom", a.path)
             pi.setLabel("left", res.metric)
             pi.autoRange()
+            if res.series:  # room above the lines for the legend in the top-right corner
+                lo, hi = pi.getViewBox().viewRange()[1]
+                pi.setYRange(lo, hi + 0.08 * len(res.series) * (hi - lo), padding=0)
             return
         b = res.axes[1]
         grid = np.array([[_num(v) for v in row] for row in res.values], dtype=float)  # rows = axis a

@@ -201,9 +201,13 @@ def _sweep_table(res) -> str:
     cells = [[format_value(v) for v in (row if isinstance(row, list) else [row])] for row in res.values]
     if len(res.axes) == 1:
         a = res.axes[0]
+        heads = list(res.series) or [res.metric]
         w = max(len(a.path), *(len(format_value(x)) for x in a.values))
-        lines = [f"{a.path:>{w}}  {res.metric}"]
-        lines += [f"{format_value(x):>{w}}  {c[0]}" for x, c in zip(a.values, cells)]
+        cw = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+        lines = ([f"{res.metric}:"] if res.series else []) + \
+            [f"{a.path:>{w}}  " + "  ".join(f"{h:>{n}}" for h, n in zip(heads, cw))]
+        lines += [f"{format_value(x):>{w}}  " + "  ".join(f"{v:>{n}}" for v, n in zip(c, cw))
+                  for x, c in zip(a.values, cells)]
         return "\n".join(lines)
     a, b = res.axes
     w0 = max(len(format_value(x)) for x in a.values)

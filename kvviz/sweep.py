@@ -1,4 +1,5 @@
-"""Sweeps: run one scenario over a 1-D or 2-D grid of `--set` overrides, collect one metric.
+"""Sweeps: run one scenario over a 1-D or 2-D grid of `--set` overrides, collect one metric
+(or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy).
 
 Every grid point is validated before anything runs, so bad input fails fast and whole.
 Runs are spread over worker processes (one per core); results come back in grid order.
@@ -28,15 +29,23 @@ class SweepResult:
     axes: tuple[Axis, ...]
     metric: str
     values: list  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis)
+    series: tuple[str, ...] = ()  # a wildcard metric: the names `*` matched; each value is then a
+                                  # list with one entry per series
 
     def to_dict(self) -> dict:
-        return {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
-                "metric": self.metric, "values": self.values}
+        out = {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
+               "metric": self.metric, "values": self.values}
+        if self.series:
+            out["series"] = list(self.series)
+        return out
 
     def to_csv(self) -> str:
         def cell(v):
             return "" if v is None else str(v)
-        if len(self.axes) == 1:
+        if self.series:
+            lines = [f"{self.axes[0].path}," + ",".join(self.series)]
+            lines += [f"{cell(x)}," + ",".join(cell(v) for v in row) for x, row in zip(self.axes[0].values, self.values)]
+        elif len(self.axes) == 1:
             lines = [f"{self.axes[0].path},{self.metric}"]
             lines += [f"{cell(x)},{cell(v)}" for x, v in zip(self.axes[0].values, self.values)]
         else:
@@ -127,11 +136,34 @@ def _ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def metric_family(metrics: dict, pattern: str) -> dict[str, Any]:
+    """The metrics a path with one `*` segment matches, by what `*` stood for
+    (`policies.*.hit_rate` -> {"lru": 0.8, "fifo": 0.9, ...}); those without the rest are skipped."""
+    head, _, tail = pattern.partition("*")
+    head, tail = head.rstrip("."), tail.lstrip(".")
+    node = metric_value(metrics, head) if head else metrics
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, (list, tuple)) else ()
+    out = {}
+    for k, sub in items:
+        try:
+            out[str(k)] = metric_value(sub, tail) if tail else sub
+        except (KeyError, TypeError):
+            continue
+    return out
+
+
+def _scalar(value) -> Any:
+    return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
+
+
 def _run_one(args) -> Any:
     from .registry import simulate  # imported in the worker
-    scenario, metric = args
-    value = metric_value(simulate(scenario).metrics_dict(), metric)
-    return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
+    scenario, metric, series = args
+    metrics = simulate(scenario).metrics_dict()
+    if series:
+        family = metric_family(metrics, metric)
+        return [_scalar(family.get(name)) for name in series]
+    return _scalar(metric_value(metrics, metric))
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
@@ -143,15 +175,25 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     # Fail on an unknown metric before spending the grid on it.
     from .registry import simulate
     first = simulate(scenarios[0]).metrics_dict()
+    series: tuple[str, ...] = ()
     try:
-        metric_value(first, metric)
+        if "*" in metric:
+            if metric.count("*") > 1 or len(axes_t) > 1:
+                raise ScenarioError("a metric with `*` takes one `*` and one --param axis (one line per match)",
+                                    source, "--metric")
+            series = tuple(metric_family(first, metric))
+            if not series:
+                raise KeyError(metric)
+        else:
+            metric_value(first, metric)
     except KeyError:
         names = ", ".join(k for k, v in first.items() if not isinstance(v, (dict, list)))
-        raise ScenarioError(f"unknown metric {metric!r} (scalar metrics: {names})", source, "--metric") from None
+        raise ScenarioError(f"unknown metric {metric!r} (scalar metrics: {names}; nested ones by path, "
+                            f"e.g. policies.lru.hit_rate or policies.*.hit_rate)", source, "--metric") from None
 
     n = len(scenarios)
     workers = workers or min(os.cpu_count() or 1, 8)
-    tasks = [(s, metric) for s in scenarios]
+    tasks = [(s, metric, series) for s in scenarios]
     flat: list = []
     if workers <= 1 or n < 8:
         for i, t in enumerate(tasks):
@@ -172,7 +214,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     else:
         m = len(axes_t[1].values)
         values = [flat[i:i + m] for i in range(0, n, m)]
-    return SweepResult(axes_t, metric, values)
+    return SweepResult(axes_t, metric, values, series)
 
 
 class StderrProgress:

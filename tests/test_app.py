@@ -187,6 +187,22 @@ def test_sweep_view_runs_a_grid(window, qtbot):
     assert len(res.values) == 3 and len(res.values[0]) == 3 and res.values[2][2] == 50.0
 
 
+def test_sweep_view_offers_nested_metrics_and_families(window, qtbot):
+    sw = window.sweep
+    sw.set_scenario(window.panel.data(), "<t>", type(window.result.scenario),
+                    {"speedup": 8.0, "ok": True, "policies": {"lru": {"hit_rate": 0.8}, "fifo": {"hit_rate": 0.9}}})
+    items = [sw.metric_box.itemText(i) for i in range(sw.metric_box.count())]
+    assert items == ["speedup", "policies.lru.hit_rate", "policies.fifo.hit_rate", "policies.*.hit_rate"]
+    window.show_view("sweep")  # a family on the worked example: one line per query
+    window.sweep.configure([("storage.latency_us", "10,25")], "queries.*.stall_us")
+    sw.set_scenario(window.panel.data(), window.panel.path(), type(window.result.scenario),
+                    window.result.metrics_dict())
+    sw.metric_box.setCurrentText("queries.*.stall_us")
+    with qtbot.waitSignal(sw.finished, timeout=60_000) as sig:
+        sw.run()
+    assert sig.args[0].series == ("0", "1") and len(sw.legend.items) == 2
+
+
 def test_cancel_stops_a_long_run(window, qtbot):
     old = window.result
     window.panel.set_value("sequence.length", 8_000_000)

@@ -94,3 +94,19 @@ def test_metric_paths_round_trip_through_metric_value():
     assert list(paths) == ["speedup", "policies.lru.hit_rate", "policies.lru.dram_hit_share",
                            "rungs.0.pct", "rungs.1.pct", "ladder.0", "ladder.1"]
     assert all(metric_value(m, p) == v for p, v in paths.items())
+
+
+def test_wildcard_metric_one_series_per_match(capsys):
+    from kvviz.cli import main
+    from kvviz.sweep import metric_family
+    m = {"policies": {"recompute": {"hit_rate": 0.0}, "lru": {"hit_rate": 0.8}, "odd": {}}, "q": [{"s": 1}, {"s": 2}]}
+    assert metric_family(m, "policies.*.hit_rate") == {"recompute": 0.0, "lru": 0.8}  # `odd` has none
+    assert metric_family(m, "q.*.s") == {"0": 1, "1": 2}
+    # each query of the worked example waits one round trip: its stall is the latency
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10,25",
+                 "--metric", "queries.*.stall_us", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["series"] == ["0", "1"] and out["values"] == [[10.0, 10.0], [25.0, 25.0]]
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10,25",
+                 "--param", "cache.slots", "--values", "8,16", "--metric", "queries.*.stall_us"]) == 2
+    assert "one --param axis" in capsys.readouterr().err
