@@ -4,6 +4,7 @@ small table, so the baseline of each mechanism is always next to what it is comp
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHeaderView, QLabel, QScrollArea, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -13,6 +14,7 @@ from kvviz.result import Result
 # Metric pairs shown side by side: (baseline prefix, mechanism prefix)
 PAIR_PREFIXES = (("naive_", "prefetch_"),)
 MAX_NAME_PX = 170  # the metric-name column never takes the values' room
+FAILED_CHECK = "#F6D3C4"  # light stall-orange behind a failed [[expect]] check
 
 
 def _scalar(v) -> bool:
@@ -134,6 +136,12 @@ class MetricsView(QScrollArea):
             label = QLabel(f"<b>{title}</b>")
             label.setStyleSheet("padding:8px 2px 2px 2px; color:#222;")
             table = _table(headers, grows)
+            if title == "checks" and "ok" in headers:  # a failed check must not read like a passed one
+                col = headers.index("ok")
+                for r in range(table.rowCount()):
+                    if table.item(r, col).text() == "no":
+                        for c in range(table.columnCount()):
+                            table.item(r, c).setBackground(QColor(FAILED_CHECK))
             if isinstance(metrics[title], dict):  # side-by-side columns (policies), not item lists
                 self.tables.append(table)
             for w in (label, table):

@@ -287,8 +287,12 @@ class MainWindow(QMainWindow):
             self.timeline.zoom_to(*self._zoom_to)  # the picked job, now drawn layer by layer
         self._zoom_to = None
         tr = result.trace
+        checks = result.metrics.get("checks", ())
+        failed = sum(not c["ok"] for c in checks)
+        verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
+            (f"; {len(checks)} checks pass" if checks else "")
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms")
+                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}")
         self.result_ready.emit(result)
 
     def _widen_metrics_dock(self):

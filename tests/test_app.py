@@ -73,6 +73,18 @@ def test_edit_through_widget_changes_metrics(window, qtbot):
     assert window.panel.is_dirty() and window.windowTitle().startswith("rope_prefetch_16.toml *")
 
 
+def test_failed_checks_are_said_and_marked(window, qtbot):
+    assert "7 checks pass" in window.status.text()
+    old = window.result
+    window.panel.set_value("storage.latency_us", 10)  # the seed's 400/50 µs no longer hold
+    _wait_new_result(qtbot, window, old)
+    assert "⚠ 2 of 7 checks failed" in window.status.text()
+    groups = window.metrics.groups  # a title label, then its table
+    table = groups[[getattr(g, "text", str)() for g in groups].index("<b>checks</b>") + 1]
+    failed = [r for r in range(7) if table.item(r, 3).text() == "no"]
+    assert len(failed) == 2 and table.item(failed[0], 0).background().color().name() == "#f6d3c4"
+
+
 def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
     old = window.result
     window.panel.set_value("sequence.queries", [8, 99])
