@@ -57,8 +57,10 @@ def render_widget(widget, fmt: str, scale: int = 2) -> bytes:
         img.setDevicePixelRatio(scale)
         img.fill(QColor("white"))
         p = QPainter(img)
-        widget.render(p, QPoint(0, 0))
-        p.end()
+        try:
+            widget.render(p, QPoint(0, 0))
+        finally:
+            p.end()  # a painter left open on a paint device aborts the process when it is freed
         if not img.save(buf, "PNG"):
             raise ValueError("could not encode the PNG")
     elif fmt == "svg":
@@ -68,8 +70,10 @@ def render_widget(widget, fmt: str, scale: int = 2) -> bytes:
         gen.setViewBox(widget.rect())
         gen.setTitle("kvviz view")
         p = QPainter(gen)
-        widget.render(p, QPoint(0, 0))
-        p.end()
+        try:
+            widget.render(p, QPoint(0, 0))
+        finally:
+            p.end()
     else:
         raise ValueError(f"unknown view format {fmt!r} (png or svg)")
     return bytes(data)

@@ -151,7 +151,8 @@ class SweepView(QWidget):
 
     def _on_done(self, res):
         self.result = res
-        self.status.setText(f"{sum(len(r) if isinstance(r, list) else 1 for r in res.values)} runs done")
+        runs = len(res.values) * (1 if res.series or len(res.axes) == 1 else len(res.axes[1].values))
+        self.status.setText(f"{runs} runs done")
         self._draw(res)
         self.finished.emit(res)
 
@@ -163,6 +164,7 @@ class SweepView(QWidget):
         a = res.axes[0]
         if self.legend is not None:
             self.legend.clear()
+            self.legend.setVisible(bool(res.series))  # an empty legend box would hide a data point
         if len(res.axes) == 1:
             x = _numeric(a.values)
             # one line, or one per match of a `*` metric (policies.*.hit_rate: one per policy)

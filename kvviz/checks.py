@@ -23,6 +23,6 @@ def evaluate(expectations, metrics: dict) -> list[dict]:
             rows.append({"metric": e.metric, "expect": e.wanted(), "actual": "no such metric", "ok": False,
                          "why": e.why})
             continue
-        rows.append({"metric": e.metric, "expect": e.wanted(), "actual": format_value(v), "ok": e.holds(v),
-                     "why": e.why})
+        actual = f'"{v}"' if isinstance(v, str) else format_value(v)
+        rows.append({"metric": e.metric, "expect": e.wanted(), "actual": actual, "ok": e.holds(v), "why": e.why})
     return rows

@@ -49,8 +49,19 @@ class Expectation(Section):
     rel_tol: float = param(1e-9, ge=0, le=1, description="Relative tolerance of `equals` for numbers")
     why: str = param("", description="Where the expected value comes from (shown with the outcome)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_equals(cls, data):
+        # one clear message rather than one per member of the union
+        if isinstance(data, dict) and not isinstance(data.get("equals"), (bool, int, float, str, type(None))):
+            raise FieldError("equals", f"must be a number, true/false or a string (got {data['equals']!r})")
+        return data
+
     @model_validator(mode="after")
     def _one_bound(self):
+        for name in ("min", "max"):
+            if getattr(self, name) is not None and not math.isfinite(getattr(self, name)):
+                raise FieldError(name, "must be a finite number")
         if self.equals is None and self.min is None and self.max is None:
             raise FieldError("equals", "give equals, min or max")
         if self.equals is not None and (self.min is not None or self.max is not None):
@@ -59,9 +70,14 @@ class Expectation(Section):
             raise FieldError("min", f"min {self.min} is above max {self.max}")
         return self
 
+    def _numeric_equals(self) -> bool:
+        return isinstance(self.equals, (int, float)) and not isinstance(self.equals, bool)
+
     def wanted(self) -> str:
+        if isinstance(self.equals, str):
+            return f'= "{self.equals}"'  # quoted: a string, not the yes/no a bool prints as
         if self.equals is not None:
-            tol = f" (±{self.rel_tol:.0e} rel)" if isinstance(self.equals, float) and self.rel_tol > 1e-9 else ""
+            tol = f" (±{self.rel_tol:g} relative)" if self._numeric_equals() and self.rel_tol > 1e-9 else ""
             return f"= {format_value(self.equals)}{tol}"
         lo = f"≥ {format_value(self.min)}" if self.min is not None else ""
         hi = f"≤ {format_value(self.max)}" if self.max is not None else ""
@@ -70,10 +86,9 @@ class Expectation(Section):
     def holds(self, v) -> bool:
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if self.equals is not None:
-            if isinstance(self.equals, bool) or not number:
-                return v == self.equals
-            return isinstance(self.equals, (int, float)) and math.isclose(v, self.equals, rel_tol=self.rel_tol,
-                                                                           abs_tol=1e-12)
+            if isinstance(self.equals, (bool, str)) or isinstance(v, (bool, str)) or v is None:
+                return type(v) is type(self.equals) and v == self.equals  # true is not 1, "8" is not 8
+            return number and math.isclose(v, self.equals, rel_tol=self.rel_tol, abs_tol=1e-12)
         if not number or not math.isfinite(v):
             return False
         return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)

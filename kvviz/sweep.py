@@ -6,6 +6,8 @@ Runs are spread over worker processes (one per core); results come back in grid 
 """
 from __future__ import annotations
 
+import csv
+import io
 import multiprocessing
 import os
 import sys
@@ -43,16 +45,18 @@ class SweepResult:
         def cell(v):
             return "" if v is None else str(v)
         if self.series:
-            lines = [f"{self.axes[0].path}," + ",".join(self.series)]
-            lines += [f"{cell(x)}," + ",".join(cell(v) for v in row) for x, row in zip(self.axes[0].values, self.values)]
+            rows = [[self.axes[0].path, *self.series]]
+            rows += [[cell(x), *map(cell, row)] for x, row in zip(self.axes[0].values, self.values)]
         elif len(self.axes) == 1:
-            lines = [f"{self.axes[0].path},{self.metric}"]
-            lines += [f"{cell(x)},{cell(v)}" for x, v in zip(self.axes[0].values, self.values)]
+            rows = [[self.axes[0].path, self.metric]]
+            rows += [[cell(x), cell(v)] for x, v in zip(self.axes[0].values, self.values)]
         else:
             a, b = self.axes
-            lines = [f"{a.path} \\ {b.path}," + ",".join(cell(x) for x in b.values)]
-            lines += [cell(x) + "," + ",".join(cell(v) for v in row) for x, row in zip(a.values, self.values)]
-        return "\n".join(lines) + "\n"
+            rows = [[f"{a.path} \\ {b.path}", *map(cell, b.values)]]
+            rows += [[cell(x), *map(cell, row)] for x, row in zip(a.values, self.values)]
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows(rows)  # quotes a value holding a comma
+        return out.getvalue()
 
 
 def parse_values(text: str, source: str = "--values") -> tuple:
@@ -146,9 +150,11 @@ def metric_family(metrics: dict, pattern: str) -> dict[str, Any]:
     out = {}
     for k, sub in items:
         try:
-            out[str(k)] = metric_value(sub, tail) if tail else sub
+            v = metric_value(sub, tail) if tail else sub
         except (KeyError, TypeError):
             continue
+        if not isinstance(v, (dict, list, tuple)):  # a family of values, not of tables
+            out[str(k)] = v
     return out
 
 
@@ -170,6 +176,9 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
               workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
     if not 1 <= len(axes) <= 2:
         raise ScenarioError("a sweep takes one or two --param axes", source, "--param")
+    if "*" in metric and (metric.count("*") > 1 or "*" not in metric.split(".") or len(axes) > 1):
+        raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
+                            "and one --param axis (one line per match)", source, "--metric")
     axes_t = tuple(axes)
     scenarios = grid_scenarios(base, axes_t, source)
     # Fail on an unknown metric before spending the grid on it.
@@ -178,9 +187,6 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     series: tuple[str, ...] = ()
     try:
         if "*" in metric:
-            if metric.count("*") > 1 or len(axes_t) > 1:
-                raise ScenarioError("a metric with `*` takes one `*` and one --param axis (one line per match)",
-                                    source, "--metric")
             series = tuple(metric_family(first, metric))
             if not series:
                 raise KeyError(metric)

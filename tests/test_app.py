@@ -213,6 +213,11 @@ def test_sweep_view_offers_nested_metrics_and_families(window, qtbot):
     with qtbot.waitSignal(sw.finished, timeout=60_000) as sig:
         sw.run()
     assert sig.args[0].series == ("0", "1") and len(sw.legend.items) == 2
+    assert sw.status.text() == "2 runs done"  # grid points, not lines
+    sw.metric_box.setCurrentText("speedup")
+    with qtbot.waitSignal(sw.finished, timeout=60_000):
+        sw.run()
+    assert not sw.legend.isVisible()  # one line: no (empty) legend box over the data
 
 
 def test_cancel_stops_a_long_run(window, qtbot):

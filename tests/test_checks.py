@@ -26,12 +26,21 @@ def test_bounds_and_tolerance():
     rows = evaluate(exp, m)
     assert [r["ok"] for r in rows] == [True, True, False, True, False, True, False, False, False]
     assert rows[-1]["actual"] == "no such metric" and rows[5]["expect"] == "≥ 0.8 and ≤ 1.0"
+    assert rows[1]["expect"] == "= 8.001 (±0.001 relative)" and rows[4]["expect"] == '= "A"'
+    assert rows[4]["actual"] == '"B"'
+    # a bool is not a number and a string is not a bool, whichever side it is on
+    kinds = {"t": True, "one": 1, "zero": 0.0, "yes": "yes"}
+    pairs = [("t", 1), ("one", True), ("zero", False), ("yes", True), ("t", "yes")]
+    assert [Expectation(metric=k, equals=e).holds(kinds[k]) for k, e in pairs] == [False] * 5
+    assert Expectation(metric="n", equals=100, rel_tol=0.05).wanted() == "= 100 (±0.05 relative)"
 
 
 @pytest.mark.parametrize("bad,field,msg", [
     ({"metric": "x"}, "expect[0].equals", "give equals, min or max"),
     ({"metric": "x", "equals": 1, "min": 0}, "expect[0].equals", "not both"),
     ({"metric": "x", "min": 2, "max": 1}, "expect[0].min", "above max"),
+    ({"metric": "x", "equals": [1, 2]}, "expect[0].equals", "must be a number, true/false or a string"),
+    ({"metric": "x", "min": float("nan")}, "expect[0].min", "finite"),
 ])
 def test_bad_expectations_name_the_field(tmp_path, capsys, bad, field, msg):
     f = tmp_path / "s.toml"

@@ -110,3 +110,17 @@ def test_wildcard_metric_one_series_per_match(capsys):
     assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10,25",
                  "--param", "cache.slots", "--values", "8,16", "--metric", "queries.*.stall_us"]) == 2
     assert "one --param axis" in capsys.readouterr().err
+
+
+def test_family_skips_tables_and_csv_quotes(capsys):
+    from kvviz.cli import main
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
+                 "--metric", "queries.0.*", "--csv"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "window" not in head and head.startswith("storage.latency_us,position")  # a list is not a value
+    from kvviz.sweep import Axis, SweepResult
+    csv_text = SweepResult((Axis("p", (1,)),), "m", ["a,b"]).to_csv()
+    assert csv_text == 'p,m\n1,"a,b"\n'
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
+                 "--metric", "queries*.stall_us"]) == 2
+    assert "whole path segment" in capsys.readouterr().err

@@ -302,6 +302,11 @@ def test_policies_view_and_bars_tab(qtbot, results):
     assert tab.currentWidget() is tab.ladder
     tab.set_result(r)
     assert tab.currentWidget() is tab.policies
+    # the same policies in another order: the axis names follow the bars (pyqtgraph caches axes)
+    flipped = dict(reversed(list(pol.items())))
+    v.set_result(Result(scenario=r.scenario, trace=r.trace, metrics={"policies": flipped}))
+    names = [name for _, name in v.hit_plot.getAxis("left")._tickLevels[0]]
+    assert names == list(flipped) == [row["name"] for row in v.rows]
     v.set_result(results["rope_prefetch_16"])
     assert v.stack.showing_note and "no placement policies" in v.stack.note.text()
 

@@ -32,18 +32,9 @@ def policy_rows(policies: dict) -> list[dict]:
     return rows
 
 
-class _NameAxis(pg.AxisItem):
-    """Left axis naming each bar row."""
-
-    def __init__(self):
-        super().__init__("left")
-        self.names: list[str] = []
-
-    def tickValues(self, minVal, maxVal, size):
-        return [(1.0, list(range(len(self.names))))]
-
-    def tickStrings(self, values, scale, spacing):
-        return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
+def _name_rows(pi: pg.PlotItem, rows: list[dict]) -> None:
+    """Policy names on the left axis, one per bar row (setTicks also redraws the axis)."""
+    pi.getAxis("left").setTicks([[(i, r["name"]) for i, r in enumerate(rows)]])
 
 
 class PoliciesView(QWidget):
@@ -52,9 +43,8 @@ class PoliciesView(QWidget):
         self.caption = caption_label()
         self.charts = pg.GraphicsLayoutWidget()
         self.charts.setBackground("w")
-        self.hit_axis, self.time_axis = _NameAxis(), _NameAxis()
-        self.hit_plot = self.charts.addPlot(row=0, col=0, axisItems={"left": self.hit_axis})
-        self.time_plot = self.charts.addPlot(row=1, col=0, axisItems={"left": self.time_axis})
+        self.hit_plot = self.charts.addPlot(row=0, col=0)
+        self.time_plot = self.charts.addPlot(row=1, col=0)
         style_plot(self.hit_plot, bottom="hit rate (turns with history): DRAM part + SSD part", grid=(True, False))
         style_plot(self.time_plot, bottom="prefill per job (ms): start to first token, no queueing",
                    grid=(True, False))
@@ -94,7 +84,7 @@ class PoliciesView(QWidget):
     def _draw_hits(self):
         pi, rows = self.hit_plot, self.rows
         pi.clear()
-        self.hit_axis.names = [r["name"] for r in rows]
+        _name_rows(pi, rows)
         self._bars(pi, [0.0] * len(rows), [r["dram"] for r in rows], DRAM_COLOUR)
         self._bars(pi, [r["dram"] for r in rows], [r["ssd"] for r in rows], SSD_COLOUR)
         for i, r in enumerate(rows):
@@ -107,7 +97,7 @@ class PoliciesView(QWidget):
     def _draw_times(self):
         pi, rows = self.time_plot, self.rows
         pi.clear()
-        self.time_axis.names = [r["name"] for r in rows]
+        _name_rows(pi, rows)
         times = [float(r["prefill_ms"] or 0.0) for r in rows]
         for i, (r, ms) in enumerate(zip(rows, times)):
             colour = BASELINE_COLOUR if r["name"] == "recompute" else PREFILL_COLOUR
