@@ -162,14 +162,18 @@ def _scalar(value) -> Any:
     return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
 
 
-def _run_one(args) -> Any:
-    from .registry import simulate  # imported in the worker
-    scenario, metric, series = args
-    metrics = simulate(scenario).metrics_dict()
+def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
+    """The swept value(s) of one run: the metric, or the family's members in `series` order."""
     if series:
         family = metric_family(metrics, metric)
         return [_scalar(family.get(name)) for name in series]
     return _scalar(metric_value(metrics, metric))
+
+
+def _run_one(args) -> Any:
+    from .registry import simulate  # imported in the worker
+    scenario, metric, series = args
+    return _pick(simulate(scenario).metrics_dict(), metric, series)
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
@@ -199,22 +203,24 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
 
     n = len(scenarios)
     workers = workers or min(os.cpu_count() or 1, 8)
-    tasks = [(s, metric, series) for s in scenarios]
-    flat: list = []
+    flat: list = [_pick(first, metric, series)]  # the check run is the grid's first point: not run twice
+    if progress:
+        progress(1, n)
+    tasks = [(s, metric, series) for s in scenarios[1:]]
     if workers <= 1 or n < 8:
-        for i, t in enumerate(tasks):
+        for t in tasks:
             flat.append(_run_one(t))
             if progress:
-                progress(i + 1, n)
+                progress(len(flat), n)
     else:
-        chunk = max(1, n // (workers * 8))
+        chunk = max(1, len(tasks) // (workers * 8))
         # Pool's context exit terminates the workers, so Ctrl-C stops at once, not after
         # the chunks in progress.
         with multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_sigint) as pool:
-            for i, v in enumerate(pool.imap(_run_one, tasks, chunksize=chunk)):
+            for v in pool.imap(_run_one, tasks, chunksize=chunk):
                 flat.append(v)
                 if progress:
-                    progress(i + 1, n)
+                    progress(len(flat), n)
     if len(axes_t) == 1:
         values = flat
     else:

@@ -124,3 +124,14 @@ def test_family_skips_tables_and_csv_quotes(capsys):
     assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
                  "--metric", "queries*.stall_us"]) == 2
     assert "whole path segment" in capsys.readouterr().err
+
+
+def test_each_grid_point_runs_once(monkeypatch):
+    # the metric is checked on the first point's run, which is then the grid's first value
+    import kvviz.registry
+    calls = []
+    real = kvviz.registry.simulate
+    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc: calls.append(sc) or real(sc))
+    res = run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"), [Axis("storage.latency_us", (10, 20, 25))],
+                    "prefetch_stall_us", workers=1)
+    assert res.values == [20.0, 40.0, 50.0] and len(calls) == 3  # two batched trips while they land before 26 µs
