@@ -136,7 +136,7 @@ class MetricsView(QScrollArea):
             label = QLabel(f"<b>{title}</b>")
             label.setStyleSheet("padding:8px 2px 2px 2px; color:#222;")
             table = _table(headers, grows)
-            if title == "checks" and "ok" in headers:  # a failed check must not read like a passed one
+            if "ok" in headers:  # a failed check (any row saying ok = no) must not read like a passed one
                 col = headers.index("ok")
                 for r in range(table.rowCount()):
                     if table.item(r, col).text() == "no":

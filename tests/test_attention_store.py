@@ -25,15 +25,21 @@ TINY = {
 }
 
 
-def tiny(tmp_path, turns, **over):
-    """turns: [(conversation, arrival_s)], in order; each turn is 60 tokens in, 4 out."""
+def write_turns(path, turns, n_in: int, n_out: int):
+    """A conversation log of `turns` [(conversation, arrival_s)], in order, numbered per
+    conversation, every turn `n_in` tokens in and `n_out` out. Returns the path."""
     seen: dict = {}
     lines = ["conversation,turn,arrival_s,input_tokens,output_tokens"]
     for conv, t in turns:
         seen[conv] = seen.get(conv, 0) + 1
-        lines.append(f"{conv},{seen[conv]},{t},60,4")
-    p = tmp_path / "conv.csv"
-    p.write_text("\n".join(lines) + "\n")
+        lines.append(f"{conv},{seen[conv]},{t},{n_in},{n_out}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tiny(tmp_path, turns, **over):
+    """turns: [(conversation, arrival_s)], in order; each turn is 60 tokens in, 4 out."""
+    p = write_turns(tmp_path / "conv.csv", turns, 60, 4)
     data = json.loads(json.dumps(TINY))
     data["workload"] = {"trace_file": str(p)}
     for k, v in over.items():
@@ -330,13 +336,7 @@ def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.09
     """Run LRU on `turns` [(conversation, arrival_s)] and return the finished Run (its state)."""
     from kvviz.mechanisms.attention_store import workload_of
     from kvviz.mechanisms.attention_store.serving import Prepared, Run
-    seen: dict = {}
-    lines = ["conversation,turn,arrival_s,input_tokens,output_tokens"]
-    for conv, t in turns:
-        seen[conv] = seen.get(conv, 0) + 1
-        lines.append(f"{conv},{seen[conv]},{t},200,56")
-    p = tmp_path / "ssd.csv"
-    p.write_text("\n".join(lines) + "\n")
+    p = write_turns(tmp_path / "ssd.csv", turns, 200, 56)
     data = json.loads(json.dumps(SSD_WORLD))
     data["workload"] = {"trace_file": str(p)}
     data["store"] = {"ssd_inclusive": inclusive}
@@ -514,10 +514,7 @@ def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
     # the slot taken from 3.1 s, as the DRAM counter does.
     from kvviz.mechanisms.attention_store import workload_of
     from kvviz.mechanisms.attention_store.serving import Prepared, Run
-    p = tmp_path / "pf.csv"
-    rows = [("A", 1, 0), ("B", 1, 1), ("C", 1, 2), ("D", 1, 3.0), ("A", 2, 3.1)]
-    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n" +
-                 "".join(f"{c},{k},{t},200,56\n" for c, k, t in rows))
+    p = write_turns(tmp_path / "pf.csv", [("A", 0), ("B", 1), ("C", 2), ("D", 3.0), ("A", 3.1)], 200, 56)
     data = json.loads(json.dumps(SSD_WORLD))
     data.update(policies=["scheduler_aware"], trace_policy="scheduler_aware", workload={"trace_file": str(p)})
     data["model"]["decode_us_per_token"] = 10_000.0
