@@ -125,8 +125,13 @@ def _number(rec: dict, key: str, kind, minimum, path: Path, line: int):
 def load_trace(path: str | Path) -> Workload:
     """Import a conversation log. Turns are numbered from 1 in the file, consecutively per
     conversation, each after the previous one (in file order and in time); conversations may
-    interleave."""
+    interleave. A JSON-lines file whose first record has Qwen/Bailian or Mooncake keys is read by
+    trace_formats instead."""
     path = Path(path)
+    from .trace_formats import read as read_request_trace  # imports this module: not at the top
+    request_trace = read_request_trace(path)
+    if request_trace is not None:
+        return request_trace[0]
     last: dict[str, tuple[int, float]] = {}   # conversation -> (turn, arrival_s) seen last
     recs: list[tuple[int, int, float, int, int]] = []
     index: dict[str, int] = {}
