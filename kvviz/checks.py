@@ -1,7 +1,8 @@
 """Expectations a scenario states about its own results, checked after every run.
 
 A scenario may list `[[expect]]` tables: a metric path (as `kvviz sweep --metric` takes it) and
-a bound (`equals`, with a relative tolerance, or `min`/`max`). They are checks, never inputs: the
+a bound (`equals`, with a relative tolerance, `min`/`max`, or another metric it must exceed,
+`greater_than`, or not fall below, `at_least`). They are checks, never inputs: the
 simulation runs the same with or without them, and a failed one is reported, not hidden. The
 bundled scenarios use them to pin what each seed states and the simulation reproduces, so
 `kvviz check scenarios/*.toml` re-checks every claim headless.
@@ -23,6 +24,14 @@ def evaluate(expectations, metrics: dict) -> list[dict]:
             rows.append({"metric": e.metric, "expect": e.wanted(), "actual": "no such metric", "ok": False,
                          "why": e.why})
             continue
+        others, expect = {}, e.wanted()
+        for path in (e.greater_than, e.at_least):
+            if path:
+                try:
+                    others[path] = metric_value(metrics, path)
+                    expect += f" ({format_value(others[path])})"
+                except KeyError:
+                    expect += " (no such metric)"
         actual = f'"{v}"' if isinstance(v, str) else format_value(v)
-        rows.append({"metric": e.metric, "expect": e.wanted(), "actual": actual, "ok": e.holds(v), "why": e.why})
+        rows.append({"metric": e.metric, "expect": expect, "actual": actual, "ok": e.holds(v, others), "why": e.why})
     return rows

@@ -46,6 +46,9 @@ class Expectation(Section):
     equals: bool | int | float | str | None = param(None, description="The value (numbers within rel_tol)")
     min: float | None = param(None, description="Lowest value that passes")
     max: float | None = param(None, description="Highest value that passes")
+    greater_than: str | None = param(None, description="Another metric path this one must exceed, e.g. "
+                                                       "policies.lru.hit_rate")
+    at_least: str | None = param(None, description="Another metric path this one must not fall below")
     rel_tol: float = param(1e-9, ge=0, le=1, description="Relative tolerance of `equals` for numbers")
     why: str = param("", description="Where the expected value comes from (shown with the outcome)")
 
@@ -62,10 +65,11 @@ class Expectation(Section):
         for name in ("min", "max"):
             if getattr(self, name) is not None and not math.isfinite(getattr(self, name)):
                 raise FieldError(name, "must be a finite number")
-        if self.equals is None and self.min is None and self.max is None:
-            raise FieldError("equals", "give equals, min or max")
-        if self.equals is not None and (self.min is not None or self.max is not None):
-            raise FieldError("equals", "give either equals or min/max, not both")
+        relative = self.greater_than is not None or self.at_least is not None
+        if self.equals is None and self.min is None and self.max is None and not relative:
+            raise FieldError("equals", "give equals, min, max, greater_than or at_least")
+        if self.equals is not None and (self.min is not None or self.max is not None or relative):
+            raise FieldError("equals", "give either equals or bounds, not both")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise FieldError("min", f"min {self.min} is above max {self.max}")
         return self
@@ -81,15 +85,26 @@ class Expectation(Section):
             return f"= {format_value(self.equals)}{tol}"
         lo = f"≥ {format_value(self.min)}" if self.min is not None else ""
         hi = f"≤ {format_value(self.max)}" if self.max is not None else ""
-        return " and ".join(x for x in (lo, hi) if x)
+        gt = f"> {self.greater_than}" if self.greater_than else ""
+        ge = f"≥ {self.at_least}" if self.at_least else ""
+        return " and ".join(x for x in (lo, hi, gt, ge) if x)
 
-    def holds(self, v) -> bool:
+    def holds(self, v, others: dict | None = None) -> bool:
+        """`others`: the values of the metrics named by greater_than / at_least."""
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if self.equals is not None:
             if isinstance(self.equals, (bool, str)) or isinstance(v, (bool, str)) or v is None:
                 return type(v) is type(self.equals) and v == self.equals  # true is not 1, "8" is not 8
             return number and math.isclose(v, self.equals, rel_tol=self.rel_tol, abs_tol=1e-12)
         if not number or not math.isfinite(v):
+            return False
+        others = others or {}
+
+        def num(x):
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        if self.greater_than and not (num(others.get(self.greater_than)) and v > others[self.greater_than]):
+            return False
+        if self.at_least and not (num(others.get(self.at_least)) and v >= others[self.at_least]):
             return False
         return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
 

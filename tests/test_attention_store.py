@@ -1,5 +1,9 @@
 """attention_store: the paper's formulas, the layer-wise pre-loading schedule, hand-checked
-small cases (3 sessions, 2 DRAM slots), truncation modes, trace import and bad input."""
+small cases (3 sessions, 2 DRAM slots), truncation modes, trace import and bad input.
+
+The store's hand-checked cases run one job at a time (`serving.max_batch = 1`) on a GPU whose
+roofline makes prefill 1 µs per token and a decode iteration of n jobs n µs (compute-bound);
+test_batching.py checks the batching engine itself."""
 import json
 
 import numpy as np
@@ -9,19 +13,32 @@ from kvviz import parse_scenario, simulate
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
 from kvviz.mechanisms.attention_store.serving import layer_schedule, prefill_end
+from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, MISS
 
 from .conftest import SCENARIOS
 
 # A tiny world in which every stored session is exactly one block: 256-token blocks, a
 # 256-token window, 64 tokens per turn (60 in, 4 out), 1 MB of KV per token. One session =
 # 256 MB, and 0.512 GB of DRAM = exactly two session slots. No SSD: a DRAM victim is dropped.
+def unit_gpu(gpus: int = 4, us_per_token: float = 1.0, params_b: float = 0.0005, weights_ns: float = 1.0) -> dict:
+    """Roofline fields (model.params_b and hardware) for a prefill of `us_per_token` µs per token
+    and `weights_ns` to read the weights in a decode iteration: FLOP/ns = 2·params/prefill ns;
+    B/ns = 2·params/weights_ns (with gpus · peak · mfu and gpus · hbm · efficiency)."""
+    flop_per_ns = 2 * params_b * 1e9 / (us_per_token * 1000)
+    bytes_per_ns = 2 * params_b * 1e9 / weights_ns
+    return {"params_b": params_b,
+            "hw": {"gpus": gpus, "gpu_peak_tflops": flop_per_ns / gpus / 1e3, "mfu": 1.0,
+                   "hbm_tbps": bytes_per_ns / gpus / 1e3, "hbm_efficiency": 1.0}}
+
+
+_G = unit_gpu()  # 1 µs per prefill token; weights 1 ns, KV (1 MB/token) 1 ns per context token
 TINY = {
     "kind": "attention_store",
     "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 256,
-              "prefill_us_per_token": 1.0, "decode_us_per_token": 0.0},
+              "params_b": _G["params_b"]},
     "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 0, "pcie_gbps": 1000,
-                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 256},
-    "serving": {"arrivals": "recorded", "compare_truncation": False},
+                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 256, **_G["hw"]},
+    "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 1},
 }
 
 
@@ -76,12 +93,14 @@ def test_three_sessions_two_slots_by_hand(tmp_path):
 
 
 def test_scheduler_aware_protects_the_queued_session(tmp_path):
-    # Each job now decodes for 1 s. A2 arrives at 20.5 s while C1 runs (20..21 s). When C1
-    # ends, DRAM holds A, B, C (one too many): LRU evicts A (least recent) and A2 misses;
-    # scheduler-aware sees A2 queued, evicts B instead, and A2 hits.
+    # Prefill now takes 10 ms a token: C1 runs 20..20.6 s (+ 3 decode iterations). A2 arrives
+    # at 20.5 s and waits (a batch of one). When C1 ends, DRAM holds A, B, C (one too many):
+    # LRU evicts A (least recent) and A2 misses; scheduler-aware sees A2 queued, evicts B
+    # instead, and A2 hits.
     turns = [("A", 0), ("B", 10), ("C", 20), ("A", 20.5)]
-    sc = tiny(tmp_path, turns, policies=["lru", "scheduler_aware"],
-              model__decode_us_per_token=250_000.0)
+    g = unit_gpu(us_per_token=10_000.0)
+    sc = tiny(tmp_path, turns, policies=["lru", "scheduler_aware"], model__params_b=g["params_b"],
+              **{f"hardware__{k}": v for k, v in g["hw"].items()})
     m = simulate(sc).metrics_dict()["policies"]
     assert m["lru"]["hits"] == 0 and m["scheduler_aware"]["hits"] == 1
     # No SSD, so LRU's victim A is lost, and A2 was already waiting when it was: the queue knew.
@@ -141,8 +160,8 @@ def test_formulas_pinned(tmp_path):
     assert f["S_buf_turn"] == 2
     assert f["S_buf_bytes"] == 128_000_000 - 8 * 1000 * 60
     # One link (gpus = 1): B = 2 B/ns: 2 · (500,000 ns · 128 − 1000 ns · 60) = 128e6 − 120e3.
-    sc1 = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru",
-               hardware__ssd_gb=1.024, hardware__pcie_gbps=2.0, hardware__gpus=1)
+    sc1 = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru", hardware__ssd_gb=1.024,
+               hardware__pcie_gbps=2.0, **{f"hardware__{k}": v for k, v in unit_gpu(gpus=1)["hw"].items()})
     assert simulate(sc1).metrics_dict()["formulas"]["S_buf_bytes"] == 128_000_000 - 2 * 1000 * 60
     # CCpUT = DSpUT · CCpS: 3 conversations start at 0, 1, 2 s: 2 gaps in 2 s = 1/s, × one
     # full-window session (256 tokens = 256 MB).
@@ -193,9 +212,13 @@ def test_deterministic_and_trace_shape():
     t = a.trace
     names = t.lanes["name"].tolist()
     assert {"GPU", "PCIe", "SSD"} <= set(t.lanes["group"].tolist())
-    assert len(t.spans_of("GPU · prefill + decode", "prefill")) == a.metrics["turns"]
-    assert len(t.spans_of("GPU · prefill + decode", "decode")) == a.metrics["turns"]
-    assert set(t.counter_names) == {"DRAM in use", "SSD in use", "queue length"}
+    from kvviz.mechanisms.attention_store import GPU_LANE
+    # One prefill span per prefill iteration: every job is in exactly one (no preemption here).
+    pre = t.spans_of(GPU_LANE, "prefill")
+    jobs_in = [int(t.label(i).split("·")[1].split()[0]) for i in pre["label"].tolist()]
+    assert a.metrics["policies"]["scheduler_aware"]["preemptions"] == 0 and sum(jobs_in) == a.metrics["turns"]
+    assert len(t.spans_of(GPU_LANE, "decode")) > 0
+    assert set(t.counter_names) == {"DRAM in use", "SSD in use", "queue length", "batch size", "HBM KV in use"}
     assert t.item_name == "session" and len(t.residency) and t.slots >= 1
     layers = [n for n in names if n.startswith("GPU · layers")]
     assert len(t.spans_of(layers[0], "prefill")) == 40  # one span per layer of the chosen turn
@@ -324,11 +347,11 @@ def test_preset_windows_and_kv_sizes():
 SSD_WORLD = {
     "kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
     "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 512,
-              "prefill_us_per_token": 1.0, "decode_us_per_token": 0.0},
+              "params_b": _G["params_b"]},
     "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 4.096, "pcie_gbps": 1000,
                  "ssd_read_gbps": 1000, "ssd_write_gbps": 1000,
-                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 64},
-    "serving": {"arrivals": "recorded", "compare_truncation": False, "truncation_ratio": 0.25},
+                 "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 64, **_G["hw"]},
+    "serving": {"arrivals": "recorded", "compare_truncation": False, "truncation_ratio": 0.25, "max_batch": 1},
 }
 
 
@@ -344,11 +367,13 @@ def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.09
     data["hardware"]["ssd_gb"] = ssd_gb
     sc = parse_scenario(data)
     run = Run(sc, Prepared(sc, workload_of(sc)), "lru", truncation, record=False).run()
+    st = run.store
     # Capacity accounting: each tier's bytes in use are the sum of the copies it holds.
     from kvviz.mechanisms.attention_store.policies.base import DRAM, PREFETCHING
-    assert run.ssd_used == sum(run.ssd_size)
-    assert run.dram_used == sum(s for s, w in zip(run.size, run.where) if w in (DRAM, PREFETCHING))
-    return run
+    assert st.ssd_used == sum(st.ssd_size)
+    assert st.dram_used == sum(s for s, w in zip(st.size, st.where) if w in (DRAM, PREFETCHING))
+    st.outcome = run.gpu.outcome  # the store's view plus what each job found
+    return st
 
 
 MB = 1_000_000
@@ -366,7 +391,7 @@ def test_inclusive_copy_second_demotion_writes_only_new_tokens(tmp_path):
     #       exclusive deleted A's copy when A2 read it, so it writes all 512 MB again.
     turns = [("A", 0), ("B", 1), ("C", 2), ("A", 3), ("B", 4)]
     inc = ssd_run(tmp_path, turns, inclusive=True)
-    assert inc.outcome[1] == inc.outcome[3] == 3  # A2, B2: SSD hits (rows: A1 A2 B1 B2 C1)
+    assert inc.outcome[1] == inc.outcome[3] == HIT_SSD  # A2, B2: SSD hits (rows: A1 A2 B1 B2 C1)
     assert inc.demoted == 4                                    # A, B, C, A
     assert inc.ssd_write_bytes == (256 + 256 + 256 + 256) * MB
     # SSD now holds A (512, its only copy), B's first turn (256; B is also in DRAM) and C (256).
@@ -396,7 +421,7 @@ def test_inclusive_copy_ssd_eviction_and_decoupled_truncation(tmp_path):
     # A3 ends: A is 128 + 256 = 384 MB; DRAM 512 (B) + 384 > 512: evict B, which has its first
     # 256 MB on SSD: write 256 MB more. SSD 896 MB, DRAM 384 MB.
     r = ssd_run(tmp_path, turns + [("A", 5)])
-    assert r.outcome[2] == 3  # A3: an SSD hit after overflow
+    assert r.outcome[2] == HIT_SSD  # A3: an SSD hit after overflow
     assert (r.ssd_size[A], r.ssd_size[B], r.ssd_size[C]) == (128 * MB, 512 * MB, 256 * MB)
     assert r.ssd_used == 896 * MB and r.dram_used == 384 * MB
     assert r.ssd_write_bytes == (256 * 4 + 256) * MB
@@ -409,12 +434,12 @@ def test_coupled_truncation_frees_both_copies(tmp_path):
     # Coupled: the stored KV is invalid: both of A's copies are freed (SSD 768 - 256 = 512) and
     # the kept 128 history tokens are recomputed; A3 ends with A = 384 MB in DRAM.
     r = ssd_run(tmp_path, turns, truncation="coupled")
-    assert r.outcome[2] == 1  # MISS
+    assert r.outcome[2] == MISS
     assert r.ssd_size[A] == 0 and r.ssd_used == 512 * MB and r.dram_used == 384 * MB
     # Decoupled: a DRAM hit; the SSD copy (A's first 256 tokens) lies wholly in the dropped
     # 384, so it is freed too; same bytes in use, but A3 hit.
     r = ssd_run(tmp_path, turns, truncation="decoupled")
-    assert r.outcome[2] == 2  # DRAM hit
+    assert r.outcome[2] == HIT_DRAM
     assert r.ssd_size[A] == 0 and r.ssd_used == 512 * MB and r.dram_used == 384 * MB
 
 
@@ -448,9 +473,9 @@ def test_per_gpu_links_load_time(tmp_path):
                              "serving": {"arrivals": "recorded", "compare_truncation": False}})
         assert sc.model.kv_bytes_per_token == 819_200 and sc.hardware.pcie_gbps == 26
         run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
-        assert run.pcie == 26 * gpus
-        assert abs(819_200 / run.pcie - 31_507.7 / gpus) < 0.1        # ns per token
-        assert run.outcome[1] == 2                                    # DRAM hit
+        assert run.gpu.pcie == 26 * gpus
+        assert abs(819_200 / run.gpu.pcie - 31_507.7 / gpus) < 0.1    # ns per token
+        assert run.gpu.outcome[1] == HIT_DRAM
         load = run.tb.build().spans_of("PCIe · load DRAM→HBM")
         assert len(load) == 1
         spans[gpus] = int(load["end"][0] - load["start"][0])
@@ -462,10 +487,11 @@ def test_ssd_read_priority_by_hand(tmp_path):
     # 1 MB of KV per token, 4 layers, 64-token blocks, 512-token window, DRAM 512 MB, SSD
     # reads and writes 1 GB/s = 1 B/ns, PCIe fast (1000 B/ns per link, one GPU), decode free.
     # A1, B1, D1 at 0, 1, 2 s: 100 in + 28 out = 128 tokens = 128 MB each; DRAM 384 MB.
-    # C1 at 3 s: 256 in + 128 out = 384 tokens; a first turn prefills its
-    #   256 input tokens at 1 µs each: ends at E = 3 s + 256 µs = 3,000,256,000 ns (no decode;
-    #   saving 384 MB at 1000 B/ns takes 384 µs, which the 1 GB write buffer absorbs).
-    # A2 arrives at 3.0001 s, during C1, and waits.
+    # C1 at 3 s: 256 in + 128 out = 384 tokens; a first turn prefills its 256 input tokens at
+    #   1 µs each, then 127 decode iterations of 1 µs (compute-bound: the weights take 1 ns and
+    #   its ≤ 383 context tokens 1 ns each): E = 3 s + 256 µs + 127 µs = 3,000,383,000 ns (saving
+    #   384 MB at 1000 B/ns takes 384 µs, which the 1 GB write buffer absorbs).
+    # A2 arrives at 3.0001 s, during C1, and waits (a batch of one).
     # At E, C1 ends: DRAM 384 + 384 = 768 > 512 MB: LRU evicts A (write 128 MB: 128 ms), then
     #   B (write 128 MB); 512 MB fits. Then A2 is dispatched at E: A is on SSD only: a demand
     #   read of 128 MB (128 ms at the slower of SSD and PCIe).
@@ -477,25 +503,25 @@ def test_ssd_read_priority_by_hand(tmp_path):
     p = tmp_path / "prio.csv"
     p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n"
                  "A,1,0,100,28\nB,1,1,100,28\nD,1,2,100,28\nC,1,3,256,128\nA,2,3.0001,100,28\n")
-    E, ms = 3_000_256_000, 1_000_000
+    E, ms = 3_000_383_000, 1_000_000
     got = {}
     for prio in (False, True):
         data = json.loads(json.dumps(SSD_WORLD))
         data["workload"] = {"trace_file": str(p)}
-        data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1, gpus=1)
+        data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1, **unit_gpu(gpus=1)["hw"])
         data["store"] = {"ssd_read_priority": prio}
         sc = parse_scenario(data)
         run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
-        assert run.outcome[1] == 3 and run.start[1] == E   # A2: SSD hit, dispatched at E
+        assert run.gpu.outcome[1] == HIT_SSD and run.gpu.first_admit[1] == E   # A2: SSD hit, admitted at E
         t = run.tb.build()
         reads = t.spans_of("SSD · prefetch + demand reads", "fetch")
         writes = t.spans_of("SSD · eviction writes", "evict_write")
         got[prio] = (int(reads["start"][0]), sorted(int(x) for x in writes["start"])[:2])  # C1's two evictions
         # First token: 4 layers of 32 ms loads, then the last layer's 25 µs of compute.
-        assert run.first_token[1] == got[prio][0] + 128 * ms + 25_000
+        assert run.gpu.first_token[1] == got[prio][0] + 128 * ms + 25_000
         # SSD busy: these three (384 ms), then A2's end (A now 256 MB, DRAM 768) evicts D
         # (128 MB) and C (384 MB): 896 ms in all, in either order.
-        assert run.ssd_busy_ns == (3 * 128 + 128 + 384) * ms
+        assert run.store.ssd_busy_ns == (3 * 128 + 128 + 384) * ms
     assert got[False] == (E + 256 * ms, [E, E + 128 * ms])
     assert got[True] == (E + 128 * ms, [E, E + 256 * ms])
 
@@ -507,7 +533,9 @@ def test_ssd_read_priority_deterministic():
 
 
 def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
-    # DRAM holds two one-turn sessions; jobs decode for 0.56 s; the SSD reads and writes 1 GB/s.
+    # DRAM holds two one-turn sessions; a decode iteration reads 2 TB of weights in 10 ms (and
+    # 5 ns per context token), so a job's 55 decode iterations take ~0.55 s; the SSD reads and
+    # writes 1 GB/s; one job at a time.
     # A1 B1 C1 (C1's end demotes A, least recent) then D1 at 3.0 s and A2 at 3.1 s: A2 waits
     # behind D1, so scheduler-aware prefetches A at 3.1 s, evicting B. A's DRAM space is taken
     # at 3.1 s, not when its data lands behind B's eviction write: the occupancy view must show
@@ -517,8 +545,9 @@ def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
     p = write_turns(tmp_path / "pf.csv", [("A", 0), ("B", 1), ("C", 2), ("D", 3.0), ("A", 3.1)], 200, 56)
     data = json.loads(json.dumps(SSD_WORLD))
     data.update(policies=["scheduler_aware"], trace_policy="scheduler_aware", workload={"trace_file": str(p)})
-    data["model"]["decode_us_per_token"] = 10_000.0
-    data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1)
+    g = unit_gpu(params_b=1000, weights_ns=1e7)
+    data["model"]["params_b"] = g["params_b"]
+    data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1, **g["hw"])
     sc = parse_scenario(data)
     run = Run(sc, Prepared(sc, workload_of(sc)), "scheduler_aware", "decoupled", record=True).run()
     tr = run.tb.build()
@@ -526,9 +555,12 @@ def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
     pf = pf[pf["ref"] == A]
     # B's 256 MB write goes first (3.1–3.356 s), then A's read (3.356–3.612 s)
     assert len(pf) == 1 and (int(pf["start"][0]), int(pf["end"][0])) == (3_356_000_000, 3_612_000_000)
-    # D1 ends before that (3.0 s + 0.2 ms prefill + 0.56 s decode): A2 (row 1) starts with its
-    # prefetch in flight, an SSD hit, and the reservation ends there
-    assert run.outcome[1] == 3 and run.start[1] == 3_000_000_000 + 200_000 + 560_000_000
+    # D1 ends before that: 3.0 s + 0.2 ms prefill + 55 iterations of 10 ms + 5 ns × its context
+    # (200..254 tokens): A2 (row 1) starts with its prefetch in flight, an SSD hit, and the
+    # reservation ends there
+    decode = 55 * 10_000_000 + 5 * sum(range(200, 255))
+    start = run.gpu.first_admit[1]
+    assert run.gpu.outcome[1] == HIT_SSD and start == 3_000_000_000 + 200_000 + decode
     res = tr.residency[tr.residency["item"] == A]
     second = res[res["start"] > 1_000_000_000]
-    assert (int(second["start"][0]), int(second["end"][0])) == (3_100_000_000, run.start[1])
+    assert (int(second["start"][0]), int(second["end"][0])) == (3_100_000_000, start)

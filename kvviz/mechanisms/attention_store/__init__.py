@@ -14,12 +14,14 @@ from pathlib import Path
 from ...errors import ScenarioError
 from ...result import Result
 from .model import AttentionStoreScenario
+from .arrivals import interleaved
 from .serving import GPU_LANE, Prepared, Run, round_metrics
 from .workload import load_trace, synthetic
+from .workload_figures import workload_figures
 
 MODEL = AttentionStoreScenario
-# A job's prefill and decode spans carry its turn row: picking one draws that turn's layers.
-PICK = (GPU_LANE, "serving.detail_job", "draw this turn's layers")
+# A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
+PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
@@ -28,12 +30,16 @@ MAX_TURNS = 3_000_000
 def workload_of(sc: AttentionStoreScenario):
     w = sc.workload
     if w.trace_file:
-        return load_trace(Path(w.trace_file))
-    est = w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
-    if est > MAX_TURNS:
-        raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
-                            f"reduce workload.conversations", field="workload.conversations")
-    return synthetic(w)
+        wl = load_trace(Path(w.trace_file))
+    else:
+        est = w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
+        if est > MAX_TURNS:
+            raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
+                                f"reduce workload.conversations", field="workload.conversations")
+        wl = synthetic(w)
+    if sc.serving.arrivals == "interleaved":
+        wl = interleaved(wl, w.arrival_rate_per_s, w.seed)
+    return wl
 
 
 def simulate(sc: AttentionStoreScenario) -> Result:
@@ -69,7 +75,7 @@ def simulate(sc: AttentionStoreScenario) -> Result:
         events += r.loop.processed
         truncation[other] = trunc_summary(r.metrics(baseline))
 
-    h = sc.hardware
+    h, g = sc.hardware, prep.gpu
     first = int((wl.turn == 0).sum())
     metrics = {
         "trace_policy": sc.trace_policy,
@@ -79,6 +85,12 @@ def simulate(sc: AttentionStoreScenario) -> Result:
         "multi_turn_share": float((wl.turn == 1).sum() / first) if first else 0.0,
         "overflow_turn_share": float(prep.overflow.mean()) if len(wl) else 0.0,
         "policies": {p: per_policy[p] for p in sc.policies},
+        "workload": workload_figures(prep, mode == "coupled"),
+        "gpu": {
+            "prefill_ms_per_1k_tokens": g.prefill_ns(1000) / 1e6,
+            "decode_step_ms_1_job_1k_ctx": g.decode_step_ns(1, 1000) / 1e6,
+            "decode_step_ms_32_jobs_32k_ctx": g.decode_step_ns(32, 32_000) / 1e6,
+        },
         "formulas": {
             "L_pw": prep.L_pw,
             "L_ew": prep.L_ew,

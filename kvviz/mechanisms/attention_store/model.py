@@ -11,7 +11,7 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
 from .policies import POLICIES
-from .presets import PRESETS
+from .presets import MFU_PAPER, PRESETS
 
 GB = 10**9
 
@@ -29,7 +29,9 @@ class Workload(Section):
     conversations: int = param(9000, ge=1, le=2_000_000, unit="conversations",
                                description="Conversations generated (paper: ~9K ShareGPT conversations)")
     arrival_rate_per_s: float = param(1.0, gt=0, le=1e6, unit="1/s",
-                                      description="Poisson arrival rate of new conversations (paper: λ = 1.0)")
+                                      description="Poisson rate (paper: λ = 1.0). serving.arrivals = closed_loop: "
+                                                  "new conversations per second; interleaved: turns per second "
+                                                  "(our reading of the paper's λ)")
     multi_turn_share: float = param(0.73, ge=0, le=1, unit="share",
                                     description="Share of conversations with more than one turn (paper: 73%)")
     mean_turns_multi: float = param(7.6, ge=2, le=1000, unit="turns",
@@ -53,9 +55,9 @@ class Model(Section):
     kv_bytes_per_token: int = param(ge=1, unit="B", description="KV-cache bytes per token, all layers")
     layers: int = param(ge=1, le=1000, description="Transformer layers (the unit of layer-wise pre-loading)")
     context_window: int = param(ge=2, unit="tokens", description="Context window")
-    prefill_us_per_token: float = param(gt=0, unit="µs", description="GPU prefill time per token")
-    decode_us_per_token: float = param(ge=0, unit="µs",
-                                       description="Amortised GPU time per output token under batching")
+    params_b: float = param(gt=0, le=10_000, unit="B params",
+                            description="Parameters, in billions: 2·params FLOPs per token computed, and "
+                                        "2·params bytes of FP16 weights read per decode iteration")
 
     @model_validator(mode="before")
     @classmethod
@@ -70,7 +72,18 @@ class Model(Section):
 
 class Hardware(Section):
     hbm_free_gb: float = param(190.0, gt=0, unit="GB",
-                               description="HBM free for KV of the running job and buffers (paper §2.4: 190 GB)")
+                               description="HBM free for KV after the weights (paper §2.4: 190 GB for LLaMA-65B on "
+                                           "4×A100): the running batch's KV blocks, the read and write buffers, "
+                                           "and (store.hbm_cache) finished sessions")
+    gpu_peak_tflops: float = param(312.0, gt=0, unit="TFLOP/s",
+                                   description="Peak dense FP16 tensor throughput of ONE GPU (A100 datasheet: 312)")
+    mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
+                       description="Model FLOP utilisation of prefill. Default: calibrated on the paper's one "
+                                   "figure, a 2K-token LLaMA-65B prefill on 4×A100 in ≈ 360 ms (§2.4); the "
+                                   "same utilisation is ASSUMED for every model")
+    hbm_tbps: float = param(2.039, gt=0, unit="TB/s", description="HBM bandwidth of ONE GPU (A100-80GB datasheet: 2,039 GB/s)")
+    hbm_efficiency: float = param(0.7, gt=0, le=1, unit="share",
+                                  description="Share of HBM bandwidth a decode iteration achieves (ASSUMPTION)")
     dram_gb: float = param(128.0, ge=0, unit="GB", description="Host DRAM for AttentionStore (paper: 128 GB)")
     ssd_gb: float = param(10_000.0, ge=0, unit="GB", description="SSD for AttentionStore (paper: 10 TB); 0 = none")
     gpus: int = param(4, ge=1, le=64, unit="GPUs",
@@ -108,9 +121,14 @@ class Serving(Section):
                                  "coupled invalidates it (the history is recomputed)")
     truncation_ratio: float = param(0.5, ge=0, lt=1, unit="share",
                                     description="Share of the window dropped on overflow (paper: 0.5)")
-    arrivals: Literal["closed_loop", "recorded"] = param(
-        "closed_loop", description="closed_loop: a turn arrives a think time after its previous reply ends; "
-                                   "recorded: at its recorded time, but never before the previous reply ends")
+    arrivals: Literal["closed_loop", "recorded", "interleaved"] = param(
+        "closed_loop", description="When turns are released (each an ASSUMPTION about users). closed_loop: a "
+                                   "think time after the previous reply ends. recorded: at the trace's time. "
+                                   "interleaved: all turns of all conversations in one random order (order kept "
+                                   "within a conversation), Poisson at workload.arrival_rate_per_s turns/s. "
+                                   "recorded and interleaved never release a turn before its previous reply ends")
+    max_batch: int = param(256, ge=1, le=4096, unit="jobs",
+                           description="Most jobs in the running batch (ASSUMPTION: vLLM's default max_num_seqs)")
     compare_truncation: bool = param(True, description="Also run trace_policy with the other truncation mode "
                                                         "(metrics.truncation)")
     detail_job: int = param(-1, ge=-1, description="Turn (row of the workload) whose layers are drawn one by "
@@ -118,6 +136,15 @@ class Serving(Section):
 
 
 class Store(Section):
+    lookahead: Literal["waiting_queue", "job_list"] = param(
+        "waiting_queue", description="What scheduler-aware prefetch (next L_pw jobs) and eviction (next L_ew "
+                                     "jobs) look at. waiting_queue: jobs that have arrived and wait. job_list: "
+                                     "the job list in arrival order, including jobs not yet released (our reading "
+                                     "of the paper, whose L_ew is thousands of jobs); needs arrivals recorded or "
+                                     "interleaved, where release times are known ahead")
+    hbm_cache: bool = param(False, description="A finished session's KV may stay in free HBM blocks (evicted "
+                                               "least recently used first when the batch needs room): a hit there "
+                                               "needs no load. The paper's Figure 24 tiers: HBM, +DRAM, +SSD")
     ssd_read_priority: bool = param(
         False, description="false: the SSD serves reads and writes in one FIFO queue, in the order issued. "
                            "true: a demand read (a dispatched job waiting on SSD data) is served before "
@@ -161,10 +188,17 @@ class AttentionStoreScenario(ScenarioBase):
         ccps = blocks * h.block_tokens * m.kv_bytes_per_token
         need = f"one session at full context needs {ccps / GB:.3g} GB ({m.context_window} tokens × " \
                f"{m.kv_bytes_per_token} B)"
-        if h.dram_gb * GB < ccps:
-            raise FieldError("hardware.dram_gb", f"{h.dram_gb} GB cannot hold one session: {need}")
+        if 0 < h.dram_gb * GB < ccps:
+            raise FieldError("hardware.dram_gb", f"{h.dram_gb} GB cannot hold one session (use 0 for no DRAM "
+                                                 f"tier): {need}")
         if 0 < h.ssd_gb * GB < ccps:
             raise FieldError("hardware.ssd_gb", f"{h.ssd_gb} GB cannot hold one session (use 0 for no SSD): {need}")
+        if h.ssd_gb > 0 and h.dram_gb == 0:
+            raise FieldError("hardware.ssd_gb", "an SSD tier needs DRAM (sessions reach the SSD through DRAM): "
+                                                "set hardware.dram_gb or ssd_gb = 0")
+        if self.store.lookahead == "job_list" and self.serving.arrivals == "closed_loop":
+            raise FieldError("store.lookahead", "job_list needs serving.arrivals = recorded or interleaved: with "
+                                                "closed_loop no turn is known before its user sends it")
         if h.hbm_free_gb * GB < ccps + (h.read_buffer_gb + h.write_buffer_gb) * GB:
             raise FieldError("hardware.hbm_free_gb", f"{h.hbm_free_gb} GB cannot hold one running session plus "
                                                      f"the read and write buffers: {need}")

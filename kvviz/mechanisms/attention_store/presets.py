@@ -20,30 +20,25 @@ Which numbers are the paper's and which are ours:
 - context_window: LLaMA-1 13B and 65B were trained with a 2,048-token context (LLaMA paper
   §2: "context length 2048"; the seed states LLaMA-65B's 2K window); LLaMA-2 70B 4,096
   (Llama 2 paper, Table 1); Falcon-40B 2,048 (HF config max_position_embeddings / model card).
-- prefill_us_per_token: LLaMA-65B 176 µs is the paper's "2K tokens prefill in ≈360 ms"
-  (§2.4). The others are ASSUMPTIONS: scaled by parameter count (prefill FLOPs ≈ 2·params
-  per token, same utilisation).
-- decode_us_per_token: ASSUMPTION (ours): amortised GPU time per output token under
-  continuous batching = one decode step (weights read once from HBM at 4 × 2.0 TB/s × 60%
-  efficiency ≈ 4.9 TB/s) divided by an assumed running batch of 32 sequences.
+- params_b: LLaMA-1 Table 2 gives 13.0B and 65.2B; LLaMA-2 70B has ≈ 69.0B; Falcon-40B ≈ 41.8B
+  (its HF model card). They set prefill time (2·params FLOPs per token, gpu.py) and the weight
+  bytes read by every decode iteration.
+- MFU_PAPER: the one timing the paper states (§2.4: 2K tokens of LLaMA-65B prefill in ≈ 360 ms
+  on 4×A100 at 312 TFLOP/s each) turned into a utilisation, used for every model (ASSUMPTION).
 """
 from __future__ import annotations
 
+from .gpu import calibrated_mfu
+
+MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12), 4)
+
 PRESETS: dict[str, dict] = {
     # LLaMA-1 13B: 40 layers × 5120 (40 MHA heads × 128), 2K window.
-    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048,
-                  "prefill_us_per_token": 35.2,   # 176 × 13/65
-                  "decode_us_per_token": 166.0},  # 26 GB / 4.9 TB/s / 32
+    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048, "params_b": 13.0},
     # LLaMA-1 65B: 80 layers × 8192 (64 MHA heads × 128), 2K window; 2.5 MiB/token (paper §2.4).
-    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048,
-                  "prefill_us_per_token": 176.0,  # paper §2.4: 2K tokens ≈ 360 ms
-                  "decode_us_per_token": 829.0},  # 130 GB / 4.9 TB/s / 32
+    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048, "params_b": 65.2},
     # LLaMA-2 70B: 80 layers, GQA with 8 KV heads × 128, 4K window.
-    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096,
-                  "prefill_us_per_token": 189.5,  # 176 × 70/65
-                  "decode_us_per_token": 893.0},  # 140 GB / 4.9 TB/s / 32
+    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096, "params_b": 69.0},
     # Falcon-40B: 60 layers, multigroup attention with 8 KV heads × 64, 2K window.
-    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048,
-                   "prefill_us_per_token": 108.3,  # 176 × 40/65
-                   "decode_us_per_token": 510.0},  # 80 GB / 4.9 TB/s / 32
+    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048, "params_b": 41.8},
 }

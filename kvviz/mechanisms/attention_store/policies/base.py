@@ -1,8 +1,8 @@
 """The interface every placement policy implements, and the registry.
 
-A policy sees the run's state read-only (`run.where`, `run.size`, `run.qidx`, ...) and answers
-two questions: which session to evict from a tier, and whether to prefetch from the job queue.
-The run does all the moving, timing and accounting, so policies stay a few lines long.
+A policy sees the store's state read-only (`store.where`, `store.key`, `store.running`, ...) and
+answers two questions: which session to evict from a tier, and whether to prefetch from the job
+list. The store does all the moving, timing and accounting, so policies stay a few lines long.
 """
 from __future__ import annotations
 
@@ -26,17 +26,19 @@ class Policy:
     stores = True       # False: nothing is kept between turns (the recompute baseline)
     prefetches = False  # True: the run asks `may_evict_for` and prefetches from the job queue
 
-    def __init__(self, run):
-        self.run = run
+    def __init__(self, store):
+        self.store = store
 
     # Bookkeeping hooks: a session entered or left a tier, was hit in DRAM, was re-saved after
     # its turn (it is then in DRAM, and its next arrival is known), or its SSD copy was read or
-    # extended (inclusive copies only: the copy stays in the tier).
+    # extended (inclusive copies only: the copy stays in the tier), or the position of its next
+    # job in the look-ahead list changed (`store.key[c]`).
     def on_insert(self, tier: int, c: int) -> None: ...
     def on_remove(self, tier: int, c: int) -> None: ...
     def on_hit(self, c: int) -> None: ...
     def on_resave(self, c: int) -> None: ...
     def on_access(self, tier: int, c: int) -> None: ...
+    def on_key(self, c: int) -> None: ...
 
     def victim(self, tier: int, before: int = -1) -> int:
         """A session to evict from `tier`, or -1. With `before` >= 0 (making room to prefetch
@@ -49,8 +51,8 @@ class OrderedPolicy(Policy):
 
     recency = False
 
-    def __init__(self, run):
-        super().__init__(run)
+    def __init__(self, store):
+        super().__init__(store)
         self.order = {DRAM: OrderedDict(), SSD: OrderedDict()}
 
     def on_insert(self, tier, c):
@@ -71,8 +73,8 @@ class OrderedPolicy(Policy):
             self.order[tier].move_to_end(c)
 
     def victim(self, tier, before=-1):
-        running = self.run.running
+        running = self.store.running
         for c in self.order[tier]:  # oldest first
-            if c != running:
+            if not running[c]:
                 return c
         return -1

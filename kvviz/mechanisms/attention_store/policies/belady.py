@@ -14,17 +14,17 @@ from .base import Policy, register
 class Belady(Policy):
     prefetches = True
 
-    def __init__(self, run):
-        super().__init__(run)
+    def __init__(self, store):
+        super().__init__(store)
         self.heaps = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
         # Per tier: with inclusive SSD copies a session can be in both tiers at once.
-        self.version = {1: [0] * run.n_conv, 2: [0] * run.n_conv}
-        self.member = {1: [False] * run.n_conv, 2: [False] * run.n_conv}
+        self.version = {1: [0] * len(store.where), 2: [0] * len(store.where)}
+        self.member = {1: [False] * len(store.where), 2: [False] * len(store.where)}
 
     def on_insert(self, tier, c):
         self.member[tier][c] = True
         self.version[tier][c] += 1
-        heapq.heappush(self.heaps[tier], (-self.run.next_time[c], self.version[tier][c], c))
+        heapq.heappush(self.heaps[tier], (-self.store.next_time[c], self.version[tier][c], c))
 
     def on_resave(self, c):
         # Its next arrival is new: re-key it in every tier that holds it.
@@ -37,8 +37,8 @@ class Belady(Policy):
         self.version[tier][c] += 1
 
     def victim(self, tier, before=-1):
-        run, heap, version = self.run, self.heaps[tier], self.version[tier]
-        limit = run.next_time[before] if before >= 0 else -1
+        store, heap, version = self.store, self.heaps[tier], self.version[tier]
+        limit = store.next_time[before] if before >= 0 else -1
         skipped, found = [], -1
         while heap:
             neg_t, v, c = heap[0]
@@ -47,7 +47,7 @@ class Belady(Policy):
                 continue
             if -neg_t <= limit:
                 break  # everything left is needed no later than the session being prefetched
-            if c == run.running:
+            if store.running[c]:
                 skipped.append(heapq.heappop(heap))
                 continue
             found = c

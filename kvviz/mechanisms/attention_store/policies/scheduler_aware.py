@@ -1,33 +1,99 @@
-"""CachedAttention's scheduler-aware placement (§3.3), driven by the job queue.
+"""CachedAttention's scheduler-aware placement (§3.3), driven by the look-ahead job list.
 
-- Fetching: the run prefetches SSD→DRAM the sessions of the next L_pw queued jobs.
-- Eviction: sessions of the next L_ew queued jobs are protected. Victims are first the
-  unprotected sessions (not queued, or queued beyond L_ew), least recently used first
-  (ASSUMPTION: the paper does not say how it orders sessions the queue says nothing about);
-  only when every candidate is protected, the one whose job is furthest back in the queue.
+- Fetching: the store prefetches SSD→DRAM the sessions of the next L_pw listed jobs.
+- Eviction: sessions whose next job is among the next L_ew listed jobs are protected. Victims
+  are first the unprotected sessions, least recently used first (ASSUMPTION: the paper does
+  not say how it orders sessions the job list says nothing about); only when every candidate
+  is protected, the one whose next job is furthest back in the list (the paper's "tail").
+
+Per tier: unprotected sessions in an LRU-ordered dict; protected ones in a max-heap by list
+position; unprotected ones with a known position in a min-heap, moved over as the window's
+end (lo + L_ew) passes them. Heap entries are checked against `store.key` when popped, so a
+victim costs O(1) amortised plus a log factor, not a walk over the tier.
 """
-from .base import OrderedPolicy, register
+import heapq
+from collections import OrderedDict
+
+from .base import DRAM, SSD, Policy, register
 
 
 @register("scheduler_aware")
-class SchedulerAware(OrderedPolicy):
-    recency = True
+class SchedulerAware(Policy):
     prefetches = True
 
+    def __init__(self, store):
+        super().__init__(store)
+        n = len(store.where)
+        self.member = {DRAM: [False] * n, SSD: [False] * n}
+        self.unprot = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
+        self.prot = {DRAM: [], SSD: []}      # (-key, c): furthest first
+        self.pending = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
+
+    def _place(self, tier, c):
+        k = self.store.key[c]
+        if k < self.store.lo + self.store.L_ew:
+            self.unprot[tier].pop(c, None)
+            heapq.heappush(self.prot[tier], (-k, c))
+        else:
+            if c not in self.unprot[tier]:
+                self.unprot[tier][c] = None
+            if k < (1 << 62):
+                heapq.heappush(self.pending[tier], (k, c))
+
+    def on_insert(self, tier, c):
+        self.member[tier][c] = True
+        self.unprot[tier].pop(c, None)
+        self._place(tier, c)
+        if c in self.unprot[tier]:
+            self.unprot[tier].move_to_end(c)
+
+    def on_remove(self, tier, c):
+        self.member[tier][c] = False
+        self.unprot[tier].pop(c, None)
+
+    def on_key(self, c):
+        for tier in (DRAM, SSD):
+            if self.member[tier][c]:
+                self._place(tier, c)
+
+    def on_access(self, tier, c):
+        if c in self.unprot[tier]:
+            self.unprot[tier].move_to_end(c)
+
+    def on_hit(self, c):
+        self.on_access(DRAM, c)
+
+    def on_resave(self, c):
+        self.on_access(DRAM, c)
+
     def victim(self, tier, before=-1):
-        run = self.run
-        running, qidx, head, lew = run.running, run.qidx, run.qhead, run.L_ew
-        members = self.order[tier]
-        for c in members:  # unprotected, least recently used first
-            if c != running:
-                q = qidx[c]
-                if q < 0 or q - head >= lew:
-                    return c
-        # All protected: the furthest-future one, and for a prefetch only one queued behind it.
-        limit = qidx[before] if before >= 0 else -1
-        best, best_q = -1, limit
-        for c in members:
-            q = qidx[c]
-            if q > best_q and c != running:
-                best, best_q = c, q
-        return best
+        store = self.store
+        key, running, member = store.key, store.running, self.member[tier]
+        limit = store.lo + store.L_ew
+        unprot, pending, prot = self.unprot[tier], self.pending[tier], self.prot[tier]
+        while pending and pending[0][0] < limit:  # the window's end moved past them
+            k, c = heapq.heappop(pending)
+            if c in unprot and key[c] == k:
+                del unprot[c]
+                heapq.heappush(prot, (-k, c))
+        for c in unprot:  # unprotected, least recently used first
+            if not running[c]:
+                return c
+        # All protected: the furthest-future one, and for a prefetch only one listed behind it.
+        floor = key[before] if before >= 0 else -1
+        skipped, found = [], -1
+        while prot:
+            nk, c = prot[0]
+            if not member[c] or key[c] != -nk or c in unprot:
+                heapq.heappop(prot)  # stale
+                continue
+            if -nk <= floor:
+                break
+            if running[c]:
+                skipped.append(heapq.heappop(prot))
+                continue
+            found = c
+            break
+        for e in skipped:
+            heapq.heappush(prot, e)
+        return found

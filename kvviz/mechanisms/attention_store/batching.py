@@ -1,0 +1,334 @@
+"""The serving engine: iteration-level continuous batching (as Orca and vLLM schedule) on the
+tensor-parallel GPU group, with an HBM pool of KV blocks.
+
+- Waiting queue, first come first served. At every iteration boundary the scheduler admits
+  waiting jobs in order while the batch has fewer than `serving.max_batch` jobs and the job's
+  prompt KV (its history plus new tokens, and a token of growth per decoding job) fits in the
+  HBM pool; the first job that does not
+  fit stops admission (no overtaking). The pool is `hbm_free_gb` less the read and write
+  buffers; finished sessions kept in HBM (`store.hbm_cache`) give way first.
+- Newly admitted jobs run one prefill iteration together, which pauses decoding (vLLM without
+  chunked prefill: ASSUMPTION, named). Their histories load layer by layer over PCIe while
+  the batch computes (`prefill_end`, with the read buffer); the iteration emits each job's
+  first token. Then decode iterations emit one token per running job each (gpu.py's roofline).
+- Between admissions, completions and arrivals, decode iterations are identical but for the
+  growing context, so they are advanced many at once in closed form.
+- KV blocks are counted per token as a job's context grows (ASSUMPTION: vLLM allocates
+  16-token blocks; the difference is under one block per job). When the running batch's KV
+  would outgrow the pool, the youngest job is preempted by recomputation (vLLM's default):
+  its blocks are freed, it goes back to the head of the queue, and on re-admission its prompt
+  and the tokens it had generated are prefilled again.
+- A job's new KV saves asynchronously to DRAM from the end of its prefill. When it finishes,
+  what is not yet saved must fit in the write buffer; otherwise its HBM blocks stay held until
+  it does (the GPU does not stall: the other jobs go on).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict, deque
+
+from .gpu import Roofline
+from .model import GB
+from .store import HIT_HBM
+
+IDLE, PREFILL, DECODE = 0, 1, 2
+
+
+def prefill_end(S: int, T0: int, a: int, c: int, L: int, k: int) -> tuple[int, int]:
+    """(end of the last layer's compute, end of the last load), closed form.
+
+    Layer i loads in `a` ns and computes in `c` ns. Loads run one after another from T0; the
+    first k fit in the read buffer and may load before the iteration starts at S, the rest
+    start no earlier than S. Layer i computes once layer i-1 is computed and layer i is loaded:
+    ce_i = max(ce_{i-1}, le_i) + c with ce_{-1} = S, which unrolls to
+    max(S + L·c, max_i le_i + (L-i)·c). The load ends le_i are linear in i on each of the two
+    runs (before and after S), so the inner max is at a run's first or last layer.
+    """
+    k = min(k, L)
+    best = S + L * c
+    if k:
+        le_k1 = T0 + k * a  # end of the last buffered layer
+        best = max(best, T0 + a + L * c, le_k1 + (L - k + 1) * c)
+        run2 = max(le_k1, S)
+    else:
+        le_k1 = T0
+        run2 = max(T0, S)
+    if k < L:
+        le_last = run2 + (L - k) * a
+        best = max(best, run2 + a + (L - k) * c, le_last + c)
+    else:
+        le_last = le_k1
+    return best, le_last
+
+
+class Batcher:
+    def __init__(self, run):
+        sc, prep = run.sc, run.prep
+        m, h, s = sc.model, sc.hardware, sc.serving
+        self.run, self.loop, self.store = run, run.loop, run.store
+        self.gpu = Roofline(m.params_b * 1e9, h.gpus, h.gpu_peak_tflops, h.mfu, h.hbm_tbps, h.hbm_efficiency,
+                            m.kv_bytes_per_token)
+        self.kv = m.kv_bytes_per_token
+        self.L = m.layers
+        self.pcie = h.host_link_gbps
+        self.ssd_stream = min(h.ssds * h.ssd_read_gbps, self.pcie)  # SSD→DRAM→HBM on demand
+        self.buf = int(h.read_buffer_gb * GB)
+        self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
+        self.cap_tok = int((h.hbm_free_gb - h.read_buffer_gb - h.write_buffer_gb) * GB) // self.kv
+        self.max_batch = s.max_batch
+        self.hbm_cache = sc.store.hbm_cache
+        self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
+        self.over, self.coupled = run.over, run.coupled
+        self.after, self.size_after = run.after, run.size_after
+        n = len(prep.wl)
+
+        self.waiting: deque[int] = deque()
+        self.batch: dict[int, None] = {}      # running jobs, in admission order (youngest last)
+        self.state = IDLE
+        self.G = 0                            # decode iterations done so far
+        self.n_dec = 0                        # jobs decoding
+        self.ctx_dec = 0                      # their context tokens (at G)
+        self.tok_run = 0                      # HBM tokens held by running (and releasing) jobs
+        self.g0 = [0] * n                     # G when the job joined decoding
+        self.ctx0 = [0] * n                   # its context then
+        self.left = [0] * n                   # decode iterations it still needs
+        self.resume = [0] * n                 # tokens to prefill again after a preemption (0: none)
+        self.fin: list[tuple[int, int]] = []  # (G at which it ends, job); stale unless fin_at agrees
+        self.fin_at = [-1] * n
+        self.decoding = [False] * n
+        self.save_end = [0] * n
+        self.hbm_hit = [False] * n
+        self.cached: OrderedDict[int, int] = OrderedDict()  # session -> tokens kept in HBM (LRU first)
+        self.cached_tok = 0
+        self.seg = None                       # the decode run in progress: [T_s, n, ctx, k, version]
+        self.version = 0
+        self.pcie_load_free = self.pcie_save_free = 0
+
+        # Outputs.
+        self.first_admit = [-1] * n
+        self.first_token = [0] * n
+        self.end = [0] * n
+        self.outcome = [0] * n
+        self.busy_ns = self.prefill_ns = 0
+        self.dec_iters = self.dec_job_iters = 0
+        self.max_seen = 0
+        self.prefill_tokens = self.resume_tokens = 0  # computed in prefill iterations (all; after preemption)
+        self.preemptions = 0
+
+    # --- the run's calls -------------------------------------------------------------------
+    def arrive(self, j: int):
+        self.waiting.append(j)
+        if self.state == IDLE:
+            self._iterate()
+        elif self.state == DECODE and self._admissible():
+            # The scheduler looks at the queue at every iteration: end the run of identical
+            # iterations at the first boundary from now.
+            T_s, n, ctx, k, _ = self.seg
+            k_a = self.gpu.decode_steps_to(n, ctx, self.loop.now - T_s)
+            if k_a < k:
+                self._schedule_segment(k_a)
+
+    def queue_len(self) -> int:
+        return len(self.waiting)
+
+    # --- admission -------------------------------------------------------------------------
+    def _need(self, j: int) -> int:
+        return self.resume[j] or self.keep[j] + self.inn[j]
+
+    def _admissible(self) -> bool:
+        # Room for the prompt plus one token of growth for each decoding job and the new one
+        # (a watermark, as vLLM keeps): an admission never forces a preemption at once.
+        return bool(self.waiting) and len(self.batch) < self.max_batch and \
+            self.tok_run + self._need(self.waiting[0]) + self.n_dec + 1 <= self.cap_tok
+
+    def _make_room(self, tokens: int):
+        """Evict sessions cached in HBM (least recently used first) until `tokens` more fit."""
+        while self.cached and self.tok_run + self.cached_tok + tokens > self.cap_tok:
+            _, t = self.cached.popitem(last=False)
+            self.cached_tok -= t
+
+    def _admit(self) -> list[int]:
+        out = []
+        while self._admissible():
+            j = self.waiting.popleft()
+            need = self._need(j)
+            c = self.conv[j]
+            if c in self.cached:  # its blocks become the running job's (a hit if still valid)
+                self.cached_tok -= self.cached.pop(c)
+                self.hbm_hit[j] = not self.resume[j] and self.keep[j] > 0 and not (self.over[j] and self.coupled)
+            self._make_room(need)
+            self.batch[j] = None
+            self.tok_run += need
+            out.append(j)
+        return out
+
+    # --- iterations ------------------------------------------------------------------------
+    def _iterate(self):
+        """At an iteration boundary: a prefill iteration for newly admitted jobs, else decode."""
+        now = self.loop.now
+        jobs = self._admit()
+        if jobs:
+            self._prefill(jobs, now)
+            return
+        if not self.n_dec:
+            self.state, self.seg = IDLE, None
+            self.run.gpu_state(now, 0)
+            return
+        # Every decoding job grows by a token per iteration: preempt while not one more fits.
+        while self.cap_tok - self.tok_run < self.n_dec:
+            self._preempt_youngest()
+            if not self.n_dec:
+                self._iterate()
+                return
+        k_over = (self.cap_tok - self.tok_run) // self.n_dec
+        while self.fin and not self._live(self.fin[0]):
+            heapq.heappop(self.fin)  # preempted since
+        k = min(self.fin[0][0] - self.G, k_over)
+        self.state = DECODE
+        self.seg = [now, self.n_dec, self.ctx_dec, k, 0]
+        self._schedule_segment(k)
+        self.run.gpu_state(now, len(self.batch))
+
+    def _schedule_segment(self, k: int):
+        T_s, n, ctx = self.seg[0], self.seg[1], self.seg[2]
+        self.version += 1
+        self.seg[3], self.seg[4] = k, self.version
+        self.loop.at(T_s + round(self.gpu.decode_ns(n, ctx, k)), self._segment_end, self.version, priority=1)
+
+    def _segment_end(self, version: int):
+        if self.seg is None or version != self.seg[4]:
+            return  # cut short by an arrival
+        T_s, n, ctx, k, _ = self.seg
+        now = self.loop.now
+        self.busy_ns += now - T_s
+        self.dec_iters += k
+        self.dec_job_iters += n * k
+        self.run.decode_span(T_s, now, n, k, next(iter(self.batch)))
+        self.G += k
+        self.ctx_dec += n * k
+        self.tok_run += n * k
+        while self.fin and self.fin[0][0] <= self.G:
+            e = heapq.heappop(self.fin)
+            if self._live(e):
+                self._finish(e[1])
+        self._make_room(0)
+        self._iterate()
+
+    def _live(self, entry) -> bool:
+        return self.decoding[entry[1]] and self.fin_at[entry[1]] == entry[0]
+
+    def _preempt_youngest(self):
+        j = next(x for x in reversed(self.batch) if self.decoding[x])
+        ctx = self.ctx0[j] + self.G - self.g0[j]
+        self.decoding[j] = False
+        self.left[j] = self.left[j] - (self.G - self.g0[j])
+        self.resume[j] = ctx
+        self.n_dec -= 1
+        self.ctx_dec -= ctx
+        self.tok_run -= ctx
+        del self.batch[j]
+        self.waiting.appendleft(j)
+        self.preemptions += 1
+
+    def _prefill(self, jobs: list[int], S: int):
+        store, kv, L = self.store, self.kv, self.L
+        comp = dram = ssd = 0
+        ready = 0
+        loads = []
+        for j in jobs:
+            if self.resume[j]:  # preempted earlier: recompute what it held, load nothing
+                comp += self.resume[j]
+                self.resume_tokens += self.resume[j]
+                continue
+            c = self.conv[j]
+            self.first_admit[j] = S
+            outcome, d, s_, r = store.admit(j, self.hbm_hit[j])
+            self.outcome[j] = outcome
+            comp += self.inn[j] if outcome >= HIT_HBM else self.keep[j] + self.inn[j]
+            if d or s_:
+                loads.append(j)
+                dram += d
+                ssd += s_
+                ready = max(ready, r, self.run.arrival[j])
+        self.prefill_tokens += comp
+        c_layer = int(comp * self.gpu.prefill_ns_per_token / L)
+        layer_bytes = (dram + ssd) / L
+        if layer_bytes:
+            a = int((dram / self.pcie + ssd / self.ssd_stream) / L)
+            k = int(self.buf // layer_bytes)
+            # With a read buffer, the first k layers may load before the iteration starts,
+            # once the data is in DRAM (the job was admitted: it heads the queue now).
+            T0 = max(self.pcie_load_free, ready)
+            if ssd:  # read on demand once the job runs
+                T0 = store.demand_read(ssd, self.ssd_stream, max(T0, S), self.conv[loads[0]])
+            pe, le_last = prefill_end(S, T0, a, c_layer, L, k)
+            self.pcie_load_free = le_last
+            self.run.load_span(min(T0, le_last), le_last, loads)
+            layer = (T0, a, c_layer, k)
+        else:
+            pe = S + round(comp * self.gpu.prefill_ns_per_token)
+            layer = None
+        self.state, self.seg = PREFILL, None
+        self.max_seen = max(self.max_seen, len(self.batch))
+        self.run.gpu_state(S, len(self.batch))
+        self.run.prefill_span(S, pe, jobs, layer)
+        self.loop.at(pe, self._prefill_done, jobs, S, priority=1)
+
+    def _prefill_done(self, jobs: list[int], S: int):
+        now = self.loop.now
+        self.busy_ns += now - S
+        self.prefill_ns += now - S
+        for j in jobs:
+            ctx = self._need(j)
+            if self.resume[j]:
+                self.resume[j] = 0
+            else:
+                self.first_token[j] = now
+                self.left[j] = self.out[j] - 1  # the prefill emitted the first token
+                # Asynchronous saving: the turn's new KV (all of it after a miss) streams to
+                # DRAM from now, the decode KV as it is made.
+                new = (self.inn[j] if self.outcome[j] >= HIT_HBM else self.keep[j] + self.inn[j]) + self.out[j]
+                s0 = max(now, self.pcie_save_free)
+                self.pcie_save_free = self.save_end[j] = s0 + int(new * self.kv / self.pcie)
+                self.run.save_span(s0, self.save_end[j], j)
+            if self.left[j] <= 0:
+                self._finish_now(j, ctx)
+                continue
+            self.decoding[j] = True
+            self.g0[j], self.ctx0[j] = self.G, ctx
+            self.n_dec += 1
+            self.ctx_dec += ctx
+            self.fin_at[j] = self.G + self.left[j]
+            heapq.heappush(self.fin, (self.fin_at[j], j))
+        self._iterate()
+
+    # --- completion ------------------------------------------------------------------------
+    def _finish(self, j: int):
+        ctx = self.ctx0[j] + self.G - self.g0[j]
+        self.decoding[j] = False
+        self.n_dec -= 1
+        self.ctx_dec -= ctx
+        self._finish_now(j, ctx)
+
+    def _finish_now(self, j: int, ctx: int):
+        now = self.loop.now
+        del self.batch[j]
+        self.end[j] = now
+        # What is not yet saved must fit in the write buffer; until then the blocks stay held.
+        release = max(now, self.save_end[j] - self.wb_ns)
+        if release > now:
+            self.loop.at(release, self._release, j, ctx, priority=0)
+        else:
+            self._release(j, ctx)
+        self.run.job_done(j)
+
+    def _release(self, j: int, ctx: int):
+        self.tok_run -= ctx
+        if self.hbm_cache:  # the session stays in HBM while nothing needs its blocks
+            tok = self.after[j]
+            self._make_room(tok)
+            if self.tok_run + self.cached_tok + tok <= self.cap_tok:
+                self.cached[self.conv[j]] = tok
+                self.cached_tok += tok
+        if self.state == IDLE:
+            self._iterate()

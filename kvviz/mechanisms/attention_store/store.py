@@ -1,0 +1,472 @@
+"""AttentionStore: where each session's KV lives between turns (DRAM and SSD), and the
+scheduler-driven prefetch and eviction that move it (paper §3.3).
+
+The store's narrow interface to the batch scheduler (batching.py):
+- `arrived(j)`: job j was released to the waiting queue;
+- `admit(j, hbm_hit)`: j enters the running batch: the answer is where its history is
+  (an outcome) and how its history reaches HBM (bytes from DRAM, bytes read from SSD on
+  demand, and when the DRAM data is ready);
+- `demand_read(nbytes, earliest, c)`: book an on-demand SSD read, answered with its start;
+- `finished(j)`: the turn ended: its session (history + new KV) is saved to DRAM.
+
+The look-ahead (`store.lookahead`) is a list of jobs in arrival order: the waiting queue
+(jobs are listed as they arrive) or the whole job list (listed up front). `key[c]` is the
+list position of session c's next job if the list shows it, else INF; `lo` is the number of
+jobs admitted, so the next L jobs are the positions below lo + L.
+
+SSD copies (`store.ssd_inclusive`):
+- inclusive (default): a session's KV written to SSD stays valid there. Reading it back does
+  not delete it, so a session can be in DRAM and on SSD at once, counted in both tiers. The
+  SSD copy is always a prefix of the session's KV (new turns append at the end, decoupled
+  truncation drops from the front, freeing those blocks), so demoting the session again writes
+  only the tokens not yet on SSD. Coupled truncation, or truncation to nothing, frees both.
+- exclusive: a session lives in one tier; a read from SSD deletes the SSD copy, and every
+  demotion writes the session's whole KV.
+A prefetch takes its DRAM space when it is issued: residency and the DRAM counter count it
+from then, not from when its data lands.
+"""
+from __future__ import annotations
+
+import heapq
+
+from .policies import POLICIES
+from .policies.base import DRAM, NONE, PREFETCHING, SSD
+
+INF = 1 << 62
+FIRST, MISS, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4  # job outcomes (hits are >= HIT_HBM)
+P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2                  # SSD request priorities (store.ssd_read_priority)
+OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
+           HIT_SSD: "SSD hit"}
+
+
+class Store:
+    def __init__(self, run, policy: str, coupled: bool):
+        sc, prep = run.sc, run.prep
+        h = sc.hardware
+        self.run, self.loop, self.prep = run, run.loop, prep
+        self.coupled = coupled
+        self.kv = prep.kv
+        self.block = prep.block
+        self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
+        self.load_bw = h.host_link_gbps
+        self.ssd_prio = sc.store.ssd_read_priority
+        self.inclusive = sc.store.ssd_inclusive
+        self.ssd_q: list[list] = []
+        self.ssd_free = 0
+        self.dram_cap, self.ssd_cap = prep.dram_cap, prep.ssd_cap
+        self.L_pw, self.L_ew = prep.L_pw, prep.L_ew
+        self.conv = run.conv
+        self.next_row = prep.next_row
+        self.keep, self.hist, self.over = run.keep, run.hist, run.over
+        self.size_after, self.after = run.size_after, run.after
+        n_conv = prep.wl.n_conv
+
+        # Look-ahead.
+        self.job_list = sc.store.lookahead == "job_list"
+        self.jobs: list[int] = prep.order.tolist() if self.job_list else []
+        self.rank = prep.rank.tolist() if self.job_list else [INF] * len(prep.wl)
+        self.key = [INF] * n_conv
+        self.lo = 0
+        self.pf_scan = 0
+
+        self.where = [NONE] * n_conv     # the best tier with a full copy (DRAM/PREFETCHING/SSD/NONE)
+        self.size = [0] * n_conv         # bytes of the session's KV (as held in DRAM)
+        self.tok = [0] * n_conv          # tokens of the session's KV
+        self.ssd_tok = [0] * n_conv      # tokens of the SSD copy: a prefix of the session's KV (0: none)
+        self.ssd_size = [0] * n_conv     # bytes of the SSD copy (whole blocks)
+        self.running = [False] * n_conv  # its job is in the running batch: never a victim
+        self.queued = [False] * n_conv   # its next job has arrived and waits
+        self.next_time = [INF] * n_conv  # arrival of the session's next turn (Belady's oracle)
+        self.pf_end = [0] * n_conv
+        self.pf_seq = [0] * n_conv
+        self.dram_used = self.ssd_used = 0
+        self.policy = POLICIES[policy](self)
+        self.stores = self.policy.stores and self.dram_cap > 0
+        self.prefetches = self.policy.prefetches and self.ssd_cap > 0
+
+        self.demoted = self.dropped = self.prefetched = self.ssd_copies_evicted = 0
+        self.lost_queued = 0  # sessions dropped from the store while their next job was waiting
+        self.ssd_write_bytes = self.ssd_read_bytes = self.ssd_busy_ns = 0
+        self.late_prefetch = 0  # SSD hits whose prefetch was still in flight at admission
+
+        self.tb = run.tb
+        if self.tb is not None:
+            self.l_ssd_read = self.tb.lane("SSD · prefetch + demand reads", "SSD")
+            self.l_ssd_write = self.tb.lane("SSD · eviction writes", "SSD")
+            self.free_slots: list[int] = []
+            self.n_slots = 0
+            self.slot_of: dict[int, tuple[int, int]] = {}
+
+    # --- the scheduler's calls -------------------------------------------------------------
+    def arrived(self, j: int):
+        c = self.conv[j]
+        self.queued[c] = True
+        if not self.job_list:  # the waiting queue shows a job from its arrival on
+            self.rank[j] = len(self.jobs)
+            self.jobs.append(j)
+            self._set_key(c, self.rank[j])
+        if self.prefetches:
+            self._prefetch()
+
+    def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
+        """Job j enters the batch: (outcome, bytes to load from DRAM, bytes to read from SSD on
+        demand, when the DRAM bytes are ready)."""
+        c = self.conv[j]
+        self.lo += 1
+        self.queued[c] = False
+        self.running[c] = True
+        nxt = self.next_row[j]
+        self._set_key(c, self.rank[nxt] if self.job_list and nxt >= 0 else INF)
+        keep, where = self.keep[j], self.where[c]
+        dram = ssd = ready = 0
+        if keep == 0:
+            outcome = FIRST  # nothing to reuse (a first turn, or truncated to nothing)
+            self._remove(c)
+        elif self.over[j] and self.coupled:
+            outcome = MISS   # coupled truncation: positions shifted, every stored copy is invalid
+            self._remove(c)
+        elif hbm_hit:
+            outcome = HIT_HBM
+            self._truncated(j, c)
+            if where == DRAM:
+                self.policy.on_hit(c)
+        elif where == NONE:
+            outcome = MISS
+        else:
+            self._truncated(j, c)
+            nbytes = keep * self.kv
+            if where == SSD:
+                outcome, ssd = HIT_SSD, nbytes
+                self.ssd_read_bytes += nbytes
+                if self.inclusive:
+                    self.policy.on_access(SSD, c)  # the SSD copy stays valid
+                else:
+                    self._remove(c)
+            else:
+                outcome, dram = HIT_DRAM, nbytes
+                if where == PREFETCHING:
+                    if self.ssd_prio:
+                        self._ssd_promote(c)  # the job now waits on it: a demand read
+                    ready = self.pf_end[c]   # not before it is in DRAM (it may still be ahead)
+                    self.late_prefetch += 1
+                    outcome = HIT_SSD
+                    self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
+                    self.where[c] = SSD if self.ssd_size[c] else NONE
+                else:
+                    self.policy.on_hit(c)
+        if self.prefetches:
+            self._prefetch()
+        return outcome, dram, ssd, ready
+
+    def demand_read(self, nbytes: int, bw: float, earliest: int, c: int) -> int:
+        """An on-demand SSD read streamed at `bw` from `earliest` at the soonest: its start."""
+        dur = int(nbytes / bw)
+        if self.ssd_prio:  # ahead of every queued prefetch and write
+            return self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
+        t0 = max(earliest, self.ssd_free)
+        self.ssd_free = t0 + dur
+        self.ssd_busy_ns += dur
+        if self.tb is not None:
+            self.tb.span(self.l_ssd_read, t0, t0 + dur, "fetch", "demand read SSD→HBM", ref=c)
+        return t0
+
+    def finished(self, j: int):
+        """j's turn ended: the session's KV (history + the turn) is in DRAM, making room."""
+        c = self.conv[j]
+        self.running[c] = False
+        if not self.stores:
+            self._remove(c)
+            return
+        new = self.size_after[j]
+        self.tok[c] = self.after[j]
+        if self.where[c] == DRAM:
+            self.dram_used += new - self.size[c]
+            self.size[c] = new
+        else:
+            self._drop_dram(c)
+            self.size[c] = new
+            self._insert_dram(c)
+        self.policy.on_resave(c)
+        self._fit_dram()  # c itself may be the victim: then it goes straight on to SSD
+        if self.prefetches:
+            self._prefetch()
+
+    def protected(self, c: int) -> bool:
+        """Inside the eviction window: the session's next job is among the next L_ew jobs."""
+        return self.key[c] < self.lo + self.L_ew
+
+    # --- look-ahead ----------------------------------------------------------------------
+    def _set_key(self, c: int, k: int):
+        if self.key[c] != k:
+            self.key[c] = k
+            self.policy.on_key(c)
+
+    def _prefetch(self):
+        """Fetch SSD→DRAM the sessions of the next L_pw listed jobs."""
+        jobs, conv, where, key = self.jobs, self.conv, self.where, self.key
+        end = min(len(jobs), self.lo + self.L_pw)
+        i = max(self.pf_scan, self.lo)
+        while i < end:
+            c = conv[jobs[i]]
+            if where[c] == SSD and not self.running[c] and key[c] <= i:
+                size = self.size[c]
+                if not self._fit_dram(size, before=c):
+                    break  # DRAM holds only sessions needed sooner: try again later
+                if where[c] != SSD:  # making room pushed c's own copy off the SSD
+                    i += 1
+                    continue
+                if self.inclusive:
+                    self.policy.on_access(SSD, c)  # the SSD copy stays valid
+                else:
+                    self._drop_ssd(c)
+                where[c] = PREFETCHING
+                self.dram_used += size
+                self._resident(c)  # its DRAM space is taken from now, not from when the data lands
+                self.pf_seq[c] += 1
+                s0, s1 = self._ssd_io(size, self.ssd_r, P_PREFETCH, c, self.pf_seq[c])
+                self.ssd_read_bytes += size
+                self.pf_end[c] = s1
+                self.prefetched += 1
+                self.loop.at(s1, self._landed, c, self.pf_seq[c], priority=0)
+                if self.tb is not None and not self.ssd_prio:
+                    self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
+            i += 1
+        self.pf_scan = i
+
+    def _landed(self, c: int, seq: int):
+        if self.where[c] == PREFETCHING and self.pf_seq[c] == seq:
+            self.where[c] = DRAM
+            self.policy.on_insert(DRAM, c)
+            if self.tb is not None:
+                self.tb.instant(self.l_ssd_read, self.loop.now, "land", c)
+
+    # --- residency (the occupancy view) ----------------------------------------------------
+    def _resident(self, c: int):
+        if self.tb is not None:
+            if self.free_slots:
+                slot = heapq.heappop(self.free_slots)
+            else:
+                slot, self.n_slots = self.n_slots, self.n_slots + 1
+            self.slot_of[c] = (slot, self.loop.now)
+
+    def _gone(self, c: int):
+        if self.tb is not None:
+            slot, since = self.slot_of.pop(c)
+            self.tb.residency(slot, since, self.loop.now, c)
+            heapq.heappush(self.free_slots, slot)
+
+    def close(self):
+        """End of the run: draw what is still queued or resident."""
+        if self.tb is not None:
+            for op in self.ssd_q:  # SSD requests (read priority) are drawn once their times are final
+                self._ssd_span(op)
+            self.ssd_q = []
+            for c in list(self.slot_of):
+                self._gone(c)
+            self.tb.slots = self.n_slots
+
+    # --- SSD -------------------------------------------------------------------------------
+    def _ssd_io(self, nbytes: int, bw: float, prio: int = 2, c: int = -1, seq: int = 0) -> tuple[int, int]:
+        """Book `nbytes` on the SSD (its drives striped: reads and writes in turn): (start, end)."""
+        if self.ssd_prio:
+            op = self._ssd_book(int(nbytes / bw), prio, self.loop.now, c, seq=seq)
+            return op[0], op[1]
+        s0 = max(self.loop.now, self.ssd_free)
+        s1 = s0 + int(nbytes / bw)
+        self.ssd_free = s1
+        self.ssd_busy_ns += s1 - s0
+        return s0, s1
+
+    # With read priority an op is [start, end, prio, earliest, c, seq, label]: served one at a
+    # time in list order, each from max(end of the one before, its earliest). Ops with start <=
+    # now have started and are never moved; the others are queued, in priority order (a new op
+    # goes behind the queued ones of its own or a more urgent priority), except that a read of
+    # session c stays behind c's own queued write (it reads what that write puts on the SSD).
+    def _ssd_retire(self):
+        q, now = self.ssd_q, self.loop.now
+        k = 0
+        while k < len(q) and q[k][1] <= now:
+            k += 1
+        if k:
+            for op in q[:k]:
+                self._ssd_span(op)
+            del q[:k]
+
+    def _ssd_span(self, op):
+        if self.tb is not None:
+            s0, s1, prio, _, c, _, _ = op
+            if prio == P_WRITE:
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c)
+            elif op[6] == "fetch":
+                self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c)
+            else:
+                self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
+
+    def _retime_from(self, i: int):
+        """Ops from position i on start when the one before ends (or at their earliest)."""
+        q = self.ssd_q
+        prev = q[i - 1][1] if i else self.loop.now
+        for k in range(i, len(q)):
+            o = q[k]
+            s0 = max(prev, o[3])
+            if s0 != o[0]:
+                d = o[1] - o[0]
+                o[0], o[1] = s0, s0 + d
+                if o[6] == "prefetch" and self.pf_seq[o[4]] == o[5]:
+                    self._pf_retimed(o)
+            prev = o[1]
+
+    def _ssd_insert(self, op) -> None:
+        """Place `op` by priority among the queued ops and re-time the ops from there on."""
+        q, now, prio, c = self.ssd_q, self.loop.now, op[2], op[4]
+        i = len(q)
+        while i > 0 and q[i - 1][0] > now and q[i - 1][2] > prio:
+            i -= 1
+        if prio != P_WRITE and c >= 0:  # not ahead of c's own queued write
+            for k in range(len(q) - 1, i - 1, -1):
+                if q[k][4] == c and q[k][2] == P_WRITE:
+                    i = k + 1
+                    break
+        q.insert(i, op)
+        prev = q[i - 1][1] if i else now
+        dur = op[1] - op[0]
+        op[0] = max(prev, op[3])
+        op[1] = op[0] + dur
+        self._retime_from(i + 1)
+
+    def _pf_retimed(self, o):
+        c = o[4]
+        self.pf_seq[c] += 1
+        o[5] = self.pf_seq[c]
+        self.pf_end[c] = o[1]
+        self.loop.at(o[1], self._landed, c, o[5], priority=0)
+
+    def _ssd_book(self, dur: int, prio: int, earliest: int, c: int, label: str = "", seq: int = 0) -> list:
+        self._ssd_retire()
+        op = [earliest, earliest + dur, prio, earliest, c, seq, label or ("prefetch" if prio == P_PREFETCH else "")]
+        self._ssd_insert(op)
+        self.ssd_busy_ns += dur
+        return op
+
+    def _ssd_promote(self, c: int):
+        """c's prefetch, still queued, now has a job waiting on it: serve it as a demand read."""
+        self._ssd_retire()
+        q, now = self.ssd_q, self.loop.now
+        for k, o in enumerate(q):
+            if o[4] == c and o[6] == "prefetch" and o[5] == self.pf_seq[c] and o[0] > now:
+                del q[k]
+                end = o[1]
+                o[2] = P_DEMAND
+                self._retime_from(k)  # close the gap it leaves
+                self._ssd_insert(o)
+                if o[1] != end:
+                    self._pf_retimed(o)
+                return
+
+    # --- tiers -----------------------------------------------------------------------------
+    def _drop_dram(self, c: int):
+        """Free c's DRAM copy (or its in-flight prefetch reservation); `where` is the caller's."""
+        w = self.where[c]
+        if w == DRAM or w == PREFETCHING:
+            self.dram_used -= self.size[c]
+            self._gone(c)
+            if w == DRAM:
+                self.policy.on_remove(DRAM, c)
+
+    def _drop_ssd(self, c: int):
+        """Free c's SSD copy; if that was its only copy, the session is gone from the store."""
+        if self.ssd_size[c]:
+            self.ssd_used -= self.ssd_size[c]
+            self.policy.on_remove(SSD, c)
+            self.ssd_size[c] = self.ssd_tok[c] = 0
+        if self.where[c] == SSD:
+            self.where[c] = NONE
+
+    def _remove(self, c: int):
+        """Take session c out of the store, every copy of it."""
+        self._drop_dram(c)
+        self._drop_ssd(c)
+        self.where[c] = NONE
+
+    def _truncated(self, j: int, c: int):
+        """Decoupled truncation dropped the oldest tokens: so does the SSD copy (a prefix of the
+        session), freeing their blocks."""
+        dropped = self.hist[j] - self.keep[j]
+        if dropped <= 0 or not self.ssd_size[c]:
+            return
+        left = self.ssd_tok[c] - dropped
+        if left <= 0:
+            self._drop_ssd(c)
+            return
+        size = -(-left // self.block) * self.block * self.kv
+        self.ssd_used += size - self.ssd_size[c]
+        self.ssd_tok[c], self.ssd_size[c] = left, size
+
+    def _insert_dram(self, c: int):
+        self.where[c] = DRAM
+        self.dram_used += self.size[c]
+        self.policy.on_insert(DRAM, c)
+        self._resident(c)
+
+    def _demote(self, v: int):
+        """DRAM victim v: written to SSD (making room there), or dropped without an SSD. With an
+        inclusive SSD copy only the tokens not yet on SSD are written."""
+        self._drop_dram(v)
+        if self.key[v] < INF:
+            self.pf_scan = min(self.pf_scan, self.key[v])  # look at it again for prefetch
+        if not self.ssd_cap:
+            self.where[v] = NONE
+            self._lost(v)
+            return
+        t = self.loop.now
+        size, had = self.size[v], self.ssd_size[v] > 0
+        write = size - self.ssd_size[v]
+        self.demoted += 1
+        if write > 0:
+            s0, s1 = self._ssd_io(write, self.ssd_w, P_WRITE, v)
+            self.ssd_write_bytes += write
+            if self.tb is not None and not self.ssd_prio:
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v)
+        if self.tb is not None:
+            self.tb.instant(self.l_ssd_write, t, "evict", v)
+        self.where[v] = SSD
+        self.ssd_used += write
+        self.ssd_size[v], self.ssd_tok[v] = size, self.tok[v]
+        if had:
+            self.policy.on_access(SSD, v)
+        else:
+            self.policy.on_insert(SSD, v)
+        self._fit_ssd()
+
+    def _lost(self, c: int):
+        self.dropped += 1
+        if self.queued[c]:  # the queue already said it would be needed
+            self.lost_queued += 1
+
+    def _fit_ssd(self):
+        while self.ssd_used > self.ssd_cap:
+            x = self.policy.victim(SSD)
+            if x < 0:
+                break
+            lost = self.where[x] == SSD  # its only copy
+            self._drop_ssd(x)
+            if lost:
+                self._lost(x)
+            else:
+                self.ssd_copies_evicted += 1
+            if self.tb is not None:
+                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x)
+
+    def _fit_dram(self, extra: int = 0, before: int = -1) -> bool:
+        """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
+        while self.dram_used + extra > self.dram_cap:
+            v = self.policy.victim(DRAM, before)
+            if v < 0:
+                return False
+            self._demote(v)
+        return True
+
+    def counters(self, t: int):
+        self.tb.counter("DRAM in use", t, self.dram_used, "B")
+        self.tb.counter("SSD in use", t, self.ssd_used, "B")
+
