@@ -143,18 +143,23 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     window.open(str(f))
     _wait_new_result(qtbot, window, old)
     tl = window.timeline
-    assert "double-click: draw this turn's layers" in tl.describe(*_middle_of_span(tl, "GPU · prefill + decode", 7))
-    old = window.result
-    tl.picked.emit("GPU · prefill + decode", 7)
-    _wait_new_result(qtbot, window, old)
-    assert window.panel.data()["serving"]["detail_job"] == 7 and window.result.metrics["detail"]["turn_row"] == 7
+    from kvviz.mechanisms.attention_store import GPU_LANE
     tr = tl.result.trace
-    job = tr.spans[(tr.spans["ref"] == 7) & (tr.spans["lane"] == list(tr.lanes["name"]).index("GPU · prefill + decode"))]
+    gpu = list(tr.lanes["name"]).index(GPU_LANE)
+    pre = tr.spans_of(GPU_LANE, "prefill")
+    ref = int(pre["ref"][len(pre) // 2])  # a job of a prefill iteration in the middle of the run
+    assert "double-click: draw this job's prefill iteration" in tl.describe(*_middle_of_span(tl, GPU_LANE, ref))
+    old = window.result
+    tl.picked.emit(GPU_LANE, ref)
+    _wait_new_result(qtbot, window, old)
+    assert window.panel.data()["serving"]["detail_job"] == ref and window.result.metrics["detail"]["turn_row"] == ref
+    tr = tl.result.trace
+    job = tr.spans[(tr.spans["ref"] == ref) & (tr.spans["lane"] == gpu)]
     lo, hi = tl.plot.getPlotItem().getViewBox().viewRange()[0]
     assert lo * tl.scale < job["start"].min() and hi * tl.scale > job["end"].max()   # zoomed onto the job,
     assert (hi - lo) * tl.scale < 2 * (job["end"].max() - job["start"].min()) + 1e6  # not the whole run
     tl.picked.emit("SSD · eviction writes", 3)
-    assert window.panel.data()["serving"]["detail_job"] == 7
+    assert window.panel.data()["serving"]["detail_job"] == ref
 
 
 def _middle_of_span(tl, lane_name, ref):

@@ -100,7 +100,7 @@ def test_three_sessions_batch_of_two_by_hand(tmp_path):
     # A2's end re-saves A: {C, B (hit: recent), A}: LRU drops C, so C2 misses.
     assert g.outcome[C2] == MISS and g.first_admit[C2] == s + 225_500
     assert [g.outcome[j] for j in (A1, B1, C1)] == [FIRST] * 3
-    m = r.metrics(None)
+    m = r.metrics()
     assert m["hits"] == 1 and m["max_batch_seen"] == 2 and m["preemptions"] == 0
     # Decode iterations: 3 with 2 jobs, 3 with 1, 3 with 2, and C2's 3 alone.
     assert (g.dec_iters, g.dec_job_iters) == (12, 18) and m["mean_batch"] == 1.5
@@ -127,7 +127,7 @@ def test_hbm_pool_holds_two_kept_sessions(tmp_path):
     # 60 new tokens and loads nothing. Growing to 127 it pushes B out (127 + 64 > 190): B2 misses.
     assert g.outcome[C2] == HIT_HBM and g.outcome[B2] == MISS
     assert g.first_token[C2] - g.first_admit[C2] == 60_000
-    m = r.metrics(None)
+    m = r.metrics()
     assert m["hbm_hit_share"] == 1.0 and m["hit_rate"] == 0.5 and m["token_hit_rate"] == 0.5
 
 

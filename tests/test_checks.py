@@ -36,7 +36,7 @@ def test_bounds_and_tolerance():
 
 
 @pytest.mark.parametrize("bad,field,msg", [
-    ({"metric": "x"}, "expect[0].equals", "give equals, min or max"),
+    ({"metric": "x"}, "expect[0].equals", "give equals, min, max, greater_than or at_least"),
     ({"metric": "x", "equals": 1, "min": 0}, "expect[0].equals", "not both"),
     ({"metric": "x", "min": 2, "max": 1}, "expect[0].min", "above max"),
     ({"metric": "x", "equals": [1, 2]}, "expect[0].equals", "must be a number, true/false or a string"),

@@ -9,13 +9,16 @@ another policy's timeline is one `--set trace_policy=lru` away.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ...errors import ScenarioError
 from ...result import Result
 from .model import AttentionStoreScenario
 from .arrivals import interleaved
-from .serving import GPU_LANE, Prepared, Run, round_metrics
+from .serving import GPU_LANE, Prepared, Run, round_metrics, versus
 from .workload import load_trace, synthetic
 from .workload_figures import workload_figures
 
@@ -25,6 +28,35 @@ PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
+# From this many turns the independent runs (one per policy, and the truncation run) go to a
+# process pool over the machine's cores; smaller ones are not worth starting processes for.
+PARALLEL_TURNS = 10_000
+
+
+def _one(task):
+    """One run: (its metrics, its trace if recorded, the drawn job's details, events)."""
+    sc, prep, policy, mode, record = task
+    run = Run(sc, prep, policy, mode, record).run()
+    return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
+
+
+def workers() -> int:
+    """Processes for independent runs: every core, unless KVVIZ_WORKERS says otherwise, and one
+    inside a pool worker already (a sweep runs its points in parallel instead)."""
+    env = os.environ.get("KVVIZ_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
+
+
+def run_all(tasks: list) -> list:
+    """The runs in order; in parallel when the workload is large. Each run is a pure function of
+    its task, so the results are the same either way."""
+    n = min(workers(), len(tasks))
+    if n <= 1 or len(tasks[0][1].wl) < PARALLEL_TURNS:
+        return [_one(t) for t in tasks]
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_one, tasks))
 
 
 def workload_of(sc: AttentionStoreScenario):
@@ -52,28 +84,23 @@ def simulate(sc: AttentionStoreScenario) -> Result:
                             f"0..{len(wl) - 1})", field="serving.detail_job")
     prep = Prepared(sc, wl)
     mode = sc.serving.truncation
-    # The baseline runs first so every other policy can be compared with it.
-    order = sorted(sc.policies, key=lambda p: p != "recompute")
-    runs, per_policy, baseline, events = {}, {}, None, 0
-    for name in order:
-        run = Run(sc, prep, name, mode, record=name == sc.trace_policy).run()
-        events += run.loop.processed
-        runs[name] = run
-        per_policy[name] = run.metrics(baseline)
-        if name == "recompute":
-            baseline = per_policy[name]
-            per_policy[name] = run.metrics(baseline)
-    traced = runs[sc.trace_policy]
+    other = "coupled" if mode == "decoupled" else "decoupled"
+    tasks = [(sc, prep, name, mode, name == sc.trace_policy) for name in sc.policies]
+    if sc.serving.compare_truncation:
+        tasks.append((sc, prep, sc.trace_policy, other, False))
+    outs = run_all(tasks)
+    events = sum(o[3] for o in outs)
+    raw = {t[2]: o[0] for t, o in zip(tasks, outs) if t[3] == mode}
+    baseline = raw.get("recompute")
+    per_policy = {name: versus(raw[name], baseline) for name in sc.policies}
+    trace, detail = next((o[1], o[2]) for t, o in zip(tasks, outs) if t[4])
 
     def trunc_summary(m):
         return {k: m[k] for k in ("hit_rate", "overflow_jobs", "overflow_hit_rate", "prefill_gpu_s", "mean_ttft_ms")}
 
     truncation = {mode: trunc_summary(per_policy[sc.trace_policy])}
     if sc.serving.compare_truncation:
-        other = "coupled" if mode == "decoupled" else "decoupled"
-        r = Run(sc, prep, sc.trace_policy, other, record=False).run()
-        events += r.loop.processed
-        truncation[other] = trunc_summary(r.metrics(baseline))
+        truncation[other] = trunc_summary(outs[-1][0])
 
     h, g = sc.hardware, prep.gpu
     first = int((wl.turn == 0).sum())
@@ -104,6 +131,6 @@ def simulate(sc: AttentionStoreScenario) -> Result:
             "read_buffer_bytes": int(h.read_buffer_gb * 1e9),
         },
         "truncation": truncation,
-        "detail": traced.detail_info,
+        "detail": detail,
     }
-    return Result(scenario=sc, trace=traced.tb.build(), metrics=round_metrics(metrics), events=events)
+    return Result(scenario=sc, trace=trace, metrics=round_metrics(metrics), events=events)

@@ -31,6 +31,8 @@ from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, MISS, OUTCOME, Store
 from .workload import Workload
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
+COUNTERS = ("batch size", "queue length", "HBM KV in use", "DRAM in use", "SSD in use")
+UNITS = ("jobs", "jobs", "B", "B", "B")
 
 
 def layer_schedule(S: int, T0: int, a: int, c: int, L: int, k: int):
@@ -155,6 +157,7 @@ class Run:
             self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
             self.l_layer_load = tb.lane(f"PCIe · layer loads of turn {d}'s iteration", "PCIe")
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
+            self._last = (None,) * len(COUNTERS)
         self.store = Store(self, policy, self.coupled)
         self.gpu = Batcher(self)
 
@@ -184,12 +187,14 @@ class Run:
 
     # --- trace ----------------------------------------------------------------------------
     def gpu_state(self, t: int, batch: int):
+        """Counters at an iteration boundary; a point only where a value changed."""
         if self.tb is not None:
-            tb, g = self.tb, self.gpu
-            tb.counter("batch size", t, batch, "jobs")
-            tb.counter("queue length", t, g.queue_len(), "jobs")
-            tb.counter("HBM KV in use", t, (g.tok_run + g.cached_tok) * g.kv, "B")
-            self.store.counters(t)
+            g, st = self.gpu, self.store
+            now = (batch, g.queue_len(), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
+            for name, unit, v, last in zip(COUNTERS, UNITS, now, self._last):
+                if v != last:
+                    self.tb.counter(name, t, v, unit)
+            self._last = now
 
     def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
         if self.tb is None:
@@ -249,7 +254,7 @@ class Run:
         return self
 
     # --- metrics --------------------------------------------------------------------------
-    def metrics(self, baseline: dict | None) -> dict:
+    def metrics(self) -> dict:
         g, st = self.gpu, self.store
         out = np.array(g.outcome)
         arr, adm, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_admit, g.first_token, g.end))
@@ -286,7 +291,6 @@ class Run:
             "preemptions": g.preemptions,
             "gpu_busy_s": busy_s,
             "prefill_gpu_s": prefill_s,
-            "speedup_vs_recompute": None,
             # Extras: what the headline numbers are made of.
             "hits": hits,
             "jobs_with_history": n_hist,
@@ -305,13 +309,20 @@ class Run:
             "ssd_read_gb": st.ssd_read_bytes / 1e9,
             "ssd_busy_share": st.ssd_busy_ns / float(en.max()) if some and en.max() > 0 else 0.0,
         }
-        if baseline:
-            # The paper's "speedup": end-to-end GPU time of recomputation over this policy's.
-            m["speedup_vs_recompute"] = baseline["gpu_busy_s"] / busy_s if busy_s else None
-            m["prefill_speedup_vs_recompute"] = baseline["prefill_gpu_s"] / prefill_s if prefill_s else None
-            if baseline["mean_ttft_ms"]:
-                m["ttft_reduction_vs_recompute"] = 1 - m["mean_ttft_ms"] / baseline["mean_ttft_ms"]
         return m
+
+
+def versus(m: dict, baseline: dict | None) -> dict:
+    """A policy's metrics with its gains over the recompute baseline (when that was run)."""
+    m = dict(m)
+    if baseline:
+        busy, prefill = m["gpu_busy_s"], m["prefill_gpu_s"]
+        # The paper's "speedup": end-to-end GPU time of recomputation over this policy's.
+        m["speedup_vs_recompute"] = baseline["gpu_busy_s"] / busy if busy else None
+        m["prefill_speedup_vs_recompute"] = baseline["prefill_gpu_s"] / prefill if prefill else None
+        if baseline["mean_ttft_ms"]:
+            m["ttft_reduction_vs_recompute"] = 1 - m["mean_ttft_ms"] / baseline["mean_ttft_ms"]
+    return m
 
 
 def round_metrics(m: dict) -> dict:

@@ -105,8 +105,8 @@ class Store:
             self.rank[j] = len(self.jobs)
             self.jobs.append(j)
             self._set_key(c, self.rank[j])
-        if self.prefetches:
-            self._prefetch()
+            if self.prefetches:
+                self._prefetch()
 
     def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
         """Job j enters the batch: (outcome, bytes to load from DRAM, bytes to read from SSD on
@@ -465,8 +465,4 @@ class Store:
                 return False
             self._demote(v)
         return True
-
-    def counters(self, t: int):
-        self.tb.counter("DRAM in use", t, self.dram_used, "B")
-        self.tb.counter("SSD in use", t, self.ssd_used, "B")
 
