@@ -188,5 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     return app.exec()
 
 
+def entry() -> int:
+    """The `kvviz-gui` command (and `make run`): independent runs of a scenario may use every core."""
+    os.environ.setdefault("KVVIZ_WORKERS", str(os.cpu_count() or 1))
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

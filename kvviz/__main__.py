@@ -1,5 +1,6 @@
 import sys
 
-from .cli import main
+from .cli import entry
 
-sys.exit(main())
+if __name__ == "__main__":  # spawned worker processes import this module again
+    sys.exit(entry())

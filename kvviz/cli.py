@@ -357,5 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def entry() -> int:
+    """The `kvviz` command: independent runs of a scenario may use every core."""
+    os.environ.setdefault("KVVIZ_WORKERS", str(os.cpu_count() or 1))
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

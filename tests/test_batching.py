@@ -115,7 +115,7 @@ def test_hbm_pool_holds_two_kept_sessions(tmp_path):
     # One job at a time, turns a second apart: A1 B1 C1 C2 B2 (rows A1 B1 B2 C1 C2).
     r = world(tmp_path, [("A", 0), ("B", 1), ("C", 2), ("C", 3), ("B", 4)],
               hardware__dram_gb=0, hardware__hbm_free_gb=0.00029, hardware__write_buffer_gb=0.0001,
-              hardware__pcie_gbps=1000, store__hbm_cache=True, model__context_window=128,
+              hardware__pcie_gbps=1000, store__tiers="hbm", model__context_window=128,
               hardware__block_tokens=128)
     g = r.gpu
     A1, B1, B2, C1, C2 = range(5)
@@ -249,7 +249,7 @@ def small_scenarios(draw):
                      "read_buffer_gb": draw(st.sampled_from([0.0, 1.0]))},
         "serving": {"arrivals": draw(st.sampled_from(["closed_loop", "interleaved"])),
                     "max_batch": draw(st.integers(1, 8)), "compare_truncation": False},
-        "store": {"hbm_cache": draw(st.booleans())},
+        "store": {"tiers": draw(st.sampled_from(["dram_ssd", "hbm", "hbm_dram", "hbm_dram_ssd"]))},
     }
 
 
@@ -294,3 +294,37 @@ def test_invariants(data):
         assert s.ssd_used == sum(s.ssd_size)
     again = simulate(sc)
     assert again.metrics_dict() == simulate(sc).metrics_dict()
+
+
+# --- the paper's Figure 24 shape, and parallel runs ---------------------------------------------
+
+
+def test_figure_24_tiers_shape():
+    # The bundled Figure 21 setting at a sixth of the scale (1,500 conversations; DRAM and SSD a
+    # sixth too): keeping finished sessions in HBM alone, or in HBM and DRAM, hits rarely; adding
+    # the SSD makes most turns hits (paper: ≈ 0%, 1.7–19.1%, 71–90%).
+    from kvviz import load_scenario
+    from tests.conftest import SCENARIOS
+    hit = {}
+    for tiers in ("hbm", "hbm_dram", "hbm_dram_ssd"):
+        sc = load_scenario(SCENARIOS / "attention_store_sharegpt.toml",
+                           ['policies=["scheduler_aware"]', "serving.compare_truncation=false",
+                            "workload.conversations=1500", "hardware.dram_gb=21.3", "hardware.ssd_gb=1667",
+                            f"store.tiers={tiers}"])
+        hit[tiers] = simulate(sc).metrics["policies"]["scheduler_aware"]["hit_rate"]
+    assert hit["hbm"] <= hit["hbm_dram"] < 0.25 < 0.6 < hit["hbm_dram_ssd"]
+
+
+def test_parallel_runs_equal_serial(monkeypatch):
+    from kvviz import load_scenario
+    from kvviz.mechanisms.attention_store import PARALLEL_TURNS
+    from tests.conftest import SCENARIOS
+    sc = load_scenario(SCENARIOS / "attention_store_sharegpt.toml",
+                       ['policies=["recompute","lru","scheduler_aware"]', "workload.conversations=2000"])
+    out = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("KVVIZ_WORKERS", workers)
+        out[workers] = simulate(sc)
+    assert out["1"].metrics["turns"] >= PARALLEL_TURNS
+    assert out["1"].metrics_dict() == out["2"].metrics_dict()
+    assert out["1"].trace.fingerprint() == out["2"].trace.fingerprint()

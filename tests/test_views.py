@@ -278,10 +278,12 @@ def test_policy_rows_split_hits_by_tier():
     rows = policy_rows({"recompute": {"hit_rate": 0.0, "dram_hit_share": None, "mean_prefill_ms": 157.0},
                         "lru": {"hit_rate": 0.8, "dram_hit_share": 0.25, "mean_prefill_ms": 176.0,
                                 "prefill_speedup_vs_recompute": 0.89},
+                        "tiers": {"hit_rate": 0.5, "hbm_hit_share": 0.2, "dram_hit_share": 0.6},
                         "broken": {"jobs": 3}})  # no hit rate: not a policy row
-    assert [r["name"] for r in rows] == ["recompute", "lru"]
+    assert [r["name"] for r in rows] == ["recompute", "lru", "tiers"]
     assert rows[0]["dram"] == rows[0]["ssd"] == 0.0
-    assert rows[1]["dram"] == pytest.approx(0.2) and rows[1]["ssd"] == pytest.approx(0.6)
+    assert rows[1]["dram"] == pytest.approx(0.2) and rows[1]["ssd"] == pytest.approx(0.6) and rows[1]["hbm"] == 0
+    assert (rows[2]["hbm"], rows[2]["dram"], rows[2]["ssd"]) == pytest.approx((0.1, 0.3, 0.1))
 
 
 def test_policies_view_and_bars_tab(qtbot, results):
@@ -290,7 +292,7 @@ def test_policies_view_and_bars_tab(qtbot, results):
     v = shown(qtbot, PoliciesView, r)
     assert not v.stack.showing_note and [row["name"] for row in v.rows] == list(pol)
     sched = next(row for row in v.rows if row["name"] == "scheduler_aware")
-    assert sched["dram"] + sched["ssd"] == pytest.approx(pol["scheduler_aware"]["hit_rate"])
+    assert sched["hbm"] + sched["dram"] + sched["ssd"] == pytest.approx(pol["scheduler_aware"]["hit_rate"])
     assert sched["dram"] == pytest.approx(pol["scheduler_aware"]["hit_rate"] * pol["scheduler_aware"]["dram_hit_share"])
     bars = [i for i in v.time_plot.items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == len(v.rows)  # one prefill bar per policy

@@ -12,6 +12,7 @@ from kvviz.result import Result
 
 from ._common import TEXT, NoteStack, caption_label, stack_vertically, style_plot
 
+HBM_COLOUR = span_color("compute")  # kept in HBM: nothing to load
 DRAM_COLOUR = span_color("load")   # served from DRAM: loaded layer by layer over PCIe
 SSD_COLOUR = span_color("fetch")   # served from SSD
 PREFILL_COLOUR = span_color("prefill")
@@ -19,15 +20,16 @@ BASELINE_COLOUR = "#9A9A9A"
 
 
 def policy_rows(policies: dict) -> list[dict]:
-    """One row per policy that reports a hit rate: its DRAM and SSD parts of the hit rate and
-    its prefill time per job, in the scenario's order."""
+    """One row per policy that reports a hit rate: its HBM, DRAM and SSD parts of the hit rate
+    and its prefill time per job, in the scenario's order."""
     rows = []
     for name, m in policies.items():
         if not isinstance(m, dict) or m.get("hit_rate") is None:
             continue
         hit = float(m["hit_rate"])
+        hbm = hit * float(m.get("hbm_hit_share") or 0.0)
         dram = hit * float(m.get("dram_hit_share") or 0.0)
-        rows.append({"name": name, "hit": hit, "dram": dram, "ssd": hit - dram,
+        rows.append({"name": name, "hit": hit, "hbm": hbm, "dram": dram, "ssd": hit - hbm - dram,
                      "prefill_ms": m.get("mean_prefill_ms"), "speedup": m.get("prefill_speedup_vs_recompute")})
     return rows
 
@@ -45,7 +47,7 @@ class PoliciesView(QWidget):
         self.charts.setBackground("w")
         self.hit_plot = self.charts.addPlot(row=0, col=0)
         self.time_plot = self.charts.addPlot(row=1, col=0)
-        style_plot(self.hit_plot, bottom="hit rate (turns with history): DRAM part + SSD part", grid=(True, False))
+        style_plot(self.hit_plot, bottom="hit rate (turns with history): HBM + DRAM + SSD parts", grid=(True, False))
         style_plot(self.time_plot, bottom="prefill per job (ms): start to first token, no queueing",
                    grid=(True, False))
         for pi in (self.hit_plot, self.time_plot):
@@ -64,7 +66,9 @@ class PoliciesView(QWidget):
                                  "metrics.policies, as attention_store reports it).")
             return
         self.stack.show_content()
+        hbm = any(r["hbm"] > 0 for r in self.rows)
         self.caption.setText(f"<b>Policies</b> · {len(self.rows)} on the identical workload · "
+                             + (f"<span style='color:{HBM_COLOUR}'>■</span> HBM hits " if hbm else "") +
                              f"<span style='color:{DRAM_COLOUR}'>■</span> DRAM hits "
                              f"<span style='color:{SSD_COLOUR}'>■</span> SSD hits · "
                              f"<span style='color:{BASELINE_COLOUR}'>■</span> recompute baseline")
@@ -85,10 +89,12 @@ class PoliciesView(QWidget):
         pi, rows = self.hit_plot, self.rows
         pi.clear()
         _name_rows(pi, rows)
-        self._bars(pi, [0.0] * len(rows), [r["dram"] for r in rows], DRAM_COLOUR)
-        self._bars(pi, [r["dram"] for r in rows], [r["ssd"] for r in rows], SSD_COLOUR)
+        self._bars(pi, [0.0] * len(rows), [r["hbm"] for r in rows], HBM_COLOUR)
+        self._bars(pi, [r["hbm"] for r in rows], [r["dram"] for r in rows], DRAM_COLOUR)
+        self._bars(pi, [r["hbm"] + r["dram"] for r in rows], [r["ssd"] for r in rows], SSD_COLOUR)
         for i, r in enumerate(rows):
-            share = f" · {r['dram'] / r['hit']:.0%} from DRAM" if r["hit"] > 0 else ""
+            share = f" · {(r['hbm'] + r['dram']) / r['hit']:.0%} from HBM/DRAM" if r["hbm"] > 0 else \
+                f" · {r['dram'] / r['hit']:.0%} from DRAM" if r["hit"] > 0 else ""
             self._label(pi, r["hit"] + 0.01, i, f"{r['hit']:.0%}{share}")
         pi.setXRange(0, 1.45, padding=0)  # room for the labels right of a full bar
         pi.getAxis("bottom").setTicks([[(k / 4, f"{k * 25}%") for k in range(5)]])  # a rate: 0..100% only

@@ -41,12 +41,13 @@ def _one(task):
 
 
 def workers() -> int:
-    """Processes for independent runs: every core, unless KVVIZ_WORKERS says otherwise, and one
-    inside a pool worker already (a sweep runs its points in parallel instead)."""
+    """Processes for independent runs: KVVIZ_WORKERS (the kvviz and kvviz-gui commands set it to
+    the number of cores; a library caller opts in, since spawned processes re-import the
+    caller's main module), and one inside a pool worker (a sweep parallelises its points)."""
     env = os.environ.get("KVVIZ_WORKERS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
+    if multiprocessing.current_process().daemon or not env.isdigit():
+        return 1
+    return max(1, int(env))
 
 
 def run_all(tasks: list) -> list:

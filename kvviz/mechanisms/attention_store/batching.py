@@ -6,7 +6,7 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
   prompt KV (its history plus new tokens, and a token of growth per decoding job) fits in the
   HBM pool; the first job that does not
   fit stops admission (no overtaking). The pool is `hbm_free_gb` less the read and write
-  buffers; finished sessions kept in HBM (`store.hbm_cache`) give way first.
+  buffers; finished sessions kept in HBM (`store.tiers` with hbm) give way first.
 - Newly admitted jobs run one prefill iteration together, which pauses decoding (vLLM without
   chunked prefill: ASSUMPTION, named). Their histories load layer by layer over PCIe while
   the batch computes (`prefill_end`, with the read buffer); the iteration emits each job's
@@ -76,7 +76,7 @@ class Batcher:
         self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
         self.cap_tok = int((h.hbm_free_gb - h.read_buffer_gb - h.write_buffer_gb) * GB) // self.kv
         self.max_batch = s.max_batch
-        self.hbm_cache = sc.store.hbm_cache
+        self.hbm_cache = sc.store.tiers.startswith("hbm")
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
         self.after, self.size_after = run.after, run.size_after

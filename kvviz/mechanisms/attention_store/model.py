@@ -74,7 +74,7 @@ class Hardware(Section):
     hbm_free_gb: float = param(190.0, gt=0, unit="GB",
                                description="HBM free for KV after the weights (paper §2.4: 190 GB for LLaMA-65B on "
                                            "4×A100): the running batch's KV blocks, the read and write buffers, "
-                                           "and (store.hbm_cache) finished sessions")
+                                           "and (store.tiers with hbm) finished sessions")
     gpu_peak_tflops: float = param(312.0, gt=0, unit="TFLOP/s",
                                    description="Peak dense FP16 tensor throughput of ONE GPU (A100 datasheet: 312)")
     mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
@@ -142,9 +142,12 @@ class Store(Section):
                                      "the job list in arrival order, including jobs not yet released (our reading "
                                      "of the paper, whose L_ew is thousands of jobs); needs arrivals recorded or "
                                      "interleaved, where release times are known ahead")
-    hbm_cache: bool = param(False, description="A finished session's KV may stay in free HBM blocks (evicted "
-                                               "least recently used first when the batch needs room): a hit there "
-                                               "needs no load. The paper's Figure 24 tiers: HBM, +DRAM, +SSD")
+    tiers: Literal["dram_ssd", "hbm", "hbm_dram", "hbm_dram_ssd"] = param(
+        "dram_ssd", description="Where finished sessions' KV is kept. dram_ssd: host DRAM and SSD (the store; "
+                                "a finished session leaves HBM). With hbm, it may also stay in free HBM blocks "
+                                "(evicted least recently used first when the batch needs room), and a hit there "
+                                "loads nothing. hbm, hbm_dram: the paper's Figure 24 configurations without the "
+                                "tiers not named (their capacities are then ignored)")
     ssd_read_priority: bool = param(
         False, description="false: the SSD serves reads and writes in one FIFO queue, in the order issued. "
                            "true: a demand read (a dispatched job waiting on SSD data) is served before "
@@ -193,7 +196,7 @@ class AttentionStoreScenario(ScenarioBase):
                                                  f"tier): {need}")
         if 0 < h.ssd_gb * GB < ccps:
             raise FieldError("hardware.ssd_gb", f"{h.ssd_gb} GB cannot hold one session (use 0 for no SSD): {need}")
-        if h.ssd_gb > 0 and h.dram_gb == 0:
+        if h.ssd_gb > 0 and h.dram_gb == 0 and "dram" in self.store.tiers:
             raise FieldError("hardware.ssd_gb", "an SSD tier needs DRAM (sessions reach the SSD through DRAM): "
                                                 "set hardware.dram_gb or ssd_gb = 0")
         if self.store.lookahead == "job_list" and self.serving.arrivals == "closed_loop":

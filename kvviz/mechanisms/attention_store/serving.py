@@ -88,7 +88,9 @@ class Prepared:
         self.size_after = self.blocks(self.after) * self.kv
         # Paper §3.3: windows in jobs = capacity / average session KV (S_kv: the mean stored
         # session size over all turns of this workload).
-        self.dram_cap, self.ssd_cap = int(h.dram_gb * GB), int(h.ssd_gb * GB)
+        tiers = sc.store.tiers
+        self.dram_cap = int(h.dram_gb * GB) if "dram" in tiers else 0
+        self.ssd_cap = int(h.ssd_gb * GB) if "ssd" in tiers else 0
         self.S_kv = float(self.size_after.mean())
         self.L_pw = max(1, int(self.dram_cap // self.S_kv))
         self.L_ew = max(self.L_pw, int((self.dram_cap + self.ssd_cap) // self.S_kv))
