@@ -58,8 +58,8 @@ def test_decode_is_memory_bound_until_the_batch_is_large():
 G10 = unit_gpu(weights_ns=10_000)
 
 
-def world(tmp_path, turns, policy="lru", **over):
-    p = write_turns(tmp_path / "t.csv", turns, 60, 4)
+def world(tmp_path, turns, policy="lru", n_in=60, n_out=4, record=True, **over):
+    p = write_turns(tmp_path / "t.csv", turns, n_in, n_out)
     data = {"kind": "attention_store", "policies": [policy], "trace_policy": policy,
             "workload": {"trace_file": str(p)},
             "model": {"preset": "custom", "kv_bytes_per_token": 1000, "layers": 4, "context_window": 256,
@@ -71,7 +71,7 @@ def world(tmp_path, turns, policy="lru", **over):
         section, field = k.split("__")
         data.setdefault(section, {})[field] = v
     sc = parse_scenario(json.loads(json.dumps(data)))
-    return Run(sc, Prepared(sc, workload_of(sc)), policy, "decoupled", record=True).run()
+    return Run(sc, Prepared(sc, workload_of(sc)), policy, "decoupled", record=record).run()
 
 
 def test_three_sessions_batch_of_two_by_hand(tmp_path):
@@ -139,16 +139,8 @@ def test_preemption_recomputes_the_youngest(tmp_path):
     # its prompt and the 28 it generated... plus its first, counted in its context from
     # prefill) and waits at the head of the queue until A1 ends; then it prefills 128 tokens
     # again and finishes its 39 − 28 = 11 remaining iterations.
-    p = write_turns(tmp_path / "t.csv", [("A", 0), ("B", 0)], 100, 40)
-    data = {"kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
-            "workload": {"trace_file": str(p)},
-            "model": {"preset": "custom", "kv_bytes_per_token": 1000, "layers": 4, "context_window": 256,
-                      "params_b": G10["params_b"]},
-            "hardware": {"hbm_free_gb": 0.000257, "dram_gb": 0.000512, "ssd_gb": 0, "pcie_gbps": 1000,
-                         "read_buffer_gb": 0, "write_buffer_gb": 0.000001, "block_tokens": 256, **G10["hw"]},
-            "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 2}}
-    sc = parse_scenario(data)
-    r = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=False).run()
+    r = world(tmp_path, [("A", 0), ("B", 0)], n_in=100, n_out=40, record=False, hardware__hbm_free_gb=0.000257,
+              hardware__write_buffer_gb=0.000001, hardware__pcie_gbps=1000)
     g = r.gpu
     assert g.cap_tok == 256 and g.preemptions == 1
     # A1: prefill 0–100 µs; B1: 100–200 µs; 28 iterations of both, 11,200 + 20 i ... (context

@@ -264,6 +264,7 @@ class Run:
         hist_jobs = out != FIRST
         hit = out >= HIT_HBM
         hits, n_hist = int(hit.sum()), int(hist_jobs.sum())
+        late = hist_jobs & (arr >= np.median(arr)) if self.n else hist_jobs
         by_tier = {name: int((out == o).sum()) for name, o in (("hbm", HIT_HBM), ("dram", HIT_DRAM), ("ssd", HIT_SSD))}
         ttft = (ft - arr) / 1e6
         wait = (adm - arr) / 1e6
@@ -277,6 +278,8 @@ class Run:
             "jobs": self.n,
             "hit_rate": hits / n_hist if n_hist else None,
             "hit_rate_all_turns": hits / self.n if some else None,
+            # Past the warm-up: turns that arrive in the second half of the run (the store is full).
+            "hit_rate_second_half": float(hit[late].sum() / late.sum()) if late.any() else None,
             "token_hit_rate": float(keep[hit].sum() / keep[hist_jobs].sum()) if n_hist else None,
             "hbm_hit_share": by_tier["hbm"] / hits if hits else None,
             "dram_hit_share": by_tier["dram"] / hits if hits else None,

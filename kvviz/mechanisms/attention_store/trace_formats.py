@@ -63,7 +63,7 @@ import numpy as np
 
 from ...errors import ScenarioError
 from ...io import read_text
-from .workload import Workload
+from .workload import Workload, json_lines
 
 MOONCAKE_BLOCK_TOKENS = 512
 QWEN = "qwen"
@@ -127,20 +127,6 @@ def read(path: str | Path, match: str = "complete_blocks") -> tuple[Workload, Tr
 
 # --- record checks ---------------------------------------------------------------------------
 
-def _lines(path: Path, text: str):
-    """(line number, dict) per non-blank line."""
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
-        if not isinstance(rec, dict):
-            raise ScenarioError("expected a JSON object per line", str(path), f"line {i}")
-        yield i, rec
-
-
 def _require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
     missing = [k for k in keys if k not in rec]
     if missing:
@@ -173,6 +159,17 @@ def _id(v, key: str, path: Path, line: int):
         return v
     raise ScenarioError(f"{key}: expected an integer or a non-empty string, got {v!r}",
                         str(path), f"line {line}")
+
+
+def _finish(path: Path, kind: str, ns_per_unit: int, rows_t, conv, pos, in_tok, rows_out, names, clamped,
+            **notes) -> tuple[Workload, "TraceNotes"]:
+    """The Workload of the rows read, and the notes on how it was made."""
+    if not rows_t:
+        raise ScenarioError("the trace has no requests", str(path))
+    arrival = [round(t * ns_per_unit) for t in rows_t]
+    wl = _workload(conv, pos, arrival, in_tok, rows_out, names)
+    multi = int(np.count_nonzero(np.bincount(wl.conv) > 1))
+    return wl, TraceNotes(kind, len(rows_t), len(names), clamped, multi_turn=multi, **notes)
 
 
 def _workload(conv: list[int], turn: list[int], arrival: list[int], in_tok: list[int],
@@ -220,7 +217,7 @@ def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
     in_tok: list[int] = []
     names: list[str] = []
     clamped = forks = mismatch = 0
-    for line, rec in _lines(path, text):
+    for line, rec in json_lines(path, text):
         _require(rec, QWEN_KEYS, "Qwen/Bailian", path, line)
         cid = _id(rec["chat_id"], "chat_id", path, line)
         parent = rec.get("parent_chat_id", -1)
@@ -278,13 +275,8 @@ def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
         rows_turn.append(turn)
         has_child.append(False)
         in_tok.append(new)
-    if not rows_line:
-        raise ScenarioError("the trace has no requests", str(path))
-    arrival = [round(t * 1_000_000_000) for t in rows_t]
-    wl = _workload(conv, pos, arrival, in_tok, rows_out, names)
-    multi = int(np.count_nonzero(np.bincount(wl.conv) > 1))
-    return wl, TraceNotes(QWEN, len(rows_line), len(names), clamped, forks=forks,
-                          turn_mismatch=mismatch, multi_turn=multi)
+    return _finish(path, QWEN, 1_000_000_000, rows_t, conv, pos, in_tok, rows_out, names, clamped,
+                   forks=forks, turn_mismatch=mismatch)
 
 
 # --- Mooncake --------------------------------------------------------------------------------
@@ -342,7 +334,7 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
         lens[len(k)] = lens.get(len(k), 0) + 1
         sess_key[s] = k
 
-    for line, rec in _lines(path, text):
+    for line, rec in json_lines(path, text):
         _require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
         t = _time(rec, "timestamp", path, line)
         n_in = _int(rec, "input_length", path, line)
@@ -403,10 +395,5 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
         rows_in.append(n_in)
         rows_out.append(n_out)
         in_tok.append(new)
-    if not rows_line:
-        raise ScenarioError("the trace has no requests", str(path))
-    arrival = [round(t * 1_000_000) for t in rows_t]
-    wl = _workload(conv, pos, arrival, in_tok, rows_out, names)
-    multi = int(np.count_nonzero(np.bincount(wl.conv) > 1))
-    return wl, TraceNotes(MOONCAKE, len(rows_line), len(names), clamped, ties=ties,
-                          repeats=repeats, multi_turn=multi)
+    return _finish(path, MOONCAKE, 1_000_000, rows_t, conv, pos, in_tok, rows_out, names, clamped,
+                   ties=ties, repeats=repeats)

@@ -75,19 +75,25 @@ def synthetic(w) -> Workload:
     return Workload(conv, turn, arrival, think, in_tok, out_tok, tuple(str(i) for i in range(n)))
 
 
+def json_lines(path: Path, text: str):
+    """(line number, dict) per non-blank line of a JSONL file."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
+        if not isinstance(rec, dict):
+            raise ScenarioError("expected a JSON object per line", str(path), f"line {i}")
+        yield i, rec
+
+
 def _rows(path: Path):
     """(line number, dict) per record of a CSV (with header) or JSONL file."""
     text = read_text(path, "trace file")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        for i, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
-            if not isinstance(rec, dict):
-                raise ScenarioError("expected a JSON object per line", str(path), f"line {i}")
+        for i, rec in json_lines(path, text):
             missing = [c for c in COLUMNS if c not in rec]
             if missing:
                 raise ScenarioError(f"missing field(s) {', '.join(missing)} (each line needs "

@@ -6,6 +6,7 @@ list. The store does all the moving, timing and accounting, so policies stay a f
 """
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 
 POLICIES: dict[str, type] = {}
@@ -44,6 +45,28 @@ class Policy:
         """A session to evict from `tier`, or -1. With `before` >= 0 (making room to prefetch
         session `before`), only a session needed later than `before` may be chosen."""
         raise NotImplementedError
+
+
+def furthest(heap: list, stale, floor: float, running: list) -> int:
+    """The session on top of a max-heap of (-key, ..., session) entries: its key above `floor`
+    and the session not running, or -1. Stale entries (`stale(entry)`) are dropped on the way;
+    running ones are put back."""
+    skipped, found = [], -1
+    while heap:
+        e = heap[0]
+        if stale(e):
+            heapq.heappop(heap)
+            continue
+        if -e[0] <= floor:
+            break
+        if running[e[-1]]:
+            skipped.append(heapq.heappop(heap))
+            continue
+        found = e[-1]
+        break
+    for e in skipped:
+        heapq.heappush(heap, e)
+    return found
 
 
 class OrderedPolicy(Policy):

@@ -7,7 +7,7 @@ heuristic, not a proven optimum.
 """
 import heapq
 
-from .base import Policy, register
+from .base import Policy, furthest, register
 
 
 @register("belady")
@@ -37,21 +37,7 @@ class Belady(Policy):
         self.version[tier][c] += 1
 
     def victim(self, tier, before=-1):
-        store, heap, version = self.store, self.heaps[tier], self.version[tier]
+        store, version = self.store, self.version[tier]
+        # Everything at or below the limit is needed no later than the session being prefetched.
         limit = store.next_time[before] if before >= 0 else -1
-        skipped, found = [], -1
-        while heap:
-            neg_t, v, c = heap[0]
-            if v != version[c]:
-                heapq.heappop(heap)  # stale entry
-                continue
-            if -neg_t <= limit:
-                break  # everything left is needed no later than the session being prefetched
-            if store.running[c]:
-                skipped.append(heapq.heappop(heap))
-                continue
-            found = c
-            break
-        for e in skipped:
-            heapq.heappush(heap, e)
-        return found
+        return furthest(self.heaps[tier], lambda e: e[1] != version[e[2]], limit, store.running)

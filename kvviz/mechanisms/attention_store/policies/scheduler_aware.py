@@ -14,7 +14,7 @@ victim costs O(1) amortised plus a log factor, not a walk over the tier.
 import heapq
 from collections import OrderedDict
 
-from .base import DRAM, SSD, Policy, register
+from .base import DRAM, SSD, Policy, furthest, register
 
 
 @register("scheduler_aware")
@@ -80,20 +80,5 @@ class SchedulerAware(Policy):
             if not running[c]:
                 return c
         # All protected: the furthest-future one, and for a prefetch only one listed behind it.
-        floor = key[before] if before >= 0 else -1
-        skipped, found = [], -1
-        while prot:
-            nk, c = prot[0]
-            if not member[c] or key[c] != -nk or c in unprot:
-                heapq.heappop(prot)  # stale
-                continue
-            if -nk <= floor:
-                break
-            if running[c]:
-                skipped.append(heapq.heappop(prot))
-                continue
-            found = c
-            break
-        for e in skipped:
-            heapq.heappush(prot, e)
-        return found
+        return furthest(prot, lambda e: not member[e[1]] or key[e[1]] != -e[0] or e[1] in unprot,
+                        key[before] if before >= 0 else -1, running)
