@@ -187,7 +187,8 @@ def cmd_sweep(args) -> int:
     for assignment in args.set or []:
         data = apply_override(data, assignment)
     axes = [Axis(p, parse_values(v, f"--values {v}")) for p, v in zip(args.param, args.values)]
-    res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress())
+    res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress(),
+                    executor=args.executor)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     elif args.csv:
@@ -198,6 +199,11 @@ def cmd_sweep(args) -> int:
 
 
 def _sweep_table(res) -> str:
+    if len(res.axes) > 2:  # the long form: one row per grid point
+        heads = [a.path for a in res.axes] + [res.metric]
+        rows = [[format_value(x) for x in combo] + [format_value(v)] for combo, v in res.points()]
+        ws = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+        return "\n".join("  ".join(f"{c:>{w}}" for c, w in zip(r, ws)) for r in [heads, *rows])
     cells = [[format_value(v) for v in (row if isinstance(row, list) else [row])] for row in res.values]
     if len(res.axes) == 1:
         a = res.axes[0]
@@ -301,17 +307,20 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
     r.set_defaults(fn=cmd_run)
 
-    w = sub.add_parser("sweep", help="run a scenario over one or two parameter axes")
+    w = sub.add_parser("sweep", help="run a scenario over a grid of parameter values")
     scenario_args(w)
     w.add_argument("--param", action="append", metavar="PATH", required=True,
-                   help="field path to vary (give one or two)")
+                   help="field path to vary (repeat for more axes; three or more print one row per point)")
     w.add_argument("--values", action="append", metavar="V1,V2,...|START:STOP[:STEP]", required=True,
                    help="values for the matching --param (a range includes STOP)")
     w.add_argument("--metric", required=True, help="metric to collect (dotted path for nested ones)")
     out = w.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the grid as JSON")
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")
-    w.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    w.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    w.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
+                   help="where the runs go: this computer's processes (default; KVVIZ_EXECUTOR sets it) or a "
+                        "Dask scheduler (pip install 'kvviz[cluster]')")
     w.set_defaults(fn=cmd_sweep)
 
     rp = sub.add_parser("replay", help="replay a time,id,size request trace through one cache tier")

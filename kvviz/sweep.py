@@ -1,14 +1,16 @@
-"""Sweeps: run one scenario over a 1-D or 2-D grid of `--set` overrides, collect one metric
-(or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy).
+"""Sweeps: run one scenario over a grid of `--set` overrides (any number of axes), collect one
+metric (or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy).
 
-Every grid point is validated before anything runs, so bad input fails fast and whole.
-Runs are spread over worker processes (one per core); results come back in grid order.
+The first grid point runs here first (it checks the metric and times one run); the rest go to
+an executor (kvviz.executors: a local process pool or a Dask cluster) in chunks of about a
+second of work, validated as they are submitted, a bounded window in flight. Results stream
+back as they complete (`on_result(index, value)`) and are stored by grid index, so the output
+never depends on which worker finished first.
 """
 from __future__ import annotations
 
 import csv
 import io
-import multiprocessing
 import os
 import sys
 import time
@@ -26,17 +28,28 @@ class Axis:
     values: tuple
 
 
+MAX_POINTS = 1_000_000  # a larger grid is refused before anything runs
+
+
 @dataclass(frozen=True)
 class SweepResult:
     axes: tuple[Axis, ...]
     metric: str
-    values: list  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis)
+    values: list  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis);
+                  # more axes: the flat list in row-major order (the long form)
     series: tuple[str, ...] = ()  # a wildcard metric: the names `*` matched; each value is then a
                                   # list with one entry per series
+
+    def points(self):
+        """(values of every axis, result) per grid point, row-major (the long form)."""
+        flat = self.values if len(self.axes) != 2 else [v for row in self.values for v in row]
+        return zip(product(*(a.values for a in self.axes)), flat)
 
     def to_dict(self) -> dict:
         out = {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
                "metric": self.metric, "values": self.values}
+        if len(self.axes) > 2:
+            out["layout"] = "row-major"
         if self.series:
             out["series"] = list(self.series)
         return out
@@ -44,7 +57,10 @@ class SweepResult:
     def to_csv(self) -> str:
         def cell(v):
             return "" if v is None else str(v)
-        if self.series:
+        if len(self.axes) > 2:
+            rows = [[a.path for a in self.axes] + [self.metric]]
+            rows += [[*map(cell, combo), cell(v)] for combo, v in self.points()]
+        elif self.series:
             rows = [[self.axes[0].path, *self.series]]
             rows += [[cell(x), *map(cell, row)] for x, row in zip(self.axes[0].values, self.values)]
         elif len(self.axes) == 1:
@@ -118,26 +134,29 @@ def metric_value(metrics: dict, name: str) -> Any:
     return node
 
 
-def grid_scenarios(base: dict, axes: tuple[Axis, ...], source: str) -> list:
-    """Validated scenarios for every grid point, in row-major order."""
-    scenarios = []
-    for combo in product(*(a.values for a in axes)):
-        data = base
-        for axis, v in zip(axes, combo):
-            data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
-        try:
-            scenarios.append(parse_scenario(data, source))
-        except ScenarioError as e:
-            at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
-            e.message = f"{e.message} (at sweep point {at})"
-            raise
-    return scenarios
+def grid_size(axes) -> int:
+    n = 1
+    for a in axes:
+        n *= len(a.values)
+    return n
 
 
-def _ignore_sigint():
-    """Workers leave Ctrl-C to the parent, which cancels the grid and exits cleanly."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str):
+    """The validated scenario at row-major `index` of the grid."""
+    combo = []
+    for a in reversed(axes):
+        index, i = divmod(index, len(a.values))
+        combo.append(a.values[i])
+    combo.reverse()
+    data = base
+    for axis, v in zip(axes, combo):
+        data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
+    try:
+        return parse_scenario(data, source)
+    except ScenarioError as e:
+        at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
+        e.message = f"{e.message} (at sweep point {at})"
+        raise
 
 
 def metric_family(metrics: dict, pattern: str) -> dict[str, Any]:
@@ -170,24 +189,33 @@ def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
     return _scalar(metric_value(metrics, metric))
 
 
-def _run_one(args) -> Any:
+def _run_chunk(task) -> list:
+    """A worker's task: [(grid index, value)] for a chunk of grid points."""
     from .registry import simulate  # imported in the worker
-    scenario, metric, series = args
-    return _pick(simulate(scenario).metrics_dict(), metric, series)
+    metric, series, points = task
+    return [(i, _pick(simulate(sc).metrics_dict(), metric, series)) for i, sc in points]
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
-              workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
-    if not 1 <= len(axes) <= 2:
-        raise ScenarioError("a sweep takes one or two --param axes", source, "--param")
+              workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+              executor: str | None = None, on_result: Callable[[int, Any], None] | None = None) -> SweepResult:
+    """`progress(done, total)` may raise to cancel: queued work is dropped at once and local
+    workers stopped (runs already on a cluster finish there, their results unused)."""
+    if not axes:
+        raise ScenarioError("give at least one --param axis", source, "--param")
     if "*" in metric and (metric.count("*") > 1 or "*" not in metric.split(".") or len(axes) > 1):
         raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
                             "and one --param axis (one line per match)", source, "--metric")
     axes_t = tuple(axes)
-    scenarios = grid_scenarios(base, axes_t, source)
-    # Fail on an unknown metric before spending the grid on it.
+    n = grid_size(axes_t)
+    if n > MAX_POINTS:
+        raise ScenarioError(f"{n:,} grid points is more than {MAX_POINTS:,}: use fewer values per axis",
+                            source, "--values")
+    # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
     from .registry import simulate
-    first = simulate(scenarios[0]).metrics_dict()
+    t0 = time.perf_counter()
+    first = simulate(grid_point(base, axes_t, 0, source)).metrics_dict()
+    t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
     try:
         if "*" in metric:
@@ -201,32 +229,79 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
         raise ScenarioError(f"unknown metric {metric!r} (scalar metrics: {names}; nested ones by path, "
                             f"e.g. policies.lru.hit_rate or policies.*.hit_rate)", source, "--metric") from None
 
-    n = len(scenarios)
+    flat: list = [None] * n
+    done = 0
+
+    def got(i, v):
+        nonlocal done
+        flat[i] = v
+        done += 1
+        if on_result:
+            on_result(i, v)
+        if progress:
+            progress(done, n)
+
+    got(0, _pick(first, metric, series))  # the check run is the grid's first point: not run twice
+    from .executors import default_spec
+    spec = executor or default_spec()
     workers = workers or min(os.cpu_count() or 1, 8)
-    flat: list = [_pick(first, metric, series)]  # the check run is the grid's first point: not run twice
-    if progress:
-        progress(1, n)
-    tasks = [(s, metric, series) for s in scenarios[1:]]
-    if workers <= 1 or n < 8:
-        for t in tasks:
-            flat.append(_run_one(t))
-            if progress:
-                progress(len(flat), n)
-    else:
-        chunk = max(1, len(tasks) // (workers * 8))
-        # Pool's context exit terminates the workers, so Ctrl-C stops at once, not after
-        # the chunks in progress.
-        with multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_sigint) as pool:
-            for v in pool.imap(_run_one, tasks, chunksize=chunk):
-                flat.append(v)
-                if progress:
-                    progress(len(flat), n)
-    if len(axes_t) == 1:
-        values = flat
-    else:
+    # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
+    if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
+        for i in range(1, n):
+            got(*_run_chunk((metric, series, [(i, grid_point(base, axes_t, i, source))]))[0])
+    elif n > 1:
+        _stream(base, axes_t, source, metric, series, n, t_first, spec, min(workers, n - 1), got)
+    if len(axes_t) == 2:
         m = len(axes_t[1].values)
         values = [flat[i:i + m] for i in range(0, n, m)]
+    else:
+        values = flat
     return SweepResult(axes_t, metric, values, series)
+
+
+def _stream(base, axes, source, metric, series, n, t_first, spec, workers, got):
+    """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
+    window of tasks in flight (validated as they are built), results handed to `got`."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from .executors import open_executor
+    per_task = max(1, min(int(1.0 / max(t_first, 1e-6)), (n - 1) // (workers * 4) or 1))
+    starts = iter(range(1, n, per_task))
+    window = workers * 4
+    with open_executor(spec, workers) as pool:
+        pending: set = set()
+        try:
+            while True:
+                while len(pending) < window:
+                    start = next(starts, None)
+                    if start is None:
+                        break
+                    points = [(i, grid_point(base, axes, i, source)) for i in range(start, min(start + per_task, n))]
+                    pending.add(pool.submit(_run_chunk, (metric, series, points)))
+                if not pending:
+                    return
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    for i, v in f.result():
+                        got(i, v)
+        except BaseException:
+            _drop(pool, pending)
+            raise
+
+
+def _drop(pool, pending) -> None:
+    """Cancel: queued tasks are dropped at once. Local workers are ended now, not after their
+    runs (a run cannot be interrupted; ProcessPoolExecutor has no public call for it before
+    Python 3.14, and cancelling its futures first makes its broken-pool handler fail); on a
+    cluster, running tasks finish there and their results are not used."""
+    procs = getattr(pool, "_processes", None)
+    if procs is not None:
+        for p in list(procs.values()):
+            p.terminate()
+        return
+    for f in pending:
+        f.cancel()
+    pool.shutdown(wait=False)  # Dask's executor: cancels what it still holds on the cluster
 
 
 class StderrProgress:

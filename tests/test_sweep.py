@@ -60,8 +60,10 @@ def test_cli_sweep_json_and_csv(capsys):
     (["--param", "cache.slots", "--values", "0,1", "--metric", "hits"], "cache.slots"),
     (["--param", "cache.slots", "--values", "1,2", "--metric", "nope"], "--metric"),
     (["--param", "cache.nope", "--values", "1", "--metric", "hits"], "cache.nope"),
-    (["--param", "a", "--values", "1", "--param", "b", "--values", "1", "--param", "c", "--values", "1",
-      "--metric", "hits"], "--param"),
+    (["--param", "cache.slots", "--values", "1:2000000", "--param", "prefetch.window", "--values", "1,2",
+      "--metric", "hits"], "--values"),   # 4,000,000 points: refused before anything runs
+    (["--param", "cache.slots", "--values", "1,2", "--metric", "hits", "--executor", "carrier-pigeon"],
+     "--executor"),
 ])
 def test_cli_sweep_bad_input(args, field, capsys):
     assert main(["sweep", SEED, *args]) == 2
