@@ -90,7 +90,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
 
     from kvviz import ScenarioError, load_scenario
     from kvviz.scenario import apply_override, parse_value, read_toml
-    from kvviz.sweep import Axis, grid_scenarios, parse_values
+    from kvviz.sweep import Axis, grid_point, grid_size, parse_values
     from .window import MainWindow
     _quiet_offscreen_noise()
 
@@ -104,7 +104,9 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             base = read_toml(path)
             for assignment in sets:
                 base = apply_override(base, assignment)
-            grid_scenarios(base, tuple(Axis(p, parse_values(v, f"--sweep {p}")) for p, v in axes), path)
+            grid = tuple(Axis(p, parse_values(v, f"--sweep {p}")) for p, v in axes)
+            for i in range(grid_size(grid)):  # every point, before any window exists
+                grid_point(base, grid, i, path)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return BAD_INPUT

@@ -7,6 +7,8 @@ one. Graphics items are never touched here: the window builds them when `finishe
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
 import threading
 import time
 import traceback
@@ -16,8 +18,11 @@ from PySide6.QtCore import QObject, Signal
 
 def _child(conn):
     """Child process: simulate each scenario received, send back the Result or a message."""
+    import os
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the app
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()  # its own process group: stopping it stops the pool it may start too
     from kvviz import ScenarioError, simulate
     while True:
         try:
@@ -55,7 +60,10 @@ class SimulationRunner(QObject):
 
     def _start(self):
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child, args=(child,), daemon=True, name="kvviz-sim")
+        # Not a daemon: a daemonic process may not start processes, and a scenario's independent
+        # runs (AttentionStore's policies) go to a pool of their own. shutdown() and cancel end
+        # it and its process group; if the app dies, its pipe closes and the child's loop returns.
+        self._proc = self._ctx.Process(target=_child, args=(child,), daemon=False, name="kvviz-sim")
         self._proc.start()
         child.close()
         self._conn = parent
@@ -73,7 +81,10 @@ class SimulationRunner(QObject):
     def _stop_child(self):
         if self._proc is None:
             return
-        self._proc.terminate()
+        try:
+            os.killpg(self._proc.pid, signal.SIGTERM)  # the child and any pool it started
+        except (AttributeError, OSError):
+            self._proc.terminate()
         self._proc.join(5)
         self._conn.close()
         self._reader.join(5)

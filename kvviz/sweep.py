@@ -319,15 +319,17 @@ class StderrProgress:
         if now - self.t0 < 1.0:
             return
         pct = 100 * done // total
+        left = (now - self.t0) / done * (total - done) if done else 0.0
+        eta = f", about {left:.0f} s left" if done < total else ""
         if self.tty:
             if now - self.last < 0.2 and done < total:
                 return
             end = "\n" if done == total else ""
-            self.stream.write(f"\rsweep: {done}/{total} runs ({pct}%)" + end)
+            self.stream.write(f"\rsweep: {done}/{total} runs ({pct}%{eta})   " + end)
         else:
             if pct < self.shown_pct + 10 and done < total:
                 return
             self.shown_pct = pct
-            self.stream.write(f"sweep: {done}/{total} runs ({pct}%)\n")
+            self.stream.write(f"sweep: {done}/{total} runs ({pct}%{eta})\n")
         self.last = now
         self.stream.flush()
