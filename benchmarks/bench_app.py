@@ -147,4 +147,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # as `kvviz-gui` does (app.main.entry): a scenario's independent runs use every core
+    os.environ.setdefault("KVVIZ_WORKERS", str(os.cpu_count() or 1))
     main()

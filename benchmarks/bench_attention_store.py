@@ -16,6 +16,7 @@ from kvviz import load_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
 from kvviz.replay import Requests, read_requests, replay
+from machine import describe, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,17 +31,26 @@ def median_of(fn, repeat=3):
 
 
 def sharegpt():
-    """The bundled run (five policies + the truncation run), its runs over every core, and how
+    """The bundled run (five policies + the truncation run) serial and over every core, and how
     time grows with the number of conversations (one policy, serial: the engine's own cost)."""
-    os.environ.setdefault("KVVIZ_WORKERS", str(os.cpu_count() or 1))
+    cores = str(os.cpu_count() or 1)
     for sets in ((), ("store.ssd_read_priority=true",)):
         sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml", sets)
-        secs, r = median_of(lambda: simulate(sc), repeat=3)
-        m = r.metrics
         runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
-        print(f"attention_store_sharegpt{''.join(' ' + x for x in sets)}: {m['conversations']:,} conversations, "
-              f"{m['turns']:,} turns, {runs} runs on {os.environ['KVVIZ_WORKERS']} processes: {secs:.2f} s "
-              f"(median of 3); {r.events:,} events, {len(r.trace.spans):,} spans in the trace")
+        walls = {}
+        for workers in ("1", cores):
+            os.environ["KVVIZ_WORKERS"] = workers
+            times = []
+            for _ in range(5 if not sets else 3):
+                t = time.perf_counter()
+                r = simulate(sc)
+                times.append(time.perf_counter() - t)
+            walls[workers] = times
+            print(f"attention_store_sharegpt{''.join(' ' + x for x in sets)}: {r.metrics['turns']:,} turns, "
+                  f"{runs} runs on {workers} process{'es' * (workers != '1')}: {spread(times)}; "
+                  f"{r.events:,} events, {len(r.trace.spans):,} spans")
+        med = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
+        print(f"  parallel over serial: {med['1'] / med[cores]:.2f}× faster on {cores} cores")
     base = None
     for n in (1_000, 9_000, 36_000):
         sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml",
@@ -88,6 +98,7 @@ def replay_speed():
 
 
 def main():
+    print(describe())
     sharegpt()
     replay_speed()
 

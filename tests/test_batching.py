@@ -284,8 +284,8 @@ def test_invariants(data):
         # Every stored byte accounted for.
         s = run.store
         assert s.ssd_used == sum(s.ssd_size)
-    again = simulate(sc)
-    assert again.metrics_dict() == simulate(sc).metrics_dict()
+    a, b = simulate(sc), simulate(sc)  # identical input, identical result and trace
+    assert a.metrics_dict() == b.metrics_dict() and a.trace.fingerprint() == b.trace.fingerprint()
 
 
 # --- the paper's Figure 24 shape, and parallel runs ---------------------------------------------

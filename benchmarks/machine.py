@@ -1,0 +1,19 @@
+"""What the figures were measured on: printed with them, so a reader can compare."""
+import os
+import platform
+
+
+def describe() -> str:
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"machine: {os.cpu_count()} cores, {cpu}; Python {platform.python_version()} ({platform.system()})"
+
+
+def spread(times: list[float]) -> str:
+    """Median and range of repeated timings, in seconds."""
+    t = sorted(times)
+    return f"{t[len(t) // 2]:.2f} s (median of {len(t)}; {t[0]:.2f}–{t[-1]:.2f})"
