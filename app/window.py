@@ -77,7 +77,7 @@ class MainWindow(QMainWindow):
         self.panel.edited.connect(self._run)
         self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
         self.panel.dirty_changed.connect(lambda _: self._title())
-        self.ladder.rungs_edited.connect(lambda rungs: self.panel.set_value("rungs", rungs))
+        self.ladder.rungs_edited.connect(self._rungs_edited)
 
         self._build_toolbar()
         self._build_menus()
@@ -304,6 +304,19 @@ class MainWindow(QMainWindow):
         want = min(self.metrics.wanted_width(), int(self.width() * 0.35), room)
         if want > self.metrics_dock.width():
             self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
+
+    def _rungs_edited(self, rungs: list[dict]):
+        """The Ladder tab changed a label or hit rate: write only what changed, so every other
+        key of a rung (its `overrides`) stays as the file has it."""
+        current = self.panel.data().get("rungs")
+        if not isinstance(current, list) or len(current) != len(rungs):
+            self.panel.set_value("rungs", rungs)  # the panel holds no rungs to merge into
+            return
+        for i, (old, new) in enumerate(zip(current, rungs)):
+            for key in ("label", "hbm_hit_pct"):
+                was = old.get(key) if isinstance(old, dict) else None
+                if was != new[key]:  # 72 == 72.0: an untouched rung keeps the file's spelling
+                    self.panel.set_value(f"rungs.{i}.{key}", new[key])
 
     def _picked(self, lane: str, ref: int):
         """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""
