@@ -98,26 +98,44 @@ class SweepView(QWidget):
     def job(self):
         return self.jobs.job
 
-    def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict):
+    def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict, new: bool = False):
         """Offer the scenario's numeric fields and numeric metrics, nested ones by path
-        (policies.lru.hit_rate); keep the user's choices."""
+        (policies.lru.hit_rate); keep the user's choices. A `new` scenario (another file)
+        starts afresh: the plot and the choices were the previous scenario's."""
         self.data, self.source = data, source
+        if new:
+            self.clear()
         paths = numeric_paths(model)
-        for combo in (self.p1, self.p2):
-            keep = combo.currentText()
+        for combo, values in ((self.p1, self.v1), (self.p2, self.v2)):
+            keep = combo.currentText() if not new else ""
             combo.clear()
             combo.addItems(paths)
             if keep:
                 combo.setCurrentText(keep)
+            if new:
+                values.clear()
         names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         # and the families: policies.*.hit_rate draws one line per policy
         families = {f"{p[0]}.*.{'.'.join(p[2:])}" for p in (n.split(".") for n in names) if len(p) >= 3}
         names += sorted(f for f in families if sum(n.split(".")[0] == f.split(".")[0] for n in names) > 1)
-        keep = self.metric_box.currentText()
+        keep = self.metric_box.currentText() if not new else ""
         self.metric_box.clear()
         self.metric_box.addItems(names)
         if keep:
             self.metric_box.setCurrentText(keep)
+
+    def clear(self):
+        """Forget the last sweep's plot and result (a running sweep is cancelled)."""
+        if self.job is not None:
+            self.jobs.cancel()
+        self.result = None
+        self.plot.getPlotItem().clear()
+        if self.legend is not None:
+            self.legend.clear()
+            self.legend.setVisible(False)
+        if self.bar is not None:  # it lives in the plot's layout: hidden, reused by the next heat map
+            self.bar.hide()
+        self.status.setText(" ")
 
     def configure(self, params: list[tuple[str, str]], metric: str):
         """Set axes and metric programmatically (CLI screenshots, tests)."""

@@ -20,7 +20,8 @@ from kvviz.palette import instant_color, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import hover_point, hover_tip, stack_vertically
+from .views._common import ElidedLabel, hover_point, hover_tip, stack_vertically
+from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
@@ -227,7 +228,7 @@ class TimelineView(QWidget):
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)  # many kinds wrap onto a second line, never widen the window
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
-        self.info = QLabel(" ")
+        self.info = ElidedLabel(" ")  # a long hover line must never widen the window's centre
         self.info.setStyleSheet("color:#333; padding:2px 6px;")
         stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
         self.result: Result | None = None
@@ -238,11 +239,34 @@ class TimelineView(QWidget):
                                                                      "fill": (255, 255, 255, 200)})
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
+        # the window's timeline keeps its zoom across re-runs; Compare's two do not share one
+        self.shared_range: SharedTimeRange | None = None
+        self._building = False
+        self._end = 1.0
+        self.plot.getPlotItem().getViewBox().sigXRangeChanged.connect(self._range_moved)
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the time unit (views that share an axis pass the
-        longest of their runs so they agree on µs or ms)."""
+        longest of their runs so they agree on µs or ms). The x range is the shared one
+        when there is one (the zoom before this re-run), else the whole run."""
+        self._building = True
+        try:
+            self._set_result(result, span_ns)
+        finally:
+            self._building = False
+
+    def show_whole_run(self) -> None:
+        if self.result is not None:
+            self.plot.getPlotItem().getViewBox().setXRange(0, self._end, padding=0.02)
+
+    def _range_moved(self, *_):
+        # only the visible timeline holds the current result's units; a hidden one follows links
+        if self.shared_range is not None and not self._building and self.result is not None and self.isVisible():
+            self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._end)
+
+    def _set_result(self, result: Result, span_ns: int | None):
         self.result = result
+        self.info.setText(" ")  # the hover line described the previous run
         tr = result.trace
         unit, scale = time_unit(max(span_ns or tr.t_end, 1))
         self.unit, self.scale = unit, scale
@@ -287,7 +311,11 @@ class TimelineView(QWidget):
         end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range
         self.time_cursor.setValue(0)
         pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=max(len(names), MIN_ROWS))
-        pi.setXRange(0, end, padding=0.02)
+        self._end = end
+        if self.shared_range is not None:
+            self.shared_range.apply(pi.getViewBox(), scale, end)
+        else:
+            pi.setXRange(0, end, padding=0.02)
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
 

@@ -202,6 +202,16 @@ class ParameterPanel(QWidget):
             self._refresh_defaults(parts)
         self._after_edit()
 
+    def value(self, field_path: str, of_file: bool = False):
+        """A field's value as edited (or as the file has it); None when not set."""
+        v = _get_in(self._file_data if of_file else self._data, parse_path(field_path))
+        return None if v is _MISSING else copy.deepcopy(v)
+
+    def mark_refused(self, field_path: str, message: str) -> None:
+        """Mark a field whose value validated but which the simulation refused (a picked turn
+        the workload no longer has), as a validation error is marked; the next edit clears it."""
+        self._mark(self._errors + [(field_path, message)])
+
     def widget_for(self, field_path: str) -> QWidget | None:
         """The editor of a field (a table for `rungs` and its cells `rungs[1].label`); the
         collapsible of a section; None when no widget shows that path."""
