@@ -408,7 +408,7 @@ class MainWindow(QMainWindow):
         (the workload shrank under it) falls back to the file's value and re-runs; anything else
         is marked at its field, as an invalid edit is."""
         kind = self.panel.data().get("kind")
-        pick = mechanisms()[kind].pick if kind in mechanisms() else None
+        pick = mechanisms()[kind].pick if isinstance(kind, str) and kind in mechanisms() else None
         in_file = self.panel.value(field, of_file=True)
         if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
             self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"

@@ -35,10 +35,20 @@ def mechanisms() -> dict[str, Mechanism]:
     return out
 
 
-def simulate(scenario):
+def simulate(scenario, max_memory_gb: float | None = None):
     """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
-    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`."""
-    result = mechanisms()[scenario.kind].simulate(scenario)
+    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`.
+    A run estimated to need more memory than `max_memory_gb` (default: kvviz.size_guard's
+    limit) is refused before it starts."""
+    from .size_guard import check_size
+    check_size(scenario, max_memory_gb)
+    try:
+        result = mechanisms()[scenario.kind].simulate(scenario)
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as e:
+        # validation bounds each value (kvviz.limits); values can still combine past int64 ns
+        from .errors import ScenarioError
+        raise ScenarioError(f"the values combine beyond what the simulation can represent ({e}); "
+                            "use smaller times, sizes or counts") from None
     expect = getattr(scenario, "expect", ())
     if not expect:
         return result

@@ -16,8 +16,13 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any, Callable
 
+import math
+
 from .errors import ScenarioError
 from .scenario import parse_value, apply_override, parse_scenario
+
+
+MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,17 @@ def parse_values(text: str, source: str = "--values") -> tuple:
         if len(parts) not in (2, 3) or not all(isinstance(p, (int, float)) and not isinstance(p, bool)
                                                for p in parts):
             raise ScenarioError(f"expected start:stop[:step] with numbers, got {text!r}", source)
+        if not all(math.isfinite(p) for p in parts):
+            raise ScenarioError(f"start, stop and step must be finite numbers, got {text!r}", source)
         start, stop = parts[0], parts[1]
         step = parts[2] if len(parts) == 3 else 1
         if step <= 0 or stop < start:
             raise ScenarioError(f"range {text!r} is empty (need start <= stop and step > 0)", source)
-        n = int((stop - start) / step + 1e-9) + 1
+        count = (stop - start) / step
+        if not count < MAX_RUNS:  # counted before any list is built (0:1:1e-9 would be 10^9 values)
+            raise ScenarioError(f"range {text!r} has {count + 1:,.0f} values; a sweep runs at most "
+                                f"{MAX_RUNS:,} points", source)
+        n = int(count + 1e-9) + 1
         vals = [start + i * step for i in range(n)]
         if all(isinstance(p, int) for p in parts):
             return tuple(int(v) for v in vals)
@@ -79,6 +90,8 @@ def parse_values(text: str, source: str = "--values") -> tuple:
     vals = tuple(parse_value(v) for v in text.split(",") if v.strip())
     if not vals:
         raise ScenarioError("no values given", source)
+    if len(vals) > MAX_RUNS:
+        raise ScenarioError(f"{len(vals):,} values; a sweep runs at most {MAX_RUNS:,} points", source)
     return vals
 
 
@@ -172,22 +185,33 @@ def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
 
 def _run_one(args) -> Any:
     from .registry import simulate  # imported in the worker
-    scenario, metric, series = args
-    return _pick(simulate(scenario).metrics_dict(), metric, series)
+    scenario, metric, series, max_memory_gb = args
+    return _pick(simulate(scenario, max_memory_gb).metrics_dict(), metric, series)
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
-              workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+              workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+              max_memory_gb: float | None = None) -> SweepResult:
     if not 1 <= len(axes) <= 2:
         raise ScenarioError("a sweep takes one or two --param axes", source, "--param")
     if "*" in metric and (metric.count("*") > 1 or "*" not in metric.split(".") or len(axes) > 1):
         raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
                             "and one --param axis (one line per match)", source, "--metric")
     axes_t = tuple(axes)
+    points = math.prod(len(a.values) for a in axes_t)
+    if points > MAX_RUNS:
+        raise ScenarioError(f"the grid has {points:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")
     scenarios = grid_scenarios(base, axes_t, source)
+    from .size_guard import check_size
+    for s in scenarios:  # a point too large fails the sweep now, not after the others ran
+        try:
+            check_size(s, max_memory_gb)
+        except ScenarioError as e:
+            e.file = source
+            raise
     # Fail on an unknown metric before spending the grid on it.
     from .registry import simulate
-    first = simulate(scenarios[0]).metrics_dict()
+    first = simulate(scenarios[0], max_memory_gb).metrics_dict()
     series: tuple[str, ...] = ()
     try:
         if "*" in metric:
@@ -206,7 +230,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     flat: list = [_pick(first, metric, series)]  # the check run is the grid's first point: not run twice
     if progress:
         progress(1, n)
-    tasks = [(s, metric, series) for s in scenarios[1:]]
+    tasks = [(s, metric, series, max_memory_gb) for s in scenarios[1:]]
     if workers <= 1 or n < 8:
         for t in tasks:
             flat.append(_run_one(t))
@@ -233,9 +257,9 @@ class StderrProgress:
     """Progress on stderr once a sweep has run for a second: redrawn in place on a terminal at
     most 5 times a second, one line per 10% when stderr is a file or pipe."""
 
-    def __init__(self, stream=sys.stderr):
+    def __init__(self, stream=None):
         self.t0 = self.last = time.monotonic()
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # the current one, not import time's
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.shown_pct = -10
 

@@ -131,7 +131,7 @@ def test_each_grid_point_runs_once(monkeypatch):
     import kvviz.registry
     calls = []
     real = kvviz.registry.simulate
-    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc: calls.append(sc) or real(sc))
+    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc, *limit: calls.append(sc) or real(sc, *limit))
     res = run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"), [Axis("storage.latency_us", (10, 20, 25))],
                     "prefetch_stall_us", workers=1)
     assert res.values == [20.0, 40.0, 50.0] and len(calls) == 3  # two batched trips while they land before 26 µs

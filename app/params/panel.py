@@ -115,7 +115,7 @@ class ParameterPanel(QWidget):
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError(f"cannot read file: {e}", path) from None
-        if strict or data.get("kind") not in mechanisms():
+        if strict or not _known_kind(data.get("kind")):
             parse_scenario(copy.deepcopy(data), path)  # raises with file, field and message
         self._debouncer.cancel()
         same_file = path == self._path and self._data is not None and data.get("kind") == self._data.get("kind")
@@ -305,7 +305,7 @@ class ParameterPanel(QWidget):
                 g.form.addRow(f.box)
                 self._fields[path] = f
                 f.show(value)
-            elif isinstance(value, dict) and value.get("kind") in mechanisms() and spec.kind == "toml":
+            elif isinstance(value, dict) and _known_kind(value.get("kind")) and spec.kind == "toml":
                 # a table holding a whole scenario (ladder `base`): a form of that kind's model
                 sub = value["kind"]
                 g = self._group(f"{name}  ·  {sub} scenario", path, spec.description, chain, add_block)
@@ -364,7 +364,7 @@ class ParameterPanel(QWidget):
         f = self._fields.get(parts)
         if f is not None and f.spec.kind == "toml":
             v = self._get(parts)
-            return isinstance(v, dict) and v.get("kind") in mechanisms()
+            return isinstance(v, dict) and _known_kind(v.get("kind"))
         return False
 
     # --- data --------------------------------------------------------------------------
@@ -515,6 +515,11 @@ class ParameterPanel(QWidget):
         if not _same(tomllib.loads(text), self._data):
             raise RuntimeError("kvviz: the scenario cannot be written as TOML")
         return text
+
+
+def _known_kind(kind) -> bool:
+    """A kind the registry knows (a file may hold a list or table there: no crash, no form)."""
+    return isinstance(kind, str) and kind in mechanisms()
 
 
 def _doc(cls) -> str:
