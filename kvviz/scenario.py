@@ -199,9 +199,12 @@ def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
     if "=" not in assignment:
         raise ScenarioError(f"expected PATH=VALUE, got {assignment!r}", source)
     path, text = assignment.split("=", 1)
-    parts = [p for p in path.strip().split(".") if p]
-    if not parts:
+    parts = path.strip().split(".")
+    if not path.strip():
         raise ScenarioError(f"empty field path in {assignment!r}", source)
+    if not all(p.strip() for p in parts):
+        raise ScenarioError(f"empty segment in the field path {path.strip()!r}", source)
+    parts = [p.strip() for p in parts]
     out = copy.deepcopy(data)
     node: Any = out
     for i, part in enumerate(parts[:-1]):
@@ -242,7 +245,9 @@ def parse_scenario(data: dict, source: str = "<scenario>"):
         raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
     try:
         # the source lets a model resolve paths relative to its own file (ladder base scenarios)
-        return kinds[kind].model.model_validate(data, context={"source": source})
+        # strict: a file is typed, so "8" is no integer and true no slot count (a TOML
+        # integer may still fill a float field)
+        return kinds[kind].model.model_validate(data, strict=True, context={"source": source})
     except ValidationError as e:
         raise format_validation_error(e, source) from None
 

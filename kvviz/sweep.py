@@ -23,6 +23,7 @@ from .scenario import parse_value, apply_override, parse_scenario
 
 
 MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
+VALIDATE_TICK = 50  # grid points validated between two chances to cancel
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,14 @@ def metric_value(metrics: dict, name: str) -> Any:
     return node
 
 
-def grid_scenarios(base: dict, axes: tuple[Axis, ...], source: str) -> list:
-    """Validated scenarios for every grid point, in row-major order."""
+def grid_scenarios(base: dict, axes: tuple[Axis, ...], source: str,
+                   tick: Callable[[], None] | None = None) -> list:
+    """Validated scenarios for every grid point, in row-major order. `tick()` is called every
+    VALIDATE_TICK points, so a caller can cancel a long validation (it raises to stop)."""
     scenarios = []
-    for combo in product(*(a.values for a in axes)):
+    for i, combo in enumerate(product(*(a.values for a in axes))):
+        if tick is not None and i % VALIDATE_TICK == 0:
+            tick()
         data = base
         for axis, v in zip(axes, combo):
             data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
@@ -198,10 +203,13 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
         raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
                             "and one --param axis (one line per match)", source, "--metric")
     axes_t = tuple(axes)
+    if len(axes_t) == 2 and axes_t[0].path == axes_t[1].path:
+        raise ScenarioError(f"the same --param twice ({axes_t[0].path})", source, "--param")
     points = math.prod(len(a.values) for a in axes_t)
     if points > MAX_RUNS:
         raise ScenarioError(f"the grid has {points:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")
-    scenarios = grid_scenarios(base, axes_t, source)
+    # progress(0, n) while validating: the app's Cancel raises from it within a few points
+    scenarios = grid_scenarios(base, axes_t, source, (lambda: progress(0, points)) if progress else None)
     from .size_guard import check_size
     for s in scenarios:  # a point too large fails the sweep now, not after the others ran
         try:

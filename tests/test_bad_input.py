@@ -110,3 +110,54 @@ def test_limits():
     assert unrepresentable(1e300, "tokens") is None  # counts are the size guard's business
     assert nesting_depth(1) == 0 and nesting_depth({"a": [[1]]}) == 3
     assert nesting_depth([[[[]]]] * 3) == 4
+
+
+# --- wrong types: a TOML file is typed (issue 12, "Wrong types silently accepted") ----------
+
+@pytest.mark.parametrize("assignment, where", [
+    ("cache.slots=true", "cache.slots: Input should be a valid integer"),
+    ('attention.causal="off"', "attention.causal: Input should be a valid boolean"),
+    ('cache.slots="8"', "cache.slots: Input should be a valid integer"),
+    ('storage.latency_us="25"', "storage.latency_us: Input should be a valid number"),
+    ('sequence.queries=["8","12"]', "sequence.queries[0]: Input should be a valid integer"),
+    ('prefetch.priority_scale="inf"', "prefetch.priority_scale: Input should be a valid number"),
+    ("cache.slots=8.0", "cache.slots: Input should be a valid integer"),
+])
+def test_values_of_the_wrong_type_are_refused(capsys, assignment, where):
+    assert cli(["validate", "rope_prefetch_16", "--set", assignment]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # one line per wrong value
+    assert all(line.startswith("error: ") for line in err) and where in err[0], err
+
+
+def test_a_toml_integer_fills_a_float_field(capsys):
+    assert cli(["validate", "rope_prefetch_16", "--set", "storage.latency_us=25"]) == 0
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path, capsys):
+    toml = tmp_path / "bom.toml"
+    toml.write_bytes(b"\xef\xbb\xbf" + b'kind = "rope_window"\n')
+    assert cli(["validate", str(toml)]) == 0
+    trace = tmp_path / "bom.csv"
+    trace.write_bytes(b"\xef\xbb\xbf" + b"time,id,size\n0,1,10\n1,2,10\n")
+    assert cli(["replay", str(trace), "--capacity", "10"]) == 0
+
+
+def test_an_empty_path_segment_and_a_repeated_param_are_refused(capsys):
+    assert "empty segment" in _one_error_line(capsys, ["run", "rope_prefetch_16", "--set", "cache..slots=4"])
+    line = _one_error_line(capsys, ["sweep", "rope_prefetch_16", "--param", "cache.slots", "--values", "4,8",
+                                    "--param", "cache.slots", "--values", "4,8", "--metric", "speedup"])
+    assert "the same --param twice" in line
+
+
+@pytest.mark.parametrize("time", ["nan", "inf", "-1"])
+def test_replay_refuses_times_that_are_not_finite_or_negative(tmp_path, capsys, time):
+    trace = tmp_path / "t.csv"
+    trace.write_text(f"time,id,size\n0,1,10\n{time},2,10\n")
+    assert f"{trace}: line 3: time: must be a finite number >= 0" in _one_error_line(
+        capsys, ["replay", str(trace), "--capacity", "10"])
+
+
+def test_replay_refuses_an_empty_capacity_entry(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time,id,size\n0,1,10\n")
+    assert "an empty entry" in _one_error_line(capsys, ["replay", str(trace), "--capacities", "10,,20"])

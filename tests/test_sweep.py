@@ -135,3 +135,28 @@ def test_each_grid_point_runs_once(monkeypatch):
     res = run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"), [Axis("storage.latency_us", (10, 20, 25))],
                     "prefetch_stall_us", workers=1)
     assert res.values == [20.0, 40.0, 50.0] and len(calls) == 3  # two batched trips while they land before 26 µs
+
+
+def test_cancel_acts_while_the_grid_is_still_being_validated(monkeypatch):
+    # a large grid is validated point by point; progress(0, n) in between lets Cancel raise
+    import kvviz.registry
+    import kvviz.sweep
+    validated, ran = [], []
+    real_parse = kvviz.sweep.parse_scenario
+    monkeypatch.setattr(kvviz.sweep, "parse_scenario", lambda *a: validated.append(1) or real_parse(*a))
+    monkeypatch.setattr(kvviz.registry, "simulate", lambda *a: ran.append(1))
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if len(calls) == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"),
+                  [Axis("storage.latency_us", tuple(range(1, 5001)))], "speedup", workers=1, progress=progress)
+    assert calls == [(0, 5000)] * 3 and len(validated) == 2 * kvviz.sweep.VALIDATE_TICK and not ran

@@ -46,7 +46,7 @@ from kvviz import ScenarioError, parse_scenario
 from kvviz.registry import mechanisms
 from kvviz.scenario import read_toml
 
-from kvviz.io import atomic_write
+from kvviz.io import atomic_write, read_text
 
 from .editors import _Field, _form, _Group, _TableField
 from .toml_sync import _sync_table
@@ -111,10 +111,7 @@ class ParameterPanel(QWidget):
         strict=False a file of a known kind that fails validation is shown with its errors marked."""
         path = str(path)
         data = read_toml(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ScenarioError(f"cannot read file: {e}", path) from None
+        text = read_text(path)  # as read_toml read it (a byte-order mark dropped)
         if strict or not _known_kind(data.get("kind")):
             parse_scenario(copy.deepcopy(data), path)  # raises with file, field and message
         self._debouncer.cancel()
