@@ -250,6 +250,10 @@ def parse_scenario(data: dict, source: str = "<scenario>"):
         return kinds[kind].model.model_validate(data, strict=True, context={"source": source})
     except ValidationError as e:
         raise format_validation_error(e, source) from None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:  # a validator assumed a type
+        from .errors import ValidatorBug
+        raise ValidatorBug(f"this input is not of the shape the {kind} model expects "
+                           f"({type(e).__name__}: {e}; a bug in kvviz's checks, please report it)", source) from e
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
