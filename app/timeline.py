@@ -16,7 +16,8 @@ from PySide6.QtGui import QBrush, QColor, QImage, QPaintEngine, QPainter, QPen, 
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
-from kvviz.palette import instant_color, span_color
+from kvviz.level_of_detail import merge_runs, merge_to_pixels  # noqa: F401  (merge_runs: the timeline's API)
+from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
@@ -30,19 +31,6 @@ MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "�
 
 SYMBOLS = {"hit": "o", "miss": "t", "evict": "s", "issue": "arrow_down", "land": "d",
            "arrive": "star", "overflow": "x"}
-
-
-def merge_runs(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge intervals (sorted by x0) that overlap or touch into runs. Vectorised."""
-    if len(x0) == 0:
-        return x0, x1
-    reach = np.maximum.accumulate(x1)
-    new = np.empty(len(x0), dtype=bool)
-    new[0] = True
-    new[1:] = x0[1:] > reach[:-1]
-    starts = np.flatnonzero(new)
-    ends = np.append(starts[1:] - 1, len(x0) - 1)
-    return x0[starts], reach[ends]
 
 
 class SpanLayer(pg.GraphicsObject):
@@ -89,13 +77,8 @@ class SpanLayer(pg.GraphicsObject):
             e = a + int(np.searchsorted(self.x0[a:b], hi, side="right"))
             if e <= s:
                 continue
-            x0, x1 = self.x0[s:e], self.x1[s:e]
-            if e - s > 64 and px > 0:
-                # Zoomed out: snap to pixel columns and merge what would overlap on screen.
-                c0 = np.floor(x0 / px) * px
-                x0, x1 = merge_runs(c0, np.maximum(np.ceil(x1 / px) * px, c0 + px))
-            else:
-                x1 = np.maximum(x1, x0 + px)  # keep instant-long spans visible as 1 px
+            # zoomed out, spans merge per pixel column (as in the figures); each stays ≥ 1 px
+            x0, x1 = merge_to_pixels(self.x0[s:e], self.x1[s:e], px)
             part = np.empty((len(x0), 4))
             part[:, 0], part[:, 1], part[:, 2], part[:, 3] = x0, float(lane) - BAR / 2, x1 - x0, BAR
             parts.append(part)
@@ -130,7 +113,10 @@ class SpanLayer(pg.GraphicsObject):
         for lane, a, b, text in zip(self.lanes, self.x0, self.x1, self.labels):
             if not text or b < lo or a > hi:
                 continue
-            r = xf.mapRect(QRectF(float(a), float(lane) - BAR / 2, float(b - a), BAR)).adjusted(4, 0, -3, 0)
+            # only the part of the bar inside the view: a span that starts left of it must not
+            # write its label over the lane names
+            a, b = max(float(a), lo), min(float(b), hi)
+            r = xf.mapRect(QRectF(a, float(lane) - BAR / 2, b - a, BAR)).adjusted(4, 0, -3, 0)
             shown = fm.elidedText(text, Qt.ElideRight, int(r.width()))
             if len(shown) >= min(len(text), 6):  # a stub like "q…" says nothing: skip it
                 p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, shown)
@@ -282,6 +268,7 @@ class TimelineView(QWidget):
         pi.invertY(True)
         pi.setMouseEnabled(x=True, y=False)
         pi.getAxis("bottom").setPen("#333")
+        pi.getAxis("bottom").enableAutoSIPrefix(False)  # the unit is in the label: no "(x0.001)" when zoomed
         pi.getAxis("bottom").setTextPen("#222")
         pi.getAxis("left").setTextPen("#222")
         pi.getAxis("left").setPen("#333")
@@ -304,8 +291,9 @@ class TimelineView(QWidget):
                                       symbol=SYMBOLS.get(kind, "o"), pen=pg.mkPen("w", width=0.5),
                                       brush=instant_color(kind))
             pi.addItem(item)
+            name = instant_legend_name(kind, (SPAN_KINDS[k] for k in np.unique(sp["kind"])))
             entries.append(f'<span style="color:{instant_color(kind)}; font-size:13px">{MARKS.get(kind, "●")}</span>'
-                           f'&nbsp;{kind}')
+                           f'&nbsp;{name}')
         self.legend.setText("&nbsp;&nbsp; ".join(entries))  # the plain space lets the line wrap
         pi.addItem(self.time_cursor)
         end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range

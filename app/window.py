@@ -364,7 +364,7 @@ class MainWindow(QMainWindow):
         checks = result.metrics.get("checks", ())
         failed = sum(not c["ok"] for c in checks)
         verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
-            (f"; {len(checks)} checks pass" if checks else "")
+            (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}{self._after_run_note}")
         self._after_run_note = ""

@@ -21,8 +21,8 @@ ROPE_BYTES_PER_ROW, ROPE_SECONDS_PER_ROW = 300, 3e-6
 # measured: engram 50 and 200 decode steps, ~140 B per estimated row
 ENGRAM_BYTES_PER_ROW, ENGRAM_SECONDS_PER_ROW = 160, 1e-6
 # measured: attention_store 20,000 conversations (116,000 turns): 2.9 kB per turn for one
-# policy's run, 0.55 kB more per further run; 55 µs per turn and run
-STORE_BYTES_PER_TURN, STORE_BYTES_PER_TURN_RUN, STORE_SECONDS_PER_TURN_RUN = 2_600, 600, 60e-6
+# policy's run, 0.55 kB more per further run; 12-55 µs per turn and run (more with a deeper queue)
+STORE_BYTES_PER_TURN, STORE_BYTES_PER_TURN_RUN, STORE_SECONDS_PER_TURN_RUN = 2_600, 600, 30e-6
 
 
 @dataclass(frozen=True)
