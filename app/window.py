@@ -354,6 +354,10 @@ class MainWindow(QMainWindow):
             self._widen_metrics_dock()
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
         self.tabs.setTabText(TABS.index("ladder"), BarsTab.title_for(result))
+        self._enable_tabs(result)
+        kind = mechanisms()[result.scenario.kind]
+        if new_scenario and kind.initial_range is not None:
+            self.time_range.ns = kind.initial_range(result)  # where the mechanism's point is; Home shows all
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict(), new=new_scenario)
         self._refresh_visible()
@@ -369,6 +373,15 @@ class MainWindow(QMainWindow):
                   f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
+
+    def _enable_tabs(self, result):
+        """Tabs that have nothing for this kind of run are disabled, saying why."""
+        for name, reason in (("ladder", BarsTab.unavailable(result)), ("rope bound", RopeBoundView.unavailable(result))):
+            i = TABS.index(name)
+            self.tabs.setTabEnabled(i, reason is None)
+            self.tabs.setTabToolTip(i, reason or "")
+        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(TABS.index("timeline"))
 
     def _widen_metrics_dock(self):
         """Room for the widest side-by-side table (five policies), up to 35% of the window, and
@@ -439,6 +452,8 @@ class MainWindow(QMainWindow):
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""
         name = TABS[self.tabs.currentIndex()]
+        if name == "replay":
+            self.replay.draw_sample_once()
         if self.result is None or name not in self._stale:
             return
         self._stale.discard(name)

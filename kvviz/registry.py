@@ -24,6 +24,8 @@ class Mechanism:
     # (lane name, field path, what it does): picking a span on that lane (a double-click in the
     # app) sets the field to the span's ref, e.g. the AttentionStore turn whose layers are drawn
     pick: tuple[str, str, str] | None = None
+    # result -> (t0, t1) in ns where a view of a new scenario opens (default: the whole run)
+    initial_range: Callable | None = None
 
 
 @cache
@@ -31,7 +33,7 @@ def mechanisms() -> dict[str, Mechanism]:
     out = {}
     for kind, mod in _MODULES.items():
         m = importlib.import_module(f"kvviz.mechanisms.{mod}")
-        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None))
+        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None), getattr(m, "INITIAL_RANGE", None))
     return out
 
 

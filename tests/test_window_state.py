@@ -73,9 +73,30 @@ def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
     window.show_view("occupancy")  # the linked view, drawn now, keeps it too
     assert vb.viewRange()[0] == pytest.approx([100.0, 150.0])
     window.show_view("timeline")
-    _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_cxl.toml")
+    _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")
     lo, hi = vb.viewRange()[0]
     assert lo <= 0 and hi * window.timeline.scale >= window.result.trace.t_end  # the whole new run
+
+
+def test_engram_opens_on_the_first_steps_window_and_home_shows_the_whole_run(window, qtbot):
+    r = _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_rdma.toml")
+    vb = window.timeline.plot.getPlotItem().getViewBox()
+    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    fetch = r.trace.spans_of("RDMA pool → GPU (P2P) · L2 rows", "fetch")[0]
+    assert lo <= 0 and fetch["end"] < hi < 400_000  # the fetch against the window, not 14 ms
+    window.act_whole_run.trigger()
+    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    assert lo <= 0 and hi >= r.trace.t_end
+
+
+def test_tabs_that_have_nothing_for_a_kind_are_disabled_saying_why(window, qtbot):
+    from app.window import TABS
+    _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_cxl.toml")
+    for name in ("ladder", "rope bound"):
+        i = TABS.index(name)
+        assert not window.tabs.isTabEnabled(i) and window.tabs.tabToolTip(i)
+    _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
+    assert all(window.tabs.isTabEnabled(TABS.index(n)) for n in ("ladder", "rope bound"))
 
 
 def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
@@ -157,3 +178,10 @@ def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbo
     window.panel.flush()
     r = _wait_new_result(qtbot, window, old)
     assert r.scenario.storage.latency_us == 7 and not window.stale_note.isVisible()
+
+
+def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
+    with qtbot.waitSignal(window.replay.finished, timeout=60_000):
+        window.show_view("replay")
+    assert {r.policy for r in window.replay.results} == {"lru", "fifo", "belady"}
+    assert window.replay.plot.getPlotItem().listDataItems()
