@@ -161,3 +161,11 @@ def test_replay_refuses_an_empty_capacity_entry(tmp_path, capsys):
     trace = tmp_path / "t.csv"
     trace.write_text("time,id,size\n0,1,10\n")
     assert "an empty entry" in _one_error_line(capsys, ["replay", str(trace), "--capacities", "10,,20"])
+
+
+def test_a_panel_field_typed_hundreds_deep_is_marked_not_raised(qtbot):
+    from app.params.values import _ParseError, field_spec, parse_text
+    from kvviz.mechanisms.ladder import LadderScenario
+    spec = field_spec("base", LadderScenario.model_fields["base"])  # a free TOML value
+    with pytest.raises(_ParseError, match="nested too deep"):
+        parse_text(spec, "[" * 600 + "]" * 600)

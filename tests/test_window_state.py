@@ -185,3 +185,11 @@ def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
         window.show_view("replay")
     assert {r.policy for r in window.replay.results} == {"lru", "fifo", "belady"}
     assert window.replay.plot.getPlotItem().listDataItems()
+
+
+def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot):
+    old = window.result
+    window.panel.set_value("sequence.length", 19_000_000)
+    window.panel.flush()
+    qtbot.waitUntil(lambda: "too large" in window.panel.error_text("sequence.length"), timeout=30_000)
+    assert "GB of memory" in window.panel.error_text("sequence.length") and window.result is old
