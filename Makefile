@@ -10,8 +10,10 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
             libfreetype6 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 \
             libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 \
             libxcb-xkb1 libx11-xcb1 fonts-dejavu-core
+# A virtual X server for the tests that drive the app in a real window (they skip without it).
+TEST_DEB_LIBS := xvfb
 
-.PHONY: run test setup system-libs bench screenshots clean
+.PHONY: run test setup system-libs test-libs bench screenshots clean
 
 setup: $(STAMP)
 
@@ -22,22 +24,31 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-system-libs:
+# Installs whichever of the packages in $(1) are absent (as root, with apt-get); else names them.
+define install_debs
 	@missing=""; if command -v dpkg-query >/dev/null 2>&1; then \
-	  for p in $(DEB_LIBS); do \
+	  for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	  done; fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian libraries Qt needs:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	  else echo "warning: missing Debian libraries Qt needs:$$missing (install them as root)"; fi; \
+	    echo "installing Debian packages:$$missing"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+	      || echo "warning: could not install:$$missing"; \
+	  else echo "warning: missing Debian packages:$$missing (install them as root)"; fi; \
 	fi
+endef
+
+system-libs:
+	$(call install_debs,$(DEB_LIBS))
+
+test-libs:
+	$(call install_debs,$(TEST_DEB_LIBS))
 
 run: setup
 	$(PY) -m app.main
 
-test: setup
+test: setup test-libs
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 bench: setup

@@ -3,6 +3,7 @@ the Run / Cancel / progress / status widgets that follow it. Errors arrive as on
 never as a traceback."""
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal
@@ -65,6 +66,8 @@ class JobControls(QObject):
         self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.job: BackgroundJob | None = None
         self.succeeded = False  # the last job finished with a result (not failed or cancelled)
+        self.cancel_note = ""   # said with "cancelling…" (e.g. what a cluster still finishes)
+        self.t0 = 0.0
 
     def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
         if self.job is not None:
@@ -76,6 +79,7 @@ class JobControls(QObject):
         job.failed.connect(lambda m: self.status.setText(f"⚠ {m}"))
         job.finished.connect(self._on_end)
         self.job, self.succeeded = job, False
+        self.t0 = time.monotonic()
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
         self.progress.setVisible(True)
@@ -86,7 +90,7 @@ class JobControls(QObject):
     def cancel(self):
         if self.job is not None:
             self.job.cancelled = True
-            self.status.setText("cancelling…")
+            self.status.setText("cancelling…" + self.cancel_note)
 
     def shutdown(self):
         """Cancel and wait: no job may outlive the window."""
@@ -97,7 +101,9 @@ class JobControls(QObject):
     def _on_progress(self, done: int, total: int):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
-        self.status.setText(f"{done}/{total} {self.unit}")
+        left = (time.monotonic() - self.t0) / done * (total - done) if 0 < done < total else 0
+        eta = f", about {left:.0f} s left" if left >= 1 else ""
+        self.status.setText(f"{done}/{total} {self.unit}{eta}")
 
     def _on_done(self, _result):
         self.succeeded = True

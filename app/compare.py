@@ -73,6 +73,10 @@ class CompareView(QWidget):
         self.pinned = result
         self._refresh()
 
+    def unpin(self):
+        self.pinned = None
+        self._refresh()
+
     def set_result(self, result: Result):
         self.current = result
         self._refresh()

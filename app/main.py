@@ -41,14 +41,20 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-def _size(text: str) -> tuple[int, int]:
+MAX_SIDE = 8192  # a window larger than this is no screenshot (and may not fit in memory)
+
+
+def _size(text: str) -> tuple[int, int] | None:
+    """WxH for --screenshot, or None after saying why not (the caller exits 2)."""
     try:
         w, h = (int(v) for v in text.lower().split("x"))
-        if w < 200 or h < 150:
+        if not (200 <= w <= MAX_SIDE and 150 <= h <= MAX_SIDE):
             raise ValueError
         return w, h
     except ValueError:
-        raise SystemExit(f"kvviz-gui: --size: expected WxH, at least 200x150 (got {text!r})") from None
+        print(f"error: kvviz-gui: --size: expected WxH from 200x150 to {MAX_SIDE}x{MAX_SIDE} (got {text!r})",
+              file=sys.stderr)
+        return None
 
 
 def _resolve(file: str | None) -> str:
@@ -175,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     path = _resolve(args.file)
     if args.screenshot:
-        return screenshot(path, args.screenshot, args.view, _size(args.size), args.set, args.sweep, args.metric,
+        size = _size(args.size)
+        if size is None:
+            return BAD_INPUT
+        return screenshot(path, args.screenshot, args.view, size, args.set, args.sweep, args.metric,
                           args.replay, args.view_only)
     if not _has_display():
         print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")

@@ -1,24 +1,27 @@
 """Sweep view: vary one or two scenario fields, collect one metric, see a line chart or a
 heat map (the Engram feasibility map is slack_us over layer × latency). Runs kvviz.sweep in a
-background thread (which spreads the runs over worker processes), with progress and Cancel."""
+background thread, on this computer's worker processes or a Dask cluster ("run on"), with
+progress, Cancel, and the chart filling in as runs complete."""
 from __future__ import annotations
 
 import typing
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.sweep import Axis, metric_paths, parse_values, run_sweep
+from kvviz.executors import default_spec
+from kvviz.sweep import Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep
 
 from .background import JobControls
 from .views._common import LINE_COLOURS
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
+REDRAW_MS = 100      # a sweep filling in redraws at most ten times a second
 
 
 def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -39,6 +42,7 @@ def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
 class SweepView(QWidget):
     finished = Signal(object)  # SweepResult, for tests and screenshots
     stopped = Signal()         # the sweep ended: done, failed or cancelled
+    _point = Signal(int, object)  # a grid point's value, from the sweep's thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -57,6 +61,12 @@ class SweepView(QWidget):
         self.metric_box = QComboBox()
         self.metric_box.setEditable(True)
         self.metric_box.setMinimumWidth(200)
+        self.run_on = QComboBox()
+        self.run_on.setEditable(True)
+        self.run_on.addItems(["local"] + ([default_spec()] if default_spec() != "local" else []))
+        self.run_on.setCurrentText(default_spec())
+        self.run_on.setToolTip("local: this computer's cores. A Dask scheduler address (tcp://HOST:8786) "
+                               "runs the grid on its cluster (pip install 'kvviz[cluster]' on every machine)")
         self.jobs = JobControls(self, "Run sweep", "runs")
         self.jobs.run_btn.clicked.connect(self.run)
         self.jobs.stopped.connect(self.stopped)
@@ -73,6 +83,8 @@ class SweepView(QWidget):
         form.addWidget(self.v2, 1, 3)
         form.addWidget(QLabel("metric"), 2, 0)
         form.addWidget(self.metric_box, 2, 1)
+        form.addWidget(QLabel("run on"), 3, 0)
+        form.addWidget(self.run_on, 3, 1)
         buttons = QHBoxLayout()
         for w in (self.jobs.run_btn, self.jobs.cancel_btn, self.jobs.progress):
             buttons.addWidget(w)
@@ -93,31 +105,56 @@ class SweepView(QWidget):
         self.data: dict | None = None
         self.source = "<scenario>"
         self.result = None
+        self._metrics: dict = {}
+        self._partial: list | None = None  # the running sweep's values so far, by grid index
+        self._axes: tuple = ()
+        self._point.connect(self._on_point)
+        self._redraw = QTimer(self)
+        self._redraw.setSingleShot(True)
+        self._redraw.timeout.connect(self._draw_partial)
 
     @property
     def job(self):
         return self.jobs.job
 
-    def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict):
+    def set_scenario(self, data: dict, source: str, model: type[BaseModel], metrics: dict, new: bool = False):
         """Offer the scenario's numeric fields and numeric metrics, nested ones by path
-        (policies.lru.hit_rate); keep the user's choices."""
-        self.data, self.source = data, source
+        (policies.lru.hit_rate); keep the user's choices. A `new` scenario (another file)
+        starts afresh: the plot and the choices were the previous scenario's."""
+        self.data, self.source, self._metrics = data, source, metrics
+        if new:
+            self.clear()
         paths = numeric_paths(model)
-        for combo in (self.p1, self.p2):
-            keep = combo.currentText()
+        for combo, values in ((self.p1, self.v1), (self.p2, self.v2)):
+            keep = combo.currentText() if not new else ""
             combo.clear()
             combo.addItems(paths)
             if keep:
                 combo.setCurrentText(keep)
+            if new:
+                values.clear()
         names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         # and the families: policies.*.hit_rate draws one line per policy
         families = {f"{p[0]}.*.{'.'.join(p[2:])}" for p in (n.split(".") for n in names) if len(p) >= 3}
         names += sorted(f for f in families if sum(n.split(".")[0] == f.split(".")[0] for n in names) > 1)
-        keep = self.metric_box.currentText()
+        keep = self.metric_box.currentText() if not new else ""
         self.metric_box.clear()
         self.metric_box.addItems(names)
         if keep:
             self.metric_box.setCurrentText(keep)
+
+    def clear(self):
+        """Forget the last sweep's plot and result (a running sweep is cancelled)."""
+        if self.job is not None:
+            self.jobs.cancel()
+        self.result = None
+        self.plot.getPlotItem().clear()
+        if self.legend is not None:
+            self.legend.clear()
+            self.legend.setVisible(False)
+        if self.bar is not None:  # it lives in the plot's layout: hidden, reused by the next heat map
+            self.bar.hide()
+        self.status.setText(" ")
 
     def configure(self, params: list[tuple[str, str]], metric: str):
         """Set axes and metric programmatically (CLI screenshots, tests)."""
@@ -140,8 +177,41 @@ class SweepView(QWidget):
             self.status.setText(f"⚠ {e}")
             return
         data, metric, source = self.data, self.metric_box.currentText().strip(), self.source
-        self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress),
+        executor = self.run_on.currentText().strip() or "local"
+        self.jobs.cancel_note = "" if executor == "local" else " (runs already on the cluster finish there)"
+        self._axes, self._metric = tuple(axes), metric
+        self._partial = [None] * grid_size(self._axes)
+        self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
+                                                   executor=executor, on_result=self._point.emit),
                         "sweep", self._on_done)
+
+    def _on_point(self, index: int, value):
+        if self._partial is not None and index < len(self._partial):
+            self._partial[index] = value
+            if not self._redraw.isActive():
+                self._redraw.start(REDRAW_MS)
+
+    def _draw_partial(self):
+        """The chart so far: points not yet run are gaps (NaN)."""
+        if self._partial is None or self.job is None:
+            return
+        flat = self._partial
+        if len(self._axes) == 2:
+            m = len(self._axes[1].values)
+            values = [flat[i:i + m] for i in range(0, len(flat), m)]
+        else:
+            values = flat
+        series = ()
+        if "*" in self._metric:
+            done = next((v for v in flat if isinstance(v, list)), None)
+            if done is None:
+                return
+            # names as the shown run has them (the sweep's own come with its result)
+            series = tuple(metric_family(self._metrics, self._metric))
+            if len(series) != len(done):
+                series = tuple(str(i) for i in range(len(done)))
+            values = [v if isinstance(v, list) else [None] * len(done) for v in values]
+        self._draw(SweepResult(self._axes, self._metric, values, series))
 
     def cancel(self):
         self.jobs.cancel()
@@ -150,6 +220,8 @@ class SweepView(QWidget):
         self.jobs.shutdown()
 
     def _on_done(self, res):
+        self._partial = None
+        self._redraw.stop()
         self.result = res
         runs = len(res.values) * (1 if res.series or len(res.axes) == 1 else len(res.axes[1].values))
         self.status.setText(f"{runs} runs done")

@@ -16,11 +16,13 @@ from PySide6.QtGui import QBrush, QColor, QImage, QPaintEngine, QPainter, QPen, 
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
-from kvviz.palette import instant_color, span_color
+from kvviz.level_of_detail import merge_runs, merge_to_pixels  # noqa: F401  (merge_runs: the timeline's API)
+from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import hover_point, hover_tip, stack_vertically
+from .views._common import ElidedLabel, hover_point, hover_tip, stack_vertically
+from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
@@ -29,19 +31,6 @@ MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "�
 
 SYMBOLS = {"hit": "o", "miss": "t", "evict": "s", "issue": "arrow_down", "land": "d",
            "arrive": "star", "overflow": "x"}
-
-
-def merge_runs(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge intervals (sorted by x0) that overlap or touch into runs. Vectorised."""
-    if len(x0) == 0:
-        return x0, x1
-    reach = np.maximum.accumulate(x1)
-    new = np.empty(len(x0), dtype=bool)
-    new[0] = True
-    new[1:] = x0[1:] > reach[:-1]
-    starts = np.flatnonzero(new)
-    ends = np.append(starts[1:] - 1, len(x0) - 1)
-    return x0[starts], reach[ends]
 
 
 class SpanLayer(pg.GraphicsObject):
@@ -88,13 +77,8 @@ class SpanLayer(pg.GraphicsObject):
             e = a + int(np.searchsorted(self.x0[a:b], hi, side="right"))
             if e <= s:
                 continue
-            x0, x1 = self.x0[s:e], self.x1[s:e]
-            if e - s > 64 and px > 0:
-                # Zoomed out: snap to pixel columns and merge what would overlap on screen.
-                c0 = np.floor(x0 / px) * px
-                x0, x1 = merge_runs(c0, np.maximum(np.ceil(x1 / px) * px, c0 + px))
-            else:
-                x1 = np.maximum(x1, x0 + px)  # keep instant-long spans visible as 1 px
+            # zoomed out, spans merge per pixel column (as in the figures); each stays ≥ 1 px
+            x0, x1 = merge_to_pixels(self.x0[s:e], self.x1[s:e], px)
             part = np.empty((len(x0), 4))
             part[:, 0], part[:, 1], part[:, 2], part[:, 3] = x0, float(lane) - BAR / 2, x1 - x0, BAR
             parts.append(part)
@@ -129,7 +113,10 @@ class SpanLayer(pg.GraphicsObject):
         for lane, a, b, text in zip(self.lanes, self.x0, self.x1, self.labels):
             if not text or b < lo or a > hi:
                 continue
-            r = xf.mapRect(QRectF(float(a), float(lane) - BAR / 2, float(b - a), BAR)).adjusted(4, 0, -3, 0)
+            # only the part of the bar inside the view: a span that starts left of it must not
+            # write its label over the lane names
+            a, b = max(float(a), lo), min(float(b), hi)
+            r = xf.mapRect(QRectF(a, float(lane) - BAR / 2, b - a, BAR)).adjusted(4, 0, -3, 0)
             shown = fm.elidedText(text, Qt.ElideRight, int(r.width()))
             if len(shown) >= min(len(text), 6):  # a stub like "q…" says nothing: skip it
                 p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, shown)
@@ -227,7 +214,7 @@ class TimelineView(QWidget):
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)  # many kinds wrap onto a second line, never widen the window
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
-        self.info = QLabel(" ")
+        self.info = ElidedLabel(" ")  # a long hover line must never widen the window's centre
         self.info.setStyleSheet("color:#333; padding:2px 6px;")
         stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
         self.result: Result | None = None
@@ -238,11 +225,34 @@ class TimelineView(QWidget):
                                                                      "fill": (255, 255, 255, 200)})
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
+        # the window's timeline keeps its zoom across re-runs; Compare's two do not share one
+        self.shared_range: SharedTimeRange | None = None
+        self._building = False
+        self._end = 1.0
+        self.plot.getPlotItem().getViewBox().sigXRangeChanged.connect(self._range_moved)
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the time unit (views that share an axis pass the
-        longest of their runs so they agree on µs or ms)."""
+        longest of their runs so they agree on µs or ms). The x range is the shared one
+        when there is one (the zoom before this re-run), else the whole run."""
+        self._building = True
+        try:
+            self._set_result(result, span_ns)
+        finally:
+            self._building = False
+
+    def show_whole_run(self) -> None:
+        if self.result is not None:
+            self.plot.getPlotItem().getViewBox().setXRange(0, self._end, padding=0.02)
+
+    def _range_moved(self, *_):
+        # only the visible timeline holds the current result's units; a hidden one follows links
+        if self.shared_range is not None and not self._building and self.result is not None and self.isVisible():
+            self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._end)
+
+    def _set_result(self, result: Result, span_ns: int | None):
         self.result = result
+        self.info.setText(" ")  # the hover line described the previous run
         tr = result.trace
         unit, scale = time_unit(max(span_ns or tr.t_end, 1))
         self.unit, self.scale = unit, scale
@@ -258,6 +268,7 @@ class TimelineView(QWidget):
         pi.invertY(True)
         pi.setMouseEnabled(x=True, y=False)
         pi.getAxis("bottom").setPen("#333")
+        pi.getAxis("bottom").enableAutoSIPrefix(False)  # the unit is in the label: no "(x0.001)" when zoomed
         pi.getAxis("bottom").setTextPen("#222")
         pi.getAxis("left").setTextPen("#222")
         pi.getAxis("left").setPen("#333")
@@ -280,14 +291,19 @@ class TimelineView(QWidget):
                                       symbol=SYMBOLS.get(kind, "o"), pen=pg.mkPen("w", width=0.5),
                                       brush=instant_color(kind))
             pi.addItem(item)
+            name = instant_legend_name(kind, (SPAN_KINDS[k] for k in np.unique(sp["kind"])))
             entries.append(f'<span style="color:{instant_color(kind)}; font-size:13px">{MARKS.get(kind, "●")}</span>'
-                           f'&nbsp;{kind}')
+                           f'&nbsp;{name}')
         self.legend.setText("&nbsp;&nbsp; ".join(entries))  # the plain space lets the line wrap
         pi.addItem(self.time_cursor)
         end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range
         self.time_cursor.setValue(0)
         pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=max(len(names), MIN_ROWS))
-        pi.setXRange(0, end, padding=0.02)
+        self._end = end
+        if self.shared_range is not None:
+            self.shared_range.apply(pi.getViewBox(), scale, end)
+        else:
+            pi.setXRange(0, end, padding=0.02)
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow,
-                               QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar)
+                               QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar,
+                               QVBoxLayout, QWidget)
 
 from kvviz import ScenarioError
 from kvviz.registry import mechanisms
@@ -24,12 +25,15 @@ from .views.counters import CountersView
 from .views.ladder import LadderView
 from .views.policies import BarsTab, PoliciesView
 from .views.occupancy import OccupancyView
+from .views._common import ElidedLabel
 from .views.rope_bound import RopeBoundView
+from .views.time_range import SharedTimeRange
 from .worker import SimulationRunner
 
 MAX_RECENT = 8
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep", "replay")
+OTHER_FILE = Qt.UserRole + 1  # marks the picker's entry for an opened file that is not bundled
 
 
 def app_settings() -> QSettings:
@@ -57,7 +61,21 @@ class MainWindow(QMainWindow):
         for name, view in self.views.items():
             self.tabs.addTab(view, name.capitalize())
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
-        self.setCentralWidget(self.tabs)
+        # said above the views while they still show the previous scenario (its run pending or refused)
+        self.stale_note = QLabel()
+        self.stale_note.setWordWrap(True)
+        self.stale_note.setStyleSheet("QLabel { background: #fff4d6; color: #5d4200; padding: 4px 8px;"
+                                      " border-bottom: 1px solid #e8d9a8; }")
+        self.stale_note.hide()
+        centre = QWidget()
+        lay = QVBoxLayout(centre)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.stale_note)
+        lay.addWidget(self.tabs, 1)
+        self.setCentralWidget(centre)
+        self.time_range = SharedTimeRange()  # the zoom, kept while the same scenario re-runs
+        self.timeline.shared_range = self.occupancy.shared_range = self.time_range
         self._stale: set[str] = set()  # views not yet showing the current result
         self.occupancy.link_x(self.timeline.plot)
         self.timeline.picked.connect(self._picked)
@@ -65,19 +83,23 @@ class MainWindow(QMainWindow):
 
         self.panel = ParameterPanel()
         self.metrics = MetricsView()
-        self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
+        self._dock_defaults: dict[QDockWidget, tuple] = {}  # dock -> (area, width), for View → Reset layout
+        self.params_dock = self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
         self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
+        self._shown_key = None  # (file, kind) of the result on screen: another one is a new scenario
+        self._after_run_note = ""  # said with the next result (a pick that fell back)
         self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
         self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._fail)
+        self.runner.refused.connect(self._run_refused)
         self.runner.busy_changed.connect(self._busy)
         self.panel.edited.connect(self._run)
         self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
         self.panel.dirty_changed.connect(lambda _: self._title())
-        self.ladder.rungs_edited.connect(lambda rungs: self.panel.set_value("rungs", rungs))
+        self.ladder.rungs_edited.connect(self._rungs_edited)
 
         self._build_toolbar()
         self._build_menus()
@@ -95,6 +117,7 @@ class MainWindow(QMainWindow):
         widget.setMinimumWidth(width - 70)  # a restored or squeezed layout never hides the fields
         self.addDockWidget(area, dock)
         self.resizeDocks([dock], [width], Qt.Horizontal)
+        self._dock_defaults[dock] = (area, width)
         return dock
 
     def _build_toolbar(self):
@@ -139,10 +162,14 @@ class MainWindow(QMainWindow):
         v = self.menuBar().addMenu("&View")
         for dock in self.findChildren(QDockWidget):
             v.addAction(dock.toggleViewAction())
+        v.addSeparator()
+        self.act_whole_run = v.addAction("Show the &Whole Run", self._show_whole_run)
+        self.act_whole_run.setShortcut(QKeySequence("Home"))
+        self.act_reset_layout = v.addAction("&Reset Layout", self.reset_layout)
         self._fill_recent()
 
     def _build_status(self):
-        self.status = QLabel()
+        self.status = ElidedLabel()  # a long message is elided (tooltip: all of it), never widens the window
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(160)
@@ -162,22 +189,63 @@ class MainWindow(QMainWindow):
         return self.picker.itemData(max(i, 0)) if self.picker.count() else None
 
     def open(self, path: str) -> bool:
+        """Open a scenario file. One that does not validate opens too, its values shown and the
+        blamed fields marked, so it can be fixed here; only an unreadable file is refused."""
         if not self._confirm_discard():
+            self._sync_picker()  # the picker may already show the name the user chose
             return False
         try:
-            self.panel.load(path)
+            self.panel.load(path, strict=False)
         except ScenarioError as e:
             self._fail(str(e))
+            self._sync_picker()
             return False
+        self.runner.cancel()  # a run of the previous scenario must not arrive as this one's
+        self.time_range.forget()
         self._add_recent(path)
-        i = self.picker.findData(str(path))
-        if i >= 0:
-            self.picker.setCurrentIndex(i)
+        self._sync_picker()
         self._title()
         scenario = self.panel.scenario()
+        self._note_stale(scenario)
         if scenario is not None:
             self._run(scenario)
+        else:
+            errors = self.panel.errors()
+            self._fail(f"{Path(path).name} does not validate; fix it on the left: "
+                       f"{errors[0][0]}: {errors[0][1]}")
         return True
+
+    def _sync_picker(self):
+        """Show the open file in the scenario picker: a bundled one by its name, any other as
+        one extra entry (its file name)."""
+        for i in reversed(range(self.picker.count())):
+            if self.picker.itemData(i, OTHER_FILE):
+                self.picker.removeItem(i)
+        path = self.panel.path()
+        if path is None:
+            return
+        want = Path(path).resolve()
+        i = next((j for j in range(self.picker.count()) if Path(self.picker.itemData(j)).resolve() == want), -1)
+        if i < 0:
+            self.picker.addItem(Path(path).name, str(path))
+            i = self.picker.count() - 1
+            self.picker.setItemData(i, True, OTHER_FILE)
+            self.picker.setItemData(i, str(path), Qt.ToolTipRole)
+        self.picker.setCurrentIndex(i)
+
+    def _note_stale(self, scenario):
+        """Say, above the views and on the Metrics dock, that what they show is the previous
+        scenario's until the new one has run (or, if it does not validate, at all)."""
+        if self.result is None:
+            return
+        old = Path(self._shown_key[0]).name if self._shown_key and self._shown_key[0] else self.result.scenario.name
+        new = Path(self.panel.path() or "").name
+        self.stale_note.setText(f"Showing the previous scenario, {old}, until {new} has been simulated…"
+                                if scenario is not None else
+                                f"Showing the previous scenario, {old}: {new} has invalid values, "
+                                "marked on the left.")
+        self.stale_note.show()
+        self.metrics_dock.setWindowTitle(f"Metrics — {old} (previous scenario)")
 
     def open_dialog(self):
         path, _ = QFileDialog.getOpenFileName(self, "Open scenario", str(Path(self.panel.path() or ".").parent),
@@ -272,6 +340,12 @@ class MainWindow(QMainWindow):
 
     def _show(self, result):
         self.result = result
+        key = (self.panel.path(), result.scenario.kind)
+        new_scenario, self._shown_key = key != self._shown_key, key
+        self.stale_note.hide()
+        self.metrics_dock.setWindowTitle("Metrics")
+        if self.compare.pinned is not None and self.compare.pinned.scenario.kind != result.scenario.kind:
+            self.compare.unpin()  # A and B of different kinds share no lanes and no metrics
         self.metrics.set_result(result)
         pick = mechanisms()[result.scenario.kind].pick
         self.timeline.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
@@ -280,8 +354,12 @@ class MainWindow(QMainWindow):
             self._widen_metrics_dock()
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
         self.tabs.setTabText(TABS.index("ladder"), BarsTab.title_for(result))
+        self._enable_tabs(result)
+        kind = mechanisms()[result.scenario.kind]
+        if new_scenario and kind.initial_range is not None:
+            self.time_range.ns = kind.initial_range(result)  # where the mechanism's point is; Home shows all
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
-                                mechanisms()[result.scenario.kind].model, result.metrics_dict())
+                                mechanisms()[result.scenario.kind].model, result.metrics_dict(), new=new_scenario)
         self._refresh_visible()
         if self._zoom_to is not None and "timeline" not in self._stale:
             self.timeline.zoom_to(*self._zoom_to)  # the picked job, now drawn layer by layer
@@ -290,10 +368,20 @@ class MainWindow(QMainWindow):
         checks = result.metrics.get("checks", ())
         failed = sum(not c["ok"] for c in checks)
         verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
-            (f"; {len(checks)} checks pass" if checks else "")
+            (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}")
+                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}{self._after_run_note}")
+        self._after_run_note = ""
         self.result_ready.emit(result)
+
+    def _enable_tabs(self, result):
+        """Tabs that have nothing for this kind of run are disabled, saying why."""
+        for name, reason in (("ladder", BarsTab.unavailable(result)), ("rope bound", RopeBoundView.unavailable(result))):
+            i = TABS.index(name)
+            self.tabs.setTabEnabled(i, reason is None)
+            self.tabs.setTabToolTip(i, reason or "")
+        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(TABS.index("timeline"))
 
     def _widen_metrics_dock(self):
         """Room for the widest side-by-side table (five policies), up to 35% of the window, and
@@ -305,6 +393,19 @@ class MainWindow(QMainWindow):
         if want > self.metrics_dock.width():
             self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
 
+    def _rungs_edited(self, rungs: list[dict]):
+        """The Ladder tab changed a label or hit rate: write only what changed, so every other
+        key of a rung (its `overrides`) stays as the file has it."""
+        current = self.panel.data().get("rungs")
+        if not isinstance(current, list) or len(current) != len(rungs):
+            self.panel.set_value("rungs", rungs)  # the panel holds no rungs to merge into
+            return
+        for i, (old, new) in enumerate(zip(current, rungs)):
+            for key in ("label", "hbm_hit_pct"):
+                was = old.get(key) if isinstance(old, dict) else None
+                if was != new[key]:  # 72 == 72.0: an untouched rung keeps the file's spelling
+                    self.panel.set_value(f"rungs.{i}.{key}", new[key])
+
     def _picked(self, lane: str, ref: int):
         """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""
         if self.result is None:
@@ -315,9 +416,44 @@ class MainWindow(QMainWindow):
             self.panel.set_value(pick[1], ref)
             self._say(f"{pick[1]} = {ref}: re-running")
 
+    def _run_refused(self, field: str, message: str):
+        """The simulation refused a value at `field`. A double-click pick that no longer exists
+        (the workload shrank under it) falls back to the file's value and re-runs; anything else
+        is marked at its field, as an invalid edit is."""
+        kind = self.panel.data().get("kind")
+        pick = mechanisms()[kind].pick if isinstance(kind, str) and kind in mechanisms() else None
+        in_file = self.panel.value(field, of_file=True)
+        if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
+            self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
+            self.panel.set_value(field, in_file)  # None: the key goes, the default applies
+            self.panel.flush()
+            return
+        self.panel.mark_refused(field, message)
+
+    def _show_whole_run(self):
+        self.time_range.forget()
+        self.timeline.show_whole_run()
+
+    def reset_layout(self):
+        """Docks back in their areas at their first widths, shown; the layout saved in the
+        settings is forgotten (a squeezed one would otherwise come back on the next launch)."""
+        for dock, (area, _) in self._dock_defaults.items():
+            dock.setFloating(False)
+            self.addDockWidget(area, dock)
+            dock.show()
+        docks = list(self._dock_defaults)
+        self.resizeDocks(docks, [w for _, w in self._dock_defaults.values()], Qt.Horizontal)
+        self._metrics_kind = None
+        if self.result is not None:
+            self._metrics_kind = self.result.scenario.kind
+            self._widen_metrics_dock()
+        self.settings.remove("windowState")
+
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""
         name = TABS[self.tabs.currentIndex()]
+        if name == "replay":
+            self.replay.draw_sample_once()
         if self.result is None or name not in self._stale:
             return
         self._stale.discard(name)

@@ -33,11 +33,12 @@ def _child(conn):
         try:
             result = simulate(scenario)
             conn.send((request, "ok", result, time.perf_counter() - t))
-        except ScenarioError as e:
-            conn.send((request, "error", str(e), 0.0))
+        except ScenarioError as e:  # the field too, so the window can mark it where it is edited
+            conn.send((request, "error", (str(e), e.field or "", e.message), 0.0))
         except Exception as e:  # a bug: say so in one line; the details go to the terminal
             traceback.print_exc()
-            conn.send((request, "error", f"internal error while simulating: {e!r}", 0.0))
+            text = f"internal error while simulating: {e!r}"
+            conn.send((request, "error", (text, "", text), 0.0))
 
 
 class SimulationRunner(QObject):
@@ -45,6 +46,7 @@ class SimulationRunner(QObject):
 
     finished = Signal(object)   # Result
     failed = Signal(str)
+    refused = Signal(str, str)  # (field path, message): the simulation refused a field's value
     busy_changed = Signal(bool)
     _arrived = Signal(int, str, object, float)  # from the reader thread to the GUI thread
 
@@ -124,4 +126,7 @@ class SimulationRunner(QObject):
             self.last_seconds = secs
             self.finished.emit(payload)
         else:
-            self.failed.emit(payload)
+            text, field, message = payload
+            self.failed.emit(text)
+            if field:
+                self.refused.emit(field, message)

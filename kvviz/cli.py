@@ -15,6 +15,7 @@ from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
 from .scenario import apply_override, load_scenario
+from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 BAD_INPUT = 2
 CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
@@ -75,9 +76,13 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def _simulate(sc, file: str):
+def _simulate(sc, file: str, max_memory_gb: float | None = None):
+    from .size_guard import check_size
     try:
-        return simulate(sc)
+        est = check_size(sc, max_memory_gb)
+        if est is not None and est.seconds >= 10:  # a long run says so before it starts
+            print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
+        return simulate(sc, max_memory_gb)
     except ScenarioError as e:  # refusals from the mechanism name the file too
         e.file = e.file or file
         raise
@@ -122,7 +127,7 @@ def cmd_run(args) -> int:
     _check_figure_args(args)
     file = _resolve(args.file)
     sc = load_scenario(file, args.set or [])
-    result = _simulate(sc, file)
+    result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
     staged = []  # rasters go to temporary names first, renamed only when all succeeded
@@ -163,7 +168,7 @@ def cmd_check(args) -> int:
     for name in args.files:
         file = _resolve(name)
         sc = load_scenario(file, args.set or [])
-        checks = _simulate(sc, file).metrics.get("checks", ())
+        checks = _simulate(sc, file, args.max_memory_gb).metrics.get("checks", ())
         if not checks:
             print(f"{file}: no checks")
         for c in checks:
@@ -188,7 +193,7 @@ def cmd_sweep(args) -> int:
         data = apply_override(data, assignment)
     axes = [Axis(p, parse_values(v, f"--values {v}")) for p, v in zip(args.param, args.values)]
     res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress(),
-                    executor=args.executor)
+                    executor=args.executor, max_memory_gb=args.max_memory_gb)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     elif args.csv:
@@ -274,6 +279,16 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (0 < v < 1e6):
+        raise argparse.ArgumentTypeError(f"expected a number of GB above 0, got {text!r}")
+    return v
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input too: exit 2 (argparse's own code)
         self.print_usage(sys.stderr)
@@ -290,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--set", action="append", metavar="PATH=VALUE",
                         help="override a field, e.g. --set cache.slots=16 (repeatable)")
 
+    def memory_arg(sp):
+        sp.add_argument("--max-memory-gb", type=_positive_float, default=None, metavar="GB",
+                        help=f"refuse a run estimated to need more memory (default {DEFAULT_MAX_MEMORY_GB:g})")
+
     r = sub.add_parser("run", help="simulate a scenario and print its metrics")
     scenario_args(r)
     r.add_argument("--json", action="store_true", help="print {kind, name, metrics} as JSON")
@@ -305,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--to-us", type=float, default=None, help="end of the time range shown")
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
     fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
+    memory_arg(r)
     r.set_defaults(fn=cmd_run)
 
     w = sub.add_parser("sweep", help="run a scenario over a grid of parameter values")
@@ -321,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                    help="where the runs go: this computer's processes (default; KVVIZ_EXECUTOR sets it) or a "
                         "Dask scheduler (pip install 'kvviz[cluster]')")
+    memory_arg(w)
     w.set_defaults(fn=cmd_sweep)
 
     rp = sub.add_parser("replay", help="replay a time,id,size request trace through one cache tier")
@@ -336,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")
     c.add_argument("files", nargs="+", help="scenario TOML files (or bundled names)")
     c.add_argument("--set", action="append", metavar="PATH=VALUE", help="override a field in every file")
+    memory_arg(c)
     c.set_defaults(fn=cmd_check)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")

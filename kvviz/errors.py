@@ -16,3 +16,8 @@ class ScenarioError(Exception):
 
     def all_messages(self) -> list[str]:
         return [str(self)] + [str(o) for o in self.others]
+
+
+class ValidatorBug(ScenarioError):
+    """A model's own validator failed on odd input instead of refusing it: still bad input to
+    the user (exit 2, one line), but a bug of kvviz's, which the fuzz test reports."""

@@ -7,10 +7,11 @@ from pathlib import Path
 
 
 def read_text(path: str | Path, what: str = "file") -> str:
-    """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is)."""
+    """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is). A
+    byte-order mark, which some Windows editors write, is dropped."""
     from .errors import ScenarioError
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ScenarioError(f"{what} not found", str(path)) from None
     except (OSError, UnicodeDecodeError) as e:

@@ -27,6 +27,12 @@ def instant_color(kind: str) -> str:
     return _palette().get("instants", {}).get(kind, _FALLBACK)
 
 
+def instant_legend_name(kind: str, span_kinds) -> str:
+    """An instant kind's name in a legend: 'issue' spans and 'issue' marks in one trace would
+    read as one entry listed twice, so the mark says it is one."""
+    return f"{kind} mark" if kind in set(span_kinds) else kind
+
+
 def all_span_colors() -> dict[str, str]:
     return {k: span_color(k) for k in SPAN_KINDS}
 

@@ -24,6 +24,8 @@ class Mechanism:
     # (lane name, field path, what it does): picking a span on that lane (a double-click in the
     # app) sets the field to the span's ref, e.g. the AttentionStore turn whose layers are drawn
     pick: tuple[str, str, str] | None = None
+    # result -> (t0, t1) in ns where a view of a new scenario opens (default: the whole run)
+    initial_range: Callable | None = None
 
 
 @cache
@@ -31,14 +33,24 @@ def mechanisms() -> dict[str, Mechanism]:
     out = {}
     for kind, mod in _MODULES.items():
         m = importlib.import_module(f"kvviz.mechanisms.{mod}")
-        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None))
+        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None), getattr(m, "INITIAL_RANGE", None))
     return out
 
 
-def simulate(scenario):
+def simulate(scenario, max_memory_gb: float | None = None):
     """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
-    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`."""
-    result = mechanisms()[scenario.kind].simulate(scenario)
+    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`.
+    A run estimated to need more memory than `max_memory_gb` (default: kvviz.size_guard's
+    limit) is refused before it starts."""
+    from .size_guard import check_size
+    check_size(scenario, max_memory_gb)
+    try:
+        result = mechanisms()[scenario.kind].simulate(scenario)
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as e:
+        # validation bounds each value (kvviz.limits); values can still combine past int64 ns
+        from .errors import ScenarioError
+        raise ScenarioError(f"the values combine beyond what the simulation can represent ({e}); "
+                            "use smaller times, sizes or counts") from None
     expect = getattr(scenario, "expect", ())
     if not expect:
         return result

@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import ScenarioError
 from .io import read_text
+from .limits import MAX_BYTES
 
 POLICIES = ("lru", "fifo", "belady")
 COLUMNS = ("time", "id", "size")
@@ -73,7 +74,10 @@ def parse_size(text: str, source: str = "--capacity") -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS:
         raise ScenarioError(f"expected a size like 1000, 64MiB or 1.5GB, got {text!r}", source)
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not number <= MAX_BYTES:  # also inf (1e400)
+        raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source)
+    value = int(number)
     if value <= 0:
         raise ScenarioError(f"capacity must be > 0 bytes (got {text!r})", source)
     return value
@@ -103,7 +107,7 @@ def read_requests(path: str | Path) -> Requests:
     try:  # fast path; on failure, find the offending line for the message
         times = np.fromiter(map(float, cols[it]), np.float64, len(body))
         sizes = np.fromiter(map(int, cols[isz]), np.int64, len(body))
-    except ValueError:
+    except (ValueError, OverflowError):
         for n, row in enumerate(body, 2):
             for name, idx, conv in (("time", it, float), ("size", isz, int)):
                 try:
@@ -111,10 +115,21 @@ def read_requests(path: str | Path) -> Requests:
                 except ValueError:
                     raise ScenarioError(f"{name}: expected a number, got {row[idx]!r}", str(path),
                                         f"line {n}") from None
+            if int(row[isz]) > MAX_BYTES:
+                raise ScenarioError(f"size: beyond {MAX_BYTES:.3g} bytes (got {row[isz].strip()})", str(path),
+                                    f"line {n}")
         raise
     bad = np.flatnonzero(sizes < 0)
     if len(bad):
         raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + 2}")
+    bad = np.flatnonzero(sizes > MAX_BYTES)
+    if len(bad):
+        raise ScenarioError(f"size: beyond {MAX_BYTES:.3g} bytes (got {sizes[bad[0]]})", str(path),
+                            f"line {bad[0] + 2}")
+    bad = np.flatnonzero(~np.isfinite(times) | (times < 0))
+    if len(bad):
+        raise ScenarioError(f"time: must be a finite number >= 0 (got {cols[it][bad[0]].strip()})", str(path),
+                            f"line {bad[0] + 2}")
     back = np.flatnonzero(np.diff(times) < 0)
     if len(back):
         i = back[0] + 1
@@ -265,9 +280,12 @@ def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") ->
     """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, …`, in the order given."""
     if text.strip().lower() == "auto":
         return default_capacities(reqs)
-    caps = [parse_size(t, source) for t in text.split(",") if t.strip()]
-    if not caps:
+    entries = text.split(",")
+    if not text.strip():
         raise ScenarioError("give at least one capacity (or auto)", source)
+    if any(not t.strip() for t in entries):
+        raise ScenarioError(f"an empty entry in {text!r}", source)
+    caps = [parse_size(t, source) for t in entries]
     return caps
 
 

@@ -11,17 +11,38 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .errors import ScenarioError
 from .format import format_value
 from .io import read_text
+from .limits import MAX_DEPTH, nesting_depth, unrepresentable
 
 
 class Section(BaseModel):
-    """A nested [table] of a scenario: frozen, and unknown keys are errors, not ignored."""
+    """A nested [table] of a scenario: frozen, and unknown keys are errors, not ignored.
+    Floats must be finite (a field that takes inf or nan says so with allow_inf_nan=True),
+    and a number with a unit must fit the simulator's integer ns and bytes (kvviz.limits)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _representable(cls, value, info: ValidationInfo):
+        extra = cls.model_fields[info.field_name].json_schema_extra
+        unit = extra.get("unit") if isinstance(extra, dict) else None
+        if unit is None:
+            return value
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                problem = unrepresentable(v, unit)
+                if problem:
+                    raise FieldError(f"[{i}]", f"{problem} (got {v!r})")
+        else:
+            problem = unrepresentable(value, unit)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 def param(default: Any = ..., *, unit: str | None = None, description: str, **constraints) -> Any:
@@ -133,7 +154,8 @@ def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
         msg = e["msg"].removeprefix("Value error, ")
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, FieldError):
-            path = f"{path}.{cause.path}" if path else cause.path
+            sep = "" if cause.path.startswith("[") else "."
+            path = f"{path}{sep}{cause.path}" if path else cause.path
             msg = cause.message
         elif e["type"] == "extra_forbidden":
             msg = "unknown field"
@@ -162,18 +184,28 @@ def read_toml(path: str | Path) -> dict:
     p = Path(path)
     text = read_text(p)
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"malformed TOML: {e}", str(p)) from None
+    except RecursionError:  # the parser recurses per nesting level
+        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", str(p)) from None
+    if nesting_depth(data) > MAX_DEPTH:
+        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", str(p))
+    return data
 
 
 def parse_value(text: str) -> Any:
     """`--set` values are TOML values (numbers, booleans, [lists], "strings"); a bare word
     that is not valid TOML is taken as a string, so `--set prefetch.eviction=lazy` works."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ScenarioError(f"the value is nested too deep (more than {MAX_DEPTH} levels)", "--set") from None
+    if nesting_depth(value) > MAX_DEPTH:
+        raise ScenarioError(f"the value is nested too deep (more than {MAX_DEPTH} levels)", "--set")
+    return value
 
 
 def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
@@ -182,9 +214,12 @@ def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
     if "=" not in assignment:
         raise ScenarioError(f"expected PATH=VALUE, got {assignment!r}", source)
     path, text = assignment.split("=", 1)
-    parts = [p for p in path.strip().split(".") if p]
-    if not parts:
+    parts = path.strip().split(".")
+    if not path.strip():
         raise ScenarioError(f"empty field path in {assignment!r}", source)
+    if not all(p.strip() for p in parts):
+        raise ScenarioError(f"empty segment in the field path {path.strip()!r}", source)
+    parts = [p.strip() for p in parts]
     out = copy.deepcopy(data)
     node: Any = out
     for i, part in enumerate(parts[:-1]):
@@ -217,13 +252,23 @@ def parse_scenario(data: dict, source: str = "<scenario>"):
     kind = data.get("kind")
     if kind is None:
         raise ScenarioError(f"required field is missing (one of: {', '.join(kinds)})", source, "kind")
+    if not isinstance(kind, str):
+        raise ScenarioError(f"must be a string, one of: {', '.join(kinds)} (got {kind!r:.60})", source, "kind")
+    if nesting_depth(data) > MAX_DEPTH:  # data built in code or by --set, not read by read_toml
+        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", source)
     if kind not in kinds:
         raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
     try:
         # the source lets a model resolve paths relative to its own file (ladder base scenarios)
-        return kinds[kind].model.model_validate(data, context={"source": source})
+        # strict: a file is typed, so "8" is no integer and true no slot count (a TOML
+        # integer may still fill a float field)
+        return kinds[kind].model.model_validate(data, strict=True, context={"source": source})
     except ValidationError as e:
         raise format_validation_error(e, source) from None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:  # a validator assumed a type
+        from .errors import ValidatorBug
+        raise ValidatorBug(f"this input is not of the shape the {kind} model expects "
+                           f"({type(e).__name__}: {e}; a bug in kvviz's checks, please report it)", source) from e
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from itertools import product
 from typing import Any, Callable
 
@@ -22,13 +24,13 @@ from .errors import ScenarioError
 from .scenario import parse_value, apply_override, parse_scenario
 
 
+MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
+
+
 @dataclass(frozen=True)
 class Axis:
     path: str
     values: tuple
-
-
-MAX_POINTS = 1_000_000  # a larger grid is refused before anything runs
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,17 @@ def parse_values(text: str, source: str = "--values") -> tuple:
         if len(parts) not in (2, 3) or not all(isinstance(p, (int, float)) and not isinstance(p, bool)
                                                for p in parts):
             raise ScenarioError(f"expected start:stop[:step] with numbers, got {text!r}", source)
+        if not all(math.isfinite(p) for p in parts):
+            raise ScenarioError(f"start, stop and step must be finite numbers, got {text!r}", source)
         start, stop = parts[0], parts[1]
         step = parts[2] if len(parts) == 3 else 1
         if step <= 0 or stop < start:
             raise ScenarioError(f"range {text!r} is empty (need start <= stop and step > 0)", source)
-        n = int((stop - start) / step + 1e-9) + 1
+        count = (stop - start) / step
+        if not count < MAX_RUNS:  # counted before any list is built (0:1:1e-9 would be 10^9 values)
+            raise ScenarioError(f"range {text!r} has {count + 1:,.0f} values; a sweep runs at most "
+                                f"{MAX_RUNS:,} points", source)
+        n = int(count + 1e-9) + 1
         vals = [start + i * step for i in range(n)]
         if all(isinstance(p, int) for p in parts):
             return tuple(int(v) for v in vals)
@@ -95,6 +103,8 @@ def parse_values(text: str, source: str = "--values") -> tuple:
     vals = tuple(parse_value(v) for v in text.split(",") if v.strip())
     if not vals:
         raise ScenarioError("no values given", source)
+    if len(vals) > MAX_RUNS:
+        raise ScenarioError(f"{len(vals):,} values; a sweep runs at most {MAX_RUNS:,} points", source)
     return vals
 
 
@@ -141,8 +151,8 @@ def grid_size(axes) -> int:
     return n
 
 
-def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str):
-    """The validated scenario at row-major `index` of the grid."""
+def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str, max_memory_gb: float | None = None):
+    """The validated scenario at row-major `index` of the grid (refused if too large to run)."""
     combo = []
     for a in reversed(axes):
         index, i = divmod(index, len(a.values))
@@ -151,11 +161,15 @@ def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str):
     data = base
     for axis, v in zip(axes, combo):
         data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
+    from .size_guard import check_size
     try:
-        return parse_scenario(data, source)
+        scenario = parse_scenario(data, source)
+        check_size(scenario, max_memory_gb)
+        return scenario
     except ScenarioError as e:
         at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
         e.message = f"{e.message} (at sweep point {at})"
+        e.file = source
         raise
 
 
@@ -192,13 +206,14 @@ def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
 def _run_chunk(task) -> list:
     """A worker's task: [(grid index, value)] for a chunk of grid points."""
     from .registry import simulate  # imported in the worker
-    metric, series, points = task
-    return [(i, _pick(simulate(sc).metrics_dict(), metric, series)) for i, sc in points]
+    metric, series, points, max_memory_gb = task
+    return [(i, _pick(simulate(sc, max_memory_gb).metrics_dict(), metric, series)) for i, sc in points]
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
               workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-              executor: str | None = None, on_result: Callable[[int, Any], None] | None = None) -> SweepResult:
+              executor: str | None = None, on_result: Callable[[int, Any], None] | None = None,
+              max_memory_gb: float | None = None) -> SweepResult:
     """`progress(done, total)` may raise to cancel: queued work is dropped at once and local
     workers stopped (runs already on a cluster finish there, their results unused)."""
     if not axes:
@@ -207,14 +222,18 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
         raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
                             "and one --param axis (one line per match)", source, "--metric")
     axes_t = tuple(axes)
+    paths = [a.path for a in axes_t]
+    if len(set(paths)) < len(paths):
+        raise ScenarioError(f"the same --param twice ({', '.join(sorted(p for p in set(paths) if paths.count(p) > 1))})",
+                            source, "--param")
     n = grid_size(axes_t)
-    if n > MAX_POINTS:
-        raise ScenarioError(f"{n:,} grid points is more than {MAX_POINTS:,}: use fewer values per axis",
-                            source, "--values")
+    if n > MAX_RUNS:
+        raise ScenarioError(f"the grid has {n:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")
+    point = partial(grid_point, base, axes_t, source=source, max_memory_gb=max_memory_gb)
     # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
     from .registry import simulate
     t0 = time.perf_counter()
-    first = simulate(grid_point(base, axes_t, 0, source)).metrics_dict()
+    first = simulate(point(0), max_memory_gb).metrics_dict()
     t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
     try:
@@ -248,9 +267,9 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
         for i in range(1, n):
-            got(*_run_chunk((metric, series, [(i, grid_point(base, axes_t, i, source))]))[0])
+            got(*_run_chunk((metric, series, [(i, point(i))], max_memory_gb))[0])
     elif n > 1:
-        _stream(base, axes_t, source, metric, series, n, t_first, spec, min(workers, n - 1), got)
+        _stream(point, metric, series, max_memory_gb, n, t_first, spec, min(workers, n - 1), got)
     if len(axes_t) == 2:
         m = len(axes_t[1].values)
         values = [flat[i:i + m] for i in range(0, n, m)]
@@ -259,7 +278,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     return SweepResult(axes_t, metric, values, series)
 
 
-def _stream(base, axes, source, metric, series, n, t_first, spec, workers, got):
+def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got):
     """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
     window of tasks in flight (validated as they are built), results handed to `got`."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -276,8 +295,8 @@ def _stream(base, axes, source, metric, series, n, t_first, spec, workers, got):
                     start = next(starts, None)
                     if start is None:
                         break
-                    points = [(i, grid_point(base, axes, i, source)) for i in range(start, min(start + per_task, n))]
-                    pending.add(pool.submit(_run_chunk, (metric, series, points)))
+                    points = [(i, point(i)) for i in range(start, min(start + per_task, n))]
+                    pending.add(pool.submit(_run_chunk, (metric, series, points, max_memory_gb)))
                 if not pending:
                     return
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -308,9 +327,9 @@ class StderrProgress:
     """Progress on stderr once a sweep has run for a second: redrawn in place on a terminal at
     most 5 times a second, one line per 10% when stderr is a file or pipe."""
 
-    def __init__(self, stream=sys.stderr):
+    def __init__(self, stream=None):
         self.t0 = self.last = time.monotonic()
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # the current one, not import time's
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.shown_pct = -10
 

@@ -58,7 +58,8 @@ def test_window_shows_seed_result(window):
 def test_open_every_bundled_scenario(window, qtbot, path):
     old = window.result
     assert window.open(str(path))
-    r = _wait_new_result(qtbot, window, old)
+    qtbot.waitUntil(lambda: window.result is not old, timeout=180_000)  # AttentionStore: 52,400 turns × 6 runs
+    r = window.result
     assert r.scenario.kind and window.metrics.scalars.rowCount() > 0
     for name in TABS:  # every view accepts every kind
         window.show_view(name)
@@ -202,6 +203,21 @@ def test_sweep_view_runs_a_grid(window, qtbot):
         window.sweep.run()
     res = sig.args[0]
     assert len(res.values) == 3 and len(res.values[0]) == 3 and res.values[2][2] == 50.0
+
+
+def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
+    sw = window.sweep
+    window.show_view("sweep")
+    sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
+    seen = []
+    sw._point.connect(lambda i, v: seen.append(i))
+    with qtbot.waitSignal(sw.finished, timeout=60_000):
+        sw.run()
+    assert sorted(seen) == list(range(9))  # every point reached the view as it completed
+    sw.run_on.setCurrentText("carrier-pigeon")
+    with qtbot.waitSignal(sw.stopped, timeout=60_000):
+        sw.run()
+    assert "--executor: unknown executor 'carrier-pigeon'" in sw.status.text()
 
 
 def test_sweep_view_offers_nested_metrics_and_families(window, qtbot):

@@ -320,3 +320,15 @@ def test_parallel_runs_equal_serial(monkeypatch):
     assert out["1"].metrics["turns"] >= PARALLEL_TURNS
     assert out["1"].metrics_dict() == out["2"].metrics_dict()
     assert out["1"].trace.fingerprint() == out["2"].trace.fingerprint()
+
+
+def test_views_open_on_the_chosen_jobs_iteration(tmp_path):
+    from kvviz.mechanisms.attention_store import initial_range
+    r = world(tmp_path, [("A", 0), ("B", 0), ("C", 0), ("A", 1), ("B", 1), ("C", 1)])
+    res = simulate(r.sc)
+    t0, t1 = initial_range(res)
+    tr = res.trace
+    lane = [i for i, n in enumerate(tr.lanes["name"].tolist()) if n.startswith("GPU · layers")][0]
+    layers = tr.spans[tr.spans["lane"] == lane]
+    assert len(layers) == 4 and t0 <= layers["start"].min() and layers["end"].max() <= t1
+    assert t1 - t0 < tr.t_end / 100  # the iteration, not the whole run

@@ -52,7 +52,10 @@ def test_svg_time_range_keeps_only_spans_in_range(seed_result):
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
 def test_every_bundled_scenario_exports(path, tmp_path):
     r = simulate(load_scenario(path))
-    assert len(_spans_in_svg(timeline_svg(r))) == len(r.trace.spans)
+    svg = timeline_svg(r)
+    merged = '<g class="coverage">' in svg  # many sub-pixel spans on a lane: coverage bars
+    drawn = len(_spans_in_svg(svg))
+    assert drawn == len(r.trace.spans) if not merged else 0 < drawn < len(r.trace.spans)
     doc = json.loads(json.dumps({"traceEvents": perfetto_events(r)}))
     assert any(e["ph"] == "M" for e in doc["traceEvents"])
     texts = trace_csv(r.trace)

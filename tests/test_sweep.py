@@ -60,8 +60,8 @@ def test_cli_sweep_json_and_csv(capsys):
     (["--param", "cache.slots", "--values", "0,1", "--metric", "hits"], "cache.slots"),
     (["--param", "cache.slots", "--values", "1,2", "--metric", "nope"], "--metric"),
     (["--param", "cache.nope", "--values", "1", "--metric", "hits"], "cache.nope"),
-    (["--param", "cache.slots", "--values", "1:2000000", "--param", "prefetch.window", "--values", "1,2",
-      "--metric", "hits"], "--values"),   # 4,000,000 points: refused before anything runs
+    (["--param", "cache.slots", "--values", "1:200", "--param", "prefetch.window", "--values", "1:200",
+      "--metric", "hits"], "--values"),   # 40,000 points: refused before anything runs
     (["--param", "cache.slots", "--values", "1,2", "--metric", "hits", "--executor", "carrier-pigeon"],
      "--executor"),
 ])
@@ -133,7 +133,36 @@ def test_each_grid_point_runs_once(monkeypatch):
     import kvviz.registry
     calls = []
     real = kvviz.registry.simulate
-    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc: calls.append(sc) or real(sc))
+    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc, *limit: calls.append(sc) or real(sc, *limit))
     res = run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"), [Axis("storage.latency_us", (10, 20, 25))],
                     "prefetch_stall_us", workers=1)
     assert res.values == [20.0, 40.0, 50.0] and len(calls) == 3  # two batched trips while they land before 26 µs
+
+
+def test_cancel_acts_at_once_on_a_large_grid(monkeypatch):
+    # points are validated as they are run, not all first: a Cancel (progress raising) after
+    # two results leaves the other 4,997 points never validated, never run
+    import kvviz.registry
+    import kvviz.sweep
+    validated, ran = [], []
+    real_parse = kvviz.sweep.parse_scenario
+    monkeypatch.setattr(kvviz.sweep, "parse_scenario", lambda *a: validated.append(1) or real_parse(*a))
+    monkeypatch.setattr(kvviz.registry, "simulate", lambda *a: ran.append(1) or type("R", (), {
+        "metrics_dict": lambda self: {"speedup": 1.0}})())
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if len(calls) == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"),
+                  [Axis("storage.latency_us", tuple(range(1, 5001)))], "speedup", workers=1, progress=progress)
+    assert calls == [(1, 5000), (2, 5000), (3, 5000)] and len(validated) == 3 and len(ran) == 3
+
+

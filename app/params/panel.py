@@ -46,7 +46,7 @@ from kvviz import ScenarioError, parse_scenario
 from kvviz.registry import mechanisms
 from kvviz.scenario import read_toml
 
-from kvviz.io import atomic_write
+from kvviz.io import atomic_write, read_text
 
 from .editors import _Field, _form, _Group, _TableField
 from .toml_sync import _sync_table
@@ -111,11 +111,8 @@ class ParameterPanel(QWidget):
         strict=False a file of a known kind that fails validation is shown with its errors marked."""
         path = str(path)
         data = read_toml(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ScenarioError(f"cannot read file: {e}", path) from None
-        if strict or data.get("kind") not in mechanisms():
+        text = read_text(path)  # as read_toml read it (a byte-order mark dropped)
+        if strict or not _known_kind(data.get("kind")):
             parse_scenario(copy.deepcopy(data), path)  # raises with file, field and message
         self._debouncer.cancel()
         same_file = path == self._path and self._data is not None and data.get("kind") == self._data.get("kind")
@@ -201,6 +198,16 @@ class ParameterPanel(QWidget):
                     f.show(self._get(f.path))
             self._refresh_defaults(parts)
         self._after_edit()
+
+    def value(self, field_path: str, of_file: bool = False):
+        """A field's value as edited (or as the file has it); None when not set."""
+        v = _get_in(self._file_data if of_file else self._data, parse_path(field_path))
+        return None if v is _MISSING else copy.deepcopy(v)
+
+    def mark_refused(self, field_path: str, message: str) -> None:
+        """Mark a field whose value validated but which the simulation refused (a picked turn
+        the workload no longer has), as a validation error is marked; the next edit clears it."""
+        self._mark(self._errors + [(field_path, message)])
 
     def widget_for(self, field_path: str) -> QWidget | None:
         """The editor of a field (a table for `rungs` and its cells `rungs[1].label`); the
@@ -295,7 +302,7 @@ class ParameterPanel(QWidget):
                 g.form.addRow(f.box)
                 self._fields[path] = f
                 f.show(value)
-            elif isinstance(value, dict) and value.get("kind") in mechanisms() and spec.kind == "toml":
+            elif isinstance(value, dict) and _known_kind(value.get("kind")) and spec.kind == "toml":
                 # a table holding a whole scenario (ladder `base`): a form of that kind's model
                 sub = value["kind"]
                 g = self._group(f"{name}  ·  {sub} scenario", path, spec.description, chain, add_block)
@@ -354,7 +361,7 @@ class ParameterPanel(QWidget):
         f = self._fields.get(parts)
         if f is not None and f.spec.kind == "toml":
             v = self._get(parts)
-            return isinstance(v, dict) and v.get("kind") in mechanisms()
+            return isinstance(v, dict) and _known_kind(v.get("kind"))
         return False
 
     # --- data --------------------------------------------------------------------------
@@ -505,6 +512,11 @@ class ParameterPanel(QWidget):
         if not _same(tomllib.loads(text), self._data):
             raise RuntimeError("kvviz: the scenario cannot be written as TOML")
         return text
+
+
+def _known_kind(kind) -> bool:
+    """A kind the registry knows (a file may hold a list or table there: no crash, no form)."""
+    return isinstance(kind, str) and kind in mechanisms()
 
 
 def _doc(cls) -> str:

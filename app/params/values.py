@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from PySide6.QtGui import QColor
 
+from kvviz.errors import ScenarioError
 from kvviz.scenario import loc_to_path, parse_value
 
 
@@ -235,6 +236,13 @@ def display_text(spec: FieldSpec, value) -> str:
 
 def parse_text(spec: FieldSpec, text: str):
     """Editor text -> value, _UNSET (remove the key) or _ParseError."""
+    try:
+        return _parse_text(spec, text)
+    except ScenarioError as e:  # e.g. TOML nested too deep: marked at the field like any typo
+        raise _ParseError(e.message) from None
+
+
+def _parse_text(spec: FieldSpec, text: str):
     k, t = spec.kind, text.strip()
     if k == "str":
         return text

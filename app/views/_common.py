@@ -6,9 +6,9 @@ import weakref
 from typing import Callable
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QStackedWidget, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
 AXIS_PEN = "#555555"
 TEXT = "#222222"
@@ -146,8 +146,43 @@ def caption_label() -> QLabel:
     return lab
 
 
+class ElidedLabel(QLabel):
+    """One line of text that never asks its layout for more width: too long, it is elided at
+    the right and the whole text is its tooltip. A plain QLabel's minimum width is its text's,
+    so a long hover line or status message widened the centre and squeezed the docks."""
+
+    def __init__(self, text: str = " ", parent=None):
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        self._full = text
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(0, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(0, super().sizeHint().height())
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        super().resizeEvent(ev)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = max(self.contentsRect().width() - 2, 0)
+        shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, room)
+        self.setToolTip(self._full if shown != self._full else "")
+        super().setText(shown)
+
+
 def info_label() -> QLabel:
-    lab = QLabel(" ")
+    lab = ElidedLabel(" ")
     lab.setStyleSheet("color:#333; padding:2px 8px; background:white;")
     return lab
 

@@ -22,6 +22,7 @@ from kvviz.result import Result
 
 from ._common import (NoteStack, caption_label, hover_point, hover_tip, info_label, link_x_ranges,
                       stack_vertically, style_plot, view_box_of)
+from .time_range import SharedTimeRange
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -277,12 +278,27 @@ class OccupancyView(QWidget):
         self._rebin.setInterval(40)
         self._rebin.timeout.connect(self._rebin_visible)
         pi.getViewBox().sigXRangeChanged.connect(lambda *_: self._rebin.start())
+        pi.getViewBox().sigXRangeChanged.connect(self._range_moved)
         self.plot.scene().sigMouseMoved.connect(self._on_move)
+        self.shared_range: SharedTimeRange | None = None  # the zoom kept across re-runs (the window's)
+        self._building = False
 
     # --- public API ---------------------------------------------------------------------
 
     def set_result(self, result: Result) -> None:
+        self._building = True
+        try:
+            self._set_result(result)
+        finally:
+            self._building = False
+
+    def _range_moved(self, *_):
+        if self.shared_range is not None and not self._building and self._res is not None and self.isVisible():
+            self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._t_end / self.scale)
+
+    def _set_result(self, result: Result) -> None:
         self.result = result
+        self.info.setText(" ")
         tr = result.trace
         res = tr.residency
         if not len(res):
@@ -319,7 +335,10 @@ class OccupancyView(QWidget):
         else:
             self.separators.setData([], [])
         pi.getAxis("left").setTicks([[(i, str(i)) for i in range(n)]] if n <= MAX_SEPARATED else None)
-        pi.setXRange(0, end, padding=0.02)
+        if self.shared_range is not None:
+            self.shared_range.apply(pi.getViewBox(), self.scale, end)
+        else:
+            pi.setXRange(0, end, padding=0.02)
         pi.setYRange(-0.5, self._n_slots - 0.5, padding=0.02)
         self._update_labels()
 

@@ -129,6 +129,13 @@ class BarsTab(QStackedWidget):
         self.addWidget(policies)
 
     @staticmethod
+    def unavailable(result: Result) -> str | None:
+        """Why this tab has nothing for `result` (one line), or None when it applies."""
+        if BarsTab.title_for(result) == "Policies" or getattr(result.scenario, "kind", None) == "ladder":
+            return None
+        return "The ladder applies to ladder scenarios; Policies to runs that compare placement policies"
+
+    @staticmethod
     def title_for(result: Result) -> str:
         policies = result.metrics_dict().get("policies")
         return "Policies" if isinstance(policies, dict) and policy_rows(policies) else "Ladder"

@@ -97,6 +97,13 @@ class RopeBoundView(QWidget):
             w.valueChanged.connect(lambda *_: self._timer.start())
         self.log_y.toggled.connect(lambda *_: self.redraw())
 
+    @staticmethod
+    def unavailable(result: Result) -> str | None:
+        """Why this view has nothing for `result` (one line), or None when it applies."""
+        if getattr(result.scenario, "kind", None) in KINDS:
+            return None
+        return "The RoPE bound applies to rope_window and ladder scenarios"
+
     def set_result(self, result: Result) -> None:
         self.result = result
         kind = getattr(result.scenario, "kind", None)

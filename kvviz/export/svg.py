@@ -6,6 +6,9 @@
 - Physical size: layout units are CSS px (1/96 in); width/height attributes are in inches,
   so a 960-px-wide figure is 10 in wide and a 300-dpi PNG of it is 3000 px wide.
 - A time range [t0, t1] shows only what overlaps it, clipped to the plot.
+- Readable at any span count: on a lane with many spans of a kind in view, spans merge per
+  pixel column into coverage bars, and marks closer than a pixel into one
+  (kvviz.level_of_detail, as the app's timeline draws them); the legend wraps.
 """
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from html import escape
 
 import numpy as np
 
-from ..palette import instant_color, span_color
+from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
+from ..palette import instant_color, instant_legend_name, span_color
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, time_unit
@@ -25,6 +29,7 @@ RIGHT, TOP, BOTTOM = 24, 70, 52
 CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and the legend
 LABEL_CHAR_W = 6.6  # the same at 11 px, for labels inside bars
 MAX_LABELLED = 400  # write labels inside bars only for figures with this few spans
+LEGEND_ROW = 18  # px between wrapped legend rows
 MAX_TOOLTIPS = 5000  # hover titles per bar only up to this many (they triple the file size)
 
 
@@ -59,9 +64,9 @@ def _bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1) -> list[str]:
     return out
 
 
-def _layout(lanes: np.ndarray, lane_h: float) -> tuple[list, dict, float]:
+def _layout(lanes: np.ndarray, lane_h: float, top: float) -> tuple[list, dict, float]:
     """Rows (group headers and lanes) from the top of the plot; lane index -> y."""
-    rows, lane_y, y, last = [], {}, float(TOP), None
+    rows, lane_y, y, last = [], {}, float(top), None
     for i, (name, group) in enumerate(lanes.tolist()):
         if group != last:
             rows.append(("group", group, y))
@@ -83,10 +88,16 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
     left = int(24 + CHAR_W * max((len(n) for n in tr.lanes["name"]), default=8))
     plot_w = width - left - RIGHT
     groups = len(set(tr.lanes["group"].tolist()))
+    sp = tr.spans[(tr.spans["end"] >= t0) & (tr.spans["start"] <= t1)]
+    ins = tr.instants[(tr.instants["t"] >= t0) & (tr.instants["t"] <= t1)]
+    present_spans = [SPAN_KINDS[k] for k in np.unique(sp["kind"])]
+    present_inst = [INSTANT_KINDS[k] for k in np.unique(ins["kind"])]
+    legend, legend_rows = _legend(present_spans, present_inst, left, width - RIGHT)
+    top = TOP + LEGEND_ROW * (legend_rows - 1)  # a wrapped legend pushes the plot down
     lane_h = float(LANE_H)
     if height is not None:  # fit the lanes to the asked height
-        lane_h = max(8.0, (height - TOP - BOTTOM - groups * GROUP_H) / max(len(tr.lanes), 1))
-    rows, lane_y, plot_bottom = _layout(tr.lanes, lane_h)
+        lane_h = max(8.0, (height - top - BOTTOM - groups * GROUP_H) / max(len(tr.lanes), 1))
+    rows, lane_y, plot_bottom = _layout(tr.lanes, lane_h, top)
     height = int(height if height is not None else plot_bottom + BOTTOM)
     bar_h = lane_h * 0.62
 
@@ -99,8 +110,8 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
            f'<rect id="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
            f'<text x="{left}" y="24" font-size="16" font-weight="bold" fill="#222">'
            f'{escape(title or result.scenario.name)}</text>',
-           f'<defs><clipPath id="plot"><rect x="{left}" y="{TOP}" width="{plot_w}" '
-           f'height="{_f(plot_bottom - TOP)}"/></clipPath></defs>']
+           f'<defs><clipPath id="plot"><rect x="{left}" y="{top}" width="{plot_w}" '
+           f'height="{_f(plot_bottom - top)}"/></clipPath></defs>']
 
     out.append('<g id="lanes" font-size="13" fill="#333">')
     for kind, text, ry in rows:
@@ -111,32 +122,51 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
                        f'fill="#f5f6f8"/><text x="18" y="{_f(ry + lane_h / 2 + 4.5)}">{escape(text)}</text>')
     out.append("</g>")
 
-    sp = tr.spans[(tr.spans["end"] >= t0) & (tr.spans["start"] <= t1)]
-    present_spans = [SPAN_KINDS[k] for k in np.unique(sp["kind"])]
     tooltips = len(sp) <= MAX_TOOLTIPS
     out.append('<g id="spans" clip-path="url(#plot)">')
     for kind in present_spans:
         s = sp[sp["kind"] == SPAN_KINDS.index(kind)]
-        xs, xe = xof(np.clip(s["start"], t0, t1)), xof(np.clip(s["end"], t0, t1))
-        ys = np.array([lane_y[int(i)] for i in s["lane"]]) + (lane_h - bar_h) / 2
-        out.append(f'<g id="spans-{kind}" fill="{span_color(kind)}" stroke="#ffffff" stroke-width="0.4">')
-        cols = zip(xs.tolist(), xe.tolist(), ys.tolist(), s["label"].tolist(), s["start"].tolist(), s["end"].tolist())
-        for a, b, y, lab, st, en in cols:
-            rect = f'<rect class="span" x="{_f(a)}" y="{_f(y)}" width="{_f(max(b - a, 0.5))}" height="{_f(bar_h)}"'
-            if not tooltips:
-                out.append(rect + "/>")
-                continue
-            tip = f"{kind} {_f(st / scale)}–{_f(en / scale)} {unit}" + (f": {tr.labels[lab]}" if lab >= 0 else "")
-            out.append(f"{rect}><title>{escape(tip)}</title></rect>")
-        out.append("</g>")
+        s = s[np.lexsort((s["start"], s["lane"]))]
+        xs, xe = xof(np.clip(s["start"], t0, t1)) - left, xof(np.clip(s["end"], t0, t1)) - left
+        narrow = split_narrow(xs, xe, 1.0)
+        for lane in np.unique(s["lane"][narrow]).tolist():  # a few narrow spans on a lane stay separate
+            on = narrow & (s["lane"] == lane)
+            if on.sum() <= MERGE_ABOVE:
+                narrow &= ~on
+        out.append(f'<g id="spans-{kind}" fill="{span_color(kind)}">')
+        # spans under 2 px merge per lane into coverage bars, without the white outlines that
+        # would paint a dense lane white; wider ones are drawn one by one, outlined
+        lanes = s["lane"][narrow]
+        if len(lanes):
+            out.append('<g class="coverage">')
+            for lane in np.unique(lanes).tolist():
+                on = narrow & (s["lane"] == lane)
+                y = lane_y[int(lane)] + (lane_h - bar_h) / 2
+                for x0, x1 in zip(*coverage(xs[on], xe[on], 1.0)):
+                    out.append(f'<rect class="span" x="{_f(left + x0)}" y="{_f(y)}" width="{_f(x1 - x0)}" '
+                               f'height="{_f(bar_h)}"/>')
+            out.append("</g>")
+        wide = s[~narrow]
+        out.append('<g class="spans" stroke="#ffffff" stroke-width="0.4">')
+        if len(wide):
+            ys = np.array([lane_y[int(i)] for i in wide["lane"]]) + (lane_h - bar_h) / 2
+            for x0, x1, y, lab, st, en in zip(xs[~narrow].tolist(), xe[~narrow].tolist(), ys.tolist(),
+                                              wide["label"].tolist(), wide["start"].tolist(), wide["end"].tolist()):
+                rect = (f'<rect class="span" x="{_f(left + x0)}" y="{_f(y)}" width="{_f(max(x1 - x0, 0.5))}" '
+                        f'height="{_f(bar_h)}"')
+                if not tooltips:
+                    out.append(rect + "/>")
+                    continue
+                tip = f"{kind} {_f(st / scale)}–{_f(en / scale)} {unit}" + (f": {tr.labels[lab]}" if lab >= 0 else "")
+                out.append(f"{rect}><title>{escape(tip)}</title></rect>")
+        out.append("</g></g>")
     out.append("</g>")
     if len(sp) <= MAX_LABELLED:
         out.extend(_bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1))
 
-    ins = tr.instants[(tr.instants["t"] >= t0) & (tr.instants["t"] <= t1)]
-    present_inst = [INSTANT_KINDS[k] for k in np.unique(ins["kind"])]
     for kind in present_inst:
         s = ins[ins["kind"] == INSTANT_KINDS.index(kind)]
+        s = s[thin_marks(s["lane"], xof(s["t"]), 1.0)]  # one mark per lane and pixel column
         out.append(f'<g id="instants-{kind}" fill="{instant_color(kind)}">')
         out.extend(marker(kind, x, lane_y[int(lane)] + (lane_h - bar_h) / 2 - 1)
                    for x, lane in zip(xof(s["t"]).tolist(), s["lane"].tolist()))
@@ -151,15 +181,27 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
     out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
                f'stroke="none">time ({unit})</text></g>')
 
-    out.append('<g id="legend" font-size="12" fill="#333">')
-    x = float(left)
-    for kind in present_spans:
-        out.append(f'<rect class="legend-swatch" x="{_f(x)}" y="40" width="14" height="11" '
-                   f'fill="{span_color(kind)}"/><text x="{_f(x + 19)}" y="50">{kind}</text>')
-        x += 32 + CHAR_W * len(kind)
-    for kind in present_inst:
-        out.append(f'<g fill="{instant_color(kind)}">{marker(kind, x + 6, 45.5)}</g>'
-                   f'<text x="{_f(x + 15)}" y="50">{kind}</text>')
-        x += 28 + CHAR_W * len(kind)
-    out.append("</g></svg>")
+    out.extend(legend)
+    out.append("</svg>")
     return "\n".join(out)
+
+
+def _legend(spans: list[str], instants: list[str], left: float, right: float) -> tuple[list[str], int]:
+    """The legend's SVG, wrapped onto as many rows as the width needs, and the row count."""
+    items = [("span", k, k, 32 + CHAR_W * len(k)) for k in spans]
+    items += [("mark", k, name, 28 + CHAR_W * len(name))
+              for k, name in ((k, instant_legend_name(k, spans)) for k in instants)]
+    out, x, row = ['<g id="legend" font-size="12" fill="#333">'], float(left), 0
+    for what, kind, name, w in items:
+        if x > left and x + w - 12 > right:  # (the last item's trailing gap may overhang)
+            x, row = float(left), row + 1
+        y = 50 + LEGEND_ROW * row
+        if what == "span":
+            out.append(f'<rect class="legend-swatch" x="{_f(x)}" y="{y - 10}" width="14" height="11" '
+                       f'fill="{span_color(kind)}"/><text x="{_f(x + 19)}" y="{y}">{escape(name)}</text>')
+        else:
+            out.append(f'<g fill="{instant_color(kind)}">{marker(kind, x + 6, y - 4.5)}</g>'
+                       f'<text x="{_f(x + 15)}" y="{y}">{escape(name)}</text>')
+        x += w
+    out.append("</g>")
+    return out, row + 1

@@ -241,6 +241,25 @@ class EngramWindowScenario(ScenarioBase):
 MODEL = EngramWindowScenario
 
 
+def initial_range(result: Result) -> tuple[int, int] | None:
+    """Where a view of this run opens (ns): the first decode step's window, its pool fetch and
+    any stall, with a margin. The whole run is a 14 ms ribbon on which a 1.8 µs CXL fetch and the
+    point of the mechanism (the fetch against layers 0..k-1) are invisible."""
+    sp = result.trace.spans
+    steps = sp[sp["kind"] == SPAN_KINDS.index("decode")]
+    if not len(steps):
+        return None
+    first_end = int(steps["end"].min())
+    kinds = [SPAN_KINDS.index(k) for k in ("fetch", "stall", "prefetch")]
+    near = sp[np.isin(sp["kind"], kinds) & (sp["start"] < first_end)]
+    if not len(near):
+        return None
+    return 0, int(near["end"].max() * 1.25)
+
+
+INITIAL_RANGE = initial_range
+
+
 # --- geometry: layer times, tokens, rows -------------------------------------------------
 
 def layer_times_ns(m: ModelShape) -> np.ndarray:

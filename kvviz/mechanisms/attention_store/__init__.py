@@ -14,6 +14,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from ...errors import ScenarioError
 from ...result import Result
 from .model import AttentionStoreScenario
@@ -25,6 +27,21 @@ from .workload_figures import workload_figures
 MODEL = AttentionStoreScenario
 # A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
 PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
+
+def initial_range(result: Result) -> tuple[int, int] | None:
+    """Where a view of this run opens (ns): the chosen job's prefill iteration, its layer-wise
+    loads and a margin. The whole run is hours long; the mechanism's point is a few hundred ms."""
+    tr = result.trace
+    lanes = [i for i, name in enumerate(tr.lanes["name"].tolist()) if "layer" in name]
+    layers = tr.spans[np.isin(tr.spans["lane"], lanes)]
+    if not len(layers):
+        return None
+    t0, t1 = int(layers["start"].min()), int(layers["end"].max())
+    pad = max((t1 - t0) // 2, 1_000_000)
+    return max(0, t0 - pad), t1 + pad
+
+
+INITIAL_RANGE = initial_range
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000

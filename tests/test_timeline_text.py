@@ -1,0 +1,72 @@
+"""The timeline's words: labels stay inside the plot, the axis says its unit once, the legend
+lists each kind once, the status bar counts in good English (issue 12, "Figures")."""
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QRectF  # noqa: E402
+from PySide6.QtGui import QFontMetrics, QFont, QTransform  # noqa: E402
+
+from kvviz import load_scenario, simulate  # noqa: E402
+from app.timeline import SpanLayer, TimelineView  # noqa: E402
+
+from .conftest import SCENARIOS  # noqa: E402
+from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
+
+
+class _RecordingPainter:
+    """What _paint_labels asks of a QPainter, recording where text goes."""
+
+    def __init__(self, xf: QTransform):
+        self.xf, self.rects = xf, []
+
+    def transform(self):
+        return self.xf
+
+    def fontMetrics(self):  # noqa: N802
+        return QFontMetrics(QFont())
+
+    def drawText(self, rect, flags, text):  # noqa: N802
+        self.rects.append((QRectF(rect), text))
+
+    def save(self): pass
+    def restore(self): pass
+    def resetTransform(self): pass  # noqa: N802
+    def setPen(self, pen): pass  # noqa: N802
+
+
+def test_a_label_of_a_span_starting_left_of_the_view_stays_in_the_view(qtbot):
+    layer = SpanLayer("#0072B2", np.array([0]), np.array([0.0]), np.array([100.0]), ["a long span label"])
+    xf = QTransform.fromScale(10, 20) * QTransform.fromTranslate(200, 0)  # data x 0 at device x 200
+    p = _RecordingPainter(xf)
+    layer._paint_labels(p, 40.0, 100.0)  # the view shows 40..100: device x 600..1200
+    assert p.rects and all(r.left() >= 600 for r, _ in p.rects)
+
+
+def test_the_time_axis_shows_its_unit_without_a_scale_factor(qtbot):
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 400)
+    tl.show()
+    tl.set_result(simulate(load_scenario(SCENARIOS / "engram_qwen3_32b_cxl.toml")))
+    tl.plot.getPlotItem().getViewBox().setXRange(0.0, 0.002, padding=0)  # 2 µs of a ms axis
+    qtbot.wait(20)
+    assert "(x" not in tl.plot.getPlotItem().getAxis("bottom").labelString()
+
+
+def test_a_kind_that_is_both_a_span_and_a_mark_is_listed_as_both_once(qtbot):
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.set_result(simulate(load_scenario(SCENARIOS / "engram_qwen3_32b_cxl.toml")))
+    words = [w.split("</span>&nbsp;")[-1] for w in tl.legend.text().split("&nbsp;&nbsp; ")]
+    assert "issue" in words and "issue mark" in words and len(words) == len(set(words))
+
+
+def test_one_check_is_said_in_the_singular(window, qtbot, tmp_path):
+    f = tmp_path / "one.toml"
+    f.write_text('kind = "rope_window"\n[[expect]]\nmetric = "speedup"\nequals = 8.0\n')
+    old = window.result
+    window.open(str(f))
+    _wait_new_result(qtbot, window, old)
+    assert window.status.text().endswith("; 1 check passes")

@@ -1,0 +1,196 @@
+"""The window keeps what the user made: rung overrides across a Ladder edit, the timeline's
+zoom across re-runs, the docks' widths under a long hover line; and it never shows one
+scenario's leftovers beside another's parameters (issue 12, "data loss and broken layout")."""
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+from .conftest import SCENARIOS  # noqa: E402
+from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
+
+SMALL_STORE = ('kind = "attention_store"\npolicies = ["recompute", "scheduler_aware"]\n'
+               '[workload]\nconversations = {n}\n[serving]\ncompare_truncation = false\n')
+
+
+def _open(window, qtbot, path):
+    old = window.result
+    assert window.open(str(path))
+    return _wait_new_result(qtbot, window, old)
+
+
+def test_ladder_drag_keeps_every_rungs_overrides(window, qtbot, tmp_path):
+    first = _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")
+    overrides = [r["overrides"] for r in window.panel.data()["rungs"]]
+    assert any(overrides)
+    window.show_view("ladder")
+    window.ladder.drag_rung(0, 52.5, finish=True)
+    r = _wait_new_result(qtbot, window, first)
+    rungs = window.panel.data()["rungs"]
+    assert [x["overrides"] for x in rungs] == overrides
+    assert rungs[0]["hbm_hit_pct"] == 52.5 and [x["hbm_hit_pct"] for x in rungs[1:]] == [80, 87, 93, 97]
+    # the simulated rungs still differ from each other (they collapsed to one value before)
+    assert len({m["simulated"]["hbm_hit_pct"] for m in r.metrics["rungs"]}) == 5
+    window.panel.save(str(tmp_path / "saved.toml"))
+    assert (tmp_path / "saved.toml").read_text().count("overrides = [") == 5
+
+
+def test_a_long_hover_line_never_squeezes_the_docks(window, qtbot):
+    params = window.findChild(type(window.metrics_dock), "dock-parameters")
+    qtbot.wait(50)
+    before = (params.width(), window.metrics_dock.width(), window.width())
+    window.timeline.info.setText("GPU · prefill + decode: compute 1.0–2.0 s — " + "conversation 123 turn 4; " * 40)
+    window.status.setText("⚠ " + "a very long message " * 40)
+    qtbot.wait(50)
+    assert (params.width(), window.metrics_dock.width(), window.width()) == before
+    assert window.timeline.info.toolTip()  # the whole line stays readable
+
+
+def test_reset_layout_restores_the_default_dock_widths(window, qtbot):
+    params = window.findChild(type(window.metrics_dock), "dock-parameters")
+    qtbot.wait(50)
+    default = params.width()
+    window.resizeDocks([params], [window.panel.minimumWidth()], Qt.Horizontal)
+    qtbot.wait(50)
+    assert params.width() < default - 20
+    params.hide()
+    window.act_reset_layout.trigger()
+    qtbot.wait(50)
+    assert params.isVisible() and abs(params.width() - default) <= 2
+
+
+def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
+    vb = window.timeline.plot.getPlotItem().getViewBox()
+    vb.setXRange(100.0, 150.0, padding=0)  # µs, in the 16-token example's 0-400 µs run
+    old = window.result
+    window.panel.set_value("storage.latency_us", 30)
+    window.panel.flush()
+    r = _wait_new_result(qtbot, window, old)
+    assert r.metrics["naive_stall_us"] == 480.0
+    assert vb.viewRange()[0] == pytest.approx([100.0, 150.0])
+    window.show_view("occupancy")  # the linked view, drawn now, keeps it too
+    assert vb.viewRange()[0] == pytest.approx([100.0, 150.0])
+    window.show_view("timeline")
+    _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")
+    lo, hi = vb.viewRange()[0]
+    assert lo <= 0 and hi * window.timeline.scale >= window.result.trace.t_end  # the whole new run
+
+
+def test_engram_opens_on_the_first_steps_window_and_home_shows_the_whole_run(window, qtbot):
+    r = _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_rdma.toml")
+    vb = window.timeline.plot.getPlotItem().getViewBox()
+    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    fetch = r.trace.spans_of("RDMA pool → GPU (P2P) · L2 rows", "fetch")[0]
+    assert lo <= 0 and fetch["end"] < hi < 400_000  # the fetch against the window, not 14 ms
+    window.act_whole_run.trigger()
+    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    assert lo <= 0 and hi >= r.trace.t_end
+
+
+def test_tabs_that_have_nothing_for_a_kind_are_disabled_saying_why(window, qtbot):
+    from app.window import TABS
+    _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_cxl.toml")
+    for name in ("ladder", "rope bound"):
+        i = TABS.index(name)
+        assert not window.tabs.isTabEnabled(i) and window.tabs.tabToolTip(i)
+    _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
+    assert all(window.tabs.isTabEnabled(TABS.index(n)) for n in ("ladder", "rope bound"))
+
+
+def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
+    f = tmp_path / "as.toml"
+    f.write_text(SMALL_STORE.format(n=40))
+    _open(window, qtbot, f)
+    old = window.result
+    from kvviz.mechanisms.attention_store import GPU_LANE
+    window.timeline.picked.emit(GPU_LANE, 120)
+    picked = _wait_new_result(qtbot, window, old)
+    assert window.panel.data()["serving"]["detail_job"] == 120 and picked.metrics["detail"]["turn_row"] == 120
+    window.panel.set_value("workload.conversations", 5)  # far fewer than 120 turns
+    window.panel.flush()
+    r = _wait_new_result(qtbot, window, picked)
+    assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
+    assert r.scenario.workload.conversations == 5
+    assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
+
+
+def test_a_run_refused_at_a_field_is_marked_there(window, qtbot, tmp_path):
+    f = tmp_path / "as.toml"
+    f.write_text(SMALL_STORE.format(n=5) + "detail_job = 500\n")
+    old = window.result
+    window.open(str(f))
+    qtbot.waitUntil(lambda: not window.runner.busy(), timeout=30_000)
+    assert window.result is old  # nothing ran: the file's own pick is the user's to fix
+    assert "does not exist" in window.panel.error_text("serving.detail_job")
+
+
+def test_scenario_picker_follows_the_open_file(window, qtbot, tmp_path):
+    seed = window.picker.currentText()
+    assert seed == "rope_prefetch_16"
+    window.panel.set_value("storage.latency_us", 30)  # unsaved
+    window.ask_unsaved = lambda: QMessageBox.Cancel
+    i = window.picker.findText("ladder_seed")
+    window.picker.setCurrentIndex(i)
+    window.picker.activated.emit(i)
+    assert window.picker.currentText() == seed and window.panel.path().endswith("rope_prefetch_16.toml")
+    window.ask_unsaved = lambda: QMessageBox.Discard
+    mine = tmp_path / "mine.toml"
+    mine.write_text((SCENARIOS / "rope_prefetch_16.toml").read_text())
+    _open(window, qtbot, mine)
+    assert window.picker.currentText() == "mine.toml" and window.picker.currentData() == str(mine)
+
+
+def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path):
+    window.pin()
+    window.timeline.info.setText("flash · prefetch + demand: fetch 0.000–25.000 µs")
+    window.sweep.configure([("storage.latency_us", "10,20")], "speedup")
+    window.show_view("sweep")
+    with qtbot.waitSignal(window.sweep.finished, timeout=60_000):
+        window.sweep.run()
+    assert window.sweep.result is not None
+    window.show_view("timeline")
+    f = tmp_path / "as.toml"
+    f.write_text(SMALL_STORE.format(n=20))
+    old = window.result
+    window.open(str(f))
+    # while the new run is pending, the window says the views are the previous scenario's
+    assert window.stale_note.isVisible() and "rope_prefetch_16" in window.stale_note.text()
+    _wait_new_result(qtbot, window, old)
+    assert not window.stale_note.isVisible()
+    assert window.timeline.info.text().strip() == ""
+    assert window.compare.pinned is None  # A was another kind of run: nothing to line up
+    assert window.sweep.result is None and not window.sweep.plot.getPlotItem().listDataItems()
+    assert window.sweep.p1.currentText() != "storage.latency_us"
+
+
+def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbot, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('kind = "rope_window"\n[cache]\nslots = 0\n[storage]\nlatency_us = 7\n')
+    assert window.open(str(bad))
+    assert window.panel.path() == str(bad)
+    assert window.panel.data()["storage"]["latency_us"] == 7
+    assert window.panel.error_text("cache.slots")
+    assert "cache.slots" in window.status.text()
+    assert window.stale_note.isVisible()  # the old result is not this file's
+    old = window.result
+    window.panel.set_value("cache.slots", 8)  # fixed where it is shown
+    window.panel.flush()
+    r = _wait_new_result(qtbot, window, old)
+    assert r.scenario.storage.latency_us == 7 and not window.stale_note.isVisible()
+
+
+def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
+    with qtbot.waitSignal(window.replay.finished, timeout=60_000):
+        window.show_view("replay")
+    assert {r.policy for r in window.replay.results} == {"lru", "fifo", "belady"}
+    assert window.replay.plot.getPlotItem().listDataItems()
+
+
+def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot):
+    old = window.result
+    window.panel.set_value("sequence.length", 19_000_000)
+    window.panel.flush()
+    qtbot.waitUntil(lambda: "too large" in window.panel.error_text("sequence.length"), timeout=30_000)
+    assert "GB of memory" in window.panel.error_text("sequence.length") and window.result is old
