@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
-from PySide6.QtCore import QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPaintEngine, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
-from kvviz.level_of_detail import merge_runs, merge_to_pixels  # noqa: F401  (merge_runs: the timeline's API)
+from kvviz.level_of_detail import merge_runs, merge_to_pixels, thin_marks  # noqa: F401  (merge_runs: the timeline's API)
 from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
@@ -230,6 +230,12 @@ class TimelineView(QWidget):
         self._building = False
         self._end = 1.0
         self.plot.getPlotItem().getViewBox().sigXRangeChanged.connect(self._range_moved)
+        self.marks: list = []  # (scatter item, lanes, times) per instant kind, times sorted
+        self._thin = QTimer(self)  # re-thin the marks once a zoom or pan settles
+        self._thin.setSingleShot(True)
+        self._thin.setInterval(40)
+        self._thin.timeout.connect(self._thin_marks)
+        self.plot.getPlotItem().getViewBox().sigXRangeChanged.connect(lambda *_: self._thin.start())
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the time unit (views that share an axis pass the
@@ -244,6 +250,17 @@ class TimelineView(QWidget):
     def show_whole_run(self) -> None:
         if self.result is not None:
             self.plot.getPlotItem().getViewBox().setXRange(0, self._end, padding=0.02)
+
+    def _thin_marks(self, *_):
+        """Instants in view, one per lane and pixel column (as spans merge when zoomed out):
+        ~160,000 AttentionStore marks would otherwise be drawn on every repaint."""
+        vb = self.plot.getPlotItem().getViewBox()
+        (lo, hi), _ = vb.viewRange()
+        px = (hi - lo) / max(vb.width(), 1.0)
+        for item, lanes, x in self.marks:
+            a, b = np.searchsorted(x, lo, "left"), np.searchsorted(x, hi, "right")
+            keep = a + thin_marks(lanes[a:b], x[a:b], px)
+            item.setData(x=x[keep], y=lanes[keep] - BAR / 2 - 0.08)
 
     def _range_moved(self, *_):
         # only the visible timeline holds the current result's units; a hidden one follows links
@@ -284,12 +301,14 @@ class TimelineView(QWidget):
             self.layers.append(layer)
             entries.append(f'<span style="color:{span_color(kind)}; font-size:14px">■</span>&nbsp;{kind}')
         ins = tr.instants
+        self.marks = []
         for k in np.unique(ins["kind"]):
             s = ins[ins["kind"] == k]
             kind = INSTANT_KINDS[k]
-            item = pg.ScatterPlotItem(x=s["t"] / scale, y=s["lane"] - BAR / 2 - 0.08, size=9,
-                                      symbol=SYMBOLS.get(kind, "o"), pen=pg.mkPen("w", width=0.5),
+            item = pg.ScatterPlotItem(size=9, symbol=SYMBOLS.get(kind, "o"), pen=pg.mkPen("w", width=0.5),
                                       brush=instant_color(kind))
+            order = np.argsort(s["t"], kind="stable")
+            self.marks.append((item, s["lane"][order].astype(np.int64), s["t"][order] / scale))
             pi.addItem(item)
             name = instant_legend_name(kind, (SPAN_KINDS[k] for k in np.unique(sp["kind"])))
             entries.append(f'<span style="color:{instant_color(kind)}; font-size:13px">{MARKS.get(kind, "●")}</span>'
@@ -306,6 +325,7 @@ class TimelineView(QWidget):
             pi.setXRange(0, end, padding=0.02)
         rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
         pi.setYRange(-0.6, rows - 0.4, padding=0)
+        self._thin_marks()
 
     def zoom_to(self, lane_name: str, ref: int, margin: float = 0.15) -> bool:
         """Show the spans with this ref on this lane (e.g. one job), with a margin; False if none."""

@@ -456,3 +456,24 @@ def test_screenshots_are_not_blank(qtbot, results):
     rb = shown(qtbot, RopeBoundView, results["rope_prefetch_16"])
     px = plot_area(rb, rb.plot, rb.plot.getPlotItem().getViewBox())
     assert has_colour(px, "#0072b2", tol=30) and has_colour(px, "#d55e00", tol=30)
+
+
+def test_timeline_draws_one_instant_per_lane_and_pixel_column_when_zoomed_out(qtbot):
+    # 50,000 hits 1 ns apart on each of two lanes (and a span so the run has a length): zoomed
+    # out they fall into ~1 pixel column per lane; zoomed onto 20 ns, each is its own mark.
+    tb = TraceBuilder()
+    a, b = tb.lane("a", "GPU"), tb.lane("b", "GPU")
+    tb.span(a, 0, 1_000_000, "compute")
+    for t in range(50_000):
+        tb.instant(a, t, "hit")
+        tb.instant(b, t, "hit")
+    tl = shown(qtbot, TimelineView, synthetic(tb.build()))
+    vb = tl.plot.getPlotItem().getViewBox()
+    drawn = sum(len(item.data) for item, *_ in tl.marks)
+    columns = vb.width()
+    assert 2 <= drawn <= 2 * (0.05 * columns + 2)  # 50 µs of a 1 ms run: 5% of the columns, per lane
+    lo, hi = 10_000 / tl.scale, 10_019 / tl.scale
+    vb.setXRange(lo, hi, padding=0)
+    tl._thin_marks()
+    xs = np.concatenate([item.data["x"] for item, *_ in tl.marks])
+    assert len(xs) == 2 * 20 and xs.min() >= lo and xs.max() <= hi
