@@ -23,6 +23,8 @@ def timed(fn):
 
 
 def main():
+    from machine import describe
+    print(describe())
     # The naive path of a 99,990-token sequence is one serial fetch span per position.
     sc = parse_scenario({"kind": "rope_window", "name": "bench: 100,000 spans",
                          "sequence": {"length": 99_990, "queries": [50_000, 60_000],
@@ -44,6 +46,24 @@ def main():
     print(f"Perfetto JSON: {secs * 1000:.0f} ms, {len(js) / 1e6:.1f} MB")
     secs, tables = timed(lambda: trace_csv(r.trace))
     print(f"CSV: {secs * 1000:.0f} ms, {sum(len(t) for t in tables.values()) / 1e6:.1f} MB")
+    flagship()
+
+
+def flagship():
+    """The bundled AttentionStore run: its figures against the time to simulate it."""
+    from kvviz import load_scenario
+    os.environ.setdefault("KVVIZ_WORKERS", str(os.cpu_count() or 1))
+    sim, r = timed(lambda: simulate(load_scenario("scenarios/attention_store_sharegpt.toml")))
+    print(f"attention_store_sharegpt ({len(r.trace.spans):,} spans, {len(r.trace.instants):,} instants): "
+          f"simulated in {sim:.2f} s")
+    secs, svg = timed(lambda: timeline_svg(r))
+    with tempfile.TemporaryDirectory() as d:
+        png = Path(d) / "t.png"
+        secs_png, _ = timed(lambda: render(svg, str(png), "png", 300))
+        print(f"  SVG {secs:.2f} s ({len(svg) / 1e6:.2f} MB); PNG at 300 dpi {secs_png:.2f} s "
+              f"({os.path.getsize(png) / 1e3:.0f} kB): figure ÷ simulation = {(secs + secs_png) / sim:.2f}")
+    secs, js = timed(lambda: perfetto_json(r))
+    print(f"  Perfetto JSON {secs:.2f} s, {len(js) / 1e6:.0f} MB")
 
 
 if __name__ == "__main__":
