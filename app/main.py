@@ -104,7 +104,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
         axes = [a.split("=", 1) for a in sweep]
         if any(len(a) != 2 for a in axes) or (view == "sweep" and not (axes and metric)):
-            raise ScenarioError("--view sweep needs --sweep PATH=VALUES (once or twice) and --metric", "kvviz-gui",
+            raise ScenarioError("--view sweep needs --sweep PATH=VALUES (once per axis) and --metric", "kvviz-gui",
                                 "--sweep")
         if view == "sweep":
             base = read_toml(path)

@@ -9,7 +9,9 @@ import typing
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSlider,
+                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt
 from pydantic import BaseModel
 
 from kvviz import ScenarioError
@@ -85,6 +87,12 @@ class SweepView(QWidget):
         form.addWidget(self.metric_box, 2, 1)
         form.addWidget(QLabel("run on"), 3, 0)
         form.addWidget(self.run_on, 3, 1)
+        self.more = QLineEdit()
+        self.more.setPlaceholderText("path=1,2,4; path2=start:stop  (a slider each over the heat map)")
+        self.more.setToolTip("Third and further parameters (with a second one): the heat map shows one slice "
+                             "of the grid, picked with a slider per parameter")
+        form.addWidget(QLabel("more axes"), 3, 2)
+        form.addWidget(self.more, 3, 3)
         buttons = QHBoxLayout()
         for w in (self.jobs.run_btn, self.jobs.cancel_btn, self.jobs.progress):
             buttons.addWidget(w)
@@ -99,8 +107,11 @@ class SweepView(QWidget):
             self.plot.getPlotItem().getAxis(ax).setPen("#444")
         self.bar = None
         self.legend = None  # added on the first multi-series sweep
+        self.sliders_box = QGridLayout()  # one slider per axis beyond the second
+        self.sliders: list[tuple[QSlider, QLabel]] = []
         lay = QVBoxLayout(self)
         lay.addLayout(form)
+        lay.addLayout(self.sliders_box)
         lay.addWidget(self.plot, 1)
         self.data: dict | None = None
         self.source = "<scenario>"
@@ -148,6 +159,8 @@ class SweepView(QWidget):
         if self.job is not None:
             self.jobs.cancel()
         self.result = None
+        self._make_sliders(())
+        self.more.clear()
         self.plot.getPlotItem().clear()
         if self.legend is not None:
             self.legend.clear()
@@ -164,6 +177,7 @@ class SweepView(QWidget):
         if len(params) > 1:
             self.p2.setCurrentText(params[1][0])
             self.v2.setText(params[1][1])
+        self.more.setText("; ".join(f"{p}={v}" for p, v in params[2:]))
         self.metric_box.setCurrentText(metric)
 
     def run(self):
@@ -173,6 +187,7 @@ class SweepView(QWidget):
             axes = [Axis(self.p1.currentText().strip(), parse_values(self.v1.text(), "values"))]
             if self.use2.isChecked():
                 axes.append(Axis(self.p2.currentText().strip(), parse_values(self.v2.text(), "values")))
+            axes += self._more_axes(len(axes))
         except ScenarioError as e:
             self.status.setText(f"⚠ {e}")
             return
@@ -181,6 +196,7 @@ class SweepView(QWidget):
         self.jobs.cancel_note = "" if executor == "local" else " (runs already on the cluster finish there)"
         self._axes, self._metric = tuple(axes), metric
         self._partial = [None] * grid_size(self._axes)
+        self._make_sliders(self._axes[2:])
         self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
                                                    executor=executor, on_result=self._point.emit),
                         "sweep", self._on_done)
@@ -200,7 +216,7 @@ class SweepView(QWidget):
             m = len(self._axes[1].values)
             values = [flat[i:i + m] for i in range(0, len(flat), m)]
         else:
-            values = flat
+            values = flat  # one axis, or three and more (row-major: _draw slices it)
         series = ()
         if "*" in self._metric:
             done = next((v for v in flat if isinstance(v, list)), None)
@@ -223,12 +239,66 @@ class SweepView(QWidget):
         self._partial = None
         self._redraw.stop()
         self.result = res
-        runs = len(res.values) * (1 if res.series or len(res.axes) == 1 else len(res.axes[1].values))
-        self.status.setText(f"{runs} runs done")
+        self.status.setText(f"{grid_size(res.axes)} runs done")
         self._draw(res)
         self.finished.emit(res)
 
+    def _more_axes(self, given: int) -> list[Axis]:
+        text = self.more.text().strip()
+        if not text:
+            return []
+        if given < 2:
+            raise ScenarioError("more axes need a second parameter (the heat map they slice)", "more axes")
+        out = []
+        for part in filter(None, (p.strip() for p in text.split(";"))):
+            path, eq, values = part.partition("=")
+            if not eq or not path.strip():
+                raise ScenarioError(f"expected path=values, got {part!r}", "more axes")
+            out.append(Axis(path.strip(), parse_values(values, f"more axes: {path.strip()}")))
+        return out
+
+    def _make_sliders(self, extra: tuple) -> None:
+        for slider, label in self.sliders:
+            slider.deleteLater()
+            label.deleteLater()
+        self.sliders = []
+        for row, axis in enumerate(extra):
+            slider = QSlider(Qt.Horizontal)
+            slider.setRange(0, len(axis.values) - 1)
+            label = QLabel()
+            slider.valueChanged.connect(self._slice_moved)
+            self.sliders_box.addWidget(label, row, 0)
+            self.sliders_box.addWidget(slider, row, 1)
+            self.sliders.append((slider, label))
+        self._label_sliders(extra)
+
+    def _label_sliders(self, extra: tuple) -> None:
+        for (slider, label), axis in zip(self.sliders, extra):
+            label.setText(f"{axis.path} = {format_value(axis.values[slider.value()])}")
+
+    def _slice_moved(self, *_):
+        if self._axes:
+            self._label_sliders(self._axes[2:])
+        if self._partial is not None and self.job is not None:
+            self._draw_partial()
+        elif self.result is not None:
+            self._draw(self.result)
+
+    def _slice(self, res):
+        """A grid of three or more axes as the 2-D grid the sliders pick (row-major layout)."""
+        a, b, *extra = res.axes
+        picks = [slider.value() for slider, _ in self.sliders][:len(extra)] + [0] * (len(extra) - len(self.sliders))
+        inner = 0
+        for axis, k in zip(extra, picks):
+            inner = inner * len(axis.values) + k
+        block = grid_size(extra)
+        values = [[res.values[(i * len(b.values) + j) * block + inner] for j in range(len(b.values))]
+                  for i in range(len(a.values))]
+        return SweepResult((a, b), res.metric, values, res.series)
+
     def _draw(self, res):
+        if len(res.axes) > 2:
+            res = self._slice(res)
         pi = self.plot.getPlotItem()
         pi.clear()
         if self.bar is not None:

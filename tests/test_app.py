@@ -220,6 +220,25 @@ def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
     assert "--executor: unknown executor 'carrier-pigeon'" in sw.status.text()
 
 
+def test_sweep_view_slices_a_three_axis_grid_with_a_slider(window, qtbot):
+    sw = window.sweep
+    window.show_view("sweep")
+    sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3"), ("storage.latency_us", "25,50")],
+                 "prefetch_stall_us")
+    with qtbot.waitSignal(sw.finished, timeout=60_000) as sig:
+        sw.run()
+    res = sig.args[0]
+    assert len(res.axes) == 3 and len(res.values) == 18 and sw.status.text() == "18 runs done"
+    slider, label = sw.sliders[0]
+    assert label.text() == "storage.latency_us = 25"
+    first = sw._slice(res).values
+    slider.setValue(1)
+    assert label.text() == "storage.latency_us = 50"
+    second = sw._slice(res).values
+    # slot-starved prefetch stalls scale with the storage latency: the slider picks the slice
+    assert first != second and second[0] == [res.values[(0 * 3 + j) * 2 + 1] for j in range(3)]
+
+
 def test_sweep_view_offers_nested_metrics_and_families(window, qtbot):
     sw = window.sweep
     sw.set_scenario(window.panel.data(), "<t>", type(window.result.scenario),
