@@ -59,6 +59,9 @@ class JobControls(QObject):
         self.cancel_btn.clicked.connect(self.cancel)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(200)
+        # its minimum width is not the tab's: a bar appearing for a run must not widen the tab
+        # and so push the docks narrower (seen in a real window)
+        self.progress.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
         self.progress.setVisible(False)
         self.status = QLabel()
         self.status.setStyleSheet("color:#444;")

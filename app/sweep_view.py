@@ -9,8 +9,8 @@ import typing
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSlider,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSizePolicy,
+                               QSlider, QVBoxLayout, QWidget)
 from PySide6.QtCore import Qt
 from pydantic import BaseModel
 
@@ -93,14 +93,18 @@ class SweepView(QWidget):
                              "of the grid, picked with a slider per parameter")
         form.addWidget(QLabel("more axes"), 3, 2)
         form.addWidget(self.more, 3, 3)
+        form.addWidget(self.status, 4, 0, 1, 4)  # its own row: progress, ETA and errors always have room
         buttons = QHBoxLayout()
-        for w in (self.jobs.run_btn, self.jobs.cancel_btn, self.jobs.progress):
+        for w in (self.jobs.run_btn, self.jobs.cancel_btn):
             buttons.addWidget(w)
-        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.jobs.progress, 1)
         form.addLayout(buttons, 2, 2, 1, 2)
         form.setColumnStretch(3, 1)
 
         self.plot = pg.PlotWidget(background="w")
+        # its size hint grows with a colour bar or wider tick labels: never let that take room
+        # from the docks (the plot fills what the tab has anyway)
+        self.plot.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Expanding)
         self.plot.getPlotItem().showGrid(x=True, y=True, alpha=0.2)
         for ax in ("left", "bottom"):
             self.plot.getPlotItem().getAxis(ax).setTextPen("#222")

@@ -73,3 +73,10 @@ def test_an_edit_typed_in_the_window_keeps_the_zoom(report):
     e = report["edit"]
     assert e["reran"]
     assert e["zoom_after"] == pytest.approx(e["zoom_before"])
+
+
+def test_a_sweep_never_resizes_the_docks_and_says_it_is_done(report):
+    sw = report["sweep"]
+    assert sw["ran"] and sw["status"] == "18 runs done" and sw["status_width"] > 50
+    for key in ("params", "metrics", "window"):
+        assert sw["after"][key] == sw["before"][key], (key, sw)

@@ -93,6 +93,23 @@ def main(paths: list[str]) -> int:
     settle(200)
     out["edit"] = {"field": spin, "reran": win.result is not old, "zoom_before": list(zoom),
                    "zoom_after": list(vb.viewRange()[0])}
+
+    # a sweep of three axes in the Sweep tab: its chart, slider and status must not move the docks
+    win.show_view("sweep")
+    settle(200)
+    before = geometry()
+    win.sweep.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3"), ("storage.latency_us", "25,50")],
+                        "prefetch_stall_us")
+    done = []
+    win.sweep.finished.connect(done.append)
+    win.sweep.run()
+    for _ in range(1200):
+        if done:
+            break
+        QTest.qWait(50)
+    settle(200)
+    out["sweep"] = {"ran": bool(done), "before": before, "after": geometry(), "status": win.sweep.status.text(),
+                    "status_width": win.sweep.status.width()}
     win.close()
     print(json.dumps(out))
     return 0
