@@ -65,7 +65,7 @@ class Model(Section):
         # A preset supplies defaults; anything written in the file or by --set wins.
         if isinstance(data, dict):
             preset = data.get("preset", "llama-13b")
-            if preset in PRESETS:
+            if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
                 data = {**PRESETS[preset], **data}
         return data
 
