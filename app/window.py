@@ -318,6 +318,8 @@ class MainWindow(QMainWindow):
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""
         name = TABS[self.tabs.currentIndex()]
+        if name == "replay":
+            self.replay.draw_sample_once()
         if self.result is None or name not in self._stale:
             return
         self._stale.discard(name)
