@@ -46,8 +46,9 @@ class ReplayView(QWidget):
                                    "LRU/FIFO/Belady (the same counts, slower)")
         self.engine_box.currentIndexChanged.connect(lambda _: self._fill_policies())
         self.policy_list = QListWidget()
-        self.policy_list.setMinimumWidth(230)
-        self.policy_list.setMaximumWidth(320)
+        self.policy_list.setFixedWidth(240)  # the plot keeps the room; a long description is elided
+        self.policy_list.setTextElideMode(Qt.ElideRight)
+        self.policy_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._fill_policies()
         self.capacities = QLineEdit("auto")
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
@@ -88,7 +89,7 @@ class ReplayView(QWidget):
         self.legend = pi.addLegend(offset=(-10, 8), brush=pg.mkBrush(255, 255, 255, 230),
                                    pen=pg.mkPen("#cccccc"), labelTextColor="#222222", labelTextSize="9.5pt")
         side = QVBoxLayout()
-        side.addWidget(QLabel("policies (tick any; hover for what each does)"))
+        side.addWidget(QLabel("policies (hover for a description)"))
         side.addWidget(self.policy_list, 1)
         body = QHBoxLayout()
         body.addLayout(side)

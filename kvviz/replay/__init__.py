@@ -34,6 +34,9 @@ from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, read_cs
 
 POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
+# Below this many request-replays in all, starting worker processes (~1 s each: numpy and
+# libCacheSim imported anew) costs more than it saves.
+PARALLEL_WORK = 5_000_000
 # Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
 MAX_FOOTPRINTS = 1000
 
@@ -162,7 +165,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     """Every policy at every capacity, in that order (policy-major). LRU's points come from one
     pass over the trace (exact; `one_pass_lru=False` replays each); the others are independent
     replays through `executor` (default: a local process pool of `workers`, see
-    kvviz.executor.workers). `on_result(index, ReplayResult)` streams each point as it is
+    kvviz.executor.workers, once the work is worth starting processes for). `on_result(index, ReplayResult)` streams each point as it is
     known; `progress(done, total)` follows, and either may raise to stop."""
     from ..executor import map_indexed
 
@@ -206,6 +209,8 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
         else:
             trace = _PythonTrace(reqs, d)
         tasks = [(trace, *slots[i]) for i in todo]
+        if workers is None and executor is None and len(reqs) * len(tasks) < PARALLEL_WORK:
+            workers = 1
         map_indexed(_run_task, tasks, executor=executor, n_workers=workers,
                     on_result=lambda k, counts: deliver(todo[k], _result(*slots[todo[k]], reqs, counts, engine)))
     return out
