@@ -112,3 +112,10 @@ def test_unknown_format_exit_2(tmp_path, capsys):
     p = write(tmp_path, "notes.txt", "hello world\n")
     assert main(["replay", str(p), "--capacity", "10"]) == 2
     assert f"{p}: line 1: not a trace format kvviz knows" in capsys.readouterr().err
+
+
+def test_integer_ids_are_objects_by_value_and_07_is_not_7(tmp_path):
+    r = read_requests(write(tmp_path, "n.csv", "time,id,size\n0,70,1\n1,7,1\n2,70,1\n3,99999999999,1\n"))
+    assert len(set(r.ids.tolist())) == 3 and r.ids[0] == r.ids[2]
+    r = read_requests(write(tmp_path, "z.csv", "time,id,size\n0,07,1\n1,7,1\n2,0,1\n3,7,1\n"))
+    assert r.ids.tolist() == [0, 1, 2, 1]  # "07" and "7" are two objects

@@ -37,6 +37,9 @@ STACK = "stack distances"               # the engine label of a one-pass LRU cur
 # Below this many request-replays in all, starting worker processes (~1 s each: numpy and
 # libCacheSim imported anew) costs more than it saves.
 PARALLEL_WORK = 5_000_000
+# The one-pass LRU curve costs about as much as 10 libCacheSim LRU runs, or 2 Python ones
+# (benchmarks/bench_replay.py): below that many capacities each is replayed instead.
+ONE_PASS_FROM = {LIBCACHESIM: 10, PYTHON: 2}
 # Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
 MAX_FOOTPRINTS = 1000
 
@@ -99,7 +102,8 @@ def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> 
         counts = kernels.run(policy, reqs.id_list, reqs.size_list, capacity)
     else:
         from .libcachesim_engine import Trace
-        with Trace(reqs.ids, reqs.sizes, reqs.times) as trace:
+        from .libcachesim_engine import ORACLE
+        with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
             counts = trace.run(policy, capacity)
     return _result(policy, capacity, reqs, counts, engine)
 
@@ -161,9 +165,10 @@ def _run_task(task) -> tuple[int, int]:
 
 def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine: str = "auto",
                      executor=None, workers: int | None = None, on_result=None,
-                     one_pass_lru: bool = True) -> list[ReplayResult]:
+                     one_pass_lru: bool | None = None) -> list[ReplayResult]:
     """Every policy at every capacity, in that order (policy-major). LRU's points come from one
-    pass over the trace (exact; `one_pass_lru=False` replays each); the others are independent
+    pass over the trace (exact) when there are enough capacities for it to pay (ONE_PASS_FROM;
+    `one_pass_lru` True or False decides instead); other points are independent
     replays through `executor` (default: a local process pool of `workers`, see
     kvviz.executor.workers, once the work is worth starting processes for). `on_result(index, ReplayResult)` streams each point as it is
     known; `progress(done, total)` follows, and either may raise to stop."""
@@ -174,6 +179,8 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     caps = list(capacities)
     for c in caps:
         _check_capacity(reqs, c)
+    if one_pass_lru is None:
+        one_pass_lru = len(set(caps)) >= ONE_PASS_FROM[engine]
     slots = [(p, c) for p in names for c in caps]
     out: list = [None] * len(slots)
     done = [0]
@@ -204,8 +211,9 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
         return out
     with tempfile.TemporaryDirectory(prefix="kvviz-replay-") as d:
         if engine == LIBCACHESIM:
-            from .libcachesim_engine import Trace
-            trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d)
+            from .libcachesim_engine import ORACLE, Trace
+            trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,
+                          future=any(slots[i][0] in ORACLE for i in todo))
         else:
             trace = _PythonTrace(reqs, d)
         tasks = [(trace, *slots[i]) for i in todo]

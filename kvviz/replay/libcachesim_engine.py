@@ -70,7 +70,13 @@ def hashpower(n_objects: int) -> int:
     return min(28, max(10, math.ceil(math.log2(max(n_objects, 1))) + 1))
 
 
-def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: np.ndarray | None) -> None:
+# Policies that read the future (each request's next request); the others ignore that field,
+# so it is computed (a sort of the whole trace) only for these.
+ORACLE = {"belady", "beladysize"}
+
+
+def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: np.ndarray | None,
+                         future: bool = True) -> None:
     n = len(ids)
     rec = np.empty(n, dtype=RECORD)
     # libCacheSim's clock is whole seconds in 32 bits; kvviz's semantics ignore time, so a
@@ -82,9 +88,12 @@ def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: n
         rec["time"] = np.clip(np.floor(t - (t[0] if n else 0)), 0, 2**32 - 1)
     rec["id"] = ids
     rec["size"] = sizes
-    nxt = next_use_array(ids)
-    nxt[nxt == n] = -1
-    rec["next"] = nxt
+    if future:
+        nxt = next_use_array(ids)
+        nxt[nxt == n] = -1
+        rec["next"] = nxt
+    else:
+        rec["next"] = -1
     rec.tofile(path)
 
 
@@ -92,16 +101,18 @@ class Trace:
     """A request trace written once as oracleGeneral, replayed at any policy and capacity.
     Picklable (a path and counts), so process-pool workers share the one file."""
 
-    def __init__(self, ids, sizes, times=None, directory: str | None = None):
+    def __init__(self, ids, sizes, times=None, directory: str | None = None, objects: int | None = None,
+                 future: bool = True):
         ids, sizes = np.asarray(ids), np.asarray(sizes, dtype=np.int64)
         if len(sizes) and int(sizes.max()) > MAX_SIZE:
             raise ValueError(f"libCacheSim holds object sizes below 4 GiB (largest here {int(sizes.max())} B)")
         fd, self.path = tempfile.mkstemp(suffix=".oracleGeneral", dir=directory)
         os.close(fd)
-        write_oracle_general(self.path, ids, sizes, times)
+        write_oracle_general(self.path, ids, sizes, times, future)
+        self.future = future
         self.requests = len(ids)
         self.bytes = int(sizes.sum())
-        self.objects = int(len(np.unique(ids))) if len(ids) else 0
+        self.objects = objects if objects is not None else (int(len(np.unique(ids))) if len(ids) else 0)
         self.largest = int(sizes.max()) if len(sizes) else 0
         self.owner = os.getpid()
 
@@ -121,6 +132,8 @@ class Trace:
     def run(self, policy: str, capacity: int) -> tuple[int, int]:
         """(misses, bytes missed). libCacheSim reports ratios; counts come back exactly for any
         trace below 2^52 requests and bytes."""
+        if policy in ORACLE and not self.future:
+            raise ValueError(f"{policy} needs the trace written with future=True")
         if capacity >= max(GUARD_BYTES, GUARD_OBJECTS * self.largest):
             ratios = replay_file(self.path, policy, capacity, hashpower(self.objects))
         else:
