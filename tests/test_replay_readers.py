@@ -119,3 +119,23 @@ def test_integer_ids_are_objects_by_value_and_07_is_not_7(tmp_path):
     assert len(set(r.ids.tolist())) == 3 and r.ids[0] == r.ids[2]
     r = read_requests(write(tmp_path, "z.csv", "time,id,size\n0,07,1\n1,7,1\n2,0,1\n3,7,1\n"))
     assert r.ids.tolist() == [0, 1, 2, 1]  # "07" and "7" are two objects
+
+
+def test_chunked_reading_gives_the_same_requests_and_lines(tmp_path, monkeypatch):
+    from kvviz.replay import trace_readers
+    rows = [f"{t},{k},{(k * 7) % 13 + 1}" for t, k in enumerate([5, 3, 5, 8, 3, 5, 12, 5, 8] * 20)]
+    mixed = rows[:90] + [f"{t},x{t % 4},2" for t in range(90, 100)] + rows[100:]  # ints, then names
+    for body in (rows, mixed):
+        p = write(tmp_path, "c.csv", "time,id,size\n" + "\n".join(body) + "\n")
+        whole = read_requests(p)
+        monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)  # a few rows per chunk
+        parts = read_requests(p)
+        monkeypatch.undo()
+        assert parts.sizes.tolist() == whole.sizes.tolist() and parts.times.tolist() == whole.times.tolist()
+        # the same partition of requests into objects (dense numbering may differ)
+        assert len(set(zip(parts.ids.tolist(), whole.ids.tolist()))) == whole.objects == parts.objects
+    bad = rows[:150] + ["150,5,x"] + rows[151:]
+    p = write(tmp_path, "bad.csv", "time,id,size\n" + "\n".join(bad) + "\n")
+    monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)
+    with pytest.raises(Exception, match="line 152: size: expected a number"):
+        read_requests(p)

@@ -4,7 +4,7 @@ counts (a test holds them to each other); libCacheSim is 5-30x faster and has ~3
 """
 from __future__ import annotations
 
-import importlib.util
+import functools
 
 from ..errors import ScenarioError
 from . import kernels
@@ -12,12 +12,21 @@ from . import kernels
 LIBCACHESIM = "libcachesim"
 PYTHON = "python"
 ENGINES = ("auto", LIBCACHESIM, PYTHON)
+# Other names people type for a policy.
+ALIASES = {"2q": "twoq", "tinylfu": "wtinylfu", "lru-k": "lruk", "clock-pro": "clockpro", "opt": "belady",
+           "min": "belady"}
 FALLBACK_NOTE = ("note: libcachesim is not installed: replaying with kvviz's own Python LRU, FIFO and "
                  "Belady (pip install 'kvviz[replay]' for libCacheSim's engine and its policies)")
 
 
+@functools.cache
 def has_libcachesim() -> bool:
-    return importlib.util.find_spec("libcachesim") is not None
+    """Installed and importable (a broken install falls back too)."""
+    try:
+        import libcachesim  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def resolve(engine: str = "auto") -> str:
@@ -53,14 +62,8 @@ def canonical(name: str, engine: str = "auto", source: str = "--policy") -> str:
     engine = resolve(engine)
     known = policies(engine)
     key = name.strip().lower()
-    if engine == LIBCACHESIM:
-        from .libcachesim_engine import ALIASES
-        key = ALIASES.get(key, key)
-    key = key.replace("-", "").replace("_", "")
+    key = ALIASES.get(key, key).replace("-", "").replace("_", "")
     if key in known:
         return key
-    if engine == PYTHON and has_libcachesim() is False:
-        hint = " (more with libcachesim installed: pip install 'kvviz[replay]')"
-    else:
-        hint = ""
+    hint = " (more with libcachesim installed: pip install 'kvviz[replay]')" if not has_libcachesim() else ""
     raise ScenarioError(f"unknown policy {name!r} (one of: {', '.join(known)}){hint}", source)

@@ -33,18 +33,14 @@ import libcachesim as lcs
 
 from ..errors import ScenarioError
 from .kernels import next_use_array
+from .trace_readers import ORACLE_RECORD
 
 VERSION = lcs.__version__
-# oracleGeneral: uint32 clock_time, uint64 obj_id, uint32 obj_size, int64 next_access_vtime
-# (-1: never again), packed little-endian.
-RECORD = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+RECORD = ORACLE_RECORD  # next request: -1 for never again
 MAX_SIZE = 2**32 - 1
 GUARD_OBJECTS = 4
 GUARD_BYTES = 4096
 GUARD_SECONDS = 60
-# Aliases people type for the same policy.
-ALIASES = {"2q": "twoq", "tinylfu": "wtinylfu", "w-tinylfu": "wtinylfu", "lru-k": "lruk", "s3-fifo": "s3fifo",
-           "clock-pro": "clockpro", "opt": "belady", "min": "belady"}
 
 
 @functools.cache
@@ -105,7 +101,8 @@ class Trace:
                  future: bool = True):
         ids, sizes = np.asarray(ids), np.asarray(sizes, dtype=np.int64)
         if len(sizes) and int(sizes.max()) > MAX_SIZE:
-            raise ValueError(f"libCacheSim holds object sizes below 4 GiB (largest here {int(sizes.max())} B)")
+            raise ScenarioError(f"libCacheSim holds objects below 4 GiB; the largest here is {int(sizes.max()):,} B "
+                                f"(--engine python has no such limit)")
         fd, self.path = tempfile.mkstemp(suffix=".oracleGeneral", dir=directory)
         os.close(fd)
         write_oracle_general(self.path, ids, sizes, times, future)

@@ -90,15 +90,14 @@ def read_csv(path: str | Path) -> Requests:
     if not body:
         raise ScenarioError("the trace has no requests", str(path), "line 2")
     width = len(header)
+    it, ii, isz = (header.index(c) for c in COLUMNS)
     if b'"' in body:
         cols = _quoted_columns(path, body, width)
+        times, sizes = _numbers(path, cols[it], "time", np.float64, float), _numbers(path, cols[isz], "size", np.int64, int)
+        ids = _Ids()
+        ids.add(cols[ii])
     else:
-        _check_widths(path, body, width)
-        fields = body.replace(b"\n", b",").split(b",")
-        cols = [fields[i::width] for i in range(width)]
-    it, ii, isz = (header.index(c) for c in COLUMNS)
-    times = _numbers(path, cols[it], "time", np.float64, float)
-    sizes = _numbers(path, cols[isz], "size", np.int64, int)
+        times, sizes, ids = _read_chunks(path, body, width, it, ii, isz)
     bad = np.flatnonzero(sizes < 0)
     if len(bad):
         raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + 2}")
@@ -107,26 +106,70 @@ def read_csv(path: str | Path) -> Requests:
         i = back[0] + 1
         raise ScenarioError(f"time goes backwards ({times[i]} after {times[i - 1]}); requests must be in time "
                             f"order", str(path), f"line {i + 2}")
-    ids = _dense_ids(cols[ii])
-    return Requests(ids, sizes, times, str(path))
+    return Requests(ids.dense(), sizes, times, str(path))
 
 
-def _dense_ids(col: list) -> np.ndarray:
-    """Ids as 0..objects-1. Integer ids (the usual case) through numpy, twice as fast as a dict
-    of a million byte strings; any other id by first request."""
-    joined = b"\n".join(col)
-    # digits only and no leading zero, so two different strings are never one number ("07", "7")
-    if joined.replace(b"\n", b"").isdigit() and not re.search(rb"(?:^|\n)0[0-9]", joined):
-        try:
-            return np.unique(np.fromiter(map(int, col), np.int64, len(col)), return_inverse=True)[1].astype(np.int64)
-        except OverflowError:  # beyond 64 bits
-            pass
-    index = dict.fromkeys(col)
-    index.update(zip(index, range(len(index))))
-    return np.fromiter(map(index.__getitem__, col), np.int64, len(col))
+CHUNK_BYTES = 8 << 20  # rows are split and parsed this many bytes at a time: a few million small
+                       # objects alive at once, not tens of millions
 
 
-def _check_widths(path: Path, body: bytes, width: int) -> None:
+def _read_chunks(path: Path, body: bytes, width: int, it: int, ii: int, isz: int):
+    times, sizes, ids = [], [], _Ids()
+    start, line = 0, 2
+    while start < len(body):
+        end = body.find(b"\n", start + CHUNK_BYTES)
+        end = len(body) if end < 0 else end
+        chunk = body[start:end]
+        _check_widths(path, chunk, width, line)
+        fields = chunk.replace(b"\n", b",").split(b",")
+        times.append(_numbers(path, fields[it::width], "time", np.float64, float, line))
+        sizes.append(_numbers(path, fields[isz::width], "size", np.int64, int, line))
+        ids.add(fields[ii::width])
+        line += len(times[-1])
+        start = end + 1
+    return np.concatenate(times), np.concatenate(sizes), ids
+
+
+class _Ids:
+    """Object ids as 0..objects-1, chunk by chunk. Integer ids (the usual case) go through numpy,
+    twice as fast as a dict of byte strings; digits only and no leading zero, so two different
+    strings are never one number ("07", "7"). Any other id, by first request, through a dict."""
+
+    def __init__(self):
+        self.ints: list[np.ndarray] | None = []
+        self.index: dict = {}
+        self.dense_chunks: list[np.ndarray] = []
+
+    def add(self, col: list) -> None:
+        if self.ints is not None:
+            joined = b"\n".join(col)
+            if joined.replace(b"\n", b"").isdigit() and not re.search(rb"(?:^|\n)0[0-9]", joined) \
+                    and max(map(len, col)) < 19:  # fits int64
+                self.ints.append(np.fromiter(map(int, col), np.int64, len(col)))
+                return
+            earlier, self.ints = self.ints, None  # from here on, by dict: earlier ints as their strings
+            for arr in earlier:
+                self._by_dict([b"%d" % v for v in arr.tolist()])
+        self._by_dict(col)
+
+    def _by_dict(self, col: list) -> None:
+        index = self.index
+        index.update(zip(dict.fromkeys(k for k in col if k not in index), range(len(index), len(index) + len(col))))
+        self.dense_chunks.append(np.fromiter(map(index.__getitem__, col), np.int64, len(col)))
+
+    def dense(self) -> np.ndarray:
+        if self.ints is not None:
+            ints = np.concatenate(self.ints)
+            if len(ints) and int(ints.max()) < 8 * len(ints) + 1024:
+                # ids packed closely (the usual case): rank by a presence table, no sort
+                present = np.zeros(int(ints.max()) + 1, dtype=bool)
+                present[ints] = True
+                return (np.cumsum(present) - 1)[ints].astype(np.int64)
+            return np.unique(ints, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        return np.concatenate(self.dense_chunks)
+
+
+def _check_widths(path: Path, body: bytes, width: int, first_line: int = 2) -> None:
     """Every row has `width` fields: commas per line counted on the bytes, without a Python loop."""
     b = np.frombuffer(body, dtype=np.uint8)
     newlines, commas = np.flatnonzero(b == ord("\n")), np.flatnonzero(b == ord(","))
@@ -145,7 +188,7 @@ def _check_widths(path: Path, body: bytes, width: int) -> None:
     wrong = np.flatnonzero(fields != width)
     if len(wrong):
         i = int(wrong[0])
-        raise ScenarioError(f"expected {width} fields, got {fields[i]}", str(path), f"line {i + 2}")
+        raise ScenarioError(f"expected {width} fields, got {fields[i]}", str(path), f"line {i + first_line}")
 
 
 def _quoted_columns(path: Path, body: bytes, width: int) -> list:
@@ -156,11 +199,11 @@ def _quoted_columns(path: Path, body: bytes, width: int) -> list:
     return [[c.encode() for c in col] for col in zip(*rows)]
 
 
-def _numbers(path: Path, col: list, name: str, dtype, conv) -> np.ndarray:
+def _numbers(path: Path, col: list, name: str, dtype, conv, first_line: int = 2) -> np.ndarray:
     try:
         return np.fromiter(map(conv, col), dtype, len(col))
     except (ValueError, OverflowError):
-        for n, x in enumerate(col, 2):
+        for n, x in enumerate(col, first_line):
             try:
                 conv(x)
             except (ValueError, OverflowError):
