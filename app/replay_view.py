@@ -168,8 +168,9 @@ class ReplayView(QWidget):
         def work(progress):
             reqs = read_trace(path)
             caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
-            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit)
-            return reqs, results
+            skipped: list = []
+            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped)
+            return reqs, results, skipped
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 
     def cancel(self):
@@ -187,12 +188,16 @@ class ReplayView(QWidget):
         self._draw()
 
     def _on_done(self, payload):
-        reqs, results = payload
-        self.results = results
-        self.save_btn.setEnabled(bool(results))
-        engines = sorted({r.engine for r in results})
-        self.status.setText(f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {reqs.footprint:,} B · "
-                            f"{len(results)} replays · {', '.join(engines)}")
+        reqs, results, skipped = payload
+        self.results = [r for r in results if r is not None]
+        self.save_btn.setEnabled(bool(self.results))
+        engines = sorted({r.engine for r in self.results})
+        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {reqs.footprint:,} B · "
+                f"{len(self.results)} replays · {', '.join(engines)}")
+        if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
+            policy, cap, why = skipped[0]
+            text += f" · ⚠ {len(skipped)} point(s) skipped, e.g. {policy} at {cap:,} B: {why}"
+        self.status.setText(text)
         self._draw()
         self.finished.emit(results)
 

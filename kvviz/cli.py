@@ -247,7 +247,13 @@ def cmd_replay(args) -> int:
     caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
     reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token)
     caps += parse_capacities(args.capacities, reqs) if args.capacities else []
-    results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers)
+    skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
+    results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped)
+    for policy, cap, why in skipped or ():
+        print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+    results = [r for r in results if r is not None]
+    if not results:
+        raise ScenarioError("no policy could run at any of the capacities given", "kvviz replay", "--capacities")
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0

@@ -140,3 +140,13 @@ def test_a_libcachesim_crash_at_a_tiny_capacity_is_a_message(golden, capsys):
     with pytest.raises(ScenarioError, match="lfuda failed at capacity 10 B: crashed"):
         replay(read_requests(golden), "lfuda", 10)
     assert replay(read_requests(golden), "s3fifo", 100).misses == 4  # room for all: first requests only
+
+
+def test_a_curve_skips_the_points_libcachesim_refuses(golden, capsys):
+    assert main(["replay", str(golden), "--policy", "s3fifo,fifo", "--capacities", "8,100", "--json"]) == 0
+    captured = capsys.readouterr()
+    got = [(o["policy"], o["capacity"]) for o in json.loads(captured.out)]
+    assert got == [("s3fifo", 100), ("fifo", 8), ("fifo", 100)]
+    assert "skipped: s3fifo at 8 B: libCacheSim 0.3.5's s3fifo failed" in captured.err
+    with pytest.raises(ScenarioError, match="s3fifo failed at capacity 8 B"):
+        miss_ratio_curve(read_requests(golden), ["s3fifo"], [8, 100])  # no skipped list: it raises

@@ -158,19 +158,25 @@ class _PythonTrace:
         return kernels.run(policy, ids, sizes, capacity)
 
 
-def _run_task(task) -> tuple[int, int]:
+def _run_task(task) -> tuple[int, int] | str:
+    """(misses, bytes missed), or the message of an engine that refused this point."""
     trace, policy, capacity = task
-    return trace.run(policy, capacity)
+    try:
+        return trace.run(policy, capacity)
+    except ScenarioError as e:
+        return e.message
 
 
 def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine: str = "auto",
                      executor=None, workers: int | None = None, on_result=None,
-                     one_pass_lru: bool | None = None) -> list[ReplayResult]:
+                     one_pass_lru: bool | None = None, skipped: list | None = None) -> list[ReplayResult]:
     """Every policy at every capacity, in that order (policy-major). LRU's points come from one
     pass over the trace (exact) when there are enough capacities for it to pay (ONE_PASS_FROM;
     `one_pass_lru` True or False decides instead); other points are independent
     replays through `executor` (default: a local process pool of `workers`, see
-    kvviz.executor.workers, once the work is worth starting processes for). `on_result(index, ReplayResult)` streams each point as it is
+    kvviz.executor.workers, once the work is worth starting processes for). A point the engine
+    refuses (libCacheSim at a capacity about one object small) raises, or, given a `skipped`
+    list, is left None there and (policy, capacity, message) appended to it. `on_result(index, ReplayResult)` streams each point as it is
     known; `progress(done, total)` follows, and either may raise to stop."""
     from ..executor import map_indexed
 
@@ -185,7 +191,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     out: list = [None] * len(slots)
     done = [0]
 
-    def deliver(i: int, r: ReplayResult):
+    def deliver(i: int, r: ReplayResult | None):
         out[i] = r
         done[0] += 1
         if on_result:
@@ -219,6 +225,14 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
         tasks = [(trace, *slots[i]) for i in todo]
         if workers is None and executor is None and len(reqs) * len(tasks) < PARALLEL_WORK:
             workers = 1
-        map_indexed(_run_task, tasks, executor=executor, n_workers=workers,
-                    on_result=lambda k, counts: deliver(todo[k], _result(*slots[todo[k]], reqs, counts, engine)))
+        def arrived(k: int, counts):
+            i = todo[k]
+            if isinstance(counts, str):
+                if skipped is None:
+                    raise ScenarioError(counts, "--capacity")
+                skipped.append((*slots[i], counts))
+                deliver(i, None)
+            else:
+                deliver(i, _result(*slots[i], reqs, counts, engine))
+        map_indexed(_run_task, tasks, executor=executor, n_workers=workers, on_result=arrived)
     return out
