@@ -143,9 +143,10 @@ class _PythonTrace:
     def __init__(self, reqs: Requests, directory: str):
         self.reqs = reqs
         self.path = os.path.join(directory, "requests.npy")
-        np.save(self.path, np.stack([reqs.ids, reqs.sizes]))
 
-    def __getstate__(self):
+    def __getstate__(self):  # on the way to a worker: the file, written the first time
+        if not os.path.exists(self.path):
+            np.save(self.path, np.stack([self.reqs.ids, self.reqs.sizes]))
         return {"reqs": None, "path": self.path}
 
     def run(self, policy: str, capacity: int) -> tuple[int, int]:
