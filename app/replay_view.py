@@ -1,7 +1,7 @@
-"""Cache replay view: a (time, id, size) request trace through one cache tier, as a miss-ratio
-curve per policy (kvviz.replay, the same code as `kvviz replay`). It does not depend on the
-loaded scenario. Replays run in a background thread with progress and Cancel; the curve can
-be saved as CSV."""
+"""Cache replay view: a request trace through one cache tier, as a miss-ratio curve per policy
+(kvviz.replay, the same code as `kvviz replay`: libCacheSim where installed, with every policy
+it has). It does not depend on the loaded scenario. Replays run in a background thread with
+progress and Cancel, and each point is drawn as it arrives; the curve can be saved as CSV."""
 from __future__ import annotations
 
 import csv
@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from kvviz.io import atomic_write
-from kvviz.replay import POLICIES, footprint, miss_ratio_curve, parse_capacities, read_requests
+from kvviz.replay import miss_ratio_curve, parse_capacities, policies, read_trace
+from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
 from .views._common import LINE_COLOURS, style_plot
@@ -23,21 +24,32 @@ from .views._common import LINE_COLOURS, style_plot
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
+# Ticked when the tab opens: the classic three and the two that recent work compares them with.
+DEFAULT_POLICIES = ("lru", "fifo", "belady", "s3fifo", "sieve")
+SYMBOLS = ("o", "s", "t", "d", "+", "x", "star", "p")
 
 
 class ReplayView(QWidget):
-    finished = Signal(object)  # [ReplayResult], for tests and screenshots
-    stopped = Signal()         # done, failed or cancelled
+    finished = Signal(object)     # [ReplayResult], for tests and screenshots
+    stopped = Signal()            # done, failed or cancelled
+    point = Signal(int, object)   # (index, ReplayResult) from the worker thread, as each is known
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.path = QLineEdit(str(SAMPLE) if SAMPLE.exists() else "")
-        self.path.setPlaceholderText("CSV with header time,id,size")
+        self.path.setPlaceholderText("time,id,size CSV; libCacheSim oracleGeneral; Mooncake or Qwen JSONL")
         browse = QPushButton("Open…")
         browse.clicked.connect(self._browse)
-        self.policy_boxes = {p: QCheckBox(p) for p in POLICIES}
-        for box in self.policy_boxes.values():
-            box.setChecked(True)
+        self.engine_box = QComboBox()
+        self.engine_box.addItems(["auto", "libcachesim", "python"] if has_libcachesim() else ["python"])
+        self.engine_box.setToolTip("auto: libCacheSim's C engine where installed, else kvviz's own Python "
+                                   "LRU/FIFO/Belady (the same counts, slower)")
+        self.engine_box.currentIndexChanged.connect(lambda _: self._fill_policies())
+        self.policy_list = QListWidget()
+        self.policy_list.setFixedWidth(240)  # the plot keeps the room; a long description is elided
+        self.policy_list.setTextElideMode(Qt.ElideRight)
+        self.policy_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self._fill_policies()
         self.capacities = QLineEdit("auto")
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
                                    "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB")
@@ -51,25 +63,22 @@ class ReplayView(QWidget):
         self.save_btn = QPushButton("Save CSV…")
         self.save_btn.clicked.connect(self._save_dialog)
         self.save_btn.setEnabled(False)
+        self.point.connect(self._on_point)
 
         form = QGridLayout()
         form.addWidget(QLabel("trace"), 0, 0)
         form.addWidget(self.path, 0, 1, 1, 3)
         form.addWidget(browse, 0, 4)
-        policies = QHBoxLayout()
-        for box in self.policy_boxes.values():
-            policies.addWidget(box)
-        policies.addStretch(1)
-        form.addWidget(QLabel("policies"), 1, 0)
-        form.addLayout(policies, 1, 1)
-        form.addWidget(QLabel("capacities"), 1, 2)
-        form.addWidget(self.capacities, 1, 3, 1, 2)
+        form.addWidget(QLabel("capacities"), 1, 0)
+        form.addWidget(self.capacities, 1, 1)
+        form.addWidget(QLabel("engine"), 1, 2)
+        form.addWidget(self.engine_box, 1, 3)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
         buttons.addWidget(self.status, 1)
         form.addLayout(buttons, 2, 0, 1, 5)
-        form.setColumnStretch(3, 1)
+        form.setColumnStretch(1, 1)
 
         self.plot = pg.PlotWidget(background="w")
         pi = self.plot.getPlotItem()
@@ -79,50 +88,89 @@ class ReplayView(QWidget):
         pi.setYRange(0, 1.05, padding=0)
         self.legend = pi.addLegend(offset=(-10, 8), brush=pg.mkBrush(255, 255, 255, 230),
                                    pen=pg.mkPen("#cccccc"), labelTextColor="#222222", labelTextSize="9.5pt")
+        side = QVBoxLayout()
+        side.addWidget(QLabel("policies (hover for a description)"))
+        side.addWidget(self.policy_list, 1)
+        body = QHBoxLayout()
+        body.addLayout(side)
+        body.addWidget(self.plot, 1)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
-        lay.addWidget(self.plot, 1)
+        lay.addLayout(body, 1)
         self.results: list = []
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._opened = False  # shown once already
+        self._ran = False     # a run was asked for (the sample is then not started on its own)
 
     @property
     def job(self):
         return self.jobs.job
 
-    def draw_sample_once(self):
-        """The first time the tab is shown, with the bundled sample still chosen, draw its curves:
-        the tab never opens on an empty plot (about a second for the 20,000 requests)."""
-        if not self._opened and not self.results and self.job is None and self.path.text() == str(SAMPLE):
-            self.run()
-        self._opened = True
+    @property
+    def policy_boxes(self) -> dict[str, QListWidgetItem]:
+        """The policy list's items by name (checkable)."""
+        return {self.policy_list.item(i).data(Qt.UserRole): self.policy_list.item(i)
+                for i in range(self.policy_list.count())}
+
+    def ticked(self) -> list[str]:
+        return [name for name, item in self.policy_boxes.items() if item.checkState() == Qt.Checked]
+
+    def tick(self, names) -> None:
+        names = set(names)
+        for name, item in self.policy_boxes.items():
+            item.setCheckState(Qt.Checked if name in names else Qt.Unchecked)
+
+    def _fill_policies(self):
+        keep = set(self.ticked()) if self.policy_list.count() else set(DEFAULT_POLICIES)
+        self.policy_list.clear()
+        for name, text in policies(self.engine_box.currentText()).items():
+            item = QListWidgetItem(f"{name}  ·  {text}")
+            item.setData(Qt.UserRole, name)
+            item.setToolTip(text)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Checked if name in keep else Qt.Unchecked)
+            self.policy_list.addItem(item)
 
     # --- the view protocol: a scenario's result does not change a replay ----------------------
     def set_result(self, result) -> None:
         pass
 
+    def draw_sample_once(self):
+        """The first time the tab is shown, with the bundled sample still chosen, draw its curves:
+        the tab never opens on an empty plot."""
+        if not self._opened and not self._ran and not self.results and self.job is None \
+                and self.path.text() == str(SAMPLE):
+            self.run()
+        self._opened = True
+
     def _browse(self):
         path, _ = QFileDialog.getOpenFileName(self, "Open a request trace", str(Path(self.path.text()).parent),
-                                              "CSV (*.csv);;All files (*)")
+                                              "Traces (*.csv *.jsonl *.oracleGeneral *.bin);;All files (*)")
         if path:
             self.path.setText(path)
 
     def run(self):
+        self._ran = True
         if self.job is not None:
             return
-        policies = [p for p, box in self.policy_boxes.items() if box.isChecked()]
-        path, text = self.path.text().strip(), self.capacities.text()
-        if not policies:
+        names = self.ticked()
+        path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
+        if not names:
             self.status.setText("⚠ tick at least one policy")
             return
         if not path:
-            self.status.setText("⚠ choose a trace file (CSV with header time,id,size)")
+            self.status.setText("⚠ choose a trace file")
             return
+        self.results = []
+        self._draw()
+        emit = self.point.emit
 
         def work(progress):
-            reqs = read_requests(path)
+            reqs = read_trace(path)
             caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
-            return len(reqs), footprint(reqs), miss_ratio_curve(reqs, policies, caps, progress)
+            skipped: list = []
+            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped)
+            return reqs, results, skipped
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 
     def cancel(self):
@@ -131,11 +179,25 @@ class ReplayView(QWidget):
     def shutdown(self):
         self.jobs.shutdown()
 
+    def _on_point(self, i: int, r):
+        if self.job is None:
+            return  # a late point of a finished or cancelled run
+        if len(self.results) <= i:
+            self.results.extend([None] * (i + 1 - len(self.results)))
+        self.results[i] = r
+        self._draw()
+
     def _on_done(self, payload):
-        n, top, results = payload
-        self.results = results
-        self.save_btn.setEnabled(bool(results))
-        self.status.setText(f"{n:,} requests · footprint {top:,} B · {len(results)} replays")
+        reqs, results, skipped = payload
+        self.results = [r for r in results if r is not None]
+        self.save_btn.setEnabled(bool(self.results))
+        engines = sorted({r.engine for r in self.results})
+        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {reqs.footprint:,} B · "
+                f"{len(self.results)} replays · {', '.join(engines)}")
+        if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
+            policy, cap, why = skipped[0]
+            text += f" · ⚠ {len(skipped)} point(s) skipped, e.g. {policy} at {cap:,} B: {why}"
+        self.status.setText(text)
         self._draw()
         self.finished.emit(results)
 
@@ -144,16 +206,18 @@ class ReplayView(QWidget):
         for c in self.curves.values():
             pi.removeItem(c)
         self.curves = {}
-        if not self.results:
+        done = [r for r in self.results if r is not None]
+        if not done:
             return
         key = METRICS[self.ratio_box.currentText()]
         pi.setLabel("left", self.ratio_box.currentText())
-        for i, p in enumerate(dict.fromkeys(r.policy for r in self.results)):
-            rows = [r for r in self.results if r.policy == p]
+        for i, p in enumerate(dict.fromkeys(r.policy for r in done)):
+            rows = sorted((r for r in done if r.policy == p), key=lambda r: r.capacity)
             x = np.array([r.capacity for r in rows], dtype=float)
             y = np.array([getattr(r, key) for r in rows], dtype=float)
             colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-            self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
+            symbol = SYMBOLS[(i // len(LINE_COLOURS)) % len(SYMBOLS)]  # beyond 8 policies, colours repeat
+            self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=6,
                                      symbolBrush=colour, symbolPen="w", name=p)
         pi.enableAutoRange(x=True, y=False)  # a ratio: always the whole 0..1 scale
         pi.setYRange(0, 1.05, padding=0)
@@ -161,9 +225,11 @@ class ReplayView(QWidget):
     def csv_text(self) -> str:
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
-        w.writerow(["policy", "capacity", "requests", "misses", "request_miss_ratio", "byte_miss_ratio"])
+        w.writerow(["policy", "capacity", "requests", "misses", "request_miss_ratio", "byte_miss_ratio", "engine"])
         for r in self.results:
-            w.writerow([r.policy, r.capacity, r.requests, r.misses, r.request_miss_ratio, r.byte_miss_ratio])
+            if r is not None:
+                w.writerow([r.policy, r.capacity, r.requests, r.misses, r.request_miss_ratio, r.byte_miss_ratio,
+                            r.engine])
         return out.getvalue()
 
     def _save_dialog(self):

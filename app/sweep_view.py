@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.executors import default_spec
+from kvviz.executor import default_spec
 from kvviz.sweep import Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep
 
 from .background import JobControls

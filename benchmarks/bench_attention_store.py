@@ -1,4 +1,4 @@
-"""attention_store and replay speed.
+"""attention_store speed (cache replay: bench_replay.py).
 
 Run: .venv/bin/python benchmarks/bench_attention_store.py   (or benchmarks/run_all.py)
 Prints figures; asserts nothing about time (tests never do).
@@ -6,7 +6,6 @@ Prints figures; asserts nothing about time (tests never do).
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import numpy as np
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
-from kvviz.replay import Requests, read_requests, replay
 from machine import describe, spread
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,41 +64,9 @@ def sharegpt():
               f"per turn; time ×{secs / base[0]:.1f} for turns ×{len(wl) / base[1]:.1f}")
 
 
-def zipf_trace(n=1_000_000, objects=100_000, seed=1):
-    """Zipf(0.9)-popular ids, sizes 1..100 KB fixed per object (a typical cache-sim trace)."""
-    rng = np.random.default_rng(seed)
-    p = 1.0 / np.arange(1, objects + 1) ** 0.9
-    ids = rng.choice(objects, n, p=p / p.sum())
-    size_of = rng.integers(1_000, 100_000, objects)
-    return ids, size_of[ids]
-
-
-def replay_speed():
-    ids, sizes = zipf_trace()
-    reqs = Requests(ids.tolist(), sizes.tolist())
-    total = int(sizes.sum())
-    unique = int(np.unique(ids).size)
-    for policy in ("lru", "fifo", "belady"):
-        for frac in (0.01, 0.1):
-            cap = int(total / len(ids) * unique * frac)
-            secs, r = median_of(lambda: replay(reqs, policy, cap), repeat=3 if policy != "belady" else 1)
-            print(f"replay {policy:<6} 1,000,000 requests, capacity {frac:.0%} of footprint: "
-                  f"{len(ids) / secs / 1e6:.2f} M requests/s ({secs * 1000:.0f} ms; "
-                  f"miss ratio {r.request_miss_ratio:.3f})")
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "trace.csv"
-        with p.open("w") as f:
-            f.write("time,id,size\n")
-            f.writelines(f"{i},{k},{s}\n" for i, (k, s) in enumerate(zip(ids.tolist(), sizes.tolist())))
-        secs, _ = median_of(lambda: read_requests(p), repeat=2)
-        print(f"replay: reading the 1,000,000-row CSV: {secs * 1000:.0f} ms "
-              f"({len(ids) / secs / 1e6:.2f} M rows/s)")
-
-
 def main():
     print(describe())
     sharegpt()
-    replay_speed()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import ScenarioError
+from .replay.trace_readers import DEFAULT_KV_BYTES_PER_TOKEN
 from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
@@ -230,28 +231,50 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .replay import POLICIES, miss_ratio_curve, parse_capacities, parse_size, read_requests
+    from .replay import FALLBACK_NOTE, miss_ratio_curve, parse_capacities, parse_size, policies, read_trace
+    from .replay.engines import canonical, engine_label, has_libcachesim, resolve
 
-    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
-    for p in policies:
-        if p not in POLICIES:
-            raise ScenarioError(f"unknown policy {p!r} (one of: {', '.join(POLICIES)})", "kvviz replay", "--policy")
-    if not policies:
+    engine = resolve(args.engine)
+    if engine == "python" and args.engine == "auto":
+        print(FALLBACK_NOTE, file=sys.stderr)
+    if args.list_policies:
+        known = policies(engine)
+        if args.json:
+            print(json.dumps({"engine": engine, "policies": known}, indent=2))
+            return 0
+        w = max(len(n) for n in known)
+        print(f"policies of {engine_label(engine)}:")
+        for name, text in known.items():
+            print(f"  {name:<{w}}  {text}")
+        return 0
+    if not args.trace:
+        raise ScenarioError("name a trace file (or --list-policies)", "kvviz replay", "TRACE")
+    names = [p.strip() for p in args.policy.split(",") if p.strip()]
+    if not names:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
+    names = [canonical(p, engine, "--policy") for p in names]
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
-    reqs = read_requests(args.trace)
+    reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token)
     caps += parse_capacities(args.capacities, reqs) if args.capacities else []
-    results = miss_ratio_curve(reqs, policies, caps)
+    skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
+    results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped)
+    for policy, cap, why in skipped or ():
+        print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+    results = [r for r in results if r is not None]
+    if not results:
+        raise ScenarioError("no policy could run at any of the capacities given", "kvviz replay", "--capacities")
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    print(f"{args.trace}: {len(reqs):,} requests, policy {', '.join(policies)}")
+    print(f"{reqs.source or args.trace}: {len(reqs):,} requests, {reqs.objects:,} objects, footprint "
+          f"{reqs.footprint:,} B; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
     w = max(8, *(len(str(r.capacity)) for r in results))
-    print(f"{'policy':<7} {'capacity':>{w}}  request_miss_ratio  byte_miss_ratio")
+    pw = max(7, *(len(r.policy) for r in results))
+    print(f"{'policy':<{pw}} {'capacity':>{w}}  request_miss_ratio  byte_miss_ratio  engine")
     for r in results:
-        print(f"{r.policy:<7} {r.capacity:>{w}}  {r.request_miss_ratio:>18.6f}  {r.byte_miss_ratio:>15.6f}")
+        print(f"{r.policy:<{pw}} {r.capacity:>{w}}  {r.request_miss_ratio:>18.6f}  {r.byte_miss_ratio:>15.6f}  {r.engine}")
     return 0
 
 
@@ -344,14 +367,23 @@ def build_parser() -> argparse.ArgumentParser:
     memory_arg(w)
     w.set_defaults(fn=cmd_sweep)
 
-    rp = sub.add_parser("replay", help="replay a time,id,size request trace through one cache tier")
-    rp.add_argument("trace", help="CSV with header time,id,size (one request per row, in time order)")
-    rp.add_argument("--policy", default="lru", metavar="lru|fifo|belady",
-                    help="eviction policy, or several: lru,fifo,belady (default lru)")
+    rp = sub.add_parser("replay", help="replay a request trace through one cache tier (libCacheSim where installed)")
+    rp.add_argument("trace", nargs="?", help="CSV with header time,id,size; libCacheSim oracleGeneral binary; or a "
+                    "Mooncake / Qwen-Bailian JSONL request trace (as KV blocks)")
+    rp.add_argument("--policy", default="lru", metavar="NAME[,NAME...]",
+                    help="eviction policies, e.g. lru,fifo,belady,s3fifo,sieve,arc (default lru; see --list-policies)")
     rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB)")
     rp.add_argument("--capacities", metavar="A,B,C|auto",
                     help="several capacities: a miss-ratio curve; auto = 12 from 0.1%% of the footprint to all of it")
-    rp.add_argument("--json", action="store_true", help="print one JSON object per capacity")
+    rp.add_argument("--json", action="store_true", help="print one JSON object per policy and capacity (with the engine)")
+    rp.add_argument("--list-policies", action="store_true", help="list the policies of the engine, with a description each")
+    rp.add_argument("--engine", default="auto", choices=("auto", "libcachesim", "python"),
+                    help="auto: libCacheSim if installed, else kvviz's own LRU/FIFO/Belady")
+    rp.add_argument("--format", default="auto", choices=("auto", "csv", "oracleGeneral", "mooncake", "qwen"),
+                    help="trace format (default: from the file's content)")
+    rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
+                    help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
+    rp.add_argument("--workers", type=int, default=None, help="processes for the per-capacity runs (default: one per core)")
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")

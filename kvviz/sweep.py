@@ -2,7 +2,7 @@
 metric (or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy).
 
 The first grid point runs here first (it checks the metric and times one run); the rest go to
-an executor (kvviz.executors: a local process pool or a Dask cluster) in chunks of about a
+an executor (kvviz.executor: a local process pool or a Dask cluster) in chunks of about a
 second of work, validated as they are submitted, a bounded window in flight. Results stream
 back as they complete (`on_result(index, value)`) and are stored by grid index, so the output
 never depends on which worker finished first.
@@ -261,7 +261,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
             progress(done, n)
 
     got(0, _pick(first, metric, series))  # the check run is the grid's first point: not run twice
-    from .executors import default_spec
+    from .executor import default_spec
     spec = executor or default_spec()
     workers = workers or min(os.cpu_count() or 1, 8)
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
@@ -283,7 +283,7 @@ def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got
     window of tasks in flight (validated as they are built), results handed to `got`."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from .executors import open_executor
+    from .executor import open_executor
     per_task = max(1, min(int(1.0 / max(t_first, 1e-6)), (n - 1) // (workers * 4) or 1))
     starts = iter(range(1, n, per_task))
     window = workers * 4

@@ -8,7 +8,7 @@ import pytest
 
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.executors import check_workers, open_executor, versions
+from kvviz.executor import check_workers, open_executor, versions
 from kvviz.scenario import read_toml
 from kvviz.sweep import Axis, run_sweep
 

@@ -28,6 +28,7 @@ def test_curve_per_policy_with_hand_checked_counts(view, qtbot, tmp_path):
     p.write_text(GOLDEN)
     view.path.setText(str(p))
     view.capacities.setText("8, 10")
+    view.tick(["lru", "fifo", "belady"])
     run(view, qtbot)
     got = {(r.policy, r.capacity): r.misses for r in view.results}
     # the same hand-checked counts as tests/test_replay.py
@@ -37,7 +38,7 @@ def test_curve_per_policy_with_hand_checked_counts(view, qtbot, tmp_path):
     view.ratio_box.setCurrentText("byte miss ratio")
     assert view.curves["lru"].yData.tolist() == [33 / 41, 37 / 41]
     lines = view.csv_text().splitlines()
-    assert lines[0] == "policy,capacity,requests,misses,request_miss_ratio,byte_miss_ratio" and len(lines) == 7
+    assert lines[0] == "policy,capacity,requests,misses,request_miss_ratio,byte_miss_ratio,engine" and len(lines) == 7
     assert "9 requests" in view.status.text() and view.save_btn.isEnabled()
 
 
@@ -54,15 +55,14 @@ def test_bad_trace_is_a_message_with_the_line(view, qtbot, tmp_path):
 
 
 def test_no_policy_ticked_runs_nothing(view):
-    for box in view.policy_boxes.values():
-        box.setChecked(False)
+    view.tick([])
     view.run()
     assert view.job is None and "at least one policy" in view.status.text()
 
 
 def test_bundled_sample_auto_capacities(view, qtbot):
     assert view.path.text().endswith("zipf_20k.csv")
-    view.policy_boxes["belady"].setChecked(False)
+    view.tick(["lru", "fifo"])
     run(view, qtbot)
     lru = [r for r in view.results if r.policy == "lru"]
     assert len(lru) == 12 and lru[-1].capacity == max(r.capacity for r in view.results)
@@ -71,9 +71,56 @@ def test_bundled_sample_auto_capacities(view, qtbot):
 
 
 def test_cancel_stops_between_replays(view, qtbot):
+    from PySide6.QtCore import Qt
     view.capacities.setText("auto")  # 36 replays of the 20,000-request sample
-    with qtbot.waitSignal(view.stopped, timeout=60_000):
-        view.run()
-        qtbot.waitUntil(lambda: "/36 replays" in view.status.text(), timeout=30_000)
-        view.cancel()
-    assert view.results == [] and view.status.text() == "⚠ replay cancelled" and view.job is None
+    view.tick(["lru", "fifo", "belady"])
+    arrived = []
+
+    def cancel_at_14(i, r):  # in the worker thread, as the 14th point is delivered: no race with the run
+        arrived.append(i)
+        if len(arrived) == 14:
+            view.job.cancelled = True
+    view.point.connect(cancel_at_14, Qt.DirectConnection)
+    run(view, qtbot)
+    # the points computed before Cancel stay drawn (each is final); the rest never come
+    done = [r for r in view.results if r is not None]
+    assert len(done) == 14 and view.status.text() == "⚠ replay cancelled" and view.job is None
+    assert sum(len(c.xData) for c in view.curves.values()) == 14 and not view.save_btn.isEnabled()
+
+
+def test_points_drawn_as_they_arrive(view, qtbot):
+    """Each replay's point reaches the plot before the run ends (one-pass LRU first, then one
+    at a time)."""
+    view.tick(["lru", "fifo"])
+    view.engine_box.setCurrentText("python")
+    drawn = []
+    view.point.connect(lambda i, r: drawn.append((sum(len(c.xData) for c in view.curves.values()),
+                                                  view.job is not None)))
+    run(view, qtbot)
+    assert drawn == [(n, True) for n in range(1, 25)]  # one more point on the plot each time, mid-run
+    assert sum(len(c.xData) for c in view.curves.values()) == 24
+
+
+def test_any_policy_from_the_list_with_descriptions(view, qtbot):
+    pytest.importorskip("libcachesim")
+    items = view.policy_boxes
+    assert len(items) >= 25 and "S3-FIFO" in items["s3fifo"].toolTip() and "s3fifo  ·  " in items["s3fifo"].text()
+    assert set(view.ticked()) == {"lru", "fifo", "belady", "s3fifo", "sieve"}
+    view.tick(["arc", "lirs"])
+    view.capacities.setText("auto")
+    run(view, qtbot)
+    assert sorted(view.curves) == ["arc", "lirs"] and {r.engine for r in view.results} == {"libcachesim"}
+
+
+def test_opens_with_the_bundled_curve_drawn(qtbot):
+    v = ReplayView()
+    qtbot.addWidget(v)
+    v.show()
+    with qtbot.waitSignal(v.stopped, timeout=30_000):
+        v.draw_sample_once()  # what the window does when the tab is first shown
+    expect = ["belady", "fifo", "lru", "s3fifo", "sieve"] if "s3fifo" in v.policy_boxes else ["belady", "fifo", "lru"]
+    assert sorted(v.curves) == expect
+    assert all(len(c.xData) == 12 for c in v.curves.values())
+    v.draw_sample_once()
+    assert v.job is None  # once only
+    v.shutdown()

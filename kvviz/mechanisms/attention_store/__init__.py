@@ -9,14 +9,12 @@ another policy's timeline is one `--set trace_policy=lru` away.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import ScenarioError
+from ...executor import map_indexed, workers
 from ...result import Result
 from .model import AttentionStoreScenario
 from .arrivals import interleaved
@@ -57,24 +55,11 @@ def _one(task):
     return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
 
 
-def workers() -> int:
-    """Processes for independent runs: KVVIZ_WORKERS (the kvviz and kvviz-gui commands set it to
-    the number of cores; a library caller opts in, since spawned processes re-import the
-    caller's main module), and one inside a pool worker (a sweep parallelises its points)."""
-    env = os.environ.get("KVVIZ_WORKERS", "")
-    if multiprocessing.current_process().daemon or not env.isdigit():
-        return 1
-    return max(1, int(env))
-
-
 def run_all(tasks: list) -> list:
-    """The runs in order; in parallel when the workload is large. Each run is a pure function of
-    its task, so the results are the same either way."""
+    """The runs in order; in parallel (kvviz.executor) when the workload is large. Each run is a
+    pure function of its task, so the results are the same either way."""
     n = min(workers(), len(tasks))
-    if n <= 1 or len(tasks[0][1].wl) < PARALLEL_TURNS:
-        return [_one(t) for t in tasks]
-    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_one, tasks))
+    return map_indexed(_one, tasks, n_workers=n if len(tasks[0][1].wl) >= PARALLEL_TURNS else 1)
 
 
 def workload_of(sc: AttentionStoreScenario):

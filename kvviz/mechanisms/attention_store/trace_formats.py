@@ -284,6 +284,48 @@ def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
+def _mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, list]:
+    """(timestamp ms, input_length, output_length, hash_ids) of one checked Mooncake line."""
+    _require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
+    t = _time(rec, "timestamp", path, line)
+    n_in = _int(rec, "input_length", path, line)
+    n_out = _int(rec, "output_length", path, line)
+    return t, n_in, n_out, _hash_ids(rec, path, line)
+
+
+def _hash_ids(rec: dict, path: Path, line: int) -> list:
+    ids = rec["hash_ids"]
+    if type(ids) is not list or not all(type(h) is int for h in ids):
+        raise ScenarioError(f"hash_ids: expected a list of integers, got {str(ids)[:60]}",
+                            str(path), f"line {line}")
+    return ids
+
+
+BLOCK_TOKENS = {MOONCAKE: MOONCAKE_BLOCK_TOKENS, QWEN: 16}
+
+
+def block_requests(path: str | Path):
+    """A Mooncake or Qwen/Bailian trace as block requests for a cache replay: (format, tokens
+    per block, [(line, timestamp in seconds, hash_ids)] in file order), or None when the first
+    record is neither. Each hash id is one block of KV; the same checks as `read`."""
+    path = Path(path)
+    fmt = detect(_first_record(path))
+    if fmt is None:
+        return None
+    text = read_text(path, "trace file")
+    out = []
+    for line, rec in json_lines(path, text):
+        if fmt == MOONCAKE:
+            t, _, _, ids = _mooncake_record(rec, path, line)
+            out.append((line, t / 1000, ids))
+        else:
+            _require(rec, QWEN_KEYS + ("hash_ids",), "Qwen/Bailian", path, line)
+            out.append((line, _time(rec, "timestamp", path, line), _hash_ids(rec, path, line)))
+    if not out:
+        raise ScenarioError("the trace has no requests", str(path))
+    return fmt, BLOCK_TOKENS[fmt], out
+
+
 def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Workload, TraceNotes]:
     if match not in ("complete_blocks", "all_blocks"):
         raise ValueError(f"match: {match!r} (complete_blocks or all_blocks)")
@@ -335,14 +377,7 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
         sess_key[s] = k
 
     for line, rec in json_lines(path, text):
-        _require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
-        t = _time(rec, "timestamp", path, line)
-        n_in = _int(rec, "input_length", path, line)
-        n_out = _int(rec, "output_length", path, line)
-        ids = rec["hash_ids"]
-        if type(ids) is not list or not all(type(h) is int for h in ids):
-            raise ScenarioError(f"hash_ids: expected a list of integers, got {str(ids)[:60]}",
-                                str(path), f"line {line}")
+        t, n_in, n_out, ids = _mooncake_record(rec, path, line)
         row = len(rows_line)
         # The longest non-empty proper prefix of ids that is some open session's key.
         found = None

@@ -1,0 +1,245 @@
+"""Cache replay: a request trace through one byte-capacity cache tier, at one capacity or as a
+miss-ratio curve over many.
+
+Semantics, as in the cache-simulation literature (libCacheSim and others):
+- A request for a cached object is a hit. If its size changed, the cached size is updated
+  (evicting others if it no longer fits; an object now larger than the cache leaves it).
+- A miss inserts the object, evicting until it fits; an object larger than the whole cache is
+  not admitted (the request still counts as a miss).
+- lru evicts the least recently requested object, fifo the earliest inserted, belady the one
+  whose next request is furthest away (never requested again = furthest).
+- Request miss ratio = misses / requests; byte miss ratio = bytes of missed requests / bytes
+  requested.
+
+Engines (kvviz.replay.engines): libCacheSim's C simulator where the `libcachesim` package is
+installed, with every policy it has; kvviz's own Python LRU/FIFO/Belady otherwise. Each result
+says which ran. A curve's LRU points come from one pass over the trace (stack distances,
+kvviz.replay.stack_distance); other policies' points are independent replays, spread over
+processes (kvviz.executor).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ScenarioError
+from ..limits import MAX_BYTES
+from . import engines, kernels
+from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
+from .model import ReplayResult, Requests
+from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, read_csv, read_trace
+
+POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
+STACK = "stack distances"               # the engine label of a one-pass LRU curve point
+# Below this many request-replays in all, starting worker processes (~1 s each: numpy and
+# libCacheSim imported anew) costs more than it saves.
+PARALLEL_WORK = 5_000_000
+# The one-pass LRU curve costs about as much as 10 libCacheSim LRU runs, or 2 Python ones
+# (benchmarks/bench_replay.py): below that many capacities each is replayed instead.
+ONE_PASS_FROM = {LIBCACHESIM: 10, PYTHON: 2}
+# Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
+MAX_FOOTPRINTS = 1000
+
+__all__ = ["COLUMNS", "FALLBACK_NOTE", "FORMATS", "POLICIES", "ReplayResult", "Requests", "default_capacities",
+           "footprint", "has_libcachesim", "miss_ratio_curve", "next_use", "parse_capacities", "parse_size",
+           "policies", "read_requests", "read_trace", "replay", "DEFAULT_KV_BYTES_PER_TOKEN"]
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+          "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(text: str, source: str = "--capacity") -> int:
+    """`1000`, `64MiB`, `1.5GB` (decimal and binary units) -> bytes."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ScenarioError(f"expected a size like 1000, 64MiB or 1.5GB, got {text!r}", source)
+    number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not number <= MAX_BYTES:  # also inf (1e400)
+        raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source)
+    value = int(number)
+    if value <= 0:
+        raise ScenarioError(f"capacity must be > 0 bytes (got {text!r})", source)
+    return value
+
+
+
+
+def read_requests(path: str | Path) -> Requests:
+    """A CSV with header `time,id,size` (extra columns ignored; rows in request order)."""
+    return read_csv(path)
+
+
+def next_use(ids) -> list[int]:
+    """For each request, the index of the next request for the same object (len(ids) if none)."""
+    return kernels.next_use_array(ids).tolist()
+
+
+def policies(engine: str = "auto") -> dict[str, str]:
+    """name -> short description of every policy the engine (default: the installed best) has."""
+    return engines.policies(engine)
+
+
+def _check_capacity(reqs: Requests, capacity: int, source: str = "--capacity") -> None:
+    if capacity <= 0:
+        raise ScenarioError(f"capacity must be > 0 bytes (got {capacity})", source)
+    top = footprint(reqs)
+    if top and capacity > top * MAX_FOOTPRINTS:
+        raise ScenarioError(f"capacity {capacity:,} B is more than {MAX_FOOTPRINTS}x the trace's footprint "
+                            f"({top:,} B: every object once); nothing would ever be evicted", source)
+
+
+def _result(policy, capacity, reqs, counts, engine) -> ReplayResult:
+    return ReplayResult(policy, capacity, len(reqs), counts[0], reqs.bytes, counts[1], engine)
+
+
+def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> ReplayResult:
+    """One policy at one capacity."""
+    engine = resolve(engine)
+    policy = engines.canonical(policy, engine)
+    _check_capacity(reqs, capacity)
+    if engine == PYTHON:
+        counts = kernels.run(policy, reqs.id_list, reqs.size_list, capacity)
+    else:
+        from .libcachesim_engine import Trace
+        from .libcachesim_engine import ORACLE
+        with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
+            counts = trace.run(policy, capacity)
+    return _result(policy, capacity, reqs, counts, engine)
+
+
+def footprint(reqs: Requests) -> int:
+    """Bytes of every distinct object at its largest size: a cache this big never evicts."""
+    return reqs.footprint
+
+
+def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
+    """Log-spaced capacities from 0.1% of the footprint to all of it: where a miss-ratio curve
+    bends, whatever the trace's scale."""
+    top = footprint(reqs)
+    if top <= 0:
+        return [1]
+    caps = np.geomspace(max(top / 1000, 1), top, points)
+    return sorted({max(1, int(round(c))) for c in caps})
+
+
+def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") -> list[int]:
+    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, …`, in the order given."""
+    if text.strip().lower() == "auto":
+        return default_capacities(reqs)
+    entries = text.split(",")
+    if not text.strip():
+        raise ScenarioError("give at least one capacity (or auto)", source)
+    if any(not t.strip() for t in entries):
+        raise ScenarioError(f"an empty entry in {text!r}", source)
+    return [parse_size(t, source) for t in entries]
+
+
+
+
+class _PythonTrace:
+    """The requests for the Python kernels: in memory here, a .npy file for pool workers (read
+    once per worker)."""
+    _loaded: tuple = ("", None)  # (path, lists) in a worker
+
+    def __init__(self, reqs: Requests, directory: str):
+        self.reqs = reqs
+        self.path = os.path.join(directory, "requests.npy")
+
+    def __getstate__(self):  # on the way to a worker: the file, written the first time
+        if not os.path.exists(self.path):
+            np.save(self.path, np.stack([self.reqs.ids, self.reqs.sizes]))
+        return {"reqs": None, "path": self.path}
+
+    def run(self, policy: str, capacity: int) -> tuple[int, int]:
+        if self.reqs is not None:
+            return kernels.run(policy, self.reqs.id_list, self.reqs.size_list, capacity)
+        if _PythonTrace._loaded[0] != self.path:
+            a = np.load(self.path)
+            _PythonTrace._loaded = (self.path, (a[0].tolist(), a[1].tolist()))
+        ids, sizes = _PythonTrace._loaded[1]
+        return kernels.run(policy, ids, sizes, capacity)
+
+
+def _run_task(task) -> tuple[int, int] | str:
+    """(misses, bytes missed), or the message of an engine that refused this point."""
+    trace, policy, capacity = task
+    try:
+        return trace.run(policy, capacity)
+    except ScenarioError as e:
+        return e.message
+
+
+def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine: str = "auto",
+                     executor=None, workers: int | None = None, on_result=None,
+                     one_pass_lru: bool | None = None, skipped: list | None = None) -> list[ReplayResult]:
+    """Every policy at every capacity, in that order (policy-major). LRU's points come from one
+    pass over the trace (exact) when there are enough capacities for it to pay (ONE_PASS_FROM;
+    `one_pass_lru` True or False decides instead); other points are independent
+    replays through `executor` (default: a local process pool of `workers`, see
+    kvviz.executor.workers, once the work is worth starting processes for). A point the engine
+    refuses (libCacheSim at a capacity about one object small) raises, or, given a `skipped`
+    list, is left None there and (policy, capacity, message) appended to it. `on_result(index, ReplayResult)` streams each point as it is
+    known; `progress(done, total)` follows, and either may raise to stop."""
+    from ..executor import map_indexed
+
+    engine = resolve(engine)
+    names = [engines.canonical(p, engine) for p in policies]
+    caps = list(capacities)
+    for c in caps:
+        _check_capacity(reqs, c)
+    if one_pass_lru is None:
+        one_pass_lru = len(set(caps)) >= ONE_PASS_FROM[engine]
+    slots = [(p, c) for p in names for c in caps]
+    out: list = [None] * len(slots)
+    done = [0]
+
+    def deliver(i: int, r: ReplayResult | None):
+        out[i] = r
+        done[0] += 1
+        if on_result:
+            on_result(i, r)
+        if progress:
+            progress(done[0], len(slots))
+
+    todo = []
+    for i, (p, c) in enumerate(slots):
+        if p == "lru" and one_pass_lru:
+            continue
+        todo.append(i)
+    if one_pass_lru and "lru" in names:
+        from .stack_distance import lru_curve
+
+        def one(c):
+            return kernels.run("lru", reqs.id_list, reqs.size_list, c)
+        counts = lru_curve(reqs.ids, reqs.sizes, caps, one)
+        for i, (p, c) in enumerate(slots):
+            if p == "lru":
+                deliver(i, _result(p, c, reqs, counts[caps.index(c)], STACK))
+    if not todo:
+        return out
+    with tempfile.TemporaryDirectory(prefix="kvviz-replay-") as d:
+        if engine == LIBCACHESIM:
+            from .libcachesim_engine import ORACLE, Trace
+            trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,
+                          future=any(slots[i][0] in ORACLE for i in todo))
+        else:
+            trace = _PythonTrace(reqs, d)
+        tasks = [(trace, *slots[i]) for i in todo]
+        if workers is None and executor is None and len(reqs) * len(tasks) < PARALLEL_WORK:
+            workers = 1
+        def arrived(k: int, counts):
+            i = todo[k]
+            if isinstance(counts, str):
+                if skipped is None:
+                    raise ScenarioError(counts, "--capacity")
+                skipped.append((*slots[i], counts))
+                deliver(i, None)
+            else:
+                deliver(i, _result(*slots[i], reqs, counts, engine))
+        map_indexed(_run_task, tasks, executor=executor, n_workers=workers, on_result=arrived)
+    return out

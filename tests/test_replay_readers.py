@@ -1,0 +1,141 @@
+"""Trace readers of kvviz replay: time,id,size CSV (fast path and quoted), libCacheSim's
+oracleGeneral binary, Mooncake/Qwen JSONL as KV-block requests; bad input names file and line."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvviz.cli import main
+from kvviz.replay import read_requests, read_trace, replay
+from kvviz.replay.trace_readers import ORACLE_RECORD, detect_format
+
+from .test_replay import GOLDEN
+
+TRACES = Path(__file__).resolve().parents[1] / "resources" / "traces"
+MOONCAKE = TRACES / "mooncake_synthetic_trace.jsonl"
+
+
+def write(tmp_path, name, data):
+    p = tmp_path / name
+    (p.write_bytes if isinstance(data, bytes) else p.write_text)(data)
+    return p
+
+
+def test_csv_fast_path_reads_columns_in_any_order_with_extras(tmp_path):
+    p = write(tmp_path, "t.csv", "size,extra,id,time\r\n4,x,a,0\r\n3,y,b,1.5\r\n4,z,a,2\r\n")
+    r = read_requests(p)
+    assert r.ids.tolist() == [0, 1, 0] and r.sizes.tolist() == [4, 3, 4] and r.times.tolist() == [0, 1.5, 2]
+
+
+def test_quoted_csv_gives_the_same_requests(tmp_path):
+    plain = read_requests(write(tmp_path, "a.csv", GOLDEN))
+    quoted = GOLDEN.replace(",a,", ',"a",').replace(",c,", ',"c,1",')
+    q = read_requests(write(tmp_path, "b.csv", quoted))
+    assert q.ids.tolist() == plain.ids.tolist() and q.sizes.tolist() == plain.sizes.tolist()
+
+
+@pytest.mark.parametrize("text,line,msg", [
+    ("time,id,size\n1,a,4\n\n2,b,3\n", "line 3", "expected 3 fields, got 0"),
+    ("time,id,size\n1,a,4\n2,b,3,9\n", "line 3", "expected 3 fields, got 4"),
+    ("time,id,size\n1,a,4\n2,b\n3,c,1,1\n", "line 3", "expected 3 fields, got 2"),  # counts do not cancel
+    ("time,id,size\nx,a,4\n", "line 2", "time: expected a number, got 'x'"),
+])
+def test_csv_bad_rows_named_by_line(tmp_path, capsys, text, line, msg):
+    p = write(tmp_path, "bad.csv", text)
+    assert main(["replay", str(p), "--capacity", "10"]) == 2
+    assert f"{p}: {line}: {msg}" in capsys.readouterr().err
+
+
+def oracle_bytes(ids, sizes, times=None):
+    rec = np.zeros(len(ids), dtype=ORACLE_RECORD)
+    rec["id"], rec["size"] = ids, sizes
+    rec["time"] = times if times is not None else np.arange(len(ids))
+    rec["next"] = 12345  # not trusted: recomputed
+    return rec.tobytes()
+
+
+def test_oracle_general_replays_like_the_csv(tmp_path):
+    csv_reqs = read_requests(write(tmp_path, "g.csv", GOLDEN))
+    # the golden ids a b a c b a d a c as large 64-bit ids
+    big = np.array([2**40 + 7 * k for k in csv_reqs.ids.tolist()], dtype=np.uint64)
+    p = write(tmp_path, "g.oracleGeneral", oracle_bytes(big, csv_reqs.sizes))
+    assert detect_format(p) == "oracleGeneral"
+    reqs = read_trace(p)
+    assert reqs.ids.tolist() == csv_reqs.ids.tolist()
+    for policy in ("lru", "fifo", "belady"):
+        a, b = replay(reqs, policy, 10, engine="python"), replay(csv_reqs, policy, 10, engine="python")
+        assert (a.misses, a.bytes_missed) == (b.misses, b.bytes_missed)
+
+
+def test_oracle_general_of_a_wrong_length_exit_2(tmp_path, capsys):
+    p = write(tmp_path, "cut.oracleGeneral", oracle_bytes([1, 2], [3, 4])[:-5])
+    assert main(["replay", str(p), "--capacity", "10"]) == 2
+    assert f"{p}: an oracleGeneral trace is whole 24-byte records; this file has 43 bytes (1 records and 19 bytes " \
+           f"over)" in capsys.readouterr().err
+
+
+def test_mooncake_as_512_token_blocks():
+    reqs = read_trace(MOONCAKE, kv_bytes_per_token=1000)
+    records = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    hashes = [h for r in records for h in r["hash_ids"]]
+    assert len(reqs) == len(hashes) == 121_877 and reqs.objects == len(set(hashes)) == 43_924
+    assert set(reqs.sizes.tolist()) == {512 * 1000}
+    # one object per hash, in file order: the pairs (object, hash) are a one-to-one map
+    assert len(set(zip(reqs.ids.tolist(), hashes))) == reqs.objects
+    assert reqs.times[0] == 0 and reqs.times[-1] == records[-1]["timestamp"] / 1000
+
+
+def test_mooncake_hand_checked_lru(tmp_path, capsys):
+    lines = [{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]},
+             {"timestamp": 5, "input_length": 1536, "output_length": 1, "hash_ids": [1, 2, 3]},
+             {"timestamp": 9, "input_length": 512, "output_length": 1, "hash_ids": [4]},
+             {"timestamp": 9, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}]
+    p = write(tmp_path, "m.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+    # blocks 1 2 | 1 2 3 | 4 | 1 2 with room for 3 blocks (LRU):
+    # 1- 2- 1+ 2+ 3- 4- (evicts 1) 1- (evicts 2) 2- (evicts 3)  -> 6 misses of 8
+    assert main(["replay", str(p), "--capacity", str(3 * 512 * 10), "--kv-bytes-per-token", "10",
+                 "--policy", "lru,fifo", "--json"]) == 0
+    out = {o["policy"]: o for o in json.loads(capsys.readouterr().out)}
+    assert out["lru"]["misses"] == 6 and out["lru"]["requests"] == 8
+
+
+def test_mooncake_bad_line_exit_2(tmp_path, capsys):
+    good = json.dumps({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]})
+    p = write(tmp_path, "m.jsonl", good + "\n" + json.dumps({"timestamp": 1, "input_length": 10,
+                                                               "output_length": 1, "hash_ids": ["x"]}) + "\n")
+    assert main(["replay", str(p), "--capacity", "1GB"]) == 2
+    assert f"{p}: line 2: hash_ids: expected a list of integers" in capsys.readouterr().err
+
+
+def test_unknown_format_exit_2(tmp_path, capsys):
+    p = write(tmp_path, "notes.txt", "hello world\n")
+    assert main(["replay", str(p), "--capacity", "10"]) == 2
+    assert f"{p}: line 1: not a trace format kvviz knows" in capsys.readouterr().err
+
+
+def test_integer_ids_are_objects_by_value_and_07_is_not_7(tmp_path):
+    r = read_requests(write(tmp_path, "n.csv", "time,id,size\n0,70,1\n1,7,1\n2,70,1\n3,99999999999,1\n"))
+    assert len(set(r.ids.tolist())) == 3 and r.ids[0] == r.ids[2]
+    r = read_requests(write(tmp_path, "z.csv", "time,id,size\n0,07,1\n1,7,1\n2,0,1\n3,7,1\n"))
+    assert r.ids.tolist() == [0, 1, 2, 1]  # "07" and "7" are two objects
+
+
+def test_chunked_reading_gives_the_same_requests_and_lines(tmp_path, monkeypatch):
+    from kvviz.replay import trace_readers
+    rows = [f"{t},{k},{(k * 7) % 13 + 1}" for t, k in enumerate([5, 3, 5, 8, 3, 5, 12, 5, 8] * 20)]
+    mixed = rows[:90] + [f"{t},x{t % 4},2" for t in range(90, 100)] + rows[100:]  # ints, then names
+    for body in (rows, mixed):
+        p = write(tmp_path, "c.csv", "time,id,size\n" + "\n".join(body) + "\n")
+        whole = read_requests(p)
+        monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)  # a few rows per chunk
+        parts = read_requests(p)
+        monkeypatch.undo()
+        assert parts.sizes.tolist() == whole.sizes.tolist() and parts.times.tolist() == whole.times.tolist()
+        # the same partition of requests into objects (dense numbering may differ)
+        assert len(set(zip(parts.ids.tolist(), whole.ids.tolist()))) == whole.objects == parts.objects
+    bad = rows[:150] + ["150,5,x"] + rows[151:]
+    p = write(tmp_path, "bad.csv", "time,id,size\n" + "\n".join(bad) + "\n")
+    monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)
+    with pytest.raises(Exception, match="line 152: size: expected a number"):
+        read_requests(p)
