@@ -193,3 +193,18 @@ def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot
     window.panel.flush()
     qtbot.waitUntil(lambda: "too large" in window.panel.error_text("sequence.length"), timeout=30_000)
     assert "GB of memory" in window.panel.error_text("sequence.length") and window.result is old
+
+
+def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
+    _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
+    window.pin()
+    _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")  # same kind: A stays pinned
+    window.show_view("compare")
+    qtbot.wait(50)
+    a, b = window.compare.a, window.compare.b
+    assert window.compare.pinned is not None
+    assert a.result.trace.lanes["name"].tolist() != b.result.trace.lanes["name"].tolist()
+    def plot_left(view):  # where the time axis starts, in window coordinates
+        corner = view.plot.getPlotItem().getViewBox().sceneBoundingRect().topLeft()
+        return view.plot.mapTo(window, view.plot.mapFromScene(corner)).x()
+    assert plot_left(a) == plot_left(b)
