@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow,
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
 
@@ -19,6 +19,7 @@ from .compare import CompareView
 from .metrics import MetricsView
 from .params import ParameterPanel
 from .replay_view import ReplayView
+from .scenario_picker import ScenarioPicker
 from .sweep_view import SweepView
 from .timeline import TimelineView
 from .views.counters import CountersView
@@ -33,7 +34,6 @@ from .worker import SimulationRunner
 MAX_RECENT = 8
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep", "replay")
-OTHER_FILE = Qt.UserRole + 1  # marks the picker's entry for an opened file that is not bundled
 
 
 def app_settings() -> QSettings:
@@ -126,10 +126,7 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         self.addToolBar(bar)
         bar.addWidget(QLabel(" Scenario "))
-        self.picker = QComboBox()
-        self.picker.setMinimumWidth(280)
-        for p in bundled_scenarios():
-            self.picker.addItem(p.stem, str(p))
+        self.picker = ScenarioPicker(bundled_scenarios())
         self.picker.activated.connect(lambda i: self.open(self.picker.itemData(i)))
         bar.addWidget(self.picker)
         self.act_open = bar.addAction("Open…", self.open_dialog)
@@ -185,8 +182,7 @@ class MainWindow(QMainWindow):
 
     # --- scenario files -----------------------------------------------------------------
     def _default_scenario(self) -> str | None:
-        i = self.picker.findText("rope_prefetch_16")
-        return self.picker.itemData(max(i, 0)) if self.picker.count() else None
+        return self.picker.path_of("rope_prefetch_16") or (self.picker.itemData(0) if self.picker.count() else None)
 
     def open(self, path: str) -> bool:
         """Open a scenario file. One that does not validate opens too, its values shown and the
@@ -216,22 +212,7 @@ class MainWindow(QMainWindow):
         return True
 
     def _sync_picker(self):
-        """Show the open file in the scenario picker: a bundled one by its name, any other as
-        one extra entry (its file name)."""
-        for i in reversed(range(self.picker.count())):
-            if self.picker.itemData(i, OTHER_FILE):
-                self.picker.removeItem(i)
-        path = self.panel.path()
-        if path is None:
-            return
-        want = Path(path).resolve()
-        i = next((j for j in range(self.picker.count()) if Path(self.picker.itemData(j)).resolve() == want), -1)
-        if i < 0:
-            self.picker.addItem(Path(path).name, str(path))
-            i = self.picker.count() - 1
-            self.picker.setItemData(i, True, OTHER_FILE)
-            self.picker.setItemData(i, str(path), Qt.ToolTipRole)
-        self.picker.setCurrentIndex(i)
+        self.picker.show_file(self.panel.path())
 
     def _note_stale(self, scenario):
         """Say, above the views and on the Metrics dock, that what they show is the previous
