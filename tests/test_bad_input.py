@@ -42,6 +42,7 @@ def test_arrays_nested_hundreds_deep(tmp_path, capsys):
     (["attention_store_sharegpt", *SMALL_STORE, "--set", "workload.think_time_mean_s=1e18"],
      "workload.think_time_mean_s: "),
     (["engram_qwen3_32b_cxl", "--set", "model.step_time_us=1e-5"], "model.step_time_us: "),
+    (["engram_qwen3_32b_cxl", "--set", "model.step_time_us=0.01"], "model.step_time_us: "),  # 0 ns per layer
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,nan]"], "sequence.query_times_us[1]: "),
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,inf]"], "sequence.query_times_us[1]: "),
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,1e16]"], "sequence.query_times_us[1]: "),
@@ -55,7 +56,7 @@ def test_values_the_simulation_cannot_represent_are_refused_at_their_field(capsy
 
 @pytest.mark.parametrize("argv", [
     ["attention_store_sharegpt", *SMALL_STORE, "--set", "workload.think_time_mean_s=1e9"],  # sums past int64
-    ["engram_qwen3_32b_cxl", "--set", "model.step_time_us=0.01"],  # 10 ns over 64 layers: 0 ns each
+    ["attention_store_sharegpt", *SMALL_STORE, "--set", "workload.think_time_mean_s=3e9"],
 ])
 def test_values_that_only_overflow_together_end_in_one_message(capsys, argv):
     line = _one_error_line(capsys, ["run", *argv])
