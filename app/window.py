@@ -406,6 +406,7 @@ class MainWindow(QMainWindow):
         in_file = self.panel.value(field, of_file=True)
         if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
             self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
+            self.time_range.forget()  # the zoom was on the picked job
             self.panel.set_value(field, in_file)  # None: the key goes, the default applies
             self.panel.flush()
             return

@@ -113,6 +113,8 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
     assert r.scenario.workload.conversations == 5
     assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
+    lo, hi = window.timeline.plot.getPlotItem().getViewBox().viewRange()[0]  # not the vanished job's zoom
+    assert lo <= 0 and hi * window.timeline.scale >= r.trace.t_end
 
 
 def test_a_run_refused_at_a_field_is_marked_there(window, qtbot, tmp_path):
