@@ -86,7 +86,8 @@ class MainWindow(QMainWindow):
         self._dock_defaults: dict[QDockWidget, tuple] = {}  # dock -> (area, width), for View → Reset layout
         self.params_dock = self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
         self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
-        self._shown_key = None  # (file, kind) of the result on screen: another one is a new scenario
+        self._shown_path: str | None = None  # the file whose result is on screen
+        self._new_scenario = False  # the next result is the first of a newly opened file
         self._after_run_note = ""  # said with the next result (a pick that fell back)
         self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
         self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
@@ -198,6 +199,7 @@ class MainWindow(QMainWindow):
             return False
         self.runner.cancel()  # a run of the previous scenario must not arrive as this one's
         self.time_range.forget()
+        self._new_scenario = True
         self._add_recent(path)
         self._sync_picker()
         self._title()
@@ -219,7 +221,7 @@ class MainWindow(QMainWindow):
         scenario's until the new one has run (or, if it does not validate, at all)."""
         if self.result is None:
             return
-        old = Path(self._shown_key[0]).name if self._shown_key and self._shown_key[0] else self.result.scenario.name
+        old = Path(self._shown_path).name if self._shown_path else self.result.scenario.name
         new = Path(self.panel.path() or "").name
         self.stale_note.setText(f"Showing the previous scenario, {old}, until {new} has been simulated…"
                                 if scenario is not None else
@@ -321,8 +323,8 @@ class MainWindow(QMainWindow):
 
     def _show(self, result):
         self.result = result
-        key = (self.panel.path(), result.scenario.kind)
-        new_scenario, self._shown_key = key != self._shown_key, key
+        new_scenario, self._new_scenario = self._new_scenario, False  # (not a re-run, nor a Save As)
+        self._shown_path = self.panel.path()
         self.stale_note.hide()
         self.metrics_dock.setWindowTitle("Metrics")
         if self.compare.pinned is not None and self.compare.pinned.scenario.kind != result.scenario.kind:
@@ -425,10 +427,8 @@ class MainWindow(QMainWindow):
             dock.show()
         docks = list(self._dock_defaults)
         self.resizeDocks(docks, [w for _, w in self._dock_defaults.values()], Qt.Horizontal)
-        self._metrics_kind = None
         if self.result is not None:
-            self._metrics_kind = self.result.scenario.kind
-            self._widen_metrics_dock()
+            self._widen_metrics_dock()  # as when the run's kind was first shown
         self.settings.remove("windowState")
 
     def _refresh_visible(self):

@@ -210,3 +210,17 @@ def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
         corner = view.plot.getPlotItem().getViewBox().sceneBoundingRect().topLeft()
         return view.plot.mapTo(window, view.plot.mapFromScene(corner)).x()
     assert plot_left(a) == plot_left(b)
+
+
+def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
+    window.sweep.configure([("storage.latency_us", "10,20")], "speedup")
+    window.show_view("sweep")
+    with qtbot.waitSignal(window.sweep.finished, timeout=60_000):
+        window.sweep.run()
+    window.show_view("timeline")
+    window.panel.save(str(tmp_path / "copy.toml"))  # as Save As does
+    old = window.result
+    window.panel.set_value("storage.latency_us", 30)
+    window.panel.flush()
+    _wait_new_result(qtbot, window, old)
+    assert window.sweep.result is not None and window.sweep.p1.currentText() == "storage.latency_us"
