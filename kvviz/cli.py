@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
 from .scenario import apply_override, load_scenario
+from .limits import MAX_NS
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 BAD_INPUT = 2
@@ -88,11 +90,26 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None):
         raise
 
 
+MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
+MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
+
+
 def _check_figure_args(args):
-    if args.width < 200:
-        raise ScenarioError(f"figure width must be at least 200 px (got {args.width})", "kvviz run", "--width")
-    if args.height is not None and args.height < 150:
-        raise ScenarioError(f"figure height must be at least 150 px (got {args.height})", "kvviz run", "--height")
+    if not 200 <= args.width <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
+                            "--width")
+    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
+                            "--height")
+    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
+        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
+                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
+                            "lower --width or --dpi", "kvviz run", "--dpi")
+    for name in ("from_us", "to_us"):
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and 0 <= v <= MAX_NS / 1e3):
+            flag = "--" + name.replace("_", "-")
+            raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
     if not 1 <= args.dpi <= 2400:
         raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
     if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:

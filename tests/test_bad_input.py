@@ -170,3 +170,19 @@ def test_a_panel_field_typed_hundreds_deep_is_marked_not_raised(qtbot):
     spec = field_spec("base", LadderScenario.model_fields["base"])  # a free TOML value
     with pytest.raises(_ParseError, match="nested too deep"):
         parse_text(spec, "[" * 600 + "]" * 600)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--from-us", "nan"], "--from-us"), (["--from-us", "inf"], "--from-us"), (["--to-us", "1e300"], "--to-us"),
+    (["--from-us", "-5"], "--from-us"), (["--width", "100000000"], "--width"), (["--height", "100000000"], "--height"),
+])
+def test_figure_arguments_out_of_range_write_nothing(tmp_path, capsys, args, flag):
+    svg = tmp_path / "t.svg"
+    assert f"kvviz run: {flag}: " in _one_error_line(capsys, ["run", "rope_prefetch_16", "--svg", str(svg), *args])
+    assert not svg.exists()
+
+
+def test_a_png_too_many_pixels_wide_is_refused_before_rendering(tmp_path, capsys):
+    png = tmp_path / "t.png"
+    line = _one_error_line(capsys, ["run", "rope_prefetch_16", "--png", str(png), "--width", "20000"])
+    assert "62,500 pixels wide" in line and not png.exists()
