@@ -301,6 +301,19 @@ def _positive_float(text: str) -> float:
     return v
 
 
+MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
+
+
+def _worker_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {n}")
+    return n
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input too: exit 2 (argparse's own code)
         self.print_usage(sys.stderr)
@@ -349,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = w.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the grid as JSON")
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")
-    w.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    w.add_argument("--workers", type=_worker_count, default=None,
+                   help=f"worker processes, 1 to {MAX_WORKERS} (default: one per core)")
     memory_arg(w)
     w.set_defaults(fn=cmd_sweep)
 

@@ -235,6 +235,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
 
     n = len(scenarios)
     workers = workers or min(os.cpu_count() or 1, 8)
+    workers = max(1, min(workers, 64))  # a pool of thousands of processes would take the machine down
     flat: list = [_pick(first, metric, series)]  # the check run is the grid's first point: not run twice
     if progress:
         progress(1, n)

@@ -186,3 +186,11 @@ def test_a_png_too_many_pixels_wide_is_refused_before_rendering(tmp_path, capsys
     png = tmp_path / "t.png"
     line = _one_error_line(capsys, ["run", "rope_prefetch_16", "--png", str(png), "--width", "20000"])
     assert "62,500 pixels wide" in line and not png.exists()
+
+
+@pytest.mark.parametrize("workers", ["0", "-3", "100000", "x"])
+def test_sweep_worker_counts_are_bounded(capsys, workers):
+    with pytest.raises(SystemExit) as e:
+        cli(["sweep", "rope_prefetch_16", "--param", "cache.slots", "--values", "1,2", "--metric", "speedup",
+             "--workers", workers])
+    assert e.value.code == 2 and "--workers" in capsys.readouterr().err
