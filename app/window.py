@@ -14,6 +14,7 @@ from kvviz import ScenarioError
 from kvviz.registry import mechanisms
 from kvviz.cli import bundled_scenarios
 from kvviz.io import atomic_write
+from kvviz.size_guard import estimate
 
 from .compare import CompareView
 from .metrics import MetricsView
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
         self._shown_path: str | None = None  # the file whose result is on screen
         self._new_scenario = False  # the next result is the first of a newly opened file
         self._after_run_note = ""  # said with the next result (a pick that fell back)
+        self._run_hint = ""  # the running simulation's size and time estimate, when long
         self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
         self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
 
@@ -305,11 +307,13 @@ class MainWindow(QMainWindow):
 
     # --- running and showing ------------------------------------------------------------
     def _run(self, scenario):
+        est = estimate(scenario)  # a long run says how long before it starts
+        self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
 
     def _busy(self, busy: bool):
         if busy:
-            self._say("simulating…")
+            self._say(f"simulating…{self._run_hint}")
             self._progress_timer.start()
         else:
             self._progress_timer.stop()

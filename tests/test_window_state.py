@@ -224,3 +224,12 @@ def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
     window.panel.flush()
     _wait_new_result(qtbot, window, old)
     assert window.sweep.result is not None and window.sweep.p1.currentText() == "storage.latency_us"
+
+
+def test_a_long_run_says_its_estimate_while_it_runs(window, qtbot, tmp_path):
+    f = tmp_path / "big.toml"
+    f.write_text(SMALL_STORE.format(n=20000))
+    window.open(str(f))
+    assert window.runner.busy()
+    assert "simulating… (about" in window.status.text() and "estimated" in window.status.text()
+    window.runner.cancel()
