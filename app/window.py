@@ -345,6 +345,10 @@ class MainWindow(QMainWindow):
         kind = mechanisms()[result.scenario.kind]
         if new_scenario and kind.initial_range is not None:
             self.time_range.ns = kind.initial_range(result)  # where the mechanism's point is; Home shows all
+        if new_scenario and BarsTab.title_for(result) == "Policies" and TABS[self.tabs.currentIndex()] == "timeline":
+            # a run comparing placement policies opens on that comparison: its timeline of a
+            # 16,000 s serving run shows one job's loading as a hairline
+            self.tabs.setCurrentIndex(TABS.index("ladder"))
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict(), new=new_scenario)
         self._refresh_visible()

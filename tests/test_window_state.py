@@ -103,6 +103,7 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     f = tmp_path / "as.toml"
     f.write_text(SMALL_STORE.format(n=40))
     _open(window, qtbot, f)
+    window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     old = window.result
     window.timeline.picked.emit("GPU · prefill + decode", 120)
     picked = _wait_new_result(qtbot, window, old)
@@ -160,6 +161,7 @@ def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path
     assert window.stale_note.isVisible() and "rope_prefetch_16" in window.stale_note.text()
     _wait_new_result(qtbot, window, old)
     assert not window.stale_note.isVisible()
+    window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     assert window.timeline.info.text().strip() == ""
     assert window.compare.pinned is None  # A was another kind of run: nothing to line up
     assert window.sweep.result is None and not window.sweep.plot.getPlotItem().listDataItems()
