@@ -90,6 +90,10 @@ class CompareView(QWidget):
         span = max(self.pinned.trace.t_end, self.current.trace.t_end)
         self.a.set_result(self.pinned, span)
         self.b.set_result(self.current, span)
+        # one lane-name column for both, so A's and B's time axes start at the same x
+        width = max(self.a.lane_axis.width(), self.b.lane_axis.width())
+        for view in (self.a, self.b):
+            view.lane_axis.setWidth(int(width))
         self.a_label.setText(f"A (pinned): {self.pinned.scenario.name}")
         self.b_label.setText(f"B (current): {self.current.scenario.name}")
         rows = metric_diff(self.pinned.metrics_dict(), self.current.metrics_dict())

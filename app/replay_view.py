@@ -19,6 +19,7 @@ from kvviz.replay import miss_ratio_curve, parse_capacities, policies, read_trac
 from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
+from .views.log_axis import LogAxis
 from .views._common import LINE_COLOURS, style_plot
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
@@ -80,7 +81,7 @@ class ReplayView(QWidget):
         form.addLayout(buttons, 2, 0, 1, 5)
         form.setColumnStretch(1, 1)
 
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(background="w", axisItems={"bottom": LogAxis("bottom")})
         pi = self.plot.getPlotItem()
         style_plot(pi, left="request miss ratio", bottom="cache capacity (bytes, log scale)")
         pi.setLogMode(x=True, y=False)

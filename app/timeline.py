@@ -370,9 +370,22 @@ class TimelineView(QWidget):
         if not 0 <= lane < len(tr.lanes) or abs(y - lane) > BAR / 2 + 0.1:
             return None, None
         t = x * self.scale
-        sp = tr.spans
-        hit = sp[(sp["lane"] == lane) & (sp["start"] <= t) & (sp["end"] >= t)]
+        sp = tr.spans[tr.spans["lane"] == lane]
+        hit = sp[(sp["start"] <= t) & (sp["end"] >= t)]
+        if not len(hit):
+            # zoomed out, a bar drawn in a pixel column may be a span narrower than the column:
+            # the nearest span within a pixel is the one under the mouse
+            tol = self._ns_per_pixel()
+            near = sp[(sp["start"] <= t + tol) & (sp["end"] >= t - tol)]
+            if len(near):
+                gap = np.maximum(near["start"] - t, t - near["end"])
+                hit = near[[int(np.argmin(gap))]]
         return str(tr.lanes["name"][lane]), (hit[-1] if len(hit) else None)
+
+    def _ns_per_pixel(self) -> float:
+        vb = self.plot.getPlotItem().getViewBox()
+        (lo, hi), _ = vb.viewRange()
+        return (hi - lo) * self.scale / max(vb.width(), 1.0)
 
     def describe(self, x: float, y: float) -> str:
         """What is under the point (x in display units, y in lane rows): for hover text."""

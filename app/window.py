@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow,
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
 
@@ -14,11 +14,13 @@ from kvviz import ScenarioError
 from kvviz.registry import mechanisms
 from kvviz.cli import bundled_scenarios
 from kvviz.io import atomic_write
+from kvviz.size_guard import estimate
 
 from .compare import CompareView
 from .metrics import MetricsView
 from .params import ParameterPanel
 from .replay_view import ReplayView
+from .scenario_picker import ScenarioPicker
 from .sweep_view import SweepView
 from .timeline import TimelineView
 from .views.counters import CountersView
@@ -33,7 +35,6 @@ from .worker import SimulationRunner
 MAX_RECENT = 8
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 TABS = ("timeline", "occupancy", "counters", "ladder", "rope bound", "compare", "sweep", "replay")
-OTHER_FILE = Qt.UserRole + 1  # marks the picker's entry for an opened file that is not bundled
 
 
 def app_settings() -> QSettings:
@@ -86,8 +87,10 @@ class MainWindow(QMainWindow):
         self._dock_defaults: dict[QDockWidget, tuple] = {}  # dock -> (area, width), for View → Reset layout
         self.params_dock = self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
         self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
-        self._shown_key = None  # (file, kind) of the result on screen: another one is a new scenario
+        self._shown_path: str | None = None  # the file whose result is on screen
+        self._new_scenario = False  # the next result is the first of a newly opened file
         self._after_run_note = ""  # said with the next result (a pick that fell back)
+        self._run_hint = ""  # the running simulation's size and time estimate, when long
         self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
         self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
 
@@ -126,10 +129,7 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         self.addToolBar(bar)
         bar.addWidget(QLabel(" Scenario "))
-        self.picker = QComboBox()
-        self.picker.setMinimumWidth(280)
-        for p in bundled_scenarios():
-            self.picker.addItem(p.stem, str(p))
+        self.picker = ScenarioPicker(bundled_scenarios())
         self.picker.activated.connect(lambda i: self.open(self.picker.itemData(i)))
         bar.addWidget(self.picker)
         self.act_open = bar.addAction("Open…", self.open_dialog)
@@ -185,8 +185,7 @@ class MainWindow(QMainWindow):
 
     # --- scenario files -----------------------------------------------------------------
     def _default_scenario(self) -> str | None:
-        i = self.picker.findText("rope_prefetch_16")
-        return self.picker.itemData(max(i, 0)) if self.picker.count() else None
+        return self.picker.path_of("rope_prefetch_16") or (self.picker.itemData(0) if self.picker.count() else None)
 
     def open(self, path: str) -> bool:
         """Open a scenario file. One that does not validate opens too, its values shown and the
@@ -202,6 +201,7 @@ class MainWindow(QMainWindow):
             return False
         self.runner.cancel()  # a run of the previous scenario must not arrive as this one's
         self.time_range.forget()
+        self._new_scenario = True
         self._add_recent(path)
         self._sync_picker()
         self._title()
@@ -216,29 +216,14 @@ class MainWindow(QMainWindow):
         return True
 
     def _sync_picker(self):
-        """Show the open file in the scenario picker: a bundled one by its name, any other as
-        one extra entry (its file name)."""
-        for i in reversed(range(self.picker.count())):
-            if self.picker.itemData(i, OTHER_FILE):
-                self.picker.removeItem(i)
-        path = self.panel.path()
-        if path is None:
-            return
-        want = Path(path).resolve()
-        i = next((j for j in range(self.picker.count()) if Path(self.picker.itemData(j)).resolve() == want), -1)
-        if i < 0:
-            self.picker.addItem(Path(path).name, str(path))
-            i = self.picker.count() - 1
-            self.picker.setItemData(i, True, OTHER_FILE)
-            self.picker.setItemData(i, str(path), Qt.ToolTipRole)
-        self.picker.setCurrentIndex(i)
+        self.picker.show_file(self.panel.path())
 
     def _note_stale(self, scenario):
         """Say, above the views and on the Metrics dock, that what they show is the previous
         scenario's until the new one has run (or, if it does not validate, at all)."""
         if self.result is None:
             return
-        old = Path(self._shown_key[0]).name if self._shown_key and self._shown_key[0] else self.result.scenario.name
+        old = Path(self._shown_path).name if self._shown_path else self.result.scenario.name
         new = Path(self.panel.path() or "").name
         self.stale_note.setText(f"Showing the previous scenario, {old}, until {new} has been simulated…"
                                 if scenario is not None else
@@ -322,11 +307,13 @@ class MainWindow(QMainWindow):
 
     # --- running and showing ------------------------------------------------------------
     def _run(self, scenario):
+        est = estimate(scenario)  # a long run says how long before it starts
+        self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
 
     def _busy(self, busy: bool):
         if busy:
-            self._say("simulating…")
+            self._say(f"simulating…{self._run_hint}")
             self._progress_timer.start()
         else:
             self._progress_timer.stop()
@@ -340,8 +327,8 @@ class MainWindow(QMainWindow):
 
     def _show(self, result):
         self.result = result
-        key = (self.panel.path(), result.scenario.kind)
-        new_scenario, self._shown_key = key != self._shown_key, key
+        new_scenario, self._new_scenario = self._new_scenario, False  # (not a re-run, nor a Save As)
+        self._shown_path = self.panel.path()
         self.stale_note.hide()
         self.metrics_dock.setWindowTitle("Metrics")
         if self.compare.pinned is not None and self.compare.pinned.scenario.kind != result.scenario.kind:
@@ -358,6 +345,10 @@ class MainWindow(QMainWindow):
         kind = mechanisms()[result.scenario.kind]
         if new_scenario and kind.initial_range is not None:
             self.time_range.ns = kind.initial_range(result)  # where the mechanism's point is; Home shows all
+        if new_scenario and BarsTab.title_for(result) == "Policies" and TABS[self.tabs.currentIndex()] == "timeline":
+            # a run comparing placement policies opens on that comparison: its timeline of a
+            # 16,000 s serving run shows one job's loading as a hairline
+            self.tabs.setCurrentIndex(TABS.index("ladder"))
         self.sweep.set_scenario(self.panel.data(), self.panel.path() or "<scenario>",
                                 mechanisms()[result.scenario.kind].model, result.metrics_dict(), new=new_scenario)
         self._refresh_visible()
@@ -425,6 +416,7 @@ class MainWindow(QMainWindow):
         in_file = self.panel.value(field, of_file=True)
         if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
             self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
+            self.time_range.forget()  # the zoom was on the picked job
             self.panel.set_value(field, in_file)  # None: the key goes, the default applies
             self.panel.flush()
             return
@@ -443,10 +435,8 @@ class MainWindow(QMainWindow):
             dock.show()
         docks = list(self._dock_defaults)
         self.resizeDocks(docks, [w for _, w in self._dock_defaults.values()], Qt.Horizontal)
-        self._metrics_kind = None
         if self.result is not None:
-            self._metrics_kind = self.result.scenario.kind
-            self._widen_metrics_dock()
+            self._widen_metrics_dock()  # as when the run's kind was first shown
         self.settings.remove("windowState")
 
     def _refresh_visible(self):

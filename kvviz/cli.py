@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
 from .scenario import apply_override, load_scenario
+from .limits import MAX_NS
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 BAD_INPUT = 2
@@ -89,11 +91,26 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None):
         raise
 
 
+MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
+MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
+
+
 def _check_figure_args(args):
-    if args.width < 200:
-        raise ScenarioError(f"figure width must be at least 200 px (got {args.width})", "kvviz run", "--width")
-    if args.height is not None and args.height < 150:
-        raise ScenarioError(f"figure height must be at least 150 px (got {args.height})", "kvviz run", "--height")
+    if not 200 <= args.width <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
+                            "--width")
+    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
+                            "--height")
+    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
+        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
+                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
+                            "lower --width or --dpi", "kvviz run", "--dpi")
+    for name in ("from_us", "to_us"):
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and 0 <= v <= MAX_NS / 1e3):
+            flag = "--" + name.replace("_", "-")
+            raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
     if not 1 <= args.dpi <= 2400:
         raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
     if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
@@ -312,6 +329,19 @@ def _positive_float(text: str) -> float:
     return v
 
 
+MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
+
+
+def _worker_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {n}")
+    return n
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input too: exit 2 (argparse's own code)
         self.print_usage(sys.stderr)
@@ -360,7 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = w.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the grid as JSON")
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")
-    w.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    w.add_argument("--workers", type=_worker_count, default=None,
+                   help=f"local worker processes, 1 to {MAX_WORKERS} (default: one per core)")
     w.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                    help="where the runs go: this computer's processes (default; KVVIZ_EXECUTOR sets it) or a "
                         "Dask scheduler (pip install 'kvviz[cluster]')")

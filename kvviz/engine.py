@@ -20,6 +20,8 @@ class EventLoop:
     def at(self, t: int, fn: Callable, *args, priority: int = 0) -> None:
         """Schedule fn(*args) at absolute time t (ns). Lower priority runs first."""
         if t < self.now:
+            if t < 0 <= self.now:  # int64 ns arithmetic wrapped: a time beyond ~292 years
+                raise OverflowError(f"a time went past the int64 ns range (scheduled at {t} ns, now {self.now} ns)")
             raise ValueError(f"cannot schedule in the past: {t} < {self.now}")
         heapq.heappush(self._heap, (int(t), priority, self._seq, fn, args))
         self._seq += 1

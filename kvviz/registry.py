@@ -44,13 +44,17 @@ def simulate(scenario, max_memory_gb: float | None = None):
     limit) is refused before it starts."""
     from .size_guard import check_size
     check_size(scenario, max_memory_gb)
+    import numpy as np
     try:
-        result = mechanisms()[scenario.kind].simulate(scenario)
+        # numpy overflow and invalid casts (a float beyond int64 cast to ns) raise instead of
+        # warning and going on with garbage
+        with np.errstate(over="raise", invalid="raise"):
+            result = mechanisms()[scenario.kind].simulate(scenario)
     except (OverflowError, ZeroDivisionError, FloatingPointError) as e:
         # validation bounds each value (kvviz.limits); values can still combine past int64 ns
         from .errors import ScenarioError
         raise ScenarioError(f"the values combine beyond what the simulation can represent ({e}); "
-                            "use smaller times, sizes or counts") from None
+                            "look for a time, size or count far too large or too small") from None
     expect = getattr(scenario, "expect", ())
     if not expect:
         return result

@@ -78,7 +78,7 @@ class SweepResult:
 
 
 def parse_values(text: str, source: str = "--values") -> tuple:
-    """`a,b,c` (TOML values) or an inclusive range `start:stop[:step]`."""
+    """`a,b,c` (TOML values), a TOML array `[a, b, c]`, or an inclusive range `start:stop[:step]`."""
     text = text.strip()
     if ":" in text and "," not in text and not text.startswith(("[", '"', "'")):
         parts = [parse_value(p) for p in text.split(":")]
@@ -100,7 +100,13 @@ def parse_values(text: str, source: str = "--values") -> tuple:
         if all(isinstance(p, int) for p in parts):
             return tuple(int(v) for v in vals)
         return tuple(round(v, 12) for v in vals)
-    vals = tuple(parse_value(v) for v in text.split(",") if v.strip())
+    if text.startswith("[") and text.endswith("]"):  # a TOML array: [1, 2] (its commas are its own)
+        whole = parse_value(text)
+        if not isinstance(whole, list):
+            raise ScenarioError(f"expected a TOML array of values, got {text!r}", source)
+        vals = tuple(whole)
+    else:
+        vals = tuple(parse_value(v) for v in text.split(",") if v.strip())
     if not vals:
         raise ScenarioError("no values given", source)
     if len(vals) > MAX_RUNS:
@@ -264,6 +270,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     from .executor import default_spec
     spec = executor or default_spec()
     workers = workers or min(os.cpu_count() or 1, 8)
+    workers = max(1, min(workers, 64))  # a pool of thousands of processes would take the machine down
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
         for i in range(1, n):

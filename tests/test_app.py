@@ -143,6 +143,8 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     old = window.result
     window.open(str(f))
     _wait_new_result(qtbot, window, old)
+    assert window.tabs.tabText(window.tabs.currentIndex()) == "Policies"  # a policy comparison opens there
+    window.show_view("timeline")
     tl = window.timeline
     from kvviz.mechanisms.attention_store import GPU_LANE
     tr = tl.result.trace

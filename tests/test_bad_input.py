@@ -42,6 +42,7 @@ def test_arrays_nested_hundreds_deep(tmp_path, capsys):
     (["attention_store_sharegpt", *SMALL_STORE, "--set", "workload.think_time_mean_s=1e18"],
      "workload.think_time_mean_s: "),
     (["engram_qwen3_32b_cxl", "--set", "model.step_time_us=1e-5"], "model.step_time_us: "),
+    (["engram_qwen3_32b_cxl", "--set", "model.step_time_us=0.01"], "model.step_time_us: "),  # 0 ns per layer
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,nan]"], "sequence.query_times_us[1]: "),
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,inf]"], "sequence.query_times_us[1]: "),
     (["rope_prefetch_16", "--set", "sequence.query_times_us=[0,1e16]"], "sequence.query_times_us[1]: "),
@@ -56,7 +57,8 @@ def test_values_the_simulation_cannot_represent_are_refused_at_their_field(capsy
 @pytest.mark.parametrize("argv", [
     ["attention_store_sharegpt", *SMALL_STORE, "--set", "serving.arrivals=closed_loop", "--set",
      "store.lookahead=waiting_queue", "--set", "workload.think_time_mean_s=1e9"],  # think times sum past int64
-    ["engram_qwen3_32b_cxl", "--set", "model.step_time_us=0.01"],  # 10 ns over 64 layers: 0 ns each
+    ["attention_store_sharegpt", *SMALL_STORE, "--set", "serving.arrivals=closed_loop", "--set",
+     "store.lookahead=waiting_queue", "--set", "workload.think_time_mean_s=3e9"],
 ])
 def test_values_that_only_overflow_together_end_in_one_message(capsys, argv):
     line = _one_error_line(capsys, ["run", *argv])
@@ -170,3 +172,27 @@ def test_a_panel_field_typed_hundreds_deep_is_marked_not_raised(qtbot):
     spec = field_spec("base", LadderScenario.model_fields["base"])  # a free TOML value
     with pytest.raises(_ParseError, match="nested too deep"):
         parse_text(spec, "[" * 600 + "]" * 600)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--from-us", "nan"], "--from-us"), (["--from-us", "inf"], "--from-us"), (["--to-us", "1e300"], "--to-us"),
+    (["--from-us", "-5"], "--from-us"), (["--width", "100000000"], "--width"), (["--height", "100000000"], "--height"),
+])
+def test_figure_arguments_out_of_range_write_nothing(tmp_path, capsys, args, flag):
+    svg = tmp_path / "t.svg"
+    assert f"kvviz run: {flag}: " in _one_error_line(capsys, ["run", "rope_prefetch_16", "--svg", str(svg), *args])
+    assert not svg.exists()
+
+
+def test_a_png_too_many_pixels_wide_is_refused_before_rendering(tmp_path, capsys):
+    png = tmp_path / "t.png"
+    line = _one_error_line(capsys, ["run", "rope_prefetch_16", "--png", str(png), "--width", "20000"])
+    assert "62,500 pixels wide" in line and not png.exists()
+
+
+@pytest.mark.parametrize("workers", ["0", "-3", "100000", "x"])
+def test_sweep_worker_counts_are_bounded(capsys, workers):
+    with pytest.raises(SystemExit) as e:
+        cli(["sweep", "rope_prefetch_16", "--param", "cache.slots", "--values", "1,2", "--metric", "speedup",
+             "--workers", workers])
+    assert e.value.code == 2 and "--workers" in capsys.readouterr().err

@@ -19,6 +19,8 @@ def test_parse_values():
     assert parse_values("1:3") == (1, 2, 3)
     assert parse_values("0.5:1.5:0.5") == (0.5, 1.0, 1.5)
     assert parse_values("lazy,outside_window") == ("lazy", "outside_window")
+    assert parse_values("[4, 8]") == (4, 8)  # a TOML array, its commas its own
+    assert parse_values("[[8, 12], [8, 13]]") == ([8, 12], [8, 13])
     with pytest.raises(ScenarioError):
         parse_values("5:1")
 

@@ -70,3 +70,31 @@ def test_one_check_is_said_in_the_singular(window, qtbot, tmp_path):
     window.open(str(f))
     _wait_new_result(qtbot, window, old)
     assert window.status.text().endswith("; 1 check passes")
+
+
+def _hairlines():
+    from kvviz.trace import TraceBuilder
+    tb = TraceBuilder()
+    lane = tb.lane("GPU · jobs", "GPU")
+    for k in range(1000):  # a 1 ns job every µs: zoomed out, each is far under a pixel
+        tb.span(lane, k * 1000, k * 1000 + 1, "prefill", f"job {k}", ref=k)
+
+    class R:
+        trace, metrics = tb.build(), {}
+        scenario = load_scenario(SCENARIOS / "rope_prefetch_16.toml")
+    return R()
+
+
+def test_hover_and_pick_find_a_span_narrower_than_the_pixel_it_is_drawn_in(qtbot):
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 400)
+    tl.show()
+    tl.set_result(_hairlines())
+    qtbot.wait(20)
+    x = 500.5  # µs: between job 500 (at 500.000) and job 501, within a pixel of job 500
+    name, span = tl.span_at(x, 0.0)
+    assert span is not None and int(span["ref"]) in (500, 501)
+    tl.plot.getPlotItem().getViewBox().setXRange(500.0, 501.0, padding=0)  # zoomed in, a gap is a gap
+    qtbot.wait(20)
+    assert tl.span_at(x, 0.0)[1] is None

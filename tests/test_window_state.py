@@ -103,6 +103,7 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     f = tmp_path / "as.toml"
     f.write_text(SMALL_STORE.format(n=40))
     _open(window, qtbot, f)
+    window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     old = window.result
     from kvviz.mechanisms.attention_store import GPU_LANE
     window.timeline.picked.emit(GPU_LANE, 120)
@@ -114,6 +115,8 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
     assert r.scenario.workload.conversations == 5
     assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
+    lo, hi = window.timeline.plot.getPlotItem().getViewBox().viewRange()[0]  # not the vanished job's zoom
+    assert lo <= 0 and hi * window.timeline.scale >= r.trace.t_end
 
 
 def test_a_run_refused_at_a_field_is_marked_there(window, qtbot, tmp_path):
@@ -159,6 +162,7 @@ def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path
     assert window.stale_note.isVisible() and "rope_prefetch_16" in window.stale_note.text()
     _wait_new_result(qtbot, window, old)
     assert not window.stale_note.isVisible()
+    window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     assert window.timeline.info.text().strip() == ""
     assert window.compare.pinned is None  # A was another kind of run: nothing to line up
     assert window.sweep.result is None and not window.sweep.plot.getPlotItem().listDataItems()
@@ -195,3 +199,41 @@ def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot
     window.panel.flush()
     qtbot.waitUntil(lambda: "too large" in window.panel.error_text("sequence.length"), timeout=30_000)
     assert "GB of memory" in window.panel.error_text("sequence.length") and window.result is old
+
+
+def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
+    _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
+    window.pin()
+    _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")  # same kind: A stays pinned
+    window.show_view("compare")
+    qtbot.wait(50)
+    a, b = window.compare.a, window.compare.b
+    assert window.compare.pinned is not None
+    assert a.result.trace.lanes["name"].tolist() != b.result.trace.lanes["name"].tolist()
+    def plot_left(view):  # where the time axis starts, in window coordinates
+        corner = view.plot.getPlotItem().getViewBox().sceneBoundingRect().topLeft()
+        return view.plot.mapTo(window, view.plot.mapFromScene(corner)).x()
+    assert plot_left(a) == plot_left(b)
+
+
+def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
+    window.sweep.configure([("storage.latency_us", "10,20")], "speedup")
+    window.show_view("sweep")
+    with qtbot.waitSignal(window.sweep.finished, timeout=60_000):
+        window.sweep.run()
+    window.show_view("timeline")
+    window.panel.save(str(tmp_path / "copy.toml"))  # as Save As does
+    old = window.result
+    window.panel.set_value("storage.latency_us", 30)
+    window.panel.flush()
+    _wait_new_result(qtbot, window, old)
+    assert window.sweep.result is not None and window.sweep.p1.currentText() == "storage.latency_us"
+
+
+def test_a_long_run_says_its_estimate_while_it_runs(window, qtbot, tmp_path):
+    f = tmp_path / "big.toml"
+    f.write_text(SMALL_STORE.format(n=20000))
+    window.open(str(f))
+    assert window.runner.busy()
+    assert "simulating… (about" in window.status.text() and "estimated" in window.status.text()
+    window.runner.cancel()

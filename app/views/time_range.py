@@ -17,7 +17,7 @@ class SharedTimeRange:
 
     def apply(self, vb: pg.ViewBox, scale: float, end: float) -> None:
         """Set a view's x range (display units, `scale` ns each; `end` = the run's end)."""
-        if self.ns is None:
+        if self.ns is None or self.ns[0] / scale >= end:  # nothing of this run is in the kept range
             vb.setXRange(0, end, padding=HOME_PADDING)
         else:
             vb.setXRange(self.ns[0] / scale, self.ns[1] / scale, padding=0)

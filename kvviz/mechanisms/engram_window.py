@@ -80,6 +80,11 @@ class ModelShape(Section):
             for i, t in enumerate(self.layer_times_us):
                 if not 0 < t <= 1e9:
                     raise FieldError(f"layer_times_us[{i}]", f"layer time must be > 0 µs (got {t})")
+                if us_to_ns(t) < 1:
+                    raise FieldError(f"layer_times_us[{i}]", f"{t} µs is below the simulator's 1 ns resolution")
+        elif us_to_ns(self.step_time_us / self.layers) < 1:  # every layer would take 0 ns
+            raise FieldError("step_time_us", f"{self.step_time_us} µs over {self.layers} layers is under 1 ns "
+                                             "per layer, below the simulator's resolution")
         return self
 
 
