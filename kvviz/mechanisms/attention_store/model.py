@@ -45,7 +45,7 @@ class Workload(Section):
     tokens_sigma: float = param(1.0, ge=0, le=4, description="Lognormal sigma of both token counts (assumption)")
     max_turn_tokens: int = param(2048, ge=1, unit="tokens",
                                  description="Cap on a turn's input and on its output (assumption)")
-    think_time_mean_s: float = param(60.0, ge=0, unit="s",
+    think_time_mean_s: float = param(60.0, ge=0, le=1e7, unit="s",
                                      description="Mean user think time between turns (exponential; assumption)")
 
 
