@@ -9,8 +9,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.serving import Prepared, Run

@@ -231,7 +231,7 @@ class Batcher:
         self.preemptions += 1
 
     def _prefill(self, jobs: list[int], S: int):
-        store, kv, L = self.store, self.kv, self.L
+        store, L = self.store, self.L
         comp = dram = ssd = 0
         ready = 0
         loads = []
@@ -240,7 +240,6 @@ class Batcher:
                 comp += self.resume[j]
                 self.resume_tokens += self.resume[j]
                 continue
-            c = self.conv[j]
             self.first_admit[j] = S
             outcome, d, s_, r = store.admit(j, self.hbm_hit[j])
             self.outcome[j] = outcome

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...engine import EventLoop
 from ...trace import TraceBuilder
-from .batching import Batcher, prefill_end
+from .batching import Batcher
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, MISS, OUTCOME, Store
