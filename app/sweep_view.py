@@ -9,17 +9,17 @@ import typing
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSizePolicy,
-                               QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QSizePolicy, QSlider, QVBoxLayout, QWidget)
 from PySide6.QtCore import Qt
 from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.executor import default_spec
+from kvviz.executor import default_spec, describe_executor
 from kvviz.sweep import Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep
 
-from .background import JobControls
+from .background import BackgroundJob, JobControls
 from .views._common import LINE_COLOURS
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
@@ -86,7 +86,13 @@ class SweepView(QWidget):
         form.addWidget(QLabel("metric"), 2, 0)
         form.addWidget(self.metric_box, 2, 1)
         form.addWidget(QLabel("run on"), 3, 0)
-        form.addWidget(self.run_on, 3, 1)
+        run_on = QHBoxLayout()
+        self.test_btn = QPushButton("Test connection")
+        self.test_btn.clicked.connect(self.test_connection)
+        run_on.addWidget(self.run_on, 1)
+        run_on.addWidget(self.test_btn)
+        form.addLayout(run_on, 3, 1)
+        self._probe: BackgroundJob | None = None
         self.more = QLineEdit()
         self.more.setPlaceholderText("path=1,2,4; path2=start:stop  (a slider each over the heat map)")
         self.more.setToolTip("Third and further parameters (with a second one): the heat map shows one slice "
@@ -205,6 +211,24 @@ class SweepView(QWidget):
                                                    executor=executor, on_result=self._point.emit),
                         "sweep", self._on_done)
 
+    def test_connection(self):
+        """Connect to where runs would go, off the GUI thread, and say what answered."""
+        if self._probe is not None:
+            return
+        spec = self.run_on.currentText().strip() or "local"
+        probe = BackgroundJob(lambda _progress: describe_executor(spec), "connection test")
+        probe.done.connect(lambda line: self.status.setText(f"✓ {line}"))
+        probe.failed.connect(lambda msg: self.status.setText(f"⚠ {msg}"))
+        probe.finished.connect(self._probe_ended)
+        self._probe = probe
+        self.test_btn.setEnabled(False)
+        self.status.setText(f"connecting to {spec}…")
+        probe.start()
+
+    def _probe_ended(self):
+        self._probe = None
+        self.test_btn.setEnabled(True)
+
     def _on_point(self, index: int, value):
         if self._partial is not None and index < len(self._partial):
             self._partial[index] = value
@@ -238,6 +262,8 @@ class SweepView(QWidget):
 
     def shutdown(self):
         self.jobs.shutdown()
+        if self._probe is not None:
+            self._probe.wait()
 
     def _on_done(self, res):
         self._partial = None

@@ -103,25 +103,35 @@ def open_executor(spec: str | None = None, workers: int | None = None,
                   timeout_s: float | None = None) -> Iterator[Executor]:
     """An executor for `spec` ("local" or a Dask scheduler address), closed on exit."""
     spec = (spec or default_spec()).strip()
+    if spec == "local":
+        with local_pool(workers or min(os.cpu_count() or 1, 8)) as pool:
+            yield pool
+        return
+    with _dask_client(spec, timeout_s) as client:
+        yield client.get_executor()
+
+
+def describe_executor(spec: str | None = None, timeout_s: float | None = None) -> str:
+    """One line on where runs would go (the app's "Test connection"): the local pool's size, or
+    the cluster's workers once connected and checked; a failure raises ScenarioError."""
+    spec = (spec or default_spec()).strip()
+    if spec == "local":
+        return f"this computer: {min(os.cpu_count() or 1, 8)} worker processes"
+    with _dask_client(spec, timeout_s) as client:
+        n = len(client.scheduler_info().get("workers", {}))
+    return f"{spec}: {n} worker{'s' * (n != 1)}, same kvviz, Python, numpy and pydantic"
+
+
+@contextmanager
+def _dask_client(address: str, timeout_s: float | None):
+    if "://" not in address:
+        raise ScenarioError(f"unknown executor {address!r}: give local or a Dask scheduler address "
+                            f"such as tcp://10.0.0.5:8786", "--executor")
     if timeout_s is None:
         try:
             timeout_s = float(os.environ.get("KVVIZ_CONNECT_TIMEOUT_S", CONNECT_TIMEOUT_S))
         except ValueError:
             timeout_s = CONNECT_TIMEOUT_S
-    if spec == "local":
-        n = workers or min(os.cpu_count() or 1, 8)
-        with local_pool(n) as pool:
-            yield pool
-        return
-    if "://" not in spec:
-        raise ScenarioError(f"unknown executor {spec!r}: give local or a Dask scheduler address "
-                            f"such as tcp://10.0.0.5:8786", "--executor")
-    with _dask_client(spec, timeout_s) as client:
-        yield client.get_executor()
-
-
-@contextmanager
-def _dask_client(address: str, timeout_s: float):
     try:
         import distributed
     except ImportError:
@@ -150,3 +160,4 @@ def check_workers(client, address: str) -> None:
         if differ:
             raise ScenarioError(f"worker {worker} runs {', '.join(differ)}: install the same versions "
                                 f"on every worker", "--executor")
+

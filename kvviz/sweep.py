@@ -3,9 +3,9 @@ metric (or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one ser
 
 The first grid point runs here first (it checks the metric and times one run); the rest go to
 an executor (kvviz.executor: a local process pool or a Dask cluster) in chunks of about a
-second of work, validated as they are submitted, a bounded window in flight. Results stream
-back as they complete (`on_result(index, value)`) and are stored by grid index, so the output
-never depends on which worker finished first.
+second of work, each point built and validated by its worker, a bounded window in flight.
+Results stream back as they complete (`on_result(index, value)`) and are stored by grid index,
+so the output never depends on which worker finished first.
 """
 from __future__ import annotations
 
@@ -210,10 +210,11 @@ def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
 
 
 def _run_chunk(task) -> list:
-    """A worker's task: [(grid index, value)] for a chunk of grid points."""
+    """A worker's task: [(grid index, value)] for grid points start..stop-1, each built and
+    validated here (in the worker: the parent only hands out index ranges)."""
     from .registry import simulate  # imported in the worker
-    metric, series, points, max_memory_gb = task
-    return [(i, _pick(simulate(sc, max_memory_gb).metrics_dict(), metric, series)) for i, sc in points]
+    point, metric, series, max_memory_gb, start, stop = task
+    return [(i, _pick(simulate(point(i), max_memory_gb).metrics_dict(), metric, series)) for i in range(start, stop)]
 
 
 def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
@@ -274,7 +275,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
         for i in range(1, n):
-            got(*_run_chunk((metric, series, [(i, point(i))], max_memory_gb))[0])
+            got(*_run_chunk((point, metric, series, max_memory_gb, i, i + 1))[0])
     elif n > 1:
         _stream(point, metric, series, max_memory_gb, n, t_first, spec, min(workers, n - 1), got)
     if len(axes_t) == 2:
@@ -287,11 +288,14 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
 
 def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got):
     """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
-    window of tasks in flight (validated as they are built), results handed to `got`."""
+    window of tasks in flight, results handed to `got`."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from .executor import open_executor
-    per_task = max(1, min(int(1.0 / max(t_first, 1e-6)), (n - 1) // (workers * 4) or 1))
+    # ~1 s of work a task by the first run's time (which includes warming up, so at least a
+    # 16th of a worker's share), and never so few tasks that a worker idles
+    per_task = max(1, min(max(int(1.0 / max(t_first, 1e-6)), (n - 1) // (workers * 16)),
+                          (n - 1) // (workers * 4) or 1))
     starts = iter(range(1, n, per_task))
     window = workers * 4
     with open_executor(spec, workers) as pool:
@@ -302,8 +306,8 @@ def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got
                     start = next(starts, None)
                     if start is None:
                         break
-                    points = [(i, point(i)) for i in range(start, min(start + per_task, n))]
-                    pending.add(pool.submit(_run_chunk, (metric, series, points, max_memory_gb)))
+                    pending.add(pool.submit(_run_chunk, (point, metric, series, max_memory_gb, start,
+                                                         min(start + per_task, n))))
                 if not pending:
                     return
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)

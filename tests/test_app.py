@@ -222,6 +222,20 @@ def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
     assert "--executor: unknown executor 'carrier-pigeon'" in sw.status.text()
 
 
+def test_sweep_view_tests_the_connection(window, qtbot, monkeypatch):
+    sw = window.sweep
+    window.show_view("sweep")
+    sw.run_on.setCurrentText("local")
+    sw.test_connection()
+    qtbot.waitUntil(lambda: sw._probe is None, timeout=30_000)
+    assert sw.status.text().startswith("✓ this computer:")
+    monkeypatch.setenv("KVVIZ_CONNECT_TIMEOUT_S", "1")
+    sw.run_on.setCurrentText("tcp://127.0.0.1:9")
+    sw.test_connection()
+    qtbot.waitUntil(lambda: sw._probe is None, timeout=30_000)
+    assert "⚠" in sw.status.text() and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in sw.status.text()
+
+
 def test_sweep_view_slices_a_three_axis_grid_with_a_slider(window, qtbot):
     sw = window.sweep
     window.show_view("sweep")
