@@ -12,18 +12,9 @@ from pathlib import Path
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
-from machine import describe, spread
+from machine import describe, median_of, spread
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def median_of(fn, repeat=3):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2], out
 
 
 def sharegpt():

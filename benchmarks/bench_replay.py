@@ -21,10 +21,12 @@ import csv
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import median_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -43,15 +45,6 @@ if sys.argv[2] == "Belady":  # a CSV has no future: libCacheSim's Belady needs i
     r = lcs.TraceReader(sys.argv[1] + ".oracleGeneral", lcs.TraceType.ORACLE_GENERAL_TRACE)
 print(getattr(lcs, sys.argv[2])(int(sys.argv[3])).process_trace(r))
 """
-
-
-def median_of(fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2], out
 
 
 def zipf_trace(n, objects, seed=1):

@@ -1,6 +1,8 @@
-"""What the figures were measured on: printed with them, so a reader can compare."""
+"""What the figures were measured on (printed with them, so a reader can compare), and how
+repeated timings are summarised."""
 import os
 import platform
+import time
 
 
 def describe() -> str:
@@ -17,3 +19,13 @@ def spread(times: list[float]) -> str:
     """Median and range of repeated timings, in seconds."""
     t = sorted(times)
     return f"{t[len(t) // 2]:.2f} s (median of {len(t)}; {t[0]:.2f}–{t[-1]:.2f})"
+
+
+def median_of(fn, repeat: int = 3):
+    """(median seconds of `repeat` calls, the last call's result)."""
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2], out
