@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from kvviz import ScenarioError
 from kvviz.format import format_value
 from kvviz.executor import default_spec, describe_executor
-from kvviz.sweep import Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep
+from kvviz.sweep import (Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep,
+                         shaped)
 
 from .background import BackgroundJob, JobControls
 from .views._common import LINE_COLOURS
@@ -65,8 +66,9 @@ class SweepView(QWidget):
         self.metric_box.setMinimumWidth(200)
         self.run_on = QComboBox()
         self.run_on.setEditable(True)
-        self.run_on.addItems(["local"] + ([default_spec()] if default_spec() != "local" else []))
-        self.run_on.setCurrentText(default_spec())
+        spec = default_spec()
+        self.run_on.addItems(["local"] + ([spec] if spec != "local" else []))
+        self.run_on.setCurrentText(spec)
         self.run_on.setToolTip("local: this computer's cores. A Dask scheduler address (tcp://HOST:8786) "
                                "runs the grid on its cluster (pip install 'kvviz[cluster]' on every machine)")
         self.jobs = JobControls(self, "Run sweep", "runs")
@@ -240,11 +242,7 @@ class SweepView(QWidget):
         if self._partial is None or self.job is None:
             return
         flat = self._partial
-        if len(self._axes) == 2:
-            m = len(self._axes[1].values)
-            values = [flat[i:i + m] for i in range(0, len(flat), m)]
-        else:
-            values = flat  # one axis, or three and more (row-major: _draw slices it)
+        values = shaped(self._axes, flat)  # three axes and more stay flat: _draw slices them
         series = ()
         if "*" in self._metric:
             done = next((v for v in flat if isinstance(v, list)), None)

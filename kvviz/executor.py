@@ -94,6 +94,11 @@ def versions() -> dict[str, str]:
             "pydantic": pydantic.__version__}
 
 
+def pool_size() -> int:
+    """Processes of a local pool by default: one per core, at most 8."""
+    return min(os.cpu_count() or 1, 8)
+
+
 def default_spec() -> str:
     return os.environ.get("KVVIZ_EXECUTOR", "").strip() or "local"
 
@@ -104,7 +109,7 @@ def open_executor(spec: str | None = None, workers: int | None = None,
     """An executor for `spec` ("local" or a Dask scheduler address), closed on exit."""
     spec = (spec or default_spec()).strip()
     if spec == "local":
-        with local_pool(workers or min(os.cpu_count() or 1, 8)) as pool:
+        with local_pool(workers or pool_size()) as pool:
             yield pool
         return
     with _dask_client(spec, timeout_s) as client:
@@ -116,7 +121,7 @@ def describe_executor(spec: str | None = None, timeout_s: float | None = None) -
     the cluster's workers once connected and checked; a failure raises ScenarioError."""
     spec = (spec or default_spec()).strip()
     if spec == "local":
-        return f"this computer: {min(os.cpu_count() or 1, 8)} worker processes"
+        return f"this computer: {pool_size()} worker processes"
     with _dask_client(spec, timeout_s) as client:
         n = len(client.scheduler_info().get("workers", {}))
     return f"{spec}: {n} worker{'s' * (n != 1)}, same kvviz, Python, numpy and pydantic"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -150,6 +149,15 @@ def metric_value(metrics: dict, name: str) -> Any:
     return node
 
 
+def shaped(axes, flat: list) -> list:
+    """Row-major values as SweepResult holds them: rows of the second axis for a 2-D grid, the
+    flat list otherwise (one axis, or the long form of three and more)."""
+    if len(axes) != 2:
+        return flat
+    m = len(axes[1].values)
+    return [flat[i:i + m] for i in range(0, len(flat), m)]
+
+
 def grid_size(axes) -> int:
     n = 1
     for a in axes:
@@ -268,9 +276,9 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
             progress(done, n)
 
     got(0, _pick(first, metric, series))  # the check run is the grid's first point: not run twice
-    from .executor import default_spec
+    from .executor import default_spec, pool_size
     spec = executor or default_spec()
-    workers = workers or min(os.cpu_count() or 1, 8)
+    workers = workers or pool_size()
     workers = max(1, min(workers, 64))  # a pool of thousands of processes would take the machine down
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
@@ -278,12 +286,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
             got(*_run_chunk((point, metric, series, max_memory_gb, i, i + 1))[0])
     elif n > 1:
         _stream(point, metric, series, max_memory_gb, n, t_first, spec, min(workers, n - 1), got)
-    if len(axes_t) == 2:
-        m = len(axes_t[1].values)
-        values = [flat[i:i + m] for i in range(0, n, m)]
-    else:
-        values = flat
-    return SweepResult(axes_t, metric, values, series)
+    return SweepResult(axes_t, metric, shaped(axes_t, flat), series)
 
 
 def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got):

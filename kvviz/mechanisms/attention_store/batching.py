@@ -27,7 +27,6 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 
-from .gpu import Roofline
 from .model import GB
 from .store import HIT_HBM
 
@@ -66,8 +65,7 @@ class Batcher:
         sc, prep = run.sc, run.prep
         m, h, s = sc.model, sc.hardware, sc.serving
         self.run, self.loop, self.store = run, run.loop, run.store
-        self.gpu = Roofline(m.params_b * 1e9, h.gpus, h.gpu_peak_tflops, h.mfu, h.hbm_tbps, h.hbm_efficiency,
-                            m.kv_bytes_per_token)
+        self.gpu = prep.gpu  # the roofline (one per scenario: Prepared builds it)
         self.kv = m.kv_bytes_per_token
         self.L = m.layers
         self.pcie = h.host_link_gbps
@@ -79,7 +77,7 @@ class Batcher:
         self.hbm_cache = sc.store.tiers.startswith("hbm")
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
-        self.after, self.size_after = run.after, run.size_after
+        self.after = run.after
         n = len(prep.wl)
 
         self.waiting: deque[int] = deque()

@@ -56,7 +56,7 @@ class Store:
         self.dram_cap, self.ssd_cap = prep.dram_cap, prep.ssd_cap
         self.L_pw, self.L_ew = prep.L_pw, prep.L_ew
         self.conv = run.conv
-        self.next_row = prep.next_row
+        self.next_row = run.next_row  # plain list: indexed per job
         self.keep, self.hist, self.over = run.keep, run.hist, run.over
         self.size_after, self.after = run.size_after, run.after
         n_conv = prep.wl.n_conv
