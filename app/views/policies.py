@@ -93,10 +93,10 @@ class PoliciesView(QWidget):
         self._bars(pi, [r["hbm"] for r in rows], [r["dram"] for r in rows], DRAM_COLOUR)
         self._bars(pi, [r["hbm"] + r["dram"] for r in rows], [r["ssd"] for r in rows], SSD_COLOUR)
         for i, r in enumerate(rows):
-            share = f" · {(r['hbm'] + r['dram']) / r['hit']:.0%} from HBM/DRAM" if r["hbm"] > 0 else \
-                f" · {r['dram'] / r['hit']:.0%} from DRAM" if r["hit"] > 0 else ""
+            share = f" · {(r['hbm'] + r['dram']) / r['hit']:.0%} HBM/DRAM" if r["hbm"] > 0 else \
+                f" · {r['dram'] / r['hit']:.0%} DRAM" if r["hit"] > 0 else ""
             self._label(pi, r["hit"] + 0.01, i, f"{r['hit']:.0%}{share}")
-        pi.setXRange(0, 1.45, padding=0)  # room for the labels right of a full bar
+        pi.setXRange(0, 1.5, padding=0)  # room for "100% · 100% DRAM" right of a full bar
         pi.getAxis("bottom").setTicks([[(k / 4, f"{k * 25}%") for k in range(5)]])  # a rate: 0..100% only
         pi.setYRange(-0.6, len(rows) - 0.4, padding=0)
 
