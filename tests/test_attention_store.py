@@ -373,7 +373,7 @@ def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.09
     from kvviz.mechanisms.attention_store.policies.base import DRAM, PREFETCHING
     assert st.ssd_used == sum(st.ssd_size)
     assert st.dram_used == sum(s for s, w in zip(st.size, st.where) if w in (DRAM, PREFETCHING))
-    st.outcome = run.gpu.outcome  # the store's view plus what each job found
+    st.outcome = run.batcher.outcome  # the store's view plus what each job found
     return st
 
 
@@ -474,9 +474,9 @@ def test_per_gpu_links_load_time(tmp_path):
                              "serving": {"arrivals": "recorded", "compare_truncation": False}})
         assert sc.model.kv_bytes_per_token == 819_200 and sc.hardware.pcie_gbps == 26
         run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
-        assert run.gpu.pcie == 26 * gpus
-        assert abs(819_200 / run.gpu.pcie - 31_507.7 / gpus) < 0.1    # ns per token
-        assert run.gpu.outcome[1] == HIT_DRAM
+        assert run.batcher.pcie == 26 * gpus
+        assert abs(819_200 / run.batcher.pcie - 31_507.7 / gpus) < 0.1    # ns per token
+        assert run.batcher.outcome[1] == HIT_DRAM
         load = run.tb.build().spans_of("PCIe · load DRAM→HBM")
         assert len(load) == 1
         spans[gpus] = int(load["end"][0] - load["start"][0])
@@ -513,13 +513,13 @@ def test_ssd_read_priority_by_hand(tmp_path):
         data["store"] = {"ssd_read_priority": prio}
         sc = parse_scenario(data)
         run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
-        assert run.gpu.outcome[1] == HIT_SSD and run.gpu.first_admit[1] == E   # A2: SSD hit, admitted at E
+        assert run.batcher.outcome[1] == HIT_SSD and run.batcher.first_admit[1] == E   # A2: SSD hit, admitted at E
         t = run.tb.build()
         reads = t.spans_of("SSD · prefetch + demand reads", "fetch")
         writes = t.spans_of("SSD · eviction writes", "evict_write")
         got[prio] = (int(reads["start"][0]), sorted(int(x) for x in writes["start"])[:2])  # C1's two evictions
         # First token: 4 layers of 32 ms loads, then the last layer's 25 µs of compute.
-        assert run.gpu.first_token[1] == got[prio][0] + 128 * ms + 25_000
+        assert run.batcher.first_token[1] == got[prio][0] + 128 * ms + 25_000
         # SSD busy: these three (384 ms), then A2's end (A now 256 MB, DRAM 768) evicts D
         # (128 MB) and C (384 MB): 896 ms in all, in either order.
         assert run.store.ssd_busy_ns == (3 * 128 + 128 + 384) * ms
@@ -560,8 +560,8 @@ def test_prefetch_occupies_dram_from_its_reservation(tmp_path):
     # (200..254 tokens): A2 (row 1) starts with its prefetch in flight, an SSD hit, and the
     # reservation ends there
     decode = 55 * 10_000_000 + 5 * sum(range(200, 255))
-    start = run.gpu.first_admit[1]
-    assert run.gpu.outcome[1] == HIT_SSD and start == 3_000_000_000 + 200_000 + decode
+    start = run.batcher.first_admit[1]
+    assert run.batcher.outcome[1] == HIT_SSD and start == 3_000_000_000 + 200_000 + decode
     res = tr.residency[tr.residency["item"] == A]
     second = res[res["start"] > 1_000_000_000]
     assert (int(second["start"][0]), int(second["end"][0])) == (3_100_000_000, start)

@@ -77,7 +77,7 @@ def world(tmp_path, turns, policy="lru", n_in=60, n_out=4, record=True, **over):
 def test_three_sessions_batch_of_two_by_hand(tmp_path):
     # Rows: A1 A2 B1 B2 C1 C2 (by conversation). A1 B1 C1 arrive at 0, A2 B2 C2 at 1 s.
     r = world(tmp_path, [("A", 0), ("B", 0), ("C", 0), ("A", 1), ("B", 1), ("C", 1)])
-    g = r.gpu
+    g = r.batcher
     A1, A2, B1, B2, C1, C2 = range(6)
     s = 1_000_000_000
     # t=0: A1 arrives to an idle GPU: a prefill iteration of A1 alone, 60 µs. B1, C1 wait.
@@ -117,7 +117,7 @@ def test_hbm_pool_holds_two_kept_sessions(tmp_path):
               hardware__dram_gb=0, hardware__hbm_free_gb=0.00029, hardware__write_buffer_gb=0.0001,
               hardware__pcie_gbps=1000, store__tiers="hbm", model__context_window=128,
               hardware__block_tokens=128)
-    g = r.gpu
+    g = r.batcher
     A1, B1, B2, C1, C2 = range(5)
     assert g.cap_tok == 190
     # After A1, B1: kept {A, B} (128 tokens). C1 is admitted: 60 + 128 + 1 ≤ 190. Its decode
@@ -141,7 +141,7 @@ def test_preemption_recomputes_the_youngest(tmp_path):
     # again and finishes its 39 − 28 = 11 remaining iterations.
     r = world(tmp_path, [("A", 0), ("B", 0)], n_in=100, n_out=40, record=False, hardware__hbm_free_gb=0.000257,
               hardware__write_buffer_gb=0.000001, hardware__pcie_gbps=1000)
-    g = r.gpu
+    g = r.batcher
     assert g.cap_tok == 256 and g.preemptions == 1
     # A1: prefill 0–100 µs; B1: 100–200 µs; 28 iterations of both, 11,200 + 20 i ... (context
     # 200 + 2i); then A1 alone for its last 11 (context 128 + i), while B1 waits.
@@ -191,7 +191,7 @@ def test_job_list_protects_a_session_not_yet_arrived(tmp_path):
     got = {}
     for mode in ("waiting_queue", "job_list"):
         r = world(tmp_path, turns, policy="scheduler_aware", store__lookahead=mode)
-        got[mode] = r.gpu.outcome[1]
+        got[mode] = r.batcher.outcome[1]
     assert got == {"waiting_queue": MISS, "job_list": HIT_DRAM}
 
 
@@ -256,7 +256,7 @@ def test_invariants(data):
     cap = None
     for policy in sc.policies:
         run = Run(sc, prep, policy, "decoupled", record=False)
-        g = run.gpu
+        g = run.batcher
         seen = []
         orig_iterate = g._iterate
 

@@ -161,19 +161,19 @@ class Run:
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self._last = (None,) * len(COUNTERS)
         self.store = Store(self, policy, self.coupled)
-        self.gpu = Batcher(self)
+        self.batcher = Batcher(self)
 
     # --- release --------------------------------------------------------------------------
     def arrive(self, j: int):
         self.arrival[j] = self.loop.now
         self.store.arrived(j)
-        self.gpu.arrive(j)
+        self.batcher.arrive(j)
         self.arrived += 1
         # Stability: the queue at half the arrivals and at the last one.
         if self.arrived == (self.n + 1) // 2:
-            self.queue_mid = self.gpu.queue_len()
+            self.queue_mid = self.batcher.queue_len()
         if self.arrived == self.n:
-            self.queue_end = self.gpu.queue_len()
+            self.queue_end = self.batcher.queue_len()
 
     def job_done(self, j: int):
         """Called by the batcher when j's last token is out: release the next turn, save."""
@@ -191,7 +191,7 @@ class Run:
     def gpu_state(self, t: int, batch: int):
         """Counters at an iteration boundary; a point only where a value changed."""
         if self.tb is not None:
-            g, st = self.gpu, self.store
+            g, st = self.batcher, self.store
             now = (batch, g.queue_len(), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
             for name, unit, v, last in zip(COUNTERS, UNITS, now, self._last):
                 if v != last:
@@ -203,7 +203,7 @@ class Run:
             return
         tb = self.tb
         for j in jobs:
-            o = self.gpu.outcome[j]
+            o = self.batcher.outcome[j]
             tb.instant(self.l_gpu, S, "miss" if o == MISS else "hit" if o >= HIT_HBM else "arrive", self.conv[j])
             if self.over[j]:
                 tb.instant(self.l_gpu, S, "overflow", self.conv[j])
@@ -241,7 +241,7 @@ class Run:
                 gaps += int(cs[i]) - prev
                 tb.span(self.l_layers, prev, int(cs[i]), "stall", f"wait for layer {i}", ref=i)
             tb.span(self.l_layers, int(cs[i]), int(ce[i]), "prefill", f"layer {i}", ref=i)
-        o = self.gpu.outcome[j]
+        o = self.batcher.outcome[j]
         self.detail_info = {"turn_row": j, "conversation": self.prep.wl.names[self.conv[j]],
                             "turn": int(self.prep.wl.turn[j]) + 1, "outcome": OUTCOME[o],
                             "L_hist": self.keep[j], "L_new": self.inn[j], "batch_jobs": len(jobs),
@@ -257,7 +257,7 @@ class Run:
 
     # --- metrics --------------------------------------------------------------------------
     def metrics(self) -> dict:
-        g, st = self.gpu, self.store
+        g, st = self.batcher, self.store
         out = np.array(g.outcome)
         arr, adm, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_admit, g.first_token, g.end))
         keep = self.prep.keep
