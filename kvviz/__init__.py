@@ -6,11 +6,21 @@
 
 This package never imports Qt; the desktop front end lives in `app/`.
 """
+from importlib import import_module
+
 from .errors import ScenarioError
-from .registry import simulate
-from .result import Result
-from .scenario import apply_override, load_scenario, parse_scenario, scenario_to_dict
-from .trace import Trace, TraceBuilder
+
+# Imported on first use, so `kvviz replay` (numpy, no pydantic) starts in a fraction of the time.
+_LAZY = {"simulate": "registry", "Result": "result", "Trace": "trace", "TraceBuilder": "trace",
+         "apply_override": "scenario", "load_scenario": "scenario", "parse_scenario": "scenario",
+         "scenario_to_dict": "scenario"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ScenarioError", "Result", "Trace", "TraceBuilder", "load_scenario", "parse_scenario",
            "apply_override", "scenario_to_dict", "simulate"]

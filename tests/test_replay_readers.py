@@ -139,3 +139,61 @@ def test_chunked_reading_gives_the_same_requests_and_lines(tmp_path, monkeypatch
     monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)
     with pytest.raises(Exception, match="line 152: size: expected a number"):
         read_requests(p)
+
+
+def _read_both(p):
+    """(fast, exact): each a Requests or the ScenarioError's text."""
+    from kvviz.errors import ScenarioError
+    from kvviz.replay.trace_readers import read_csv
+    out = []
+    for fast in (True, False):
+        try:
+            out.append(read_csv(p, fast))
+        except ScenarioError as e:
+            out.append(str(e))
+    return out
+
+
+def test_pyarrow_reads_a_clean_csv_without_kvviz_reader(tmp_path, monkeypatch):
+    pytest.importorskip("pyarrow")
+    from kvviz.replay import trace_readers
+    p = write(tmp_path, "g.csv", GOLDEN)
+    exact = trace_readers.read_csv(p, fast=False)
+    monkeypatch.setattr(trace_readers, "_exact_columns", lambda *a: pytest.fail("took the exact reader"))
+    fast = trace_readers.read_csv(p)
+    assert fast.ids.tolist() == exact.ids.tolist() and fast.sizes.tolist() == exact.sizes.tolist()
+
+
+def test_fast_and_exact_csv_readers_agree_on_odd_files(tmp_path):
+    """Whatever pyarrow accepts must read exactly as kvviz's own reader does (or it hands over)."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(11)
+    ids = ["7", "07", " 7", "x", '"x"', "+7", "7.0", "", "99999999999999999999", "a,b", '"a,b"', "é", "1e3"]
+    times = ["1", "1.5", " 2", "1e3", "nan", "-1", "inf", "", "0x10", "1_0", "3"]
+    sizes = ["4", " 4", "+4", "4.0", "-4", "", "x", "04", "1e3", "99999999999999999999999", "0"]
+    ends = ["\n", "\r\n", "\r"]
+    agreed = read = 0
+    for case in range(400):
+        n = int(rng.integers(1, 6))
+        end = ends[int(rng.integers(0, 3))] if rng.random() < 0.2 else "\n"  # the file's; some rows differ
+        rows = []
+        for i in range(n):
+            pick = lambda pool, p_odd: pool[int(rng.integers(0, len(pool)))] if rng.random() < p_odd else None
+            t = pick(times, 0.15) or str(i)
+            k = pick(ids, 0.4) or str(int(rng.integers(0, 4)))
+            s = pick(sizes, 0.15) or str(int(rng.integers(1, 9)))
+            rows.append(f"{t},{k},{s}" + (",extra" if case % 7 == 0 else ""))
+        if rng.random() < 0.05:
+            rows.insert(int(rng.integers(0, n + 1)), "")
+        head = "time,id,size" + (",note" if case % 7 == 0 else "")
+        text = head + end + "".join(r + (ends[int(rng.integers(0, 3))] if rng.random() < 0.1 else end) for r in rows)
+        p = write(tmp_path, f"c{case}.csv", text if rng.random() < 0.8 else text.rstrip("\r\n"))
+        fast, exact = _read_both(p)
+        if isinstance(exact, str) or isinstance(fast, str):
+            assert fast == exact, (p.read_bytes(), fast, exact)
+        else:
+            read += 1
+            assert fast.ids.tolist() == exact.ids.tolist(), p.read_bytes()
+            assert fast.sizes.tolist() == exact.sizes.tolist() and fast.times.tolist() == exact.times.tolist()
+        agreed += 1
+    assert read > 100  # the cases are not all refusals

@@ -72,14 +72,60 @@ def read_trace(path: str | Path, fmt: str = "auto",
 
 # --- time,id,size CSV --------------------------------------------------------------------------
 
-def read_csv(path: str | Path) -> Requests:
-    """A CSV with header `time,id,size` (extra columns ignored; rows in request order)."""
+def read_csv(path: str | Path, fast: bool = True) -> Requests:
+    """A CSV with header `time,id,size` (extra columns ignored; rows in request order). Object ids
+    are strings compared as written ("07" and "7" are two objects), numbered by first request.
+
+    pyarrow's CSV reader (kvviz[replay]) reads a well-formed file, in C on every core; anything it
+    refuses, and every file where pyarrow is missing (or `fast` is False), goes through kvviz's own
+    reader, which gives the same requests and names the line of a bad row."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
         raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
     data = data.removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
+    cut = data.find(b"\n")
+    header = [h.strip() for h in (data if cut < 0 else data[:cut]).decode("utf-8", "replace").split(",")]
+    got = _arrow_columns(data, header) if fast and all(c in header for c in COLUMNS) else None
+    if got is None:
+        times, ids, sizes = _exact_columns(path, data)
+    else:
+        times, ids, sizes = got
+    _check_values(path, times, sizes)
+    return Requests(ids, sizes, times, str(path))
+
+
+def _arrow_columns(data: bytes, header: list[str]):
+    """(times, ids, sizes) through pyarrow, or None: pyarrow missing, or anything it would read
+    differently from kvviz's reader (a lone CR as a line end, an empty line or field, a bad number)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
+    if lone_cr or b"\n\n" in data or b"\n\r\n" in data:
+        return None
+    names = [f"c{i}" for i in range(len(header))]
+    it, ii, isz = (names[header.index(c)] for c in COLUMNS)
+    try:
+        table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(skip_rows=1, column_names=names),
+                              parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
+                              convert_options=pcsv.ConvertOptions(
+                                  include_columns=[it, ii, isz], null_values=[], strings_can_be_null=False,
+                                  column_types={it: pa.float64(), ii: pa.binary(), isz: pa.int64()}))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows == 0:
+        return None
+    ids = table.column(ii).combine_chunks().dictionary_encode().indices.to_numpy().astype(np.int64)
+    return table.column(it).to_numpy(), ids, table.column(isz).to_numpy()
+
+
+def _exact_columns(path: Path, data: bytes):
+    """kvviz's own reader: numbers parsed by numpy chunk by chunk (quoted fields by the csv
+    module); a bad row is named by its line."""
     if not data.strip():
         raise ScenarioError("empty trace", str(path), "line 1")
     data = data.replace(b"\r\n", b"\n")
@@ -103,6 +149,10 @@ def read_csv(path: str | Path) -> Requests:
         ids.add(cols[ii])
     else:
         times, sizes, ids = _read_chunks(path, body, width, it, ii, isz)
+    return times, ids.dense(), sizes
+
+
+def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray) -> None:
     bad = np.flatnonzero(sizes < 0)
     if len(bad):
         raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + 2}")
@@ -119,7 +169,18 @@ def read_csv(path: str | Path) -> Requests:
         i = back[0] + 1
         raise ScenarioError(f"time goes backwards ({times[i]} after {times[i - 1]}); requests must be in time "
                             f"order", str(path), f"line {i + 2}")
-    return Requests(ids.dense(), sizes, times, str(path))
+
+
+def first_request_ids(values: np.ndarray) -> np.ndarray:
+    """Object ids 0..k-1 numbered in order of first request, from any integer ids: every reader
+    numbers objects this way, so one trace in two formats gives the same requests."""
+    values = np.asarray(values)
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
 
 
 CHUNK_BYTES = 8 << 20  # rows are split and parsed this many bytes at a time: a few million small
@@ -172,13 +233,7 @@ class _Ids:
 
     def dense(self) -> np.ndarray:
         if self.ints is not None:
-            ints = np.concatenate(self.ints)
-            if len(ints) and int(ints.max()) < 8 * len(ints) + 1024:
-                # ids packed closely (the usual case): rank by a presence table, no sort
-                present = np.zeros(int(ints.max()) + 1, dtype=bool)
-                present[ints] = True
-                return (np.cumsum(present) - 1)[ints].astype(np.int64)
-            return np.unique(ints, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            return first_request_ids(np.concatenate(self.ints))
         return np.concatenate(self.dense_chunks)
 
 
@@ -205,7 +260,12 @@ def _check_widths(path: Path, body: bytes, width: int, first_line: int = 2) -> N
 
 
 def _quoted_columns(path: Path, body: bytes, width: int) -> list:
-    rows = list(csv.reader(body.decode("utf-8", "replace").split("\n")))
+    reader = csv.reader(body.decode("utf-8", "replace").split("\n"))
+    try:
+        rows = list(reader)
+    except csv.Error as e:
+        why = "a carriage return inside a row (lines must end in \\n or \\r\\n)" if "new-line" in str(e) else str(e)
+        raise ScenarioError(why, str(path), f"line {reader.line_num + 1}") from None
     for n, row in enumerate(rows, 2):
         if len(row) != width:
             raise ScenarioError(f"expected {width} fields, got {len(row)}", str(path), f"line {n}")
@@ -243,7 +303,7 @@ def read_oracle_general(path: str | Path) -> Requests:
         raise ScenarioError(f"an oracleGeneral trace is whole {rec_size}-byte records; this file has {size:,} bytes "
                             f"({size // rec_size:,} records and {size % rec_size} bytes over)", str(path))
     rec = np.fromfile(path, dtype=ORACLE_RECORD)
-    _, ids = np.unique(rec["id"], return_inverse=True)
+    ids = first_request_ids(rec["id"])
     times = rec["time"].astype(np.float64)
     back = np.flatnonzero(np.diff(times) < 0)
     if len(back):
@@ -274,7 +334,7 @@ def read_blocks(path: str | Path, kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER
     counts = np.array([len(h) for _, _, h in records])
     hashes = np.fromiter((h for _, _, ids in records for h in ids), np.int64, int(counts.sum()))
     times = np.repeat(np.array([t for _, t, _ in records], dtype=np.float64), counts)
-    _, ids = np.unique(hashes, return_inverse=True)
+    ids = first_request_ids(hashes)
     sizes = np.full(len(ids), tokens * kv_bytes_per_token, dtype=np.int64)
     return Requests(ids.astype(np.int64), sizes, times, f"{path} ({fmt}: {len(records):,} requests as "
                                                          f"{len(ids):,} {tokens}-token blocks)")
