@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .errors import ScenarioError
-from .replay.trace_readers import DEFAULT_KV_BYTES_PER_TOKEN
+from .replay.trace_readers import DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, HEADER_CHOICES
 from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
@@ -250,6 +250,7 @@ def _sweep_table(res) -> str:
 
 def cmd_replay(args) -> int:
     from .replay import FALLBACK_NOTE, miss_ratio_curve, parse_capacities, parse_size, policies, read_trace
+    from .replay.trace_readers import parse_layout
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
 
     engine = resolve(args.engine)
@@ -274,7 +275,8 @@ def cmd_replay(args) -> int:
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
-    reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token)
+    layout = parse_layout(args.columns, args.delimiter, args.header)
+    reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
     caps += parse_capacities(args.capacities, reqs) if args.capacities else []
     skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
     results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped)
@@ -402,8 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(fn=cmd_sweep)
 
     rp = sub.add_parser("replay", help="replay a request trace through one cache tier (libCacheSim where installed)")
-    rp.add_argument("trace", nargs="?", help="CSV with header time,id,size; libCacheSim oracleGeneral binary; or a "
-                    "Mooncake / Qwen-Bailian JSONL request trace (as KV blocks)")
+    rp.add_argument("trace", nargs="?", help="CSV with header time,id,size (or any CSV with --columns); libCacheSim "
+                    "oracleGeneral binary or plain-text ids (.txt); a Mooncake / Qwen-Bailian JSONL request trace "
+                    "(as KV blocks); any of them zstd-compressed (.zst)")
     rp.add_argument("--policy", default="lru", metavar="NAME[,NAME...]",
                     help="eviction policies, e.g. lru,fifo,belady,s3fifo,sieve,arc (default lru; see --list-policies)")
     rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB)")
@@ -413,8 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list-policies", action="store_true", help="list the policies of the engine, with a description each")
     rp.add_argument("--engine", default="auto", choices=("auto", "libcachesim", "python"),
                     help="auto: libCacheSim if installed, else kvviz's own LRU/FIFO/Belady")
-    rp.add_argument("--format", default="auto", choices=("auto", "csv", "oracleGeneral", "mooncake", "qwen"),
-                    help="trace format (default: from the file's content)")
+    rp.add_argument("--format", default="auto", choices=FORMATS,
+                    help="trace format (default: from the file's content; .zst files are decompressed first)")
+    rp.add_argument("--columns", metavar="time=N,id=N,size=N",
+                    help="a CSV without the time,id,size header: 1-based field numbers, as libCacheSim's CSV reader "
+                         "takes them (id required; no time: the request's index; no size: 1 byte)")
+    rp.add_argument("--delimiter", metavar="C", help="CSV field separator (default ,; also tab, space, ';', '|')")
+    rp.add_argument("--header", choices=HEADER_CHOICES,
+                    help="with --columns: is line 1 a header? (auto: if its time or size is not a number)")
     rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
                     help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
     rp.add_argument("--workers", type=int, default=None, help="processes for the per-capacity runs (default: one per core)")

@@ -197,3 +197,102 @@ def test_fast_and_exact_csv_readers_agree_on_odd_files(tmp_path):
             assert fast.sizes.tolist() == exact.sizes.tolist() and fast.times.tolist() == exact.times.tolist()
         agreed += 1
     assert read > 100  # the cases are not all refusals
+
+
+def _lcs_ratio(path, trace_type, capacity, **params):
+    """libCacheSim's own reader and LRU over a file: (request miss ratio, byte miss ratio)."""
+    lcs = pytest.importorskip("libcachesim")
+    p = lcs.ReaderInitParam(ignore_size_zero_req=False)
+    for k, v in params.items():
+        setattr(p, k, v)
+    return lcs.LRU(capacity).process_trace(lcs.TraceReader(str(path), trace_type, p))
+
+
+def _zipf_rows(n=3000, objects=300, seed=5):
+    rng = np.random.default_rng(seed)
+    ids = rng.zipf(1.3, n) % objects
+    sizes = (ids * 37) % 500 + 20
+    return ids, sizes
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_csv_by_field_numbers_reads_as_libcachesim_does(tmp_path, fast):
+    from kvviz.replay.trace_readers import parse_layout, read_csv
+    lcs = pytest.importorskip("libcachesim")
+    ids, sizes = _zipf_rows()
+    # no header, tab-separated, fields in libCacheSim's numbering: size 2, id 3, time 4
+    p = write(tmp_path, "t.tsv", "".join(f"x\t{s}\t{k}\t{t}\n" for t, (k, s) in enumerate(zip(ids, sizes))))
+    layout = parse_layout("id=3,size=2,time=4", "tab", "auto")
+    reqs = read_csv(p, fast, layout)
+    assert len(reqs) == len(ids) and reqs.sizes.tolist() == sizes.tolist()
+    cap = reqs.footprint // 10
+    ours = replay(reqs, "lru", cap)
+    theirs = _lcs_ratio(p, lcs.TraceType.CSV_TRACE, cap, delimiter="\t", has_header=False, obj_id_field=3,
+                        obj_size_field=2, time_field=4)
+    assert ours.request_miss_ratio == pytest.approx(theirs[0], abs=1e-9)
+    assert ours.byte_miss_ratio == pytest.approx(theirs[1], abs=1e-9)
+    # the id alone: every request one byte, capacities count objects
+    only = read_csv(p, fast, parse_layout("id=3", "\t"))
+    assert only.sizes.tolist() == [1] * len(ids) and only.times.tolist() == list(range(len(ids)))
+    assert only.ids.tolist() == reqs.ids.tolist()
+
+
+def test_csv_layout_header_auto_yes_no(tmp_path):
+    from kvviz.replay.trace_readers import parse_layout, read_csv
+    p = write(tmp_path, "h.csv", "when;obj;bytes\n1;a;4\n2;b;3\n")
+    assert len(read_csv(p, layout=parse_layout("time=1,id=2,size=3", ";"))) == 2       # auto: a header
+    assert len(read_csv(p, layout=parse_layout("id=2", ";", "yes"))) == 2
+    assert len(read_csv(p, layout=parse_layout("id=2", ";"))) == 3                      # auto, id only: no header
+    with pytest.raises(Exception, match=r"line 1: time: expected a number, got 'when'"):
+        read_csv(p, fast=False, layout=parse_layout("time=1,id=2", ";", "no"))
+
+
+@pytest.mark.parametrize("args,field,msg", [
+    (["--columns", "id=0"], "--columns", "expected NAME=FIELD"),
+    (["--columns", "size=3"], "--columns", "name the id field"),
+    (["--columns", "id=2,id=3"], "--columns", "id is given twice"),
+    (["--columns", "id=2,size=2"], "--columns", "two names share one field"),
+    (["--columns", "id=9"], "--columns", "id is field 9, but line 1 has 3 field(s)"),
+    (["--delimiter", "ab"], "--delimiter", "one character"),
+    (["--header", "no"], "--header", "without a header, say where the fields are"),
+    (["--columns", "id=1", "--format", "oracleGeneral"], "--format", "--columns, --delimiter and --header describe a CSV"),
+])
+def test_csv_layout_options_bad_input_exit_2(tmp_path, capsys, args, field, msg):
+    p = write(tmp_path, "g.csv", GOLDEN)
+    assert main(["replay", str(p), "--capacity", "10", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"{field}: {msg}" in err and "Traceback" not in err
+
+
+def test_plain_text_ids_read_as_libcachesim_does(tmp_path):
+    lcs = pytest.importorskip("libcachesim")
+    ids, _ = _zipf_rows(seed=9)
+    p = write(tmp_path, "ids.txt", "".join(f"{k}\n" for k in ids))
+    reqs = read_trace(p)
+    assert len(reqs) == len(ids) and set(reqs.sizes.tolist()) == {1}
+    for cap in (5, 40):
+        assert replay(reqs, "lru", cap).request_miss_ratio == pytest.approx(
+            _lcs_ratio(p, lcs.TraceType.PLAIN_TXT_TRACE, cap)[0], abs=1e-9)
+    with pytest.raises(Exception, match="line 2: an empty line"):
+        read_trace(write(tmp_path, "gap.txt", "a\n\nb\n"))
+
+
+def test_zstd_traces_read_as_the_plain_file(tmp_path, capsys):
+    zstandard = pytest.importorskip("zstandard")
+    ids, sizes = _zipf_rows(seed=3)
+    plain = write(tmp_path, "z.oracleGeneral", oracle_bytes(ids, sizes))
+    packed = tmp_path / "z.oracleGeneral.zst"
+    with open(packed, "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:  # no content size, as the zstd CLI
+        w.write(plain.read_bytes())
+    a, b = read_trace(plain), read_trace(packed)
+    assert a.ids.tolist() == b.ids.tolist() and a.sizes.tolist() == b.sizes.tolist() and b.source == str(packed)
+    lcs = pytest.importorskip("libcachesim")
+    cap = a.footprint // 5
+    assert replay(b, "lru", cap).request_miss_ratio == pytest.approx(
+        _lcs_ratio(packed, lcs.TraceType.ORACLE_GENERAL_TRACE, cap)[0], abs=1e-9)
+    cut = write(tmp_path, "cut.csv.zst", zstandard.ZstdCompressor().compress(GOLDEN.encode())[:-6])
+    assert main(["replay", str(cut), "--capacity", "10"]) == 2
+    assert f"{cut}: not a readable zstd file" in capsys.readouterr().err
+    bad = write(tmp_path, "bad.csv.zst", zstandard.ZstdCompressor().compress(b"time,id,size\n1,a,x\n"))
+    assert main(["replay", str(bad), "--capacity", "10"]) == 2
+    assert f"{bad} (decompressed): line 2: size: expected a number" in capsys.readouterr().err

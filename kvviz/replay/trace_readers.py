@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import csv
 import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +30,7 @@ from ..limits import MAX_BYTES
 from .model import Requests
 
 COLUMNS = ("time", "id", "size")
-FORMATS = ("auto", "csv", "oracleGeneral", "mooncake", "qwen")
+FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen")
 ORACLE_RECORD = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
 # KV bytes per token when a JSONL trace is replayed as blocks: Llama-2-70B (80 layers, 8 KV heads
 # of 128 dims, K and V, FP16), as in the attention_store presets.
@@ -38,7 +41,8 @@ BOM = b"\xef\xbb\xbf"
 
 
 def detect_format(path: Path) -> str:
-    """csv, oracleGeneral or jsonl by the file's first bytes (and the name for oracleGeneral)."""
+    """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
+    and txt)."""
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -49,56 +53,209 @@ def detect_format(path: Path) -> str:
     stripped = head.removeprefix(BOM).lstrip()
     if stripped.startswith(b"{"):
         return "jsonl"
-    first = stripped.split(b"\n", 1)[0]
-    if path.suffix.lower() == ".csv" or b"," in first:
+    lines = stripped.replace(b"\r\n", b"\n").split(b"\n")
+    if path.suffix.lower() == ".csv" or b"," in lines[0]:
         return "csv"  # the CSV reader names a missing column
-    raise ScenarioError("not a trace format kvviz knows: expected a CSV with header time,id,size, libCacheSim "
-                        "oracleGeneral binary (24-byte records), or a Mooncake or Qwen/Bailian JSONL request "
-                        "trace", str(path), "line 1")
+    whole = lines[:-1] if len(head) == 4096 else lines  # the last may be cut short
+    if path.suffix.lower() == ".txt" and all(ln.split() == [ln] for ln in whole if ln):
+        return "txt"  # one object id per line, as libCacheSim's plain-text traces
+    raise ScenarioError("not a trace format kvviz knows: expected a CSV with header time,id,size (or --columns), "
+                        "libCacheSim oracleGeneral binary (24-byte records) or plain-text ids (.txt, one per line), "
+                        "or a Mooncake or Qwen/Bailian JSONL request trace; any of them zstd-compressed",
+                        str(path), "line 1")
 
 
-def read_trace(path: str | Path, fmt: str = "auto",
-               kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN) -> Requests:
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
+               layout: CsvLayout | None = None) -> Requests:
+    """Any trace kvviz reads, by its content (or `fmt`); zstd-compressed ones (libCacheSim's
+    datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first."""
     path = Path(path)
     if fmt not in FORMATS:
         raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
-    kind = detect_format(path) if fmt == "auto" else fmt
-    if kind == "csv":
-        return read_csv(path)
-    if kind == "oracleGeneral":
-        return read_oracle_general(path)
-    return read_blocks(path, kv_bytes_per_token, None if kind == "jsonl" else kind)
+    if layout is not None and fmt not in ("auto", "csv"):
+        raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
+    with open_decompressed(path) as plain:
+        if layout is not None:
+            kind = "csv"
+        else:
+            kind = detect_format(plain) if fmt == "auto" else fmt
+        try:
+            if kind == "csv":
+                reqs = read_csv(plain, layout=layout)
+            elif kind == "txt":
+                reqs = read_txt(plain)
+            elif kind == "oracleGeneral":
+                reqs = read_oracle_general(plain)
+            else:
+                reqs = read_blocks(plain, kv_bytes_per_token, None if kind == "jsonl" else kind)
+        except ScenarioError as e:
+            if plain != path and e.file == str(plain):
+                e.file = f"{path} (decompressed)"
+            raise
+    if plain != path:
+        reqs = Requests(reqs.ids, reqs.sizes, reqs.times, str(path) + reqs.source[len(str(plain)):])
+    return reqs
 
 
-# --- time,id,size CSV --------------------------------------------------------------------------
+@contextmanager
+def open_decompressed(path: Path):
+    """The path itself, or a temporary file holding its zstd-decompressed content (named as the
+    file without .zst, so the format is still told by name)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
+    if magic != ZSTD_MAGIC:
+        yield path
+        return
+    try:
+        import zstandard
+    except ImportError:
+        raise ScenarioError("a zstd-compressed trace needs the zstandard package (pip install 'kvviz[replay]')",
+                            str(path)) from None
+    with tempfile.TemporaryDirectory(prefix="kvviz-zst-") as d:
+        plain = Path(d) / (path.name[:-4] if path.name.lower().endswith(".zst") else path.name)
+        try:
+            with open(path, "rb") as src, open(plain, "wb") as dst:
+                _unzstd(zstandard, src, dst)
+        except zstandard.ZstdError as e:
+            raise ScenarioError(f"not a readable zstd file: {e}", str(path)) from None
+        except OSError as e:
+            raise ScenarioError(f"cannot decompress the trace: {e.strerror or e}", str(path)) from None
+        yield plain
 
-def read_csv(path: str | Path, fast: bool = True) -> Requests:
-    """A CSV with header `time,id,size` (extra columns ignored; rows in request order). Object ids
-    are strings compared as written ("07" and "7" are two objects), numbered by first request.
+
+def _unzstd(zstandard, src, dst) -> None:
+    """Every frame of src into dst; a file cut short is an error, not a shorter trace."""
+    dobj, in_frame = None, False
+    for chunk in iter(lambda: src.read(1 << 22), b""):
+        while chunk:
+            if dobj is None:
+                dobj = zstandard.ZstdDecompressor().decompressobj()
+            dst.write(dobj.decompress(chunk))
+            in_frame, chunk = not dobj.eof, b""
+            if dobj.eof:  # a next frame may start in what this one left
+                chunk, dobj = dobj.unused_data, None
+    if in_frame:
+        raise zstandard.ZstdError("the file ends inside a frame (truncated?)")
+
+
+# --- CSV: by header names, or by field numbers as libCacheSim's CSV reader takes them ---------
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """Where a CSV's fields are. By default a header names time,id,size. With `id` set, fields go by
+    1-based number, as libCacheSim's CSV reader takes them (cachesim -t "obj-id-col: 2, ..."):
+    without a time field a request's time is its index, without a size field it is 1 byte, as
+    libCacheSim reads such a trace."""
+    id: int | None = None
+    time: int | None = None
+    size: int | None = None
+    delimiter: str = ","
+    header: str = "auto"  # yes | no | auto: the first line is a header if its time or size is no number
+
+
+HEADER_CHOICES = ("auto", "yes", "no")
+_DELIMITER_NAMES = {"\\t": "\t", "tab": "\t", "space": " ", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+def parse_layout(columns: str | None = None, delimiter: str | None = None, header: str | None = None) -> CsvLayout | None:
+    """The CLI's --columns time=1,id=2,size=3 / --delimiter / --header, or None for the default."""
+    if columns is None and delimiter is None and header is None:
+        return None
+    sep = "," if delimiter is None else _DELIMITER_NAMES.get(delimiter.lower(), delimiter)
+    if len(sep) != 1 or sep in "\r\n\"" or not sep.isprintable() and sep != "\t":
+        raise ScenarioError(f"one character (or tab, space, comma, semicolon, pipe), not {delimiter!r}", "--delimiter")
+    if header is not None and header not in HEADER_CHOICES:
+        raise ScenarioError(f"one of {', '.join(HEADER_CHOICES)}, not {header!r}", "--header")
+    fields: dict[str, int] = {}
+    for part in (columns or "").split(","):
+        if not part.strip() and columns is None:
+            continue
+        name, eq, number = part.partition("=")
+        name = name.strip().lower()
+        if name not in COLUMNS or not eq or not number.strip().isdigit() or int(number) < 1:
+            raise ScenarioError(f"expected NAME=FIELD with NAME one of time, id, size and FIELD a number from 1 "
+                                f"(got {part.strip()!r})", "--columns")
+        if name in fields:
+            raise ScenarioError(f"{name} is given twice", "--columns")
+        fields[name] = int(number)
+    if fields and "id" not in fields:
+        raise ScenarioError("name the id field (id=N); time and size may be left out", "--columns")
+    if len(set(fields.values())) < len(fields):
+        raise ScenarioError("two names share one field", "--columns")
+    if not fields and header == "no":
+        raise ScenarioError("without a header, say where the fields are with --columns (e.g. id=2,size=3)", "--header")
+    return CsvLayout(fields.get("id"), fields.get("time"), fields.get("size"), sep, header or "auto")
+
+
+def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = None) -> Requests:
+    """A CSV, rows in request order: by default with a header naming `time,id,size` (extra columns
+    ignored), or laid out as `layout` says. Object ids are strings compared as written ("07" and
+    "7" are two objects), numbered by first request.
 
     pyarrow's CSV reader (kvviz[replay]) reads a well-formed file, in C on every core; anything it
     refuses, and every file where pyarrow is missing (or `fast` is False), goes through kvviz's own
     reader, which gives the same requests and names the line of a bad row."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
-    data = data.removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
+    layout = layout or CsvLayout()
+    data = _read_bytes(path).removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
+    if not data.strip():
+        raise ScenarioError("empty trace", str(path), "line 1")
+    sep = layout.delimiter.encode()
     cut = data.find(b"\n")
-    header = [h.strip() for h in (data if cut < 0 else data[:cut]).decode("utf-8", "replace").split(",")]
-    got = _arrow_columns(data, header) if fast and all(c in header for c in COLUMNS) else None
-    if got is None:
-        times, ids, sizes = _exact_columns(path, data)
+    first = [f.strip().strip('"') for f in (data if cut < 0 else data[:cut]).rstrip(b"\r").decode("utf-8", "replace").split(layout.delimiter)]
+    if layout.id is None:
+        missing = [c for c in COLUMNS if c not in first]
+        if missing:
+            raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header must name time,id,size; "
+                                f"or give --columns)", str(path), "line 1")
+        cols = tuple(first.index(c) for c in COLUMNS)
+        skip = 1
     else:
-        times, ids, sizes = got
-    _check_values(path, times, sizes)
+        for name, number in (("id", layout.id), ("time", layout.time), ("size", layout.size)):
+            if number and number > len(first):
+                raise ScenarioError(f"{name} is field {number}, but line 1 has {len(first)} field(s) split by "
+                                    f"{layout.delimiter!r}", str(path), "--columns")
+        cols = tuple(None if n is None else n - 1 for n in (layout.time, layout.id, layout.size))
+        skip = int(layout.header == "yes" or layout.header == "auto" and _is_header(first, cols))
+    got = _arrow_columns(data, len(first), cols, skip, layout.delimiter) if fast else None
+    if got is None:
+        got = _exact_columns(path, data, len(first), cols, skip, sep)
+    times, ids, sizes = got
+    n = len(ids)
+    times = np.arange(n, dtype=np.float64) if times is None else times
+    sizes = np.ones(n, dtype=np.int64) if sizes is None else sizes
+    _check_values(path, times, sizes, 1 + skip)
     return Requests(ids, sizes, times, str(path))
 
 
-def _arrow_columns(data: bytes, header: list[str]):
-    """(times, ids, sizes) through pyarrow, or None: pyarrow missing, or anything it would read
-    differently from kvviz's reader (a lone CR as a line end, an empty line or field, a bad number)."""
+def _is_header(first: list[str], cols: tuple) -> bool:
+    """A first line whose time or size field is not a number names the fields."""
+    for i in (cols[0], cols[2]):
+        if i is not None:
+            try:
+                float(first[i])
+            except ValueError:
+                return True
+    return False
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
+
+
+def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: str):
+    """(times, ids, sizes) through pyarrow (None for a column the layout lacks), or None: pyarrow
+    missing, or anything it would read differently from kvviz's reader (a lone CR as a line end,
+    an empty line or field, a bad number)."""
     try:
         import pyarrow as pa
         import pyarrow.csv as pcsv
@@ -107,68 +264,61 @@ def _arrow_columns(data: bytes, header: list[str]):
     lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
     if lone_cr or b"\n\n" in data or b"\n\r\n" in data:
         return None
-    names = [f"c{i}" for i in range(len(header))]
-    it, ii, isz = (names[header.index(c)] for c in COLUMNS)
+    names = [f"c{i}" for i in range(width)]
+    types = dict(zip((names[i] if i is not None else None for i in cols), (pa.float64(), pa.binary(), pa.int64())))
+    types.pop(None, None)
     try:
-        table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(skip_rows=1, column_names=names),
-                              parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
-                              convert_options=pcsv.ConvertOptions(
-                                  include_columns=[it, ii, isz], null_values=[], strings_can_be_null=False,
-                                  column_types={it: pa.float64(), ii: pa.binary(), isz: pa.int64()}))
+        table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(skip_rows=skip, column_names=names),
+                              parse_options=pcsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False),
+                              convert_options=pcsv.ConvertOptions(include_columns=list(types), column_types=types,
+                                                                  null_values=[], strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     if table.num_rows == 0:
         return None
-    ids = table.column(ii).combine_chunks().dictionary_encode().indices.to_numpy().astype(np.int64)
-    return table.column(it).to_numpy(), ids, table.column(isz).to_numpy()
+    it, ii, isz = (None if i is None else table.column(names[i]) for i in cols)
+    ids = ii.combine_chunks().dictionary_encode().indices.to_numpy().astype(np.int64)
+    return (None if it is None else it.to_numpy()), ids, (None if isz is None else isz.to_numpy())
 
 
-def _exact_columns(path: Path, data: bytes):
+def _exact_columns(path: Path, data: bytes, width: int, cols: tuple, skip: int, sep: bytes):
     """kvviz's own reader: numbers parsed by numpy chunk by chunk (quoted fields by the csv
     module); a bad row is named by its line."""
-    if not data.strip():
-        raise ScenarioError("empty trace", str(path), "line 1")
     data = data.replace(b"\r\n", b"\n")
-    cut = data.find(b"\n")
-    head, body = (data, b"") if cut < 0 else (data[:cut], data[cut + 1:])
-    header = [h.strip() for h in head.decode("utf-8", "replace").split(",")]
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header must name time,id,size)",
-                            str(path), "line 1")
-    if body.endswith(b"\n"):
-        body = body[:-1]
+    if skip:
+        cut = data.find(b"\n")
+        data = b"" if cut < 0 else data[cut + 1:]
+    body = data[:-1] if data.endswith(b"\n") else data
     if not body:
-        raise ScenarioError("the trace has no requests", str(path), "line 2")
-    width = len(header)
-    it, ii, isz = (header.index(c) for c in COLUMNS)
+        raise ScenarioError("the trace has no requests", str(path), f"line {1 + skip}")
+    it, ii, isz = cols
     if b'"' in body:
-        cols = _quoted_columns(path, body, width)
-        times, sizes = _numbers(path, cols[it], "time", np.float64, float), _numbers(path, cols[isz], "size", np.int64, int)
+        fields = _quoted_columns(path, body, width, sep, 1 + skip)
+        times = None if it is None else _numbers(path, fields[it], "time", np.float64, float, 1 + skip)
+        sizes = None if isz is None else _numbers(path, fields[isz], "size", np.int64, int, 1 + skip)
         ids = _Ids()
-        ids.add(cols[ii])
-    else:
-        times, sizes, ids = _read_chunks(path, body, width, it, ii, isz)
-    return times, ids.dense(), sizes
+        ids.add(fields[ii])
+        return times, ids.dense(), sizes
+    return _read_chunks(path, body, width, cols, sep, 1 + skip)
 
 
-def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray) -> None:
+def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray, first_line: int = 2) -> None:
     bad = np.flatnonzero(sizes < 0)
     if len(bad):
-        raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + 2}")
+        raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + first_line}")
     bad = np.flatnonzero(sizes > MAX_BYTES)
     if len(bad):
         raise ScenarioError(f"size: beyond {MAX_BYTES:.3g} bytes (got {sizes[bad[0]]})", str(path),
-                            f"line {bad[0] + 2}")
+                            f"line {bad[0] + first_line}")
     bad = np.flatnonzero(~np.isfinite(times) | (times < 0))
     if len(bad):
         raise ScenarioError(f"time: must be a finite number >= 0 (got {times[bad[0]]})", str(path),
-                            f"line {bad[0] + 2}")
+                            f"line {bad[0] + first_line}")
     back = np.flatnonzero(np.diff(times) < 0)
     if len(back):
         i = back[0] + 1
         raise ScenarioError(f"time goes backwards ({times[i]} after {times[i - 1]}); requests must be in time "
-                            f"order", str(path), f"line {i + 2}")
+                            f"order", str(path), f"line {i + first_line}")
 
 
 def first_request_ids(values: np.ndarray) -> np.ndarray:
@@ -187,21 +337,24 @@ CHUNK_BYTES = 8 << 20  # rows are split and parsed this many bytes at a time: a 
                        # objects alive at once, not tens of millions
 
 
-def _read_chunks(path: Path, body: bytes, width: int, it: int, ii: int, isz: int):
+def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, first_line: int):
+    it, ii, isz = cols
     times, sizes, ids = [], [], _Ids()
-    start, line = 0, 2
+    start, line = 0, first_line
     while start < len(body):
         end = body.find(b"\n", start + CHUNK_BYTES)
         end = len(body) if end < 0 else end
         chunk = body[start:end]
-        _check_widths(path, chunk, width, line)
-        fields = chunk.replace(b"\n", b",").split(b",")
-        times.append(_numbers(path, fields[it::width], "time", np.float64, float, line))
-        sizes.append(_numbers(path, fields[isz::width], "size", np.int64, int, line))
+        _check_widths(path, chunk, width, sep, line)
+        fields = chunk.replace(b"\n", sep).split(sep)
         ids.add(fields[ii::width])
-        line += len(times[-1])
+        if it is not None:
+            times.append(_numbers(path, fields[it::width], "time", np.float64, float, line))
+        if isz is not None:
+            sizes.append(_numbers(path, fields[isz::width], "size", np.int64, int, line))
+        line += len(fields) // width
         start = end + 1
-    return np.concatenate(times), np.concatenate(sizes), ids
+    return (np.concatenate(times) if times else None), ids.dense(), (np.concatenate(sizes) if sizes else None)
 
 
 class _Ids:
@@ -237,10 +390,10 @@ class _Ids:
         return np.concatenate(self.dense_chunks)
 
 
-def _check_widths(path: Path, body: bytes, width: int, first_line: int = 2) -> None:
-    """Every row has `width` fields: commas per line counted on the bytes, without a Python loop."""
+def _check_widths(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> None:
+    """Every row has `width` fields: separators per line counted on the bytes, without a Python loop."""
     b = np.frombuffer(body, dtype=np.uint8)
-    newlines, commas = np.flatnonzero(b == ord("\n")), np.flatnonzero(b == ord(","))
+    newlines, commas = np.flatnonzero(b == ord("\n")), np.flatnonzero(b == sep[0])
     lines = len(newlines) + 1
     if width > 1 and len(commas) == lines * (width - 1):
         # the common case, checked cheaply: each newline lies between its line's last comma
@@ -250,7 +403,7 @@ def _check_widths(path: Path, body: bytes, width: int, first_line: int = 2) -> N
             return
     ends = np.append(np.flatnonzero(b == ord("\n")), len(b))
     starts = np.concatenate(([0], ends[:-1] + 1))
-    commas = np.concatenate(([0], np.cumsum(b == ord(","))))  # commas[k]: commas in b[:k]
+    commas = np.concatenate(([0], np.cumsum(b == sep[0])))  # commas[k]: commas in b[:k]
     fields = commas[ends] - commas[starts] + 1
     fields[starts == ends] = 0  # a blank line
     wrong = np.flatnonzero(fields != width)
@@ -259,14 +412,14 @@ def _check_widths(path: Path, body: bytes, width: int, first_line: int = 2) -> N
         raise ScenarioError(f"expected {width} fields, got {fields[i]}", str(path), f"line {i + first_line}")
 
 
-def _quoted_columns(path: Path, body: bytes, width: int) -> list:
-    reader = csv.reader(body.decode("utf-8", "replace").split("\n"))
+def _quoted_columns(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> list:
+    reader = csv.reader(body.decode("utf-8", "replace").split("\n"), delimiter=sep.decode())
     try:
         rows = list(reader)
     except csv.Error as e:
         why = "a carriage return inside a row (lines must end in \\n or \\r\\n)" if "new-line" in str(e) else str(e)
-        raise ScenarioError(why, str(path), f"line {reader.line_num + 1}") from None
-    for n, row in enumerate(rows, 2):
+        raise ScenarioError(why, str(path), f"line {reader.line_num + first_line - 1}") from None
+    for n, row in enumerate(rows, first_line):
         if len(row) != width:
             raise ScenarioError(f"expected {width} fields, got {len(row)}", str(path), f"line {n}")
     return [[c.encode() for c in col] for col in zip(*rows)]
@@ -288,6 +441,29 @@ def _numbers(path: Path, col: list, name: str, dtype, conv, first_line: int = 2)
                 raise ScenarioError(f"{name}: beyond {MAX_BYTES:.3g} (got {x.decode('utf-8', 'replace')})",
                                     str(path), f"line {n}")
         raise
+
+
+# --- plain text: one object id per line --------------------------------------------------------
+
+def read_txt(path: str | Path) -> Requests:
+    """libCacheSim's plain-text trace: one object id per line (surrounding spaces ignored), each
+    request 1 byte at the time of its index, as libCacheSim reads it: capacities count objects."""
+    path = Path(path)
+    data = _read_bytes(path).removeprefix(BOM).replace(b"\r\n", b"\n")
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    if not lines:
+        raise ScenarioError("empty trace", str(path), "line 1")
+    col = [ln.strip() for ln in lines]
+    blank = next((n for n, k in enumerate(col, 1) if not k), None)
+    if blank:
+        raise ScenarioError("an empty line: every line names one object", str(path), f"line {blank}")
+    ids = _Ids()
+    for a in range(0, len(col), 1 << 20):
+        ids.add(col[a:a + (1 << 20)])
+    n = len(col)
+    return Requests(ids.dense(), np.ones(n, dtype=np.int64), np.arange(n, dtype=np.float64), str(path))
 
 
 # --- libCacheSim oracleGeneral -----------------------------------------------------------------
