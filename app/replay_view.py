@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
 
 from kvviz.io import atomic_write
 from kvviz.replay import miss_ratio_curve, parse_capacities, policies, read_trace
+from kvviz.replay.trace_readers import parse_layout
 from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
@@ -38,7 +39,7 @@ class ReplayView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.path = QLineEdit(str(SAMPLE) if SAMPLE.exists() else "")
-        self.path.setPlaceholderText("time,id,size CSV; libCacheSim oracleGeneral; Mooncake or Qwen JSONL")
+        self.path.setPlaceholderText("CSV; libCacheSim oracleGeneral or .txt; Mooncake or Qwen JSONL; any as .zst")
         browse = QPushButton("Open…")
         browse.clicked.connect(self._browse)
         self.engine_box = QComboBox()
@@ -54,6 +55,12 @@ class ReplayView(QWidget):
         self.capacities = QLineEdit("auto")
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
                                    "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB")
+        self.fields = QLineEdit()
+        self.fields.setPlaceholderText("header time,id,size")
+        self.fields.setToolTip("A CSV without the time,id,size header: its field numbers as libCacheSim's CSV "
+                               "reader takes them, e.g. id=2,size=3 or time=1,id=2,size=3 (no time: the request's "
+                               "index; no size: 1 byte). The separator is told from the first line, and so is a "
+                               "header line (its time or size is not a number).")
         self.ratio_box = QComboBox()
         self.ratio_box.addItems(list(METRICS))
         self.ratio_box.currentIndexChanged.connect(lambda _: self._draw())
@@ -68,18 +75,21 @@ class ReplayView(QWidget):
 
         form = QGridLayout()
         form.addWidget(QLabel("trace"), 0, 0)
-        form.addWidget(self.path, 0, 1, 1, 3)
-        form.addWidget(browse, 0, 4)
+        form.addWidget(self.path, 0, 1, 1, 5)
+        form.addWidget(browse, 0, 6)
         form.addWidget(QLabel("capacities"), 1, 0)
         form.addWidget(self.capacities, 1, 1)
-        form.addWidget(QLabel("engine"), 1, 2)
-        form.addWidget(self.engine_box, 1, 3)
+        form.addWidget(QLabel("CSV fields"), 1, 2)
+        form.addWidget(self.fields, 1, 3)
+        form.addWidget(QLabel("engine"), 1, 4)
+        form.addWidget(self.engine_box, 1, 5, 1, 2)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
         buttons.addWidget(self.status, 1)
-        form.addLayout(buttons, 2, 0, 1, 5)
+        form.addLayout(buttons, 2, 0, 1, 7)
         form.setColumnStretch(1, 1)
+        form.setColumnStretch(3, 1)
 
         self.plot = pg.PlotWidget(background="w", axisItems={"bottom": LogAxis("bottom")})
         pi = self.plot.getPlotItem()
@@ -146,7 +156,7 @@ class ReplayView(QWidget):
 
     def _browse(self):
         path, _ = QFileDialog.getOpenFileName(self, "Open a request trace", str(Path(self.path.text()).parent),
-                                              "Traces (*.csv *.jsonl *.oracleGeneral *.bin);;All files (*)")
+                                              "Traces (*.csv *.tsv *.txt *.jsonl *.oracleGeneral *.bin *.zst);;All files (*)")
         if path:
             self.path.setText(path)
 
@@ -156,6 +166,7 @@ class ReplayView(QWidget):
             return
         names = self.ticked()
         path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
+        fields = self.fields.text().strip() or None
         if not names:
             self.status.setText("⚠ tick at least one policy")
             return
@@ -167,7 +178,7 @@ class ReplayView(QWidget):
         emit = self.point.emit
 
         def work(progress):
-            reqs = read_trace(path)
+            reqs = read_trace(path, layout=parse_layout(fields, source="CSV fields"))
             caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
             skipped: list = []
             results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped)

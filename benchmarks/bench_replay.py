@@ -5,11 +5,12 @@ Run: .venv/bin/python benchmarks/bench_replay.py [--requests 1000000] [--repeat 
 Prints figures; asserts nothing about time (tests never do). Wall-clock medians; the machine's
 other load moves them, so compare the ratios printed side by side, not figures across runs.
 
-- reading the CSV: kvviz's reader against Python's csv module (kvviz's reader before issue 14)
-  and libCacheSim's CSV reader (which has no arrays to give back: it reads while simulating);
+- reading the CSV: kvviz's reader (pyarrow), its own numpy reader (the fallback without pyarrow),
+  Python's csv module (kvviz's reader before issue 14) and libCacheSim's CSV reader (which has
+  no arrays to give back: it reads while simulating);
 - end to end, one process per run (start, read the CSV, simulate, print): `kvviz replay` against
-  a script on libCacheSim's Python API (its CSV reader, default hash power), per policy at 1% and
-  10% of the footprint;
+  a script on libCacheSim's Python API (its CSV reader; default hash power, and again with the
+  hash power kvviz sizes from the object count), per policy at 1% and 10% of the footprint;
 - the same simulations in process on the requests already read: libCacheSim through kvviz's
   engine, kvviz's own Python kernels;
 - an LRU curve of 12 capacities: one pass (stack distances) against 12 separate LRU runs.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import subprocess
 import sys
 import tempfile
@@ -43,7 +45,8 @@ r = lcs.TraceReader(sys.argv[1], lcs.TraceType.CSV_TRACE, p)
 if sys.argv[2] == "Belady":  # a CSV has no future: libCacheSim's Belady needs it converted to oracleGeneral
     lcs.Util.convert_to_oracleGeneral(r._reader, sys.argv[1] + ".oracleGeneral")
     r = lcs.TraceReader(sys.argv[1] + ".oracleGeneral", lcs.TraceType.ORACLE_GENERAL_TRACE)
-print(getattr(lcs, sys.argv[2])(int(sys.argv[3])).process_trace(r))
+tuned = {"hashpower": int(sys.argv[4])} if len(sys.argv) > 4 else {}  # else the library's default, 2^24 buckets
+print(getattr(lcs, sys.argv[2])(int(sys.argv[3]), **tuned).process_trace(r))
 """
 
 
@@ -101,26 +104,31 @@ def main():
               f"medians of {rep}")
 
         secs, reqs = median_of(lambda: read_csv(path), rep)
-        old, _ = median_of(lambda: old_csv_reader(path), 1 if n > 2_000_000 else rep)
+        exact, _ = median_of(lambda: read_csv(path, fast=False), 1 if n > 2_000_000 else rep)
+        old = median_of(lambda: old_csv_reader(path), rep)[0] if n <= 2_000_000 else None
         lcs_read, _ = median_of(lambda: run([PY, "-c", LCS_SCRIPT, path, "LRU", str(reqs.footprint // 100)]), rep)
-        print(f"  read the CSV: kvviz {secs:.2f} s ({n / secs / 1e6:.1f} M rows/s); csv module {old:.2f} s; "
-              f"libCacheSim reading while simulating LRU, whole process {lcs_read:.2f} s")
+        print(f"  read the CSV: kvviz {secs:.2f} s ({n / secs / 1e6:.1f} M rows/s, pyarrow); kvviz's own reader "
+              f"(no pyarrow) {exact:.2f} s" + (f"; csv module {old:.2f} s" if old else "") +
+              f"; libCacheSim reading while simulating LRU, whole process {lcs_read:.2f} s")
 
-        top = reqs.footprint
+        top, power = reqs.footprint, hashpower(reqs.objects)
         print(f"  end to end (process start, read, simulate, print), capacity as a share of the footprint "
-              f"{top:,} B:")
-        print(f"    {'policy':<7} {'share':>5}  {'kvviz CLI':>9}  {'libCacheSim':>11}  ratio  miss ratios (kvviz, lcs)")
+              f"{top:,} B; libCacheSim's API as its users call it (default hash power 24), and with the hash "
+              f"power kvviz sizes from the objects ({power}):")
+        print(f"    {'policy':<7} {'share':>5}  {'kvviz CLI':>9}  {'libCacheSim':>11}  ratio  {'lcs, power ' + str(power):>14}"
+              f"  ratio  miss ratios (kvviz, lcs)")
         for policy in POLICIES:
             for share in (0.01, 0.1):
                 cap = int(top * share)
                 kv, out = median_of(lambda: run([KVVIZ, "replay", path, "--policy", policy, "--capacity", str(cap),
                                                  "--json"]), rep)
                 lc, lout = median_of(lambda: run([PY, "-c", LCS_SCRIPT, path, LCS_CLASS[policy], str(cap)]), rep)
-                import json
+                lt, _ = median_of(lambda: run([PY, "-c", LCS_SCRIPT, path, LCS_CLASS[policy], str(cap), str(power)]),
+                                  rep)
                 ours = json.loads(out)[0]["request_miss_ratio"]
                 theirs = float(lout.strip().strip("()").split(",")[0])
-                print(f"    {policy:<7} {share:>5.0%}  {kv:>8.2f}s  {lc:>10.2f}s  {kv / lc:>4.1f}x  "
-                      f"{ours:.4f} {theirs:.4f}")
+                print(f"    {policy:<7} {share:>5.0%}  {kv:>8.2f}s  {lc:>10.2f}s  {kv / lc:>4.2f}x  {lt:>13.2f}s  "
+                      f"{kv / lt:>4.2f}x  {ours:.4f} {theirs:.4f}")
 
         print("  in process, requests already read (simulation alone):")
         with Trace(reqs.ids, reqs.sizes, reqs.times) as trace:

@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--columns", metavar="time=N,id=N,size=N",
                     help="a CSV without the time,id,size header: 1-based field numbers, as libCacheSim's CSV reader "
                          "takes them (id required; no time: the request's index; no size: 1 byte)")
-    rp.add_argument("--delimiter", metavar="C", help="CSV field separator (default ,; also tab, space, ';', '|')")
+    rp.add_argument("--delimiter", metavar="C", help="CSV field separator: , tab space ; | (default: the most frequent of , tab ; | in line 1)")
     rp.add_argument("--header", choices=HEADER_CHOICES,
                     help="with --columns: is line 1 a header? (auto: if its time or size is not a number)")
     rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",

@@ -296,3 +296,14 @@ def test_zstd_traces_read_as_the_plain_file(tmp_path, capsys):
     bad = write(tmp_path, "bad.csv.zst", zstandard.ZstdCompressor().compress(b"time,id,size\n1,a,x\n"))
     assert main(["replay", str(bad), "--capacity", "10"]) == 2
     assert f"{bad} (decompressed): line 2: size: expected a number" in capsys.readouterr().err
+
+
+def test_separator_told_from_the_first_line(tmp_path):
+    plain = read_requests(write(tmp_path, "g.csv", GOLDEN))
+    for name, sep in (("g.tsv", "\t"), ("g.data", ";"), ("g.psv", "|")):
+        p = write(tmp_path, name, GOLDEN.replace(",", sep))
+        r = read_trace(p)
+        assert r.ids.tolist() == plain.ids.tolist() and r.sizes.tolist() == plain.sizes.tolist(), name
+    # a tab-separated row whose id holds a comma: the most frequent separator wins
+    r = read_trace(write(tmp_path, "c.tsv", "time\tid\tsize\n0\ta,b\t4\n1\tc\t3\n"))
+    assert r.sizes.tolist() == [4, 3] and r.objects == 2

@@ -124,3 +124,20 @@ def test_opens_with_the_bundled_curve_drawn(qtbot):
     v.draw_sample_once()
     assert v.job is None  # once only
     v.shutdown()
+
+
+def test_csv_fields_read_a_headerless_tab_separated_trace(view, qtbot, tmp_path):
+    rows = [line.split(",") for line in GOLDEN.strip().splitlines()[1:]]  # time,id,size
+    p = tmp_path / "golden.tsv"
+    p.write_text("".join(f"{s}\t{k}\t{t}\n" for t, k, s in rows))      # size, id, time; no header
+    view.path.setText(str(p))
+    view.capacities.setText("8, 10")
+    view.tick(["lru"])
+    run(view, qtbot)
+    assert view.results == [] and "line 1" in view.status.text() and "CSV fields id=N" in view.status.text()
+    view.fields.setText("id=2,size=1,time=3")
+    run(view, qtbot)
+    assert {(r.policy, r.capacity): r.misses for r in view.results} == {("lru", 8): 7, ("lru", 10): 8}
+    view.fields.setText("size=1")
+    run(view, qtbot)
+    assert view.results == [] and "CSV fields: name the id field" in view.status.text()

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ScenarioError
+from ..io import scratch_dir
 from ..limits import MAX_BYTES
 from . import engines, kernels
 from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
@@ -222,7 +223,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
                 deliver(i, _result(p, c, reqs, counts[caps.index(c)], STACK))
     if not todo:
         return out
-    with tempfile.TemporaryDirectory(prefix="kvviz-replay-") as d:
+    with tempfile.TemporaryDirectory(prefix="kvviz-replay-", dir=scratch_dir(len(reqs) * 24)) as d:
         if engine == LIBCACHESIM:
             from .libcachesim_engine import ORACLE, Trace
             trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,

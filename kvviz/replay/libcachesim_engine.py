@@ -32,6 +32,7 @@ import numpy as np
 import libcachesim as lcs
 
 from ..errors import ScenarioError
+from ..io import scratch_dir
 from .kernels import next_use_array
 from .trace_readers import ORACLE_RECORD
 
@@ -74,14 +75,21 @@ ORACLE = {"belady", "beladysize"}
 def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: np.ndarray | None,
                          future: bool = True) -> None:
     n = len(ids)
-    rec = np.empty(n, dtype=RECORD)
+    if n == 0:
+        open(path, "wb").close()
+        return
+    # Fields go straight into the mapped file: one set of page faults, not an array and a copy
+    # (10M requests: 0.19 s against 0.38-0.57 s with tofile). No msync: libCacheSim reads the
+    # same page cache.
+    rec = np.memmap(path, dtype=RECORD, mode="w+", shape=(n,))
     # libCacheSim's clock is whole seconds in 32 bits; kvviz's semantics ignore time, so a
     # trace that does not fit is shifted to start at 0 and clipped rather than refused.
     if times is None:
         rec["time"] = 0
     else:
-        t = np.asarray(times, dtype=np.float64)
-        rec["time"] = np.clip(np.floor(t - (t[0] if n else 0)), 0, 2**32 - 1)
+        t = np.subtract(times, times[0], dtype=np.float64)  # one new array, changed in place
+        np.floor(t, out=t)
+        rec["time"] = np.clip(t, 0, 2**32 - 1, out=t)
     rec["id"] = ids
     rec["size"] = sizes
     if future:
@@ -90,7 +98,7 @@ def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: n
         rec["next"] = nxt
     else:
         rec["next"] = -1
-    rec.tofile(path)
+    del rec
 
 
 class Trace:
@@ -103,7 +111,8 @@ class Trace:
         if len(sizes) and int(sizes.max()) > MAX_SIZE:
             raise ScenarioError(f"libCacheSim holds objects below 4 GiB; the largest here is {int(sizes.max()):,} B "
                                 f"(--engine python has no such limit)")
-        fd, self.path = tempfile.mkstemp(suffix=".oracleGeneral", dir=directory)
+        fd, self.path = tempfile.mkstemp(prefix="kvviz-", suffix=".oracleGeneral",
+                                         dir=directory or scratch_dir(len(ids) * RECORD.itemsize))
         os.close(fd)
         write_oracle_general(self.path, ids, sizes, times, future)
         self.future = future

@@ -54,7 +54,7 @@ def detect_format(path: Path) -> str:
     if stripped.startswith(b"{"):
         return "jsonl"
     lines = stripped.replace(b"\r\n", b"\n").split(b"\n")
-    if path.suffix.lower() == ".csv" or b"," in lines[0]:
+    if path.suffix.lower() in (".csv", ".tsv") or any(c in lines[0] for c in (b",", b"\t", b";", b"|")):
         return "csv"  # the CSV reader names a missing column
     whole = lines[:-1] if len(head) == 4096 else lines  # the last may be cut short
     if path.suffix.lower() == ".txt" and all(ln.split() == [ln] for ln in whole if ln):
@@ -75,10 +75,10 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
     path = Path(path)
     if fmt not in FORMATS:
         raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
-    if layout is not None and fmt not in ("auto", "csv"):
+    if layout is not None and layout.says_csv and fmt not in ("auto", "csv"):
         raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
     with open_decompressed(path) as plain:
-        if layout is not None:
+        if layout is not None and layout.says_csv:
             kind = "csv"
         else:
             kind = detect_format(plain) if fmt == "auto" else fmt
@@ -155,20 +155,25 @@ class CsvLayout:
     id: int | None = None
     time: int | None = None
     size: int | None = None
-    delimiter: str = ","
+    delimiter: str | None = None  # None: told from the first line (sniff_delimiter)
     header: str = "auto"  # yes | no | auto: the first line is a header if its time or size is no number
+    source: str = "--columns"  # where the field numbers are given, for messages
+
+    @property
+    def says_csv(self) -> bool:
+        """Anything but the defaults: the file is a CSV, whatever its content suggests."""
+        return self.id is not None or self.delimiter is not None or self.header != "auto"
 
 
 HEADER_CHOICES = ("auto", "yes", "no")
 _DELIMITER_NAMES = {"\\t": "\t", "tab": "\t", "space": " ", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
-def parse_layout(columns: str | None = None, delimiter: str | None = None, header: str | None = None) -> CsvLayout | None:
-    """The CLI's --columns time=1,id=2,size=3 / --delimiter / --header, or None for the default."""
-    if columns is None and delimiter is None and header is None:
-        return None
-    sep = "," if delimiter is None else _DELIMITER_NAMES.get(delimiter.lower(), delimiter)
-    if len(sep) != 1 or sep in "\r\n\"" or not sep.isprintable() and sep != "\t":
+def parse_layout(columns: str | None = None, delimiter: str | None = None, header: str | None = None,
+                 source: str = "--columns") -> CsvLayout:
+    """The CLI's --columns time=1,id=2,size=3 / --delimiter / --header (the app's "CSV fields")."""
+    sep = None if delimiter is None else _DELIMITER_NAMES.get(delimiter.lower(), delimiter)
+    if sep is not None and (len(sep) != 1 or sep in "\r\n\"" or not sep.isprintable() and sep != "\t"):
         raise ScenarioError(f"one character (or tab, space, comma, semicolon, pipe), not {delimiter!r}", "--delimiter")
     if header is not None and header not in HEADER_CHOICES:
         raise ScenarioError(f"one of {', '.join(HEADER_CHOICES)}, not {header!r}", "--header")
@@ -180,17 +185,17 @@ def parse_layout(columns: str | None = None, delimiter: str | None = None, heade
         name = name.strip().lower()
         if name not in COLUMNS or not eq or not number.strip().isdigit() or int(number) < 1:
             raise ScenarioError(f"expected NAME=FIELD with NAME one of time, id, size and FIELD a number from 1 "
-                                f"(got {part.strip()!r})", "--columns")
+                                f"(got {part.strip()!r})", source)
         if name in fields:
-            raise ScenarioError(f"{name} is given twice", "--columns")
+            raise ScenarioError(f"{name} is given twice", source)
         fields[name] = int(number)
     if fields and "id" not in fields:
-        raise ScenarioError("name the id field (id=N); time and size may be left out", "--columns")
+        raise ScenarioError("name the id field (id=N); time and size may be left out", source)
     if len(set(fields.values())) < len(fields):
-        raise ScenarioError("two names share one field", "--columns")
+        raise ScenarioError("two names share one field", source)
     if not fields and header == "no":
-        raise ScenarioError("without a header, say where the fields are with --columns (e.g. id=2,size=3)", "--header")
-    return CsvLayout(fields.get("id"), fields.get("time"), fields.get("size"), sep, header or "auto")
+        raise ScenarioError(f"without a header, say where the fields are with {source} (e.g. id=2,size=3)", "--header")
+    return CsvLayout(fields.get("id"), fields.get("time"), fields.get("size"), sep, header or "auto", source)
 
 
 def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = None) -> Requests:
@@ -204,26 +209,28 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
     path = Path(path)
     layout = layout or CsvLayout()
     data = _read_bytes(path).removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
-    if not data.strip():
+    if not data or data.isspace():
         raise ScenarioError("empty trace", str(path), "line 1")
-    sep = layout.delimiter.encode()
     cut = data.find(b"\n")
-    first = [f.strip().strip('"') for f in (data if cut < 0 else data[:cut]).rstrip(b"\r").decode("utf-8", "replace").split(layout.delimiter)]
+    line1 = (data if cut < 0 else data[:cut]).rstrip(b"\r").decode("utf-8", "replace")
+    delimiter = layout.delimiter or sniff_delimiter(line1)
+    sep = delimiter.encode()
+    first = [f.strip().strip('"') for f in line1.split(delimiter)]
     if layout.id is None:
         missing = [c for c in COLUMNS if c not in first]
         if missing:
             raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header must name time,id,size; "
-                                f"or give --columns)", str(path), "line 1")
+                                f"or give the field numbers: {layout.source} id=N,...)", str(path), "line 1")
         cols = tuple(first.index(c) for c in COLUMNS)
         skip = 1
     else:
         for name, number in (("id", layout.id), ("time", layout.time), ("size", layout.size)):
             if number and number > len(first):
                 raise ScenarioError(f"{name} is field {number}, but line 1 has {len(first)} field(s) split by "
-                                    f"{layout.delimiter!r}", str(path), "--columns")
+                                    f"{delimiter!r}", str(path), layout.source)
         cols = tuple(None if n is None else n - 1 for n in (layout.time, layout.id, layout.size))
         skip = int(layout.header == "yes" or layout.header == "auto" and _is_header(first, cols))
-    got = _arrow_columns(data, len(first), cols, skip, layout.delimiter) if fast else None
+    got = _arrow_columns(data, len(first), cols, skip, delimiter) if fast else None
     if got is None:
         got = _exact_columns(path, data, len(first), cols, skip, sep)
     times, ids, sizes = got
@@ -232,6 +239,16 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
     sizes = np.ones(n, dtype=np.int64) if sizes is None else sizes
     _check_values(path, times, sizes, 1 + skip)
     return Requests(ids, sizes, times, str(path))
+
+
+def sniff_delimiter(line: str) -> str:
+    """The separator of a first line: the most frequent of , tab ; | (ties in that order), else a
+    space where there is one, else a comma (a file of one field)."""
+    counts = [(line.count(c), -i, c) for i, c in enumerate(",\t;|")]
+    best = max(counts)
+    if best[0]:
+        return best[2]
+    return " " if " " in line.strip() else ","
 
 
 def _is_header(first: list[str], cols: tuple) -> bool:
@@ -258,11 +275,11 @@ def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: s
     an empty line or field, a bad number)."""
     try:
         import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.csv as pcsv
     except ImportError:
         return None
-    lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
-    if lone_cr or b"\n\n" in data or b"\n\r\n" in data:
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
     names = [f"c{i}" for i in range(width)]
     types = dict(zip((names[i] if i is not None else None for i in cols), (pa.float64(), pa.binary(), pa.int64())))
@@ -274,10 +291,13 @@ def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: s
                                                                   null_values=[], strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if table.num_rows == 0:
-        return None
     it, ii, isz = (None if i is None else table.column(names[i]) for i in cols)
-    ids = ii.combine_chunks().dictionary_encode().indices.to_numpy().astype(np.int64)
+    # An empty id is a blank line where the id is the only field (elsewhere an empty number
+    # fails above); kvviz's reader names its line.
+    if table.num_rows == 0 or pc.min(pc.binary_length(ii)).as_py() == 0:
+        return None
+    # One dictionary across pyarrow's chunks, so no copy into one array first.
+    ids = np.concatenate([c.indices.to_numpy() for c in ii.dictionary_encode().chunks], dtype=np.int64)
     return (None if it is None else it.to_numpy()), ids, (None if isz is None else isz.to_numpy())
 
 
@@ -303,20 +323,18 @@ def _exact_columns(path: Path, data: bytes, width: int, cols: tuple, skip: int, 
 
 
 def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray, first_line: int = 2) -> None:
-    bad = np.flatnonzero(sizes < 0)
-    if len(bad):
-        raise ScenarioError(f"size: must be >= 0 (got {sizes[bad[0]]})", str(path), f"line {bad[0] + first_line}")
-    bad = np.flatnonzero(sizes > MAX_BYTES)
-    if len(bad):
-        raise ScenarioError(f"size: beyond {MAX_BYTES:.3g} bytes (got {sizes[bad[0]]})", str(path),
-                            f"line {bad[0] + first_line}")
-    bad = np.flatnonzero(~np.isfinite(times) | (times < 0))
-    if len(bad):
-        raise ScenarioError(f"time: must be a finite number >= 0 (got {times[bad[0]]})", str(path),
-                            f"line {bad[0] + first_line}")
-    back = np.flatnonzero(np.diff(times) < 0)
-    if len(back):
-        i = back[0] + 1
+    """Sizes in range, times finite, >= 0 and in order; the first bad row named by its line. The
+    whole-array tests come first: on a good trace (the usual case) nothing else is computed."""
+    if len(sizes) and (sizes.min() < 0 or sizes.max() > MAX_BYTES):
+        i = int(np.flatnonzero((sizes < 0) | (sizes > MAX_BYTES))[0])
+        why = "must be >= 0" if sizes[i] < 0 else f"beyond {MAX_BYTES:.3g} bytes"
+        raise ScenarioError(f"size: {why} (got {sizes[i]})", str(path), f"line {i + first_line}")
+    if not (np.isfinite(times).all() and (len(times) == 0 or times.min() >= 0)):
+        i = int(np.flatnonzero(~np.isfinite(times) | (times < 0))[0])
+        raise ScenarioError(f"time: must be a finite number >= 0 (got {times[i]})", str(path), f"line {i + first_line}")
+    back = times[1:] < times[:-1]
+    if back.any():
+        i = int(np.flatnonzero(back)[0]) + 1
         raise ScenarioError(f"time goes backwards ({times[i]} after {times[i - 1]}); requests must be in time "
                             f"order", str(path), f"line {i + first_line}")
 
