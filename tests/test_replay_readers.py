@@ -307,3 +307,20 @@ def test_separator_told_from_the_first_line(tmp_path):
     # a tab-separated row whose id holds a comma: the most frequent separator wins
     r = read_trace(write(tmp_path, "c.tsv", "time\tid\tsize\n0\ta,b\t4\n1\tc\t3\n"))
     assert r.sizes.tolist() == [4, 3] and r.objects == 2
+
+
+def test_zstd_without_the_package_says_how_to_get_it(tmp_path, monkeypatch, capsys):
+    import sys
+    p = write(tmp_path, "t.csv.zst", b"\x28\xb5\x2f\xfd" + b"\0" * 20)
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import fails as if not installed
+    assert main(["replay", str(p), "--capacity", "10"]) == 2
+    assert f"{p}: a zstd-compressed trace needs the zstandard package" in capsys.readouterr().err
+
+
+def test_without_pyarrow_the_exact_reader_reads(tmp_path, monkeypatch):
+    import sys
+    p = write(tmp_path, "g.csv", GOLDEN)
+    with_arrow = read_requests(p)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    alone = read_requests(p)
+    assert alone.ids.tolist() == with_arrow.ids.tolist() and alone.times.tolist() == with_arrow.times.tolist()
