@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from kvviz.io import atomic_write
-from kvviz.replay import miss_ratio_curve, parse_capacities, policies, read_trace
+from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace
 from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
@@ -54,6 +54,11 @@ class ReplayView(QWidget):
         self.capacities = QLineEdit("auto")
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
                                    "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB")
+        self.sample_rate = QLineEdit()
+        self.sample_rate.setPlaceholderText("exact")
+        self.sample_rate.setFixedWidth(70)
+        self.sample_rate.setToolTip("LRU from a SHARDS sample at this rate in (0, 1], e.g. 0.01: faster, "
+                                    "an estimate (the legend says so); empty: exact")
         self.ratio_box = QComboBox()
         self.ratio_box.addItems(list(METRICS))
         self.ratio_box.currentIndexChanged.connect(lambda _: self._draw())
@@ -74,6 +79,10 @@ class ReplayView(QWidget):
         form.addWidget(self.capacities, 1, 1)
         form.addWidget(QLabel("engine"), 1, 2)
         form.addWidget(self.engine_box, 1, 3)
+        sampling = QHBoxLayout()
+        sampling.addWidget(QLabel("LRU sample rate"))
+        sampling.addWidget(self.sample_rate)
+        form.addLayout(sampling, 1, 4)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
@@ -156,6 +165,7 @@ class ReplayView(QWidget):
             return
         names = self.ticked()
         path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
+        rate_text = self.sample_rate.text().strip() or None
         if not names:
             self.status.setText("⚠ tick at least one policy")
             return
@@ -169,8 +179,10 @@ class ReplayView(QWidget):
         def work(progress):
             reqs = read_trace(path)
             caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
+            rate = check_sample_rate(rate_text, "LRU sample rate")
             skipped: list = []
-            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped)
+            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped,
+                                       sample_rate=rate)
             return reqs, results, skipped
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 
@@ -212,6 +224,8 @@ class ReplayView(QWidget):
             return
         key = METRICS[self.ratio_box.currentText()]
         pi.setLabel("left", self.ratio_box.currentText())
+        # an estimated curve says so on the plot: "lru (SHARDS R=0.01 stack distances)"
+        sampled = {r.policy: r.engine for r in done if r.engine.startswith("SHARDS")}
         for i, p in enumerate(dict.fromkeys(r.policy for r in done)):
             rows = sorted((r for r in done if r.policy == p), key=lambda r: r.capacity)
             x = np.array([r.capacity for r in rows], dtype=float)
@@ -219,7 +233,8 @@ class ReplayView(QWidget):
             colour = LINE_COLOURS[i % len(LINE_COLOURS)]
             symbol = SYMBOLS[(i // len(LINE_COLOURS)) % len(SYMBOLS)]  # beyond 8 policies, colours repeat
             self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=6,
-                                     symbolBrush=colour, symbolPen="w", name=p)
+                                     symbolBrush=colour, symbolPen="w",
+                                     name=f"{p} ({sampled[p]})" if p in sampled else p)
         pi.enableAutoRange(x=True, y=False)  # a ratio: always the whole 0..1 scale
         pi.setYRange(0, 1.05, padding=0)
 
