@@ -56,9 +56,10 @@ def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
 # Below this many request-replays in all, starting worker processes (~1 s each: numpy and
 # libCacheSim imported anew) costs more than it saves.
 PARALLEL_WORK = 5_000_000
-# The one-pass LRU curve costs about as much as 10 libCacheSim LRU runs, or 2 Python ones
-# (benchmarks/bench_replay.py): below that many capacities each is replayed instead.
-ONE_PASS_FROM = {LIBCACHESIM: 10, PYTHON: 2}
+# The one-pass LRU curve costs about as much as 6 libCacheSim LRU runs (0.35 s against 0.06 s
+# each at 1M Zipf requests), or 1.3 Python ones (benchmarks/bench_replay.py): below that many
+# capacities each is replayed instead.
+ONE_PASS_FROM = {LIBCACHESIM: 6, PYTHON: 2}
 # Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
 MAX_FOOTPRINTS = 1000
 
