@@ -87,7 +87,8 @@ def next_use_array(ids) -> np.ndarray:
     n = len(a)
     order = _by_object(a)
     nxt = np.full(n, n, dtype=np.int64)
-    same = a[order[1:]] == a[order[:-1]]
+    grouped = a[order]
+    same = grouped[1:] == grouped[:-1]
     nxt[order[:-1][same]] = order[1:][same]
     return nxt
 
@@ -97,7 +98,8 @@ def previous_use_array(ids) -> np.ndarray:
     a = np.asarray(ids, dtype=np.int64)
     order = _by_object(a)
     prev = np.full(len(a), -1, dtype=np.int64)
-    same = a[order[1:]] == a[order[:-1]]
+    grouped = a[order]
+    same = grouped[1:] == grouped[:-1]
     prev[order[1:][same]] = order[:-1][same]
     return prev
 
