@@ -22,7 +22,7 @@ The last term is, with t = the next request of j, a sum over earlier t < i with 
 a weighted inversion count over the sequence prev(t), done bit by bit from the top as in a
 wavelet matrix, with O(n) numpy work per bit (about a dozen array passes, no sort). Zipf
 requests, all 12 capacities at once (benchmarks/bench_replay.py, lru_curve_sampling): 0.35 s for
-1M against 0.71 s for 12 separate libCacheSim LRU runs; 6.6 s for 10M against 18.2 s. Memory:
+1M against 0.64–0.71 s for 12 separate libCacheSim LRU runs; 6.6 s for 10M against 18.2 s. Memory:
 about 120 bytes per request at the peak (1.6 GB for the whole 10M benchmark process).
 
 SHARDS (`sample_rate` R): keep the requests whose object's hash is below R × 2^64 (the hash is
