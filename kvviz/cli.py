@@ -248,7 +248,8 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .replay import FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies, read_trace
+    from .replay import FALLBACK_NOTE, miss_ratio_curve, parse_capacities, parse_size, policies, read_trace
+    from .replay import check_sample_rate
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
 
     engine = resolve(args.engine)
