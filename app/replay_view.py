@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from kvviz.io import atomic_write
-from kvviz.replay import miss_ratio_curve, parse_capacities, policies, read_trace
+from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace
 from kvviz.replay.trace_readers import parse_layout
 from kvviz.replay.engines import has_libcachesim
 
@@ -61,6 +61,11 @@ class ReplayView(QWidget):
                                "reader takes them, e.g. id=2,size=3 or time=1,id=2,size=3 (no time: the request's "
                                "index; no size: 1 byte). The separator is told from the first line, and so is a "
                                "header line (its time or size is not a number).")
+        self.sample_rate = QLineEdit()
+        self.sample_rate.setPlaceholderText("exact")
+        self.sample_rate.setFixedWidth(70)
+        self.sample_rate.setToolTip("LRU from a SHARDS sample at this rate in (0, 1], e.g. 0.01: faster, "
+                                    "an estimate (the legend says so); empty: exact")
         self.ratio_box = QComboBox()
         self.ratio_box.addItems(list(METRICS))
         self.ratio_box.currentIndexChanged.connect(lambda _: self._draw())
@@ -82,7 +87,11 @@ class ReplayView(QWidget):
         form.addWidget(QLabel("CSV fields"), 1, 2)
         form.addWidget(self.fields, 1, 3)
         form.addWidget(QLabel("engine"), 1, 4)
-        form.addWidget(self.engine_box, 1, 5, 1, 2)
+        form.addWidget(self.engine_box, 1, 5)
+        sampling = QHBoxLayout()
+        sampling.addWidget(QLabel("LRU sample rate"))
+        sampling.addWidget(self.sample_rate)
+        form.addLayout(sampling, 1, 6)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
@@ -167,6 +176,7 @@ class ReplayView(QWidget):
         names = self.ticked()
         path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
         fields = self.fields.text().strip() or None
+        rate_text = self.sample_rate.text().strip() or None
         if not names:
             self.status.setText("⚠ tick at least one policy")
             return
@@ -178,10 +188,12 @@ class ReplayView(QWidget):
         emit = self.point.emit
 
         def work(progress):
+            rate = check_sample_rate(rate_text, "LRU sample rate")  # before a long read, not after
             reqs = read_trace(path, layout=parse_layout(fields, source="CSV fields"))
             caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
             skipped: list = []
-            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped)
+            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped,
+                                       sample_rate=rate)
             return reqs, results, skipped
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 
@@ -223,6 +235,8 @@ class ReplayView(QWidget):
             return
         key = METRICS[self.ratio_box.currentText()]
         pi.setLabel("left", self.ratio_box.currentText())
+        # an estimated curve says so on the plot: "lru (SHARDS R=0.01 stack distances)"
+        sampled = {r.policy: r.engine for r in done if r.engine.startswith("SHARDS")}
         for i, p in enumerate(dict.fromkeys(r.policy for r in done)):
             rows = sorted((r for r in done if r.policy == p), key=lambda r: r.capacity)
             x = np.array([r.capacity for r in rows], dtype=float)
@@ -230,7 +244,8 @@ class ReplayView(QWidget):
             colour = LINE_COLOURS[i % len(LINE_COLOURS)]
             symbol = SYMBOLS[(i // len(LINE_COLOURS)) % len(SYMBOLS)]  # beyond 8 policies, colours repeat
             self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=6,
-                                     symbolBrush=colour, symbolPen="w", name=p)
+                                     symbolBrush=colour, symbolPen="w",
+                                     name=f"{p} ({sampled[p]})" if p in sampled else p)
         pi.enableAutoRange(x=True, y=False)  # a ratio: always the whole 0..1 scale
         pi.setYRange(0, 1.05, padding=0)
 

@@ -13,7 +13,8 @@ other load moves them, so compare the ratios printed side by side, not figures a
   hash power kvviz sizes from the object count), per policy at 1% and 10% of the footprint;
 - the same simulations in process on the requests already read: libCacheSim through kvviz's
   engine, kvviz's own Python kernels;
-- an LRU curve of 12 capacities: one pass (stack distances) against 12 separate LRU runs.
+- an LRU curve of 12 capacities: one pass (stack distances) against 12 separate LRU runs; and
+  (lru_curve_sampling) the exact pass, a SHARDS pass at R = 0.01 with its error, 12 runs.
 """
 from __future__ import annotations
 
@@ -144,6 +145,28 @@ def main():
             twelve, _ = median_of(lambda: [trace.run("lru", c) for c in caps], rep)
             print(f"  LRU curve of 12 capacities: one pass {one:.2f} s; 12 libCacheSim LRU runs {twelve:.2f} s "
                   f"({twelve / one:.1f}x the one pass)")
+        lru_curve_sampling(reqs, rep)
+
+
+def lru_curve_sampling(reqs, rep, rate=0.01):
+    """The LRU curve of 12 capacities three ways: one exact pass, one SHARDS pass at `rate` (with
+    its error against the exact curve), 12 libCacheSim LRU runs (hash power from the objects)."""
+    from kvviz.replay.libcachesim_engine import Trace
+    from kvviz.replay.stack_distance import lru_curve
+
+    top = reqs.footprint
+    caps = [int(c) for c in np.geomspace(top / 1000, top, 12)]
+    exact_s, exact = median_of(lambda: lru_curve(reqs.ids, reqs.sizes, caps), rep)
+    shards_s, est = median_of(lambda: lru_curve(reqs.ids, reqs.sizes, caps, sample_rate=rate), rep)
+    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as trace:
+        twelve_s, _ = median_of(lambda: [trace.run("lru", c) for c in caps], rep)
+    err = np.abs([(e[0] - x[0]) / len(reqs) for e, x in zip(est, exact)])
+    byte_err = np.abs([(e[1] - x[1]) / reqs.bytes for e, x in zip(est, exact)])
+    print(f"  LRU curve of 12 capacities, from the requests in memory: one exact pass {exact_s:.2f} s; "
+          f"SHARDS R={rate:g} {shards_s:.3f} s; 12 libCacheSim LRU runs {twelve_s:.2f} s "
+          f"({twelve_s / exact_s:.1f}x the exact pass, {twelve_s / shards_s:.0f}x SHARDS)")
+    print(f"    SHARDS error against the exact curve: request miss ratio max {err.max():.4f} mean {err.mean():.4f}; "
+          f"byte miss ratio max {byte_err.max():.4f} mean {byte_err.mean():.4f}")
 
 
 if __name__ == "__main__":

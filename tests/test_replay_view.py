@@ -141,3 +141,19 @@ def test_csv_fields_read_a_headerless_tab_separated_trace(view, qtbot, tmp_path)
     view.fields.setText("size=1")
     run(view, qtbot)
     assert view.results == [] and "CSV fields: name the id field" in view.status.text()
+
+
+def test_a_sampled_curve_says_so_in_the_legend(view, qtbot, tmp_path):
+    p = tmp_path / "golden.csv"
+    p.write_text(GOLDEN)
+    view.path.setText(str(p))
+    view.capacities.setText("8, 10")
+    view.tick(["lru", "fifo"])
+    view.sample_rate.setText("0.5")
+    run(view, qtbot)
+    names = [label.text for _, label in view.legend.items]
+    assert sorted(names) == ["fifo", "lru (SHARDS R=0.5 stack distances)"]
+    assert {r.engine for r in view.results if r.policy == "lru"} == {"SHARDS R=0.5 stack distances"}
+    view.sample_rate.setText("2")
+    run(view, qtbot)
+    assert view.results == [] and "(0, 1]" in view.status.text()

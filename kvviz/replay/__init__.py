@@ -36,12 +36,31 @@ from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, read_cs
 
 POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
+
+
+def shards_label(rate: float) -> str:
+    """The engine label of an LRU point estimated from a SHARDS sample at `rate`."""
+    return f"SHARDS R={rate:g} {STACK}"
+
+
+def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
+    """None (exact), or a sampling rate in (0, 1]."""
+    if rate is None:
+        return None
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"sample rate must be a number in (0, 1], e.g. 0.01 (got {rate!r})", source) from None
+    if not 0 < value <= 1:  # also nan
+        raise ScenarioError(f"sample rate must be in (0, 1], e.g. 0.01 (got {rate})", source)
+    return value
 # Below this many request-replays in all, starting worker processes (~1 s each: numpy and
 # libCacheSim imported anew) costs more than it saves.
 PARALLEL_WORK = 5_000_000
-# The one-pass LRU curve costs about as much as 10 libCacheSim LRU runs, or 2 Python ones
-# (benchmarks/bench_replay.py): below that many capacities each is replayed instead.
-ONE_PASS_FROM = {LIBCACHESIM: 10, PYTHON: 2}
+# The one-pass LRU curve costs about as much as 6 libCacheSim LRU runs (0.35 s against 0.06 s
+# each at 1M Zipf requests), or 1.3 Python ones (benchmarks/bench_replay.py): below that many
+# capacities each is replayed instead.
+ONE_PASS_FROM = {LIBCACHESIM: 6, PYTHON: 2}
 # Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
 MAX_FOOTPRINTS = 1000
 
@@ -177,7 +196,8 @@ def _run_task(task) -> tuple[int, int] | str:
 
 def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine: str = "auto",
                      executor=None, workers: int | None = None, on_result=None,
-                     one_pass_lru: bool | None = None, skipped: list | None = None) -> list[ReplayResult]:
+                     one_pass_lru: bool | None = None, skipped: list | None = None,
+                     sample_rate: float | None = None) -> list[ReplayResult]:
     """Every policy at every capacity, in that order (policy-major). LRU's points come from one
     pass over the trace (exact) when there are enough capacities for it to pay (ONE_PASS_FROM;
     `one_pass_lru` True or False decides instead); other points are independent
@@ -185,7 +205,9 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     kvviz.executor.workers, once the work is worth starting processes for). A point the engine
     refuses (libCacheSim at a capacity about one object small) raises, or, given a `skipped`
     list, is left None there and (policy, capacity, message) appended to it. `on_result(index, ReplayResult)` streams each point as it is
-    known; `progress(done, total)` follows, and either may raise to stop."""
+    known; `progress(done, total)` follows, and either may raise to stop. `sample_rate` R in
+    (0, 1]: LRU's points are SHARDS estimates from the requests it samples (one pass, whatever
+    the number of capacities; engine "SHARDS R=… stack distances"); None: exact."""
     from ..executor import map_indexed
 
     engine = resolve(engine)
@@ -193,7 +215,10 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     caps = list(capacities)
     for c in caps:
         _check_capacity(reqs, c)
-    if one_pass_lru is None:
+    sample_rate = check_sample_rate(sample_rate)
+    if sample_rate is not None:
+        one_pass_lru = True
+    elif one_pass_lru is None:
         one_pass_lru = len(set(caps)) >= ONE_PASS_FROM[engine]
     slots = [(p, c) for p in names for c in caps]
     out: list = [None] * len(slots)
@@ -217,10 +242,11 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
 
         def one(c):
             return kernels.run("lru", reqs.id_list, reqs.size_list, c)
-        counts = lru_curve(reqs.ids, reqs.sizes, caps, one)
+        counts = lru_curve(reqs.ids, reqs.sizes, caps, one, sample_rate)
+        label = STACK if sample_rate is None else shards_label(sample_rate)
         for i, (p, c) in enumerate(slots):
             if p == "lru":
-                deliver(i, _result(p, c, reqs, counts[caps.index(c)], STACK))
+                deliver(i, _result(p, c, reqs, counts[caps.index(c)], label))
     if not todo:
         return out
     with tempfile.TemporaryDirectory(prefix="kvviz-replay-", dir=scratch_dir(len(reqs) * 24)) as d:

@@ -68,15 +68,40 @@ def _fifo(ids, sizes, cap):
     return misses, missed
 
 
+def _by_object(ids: np.ndarray) -> np.ndarray:
+    """The request indices ordered by object, then time: a stable argsort of the ids, done as
+    16-bit radix passes (numpy sorts uint16 stably by radix), about 3x a general stable sort."""
+    if len(ids) and ids.min() < 0:  # digits of negative ids would mix objects up
+        return np.argsort(ids, kind="stable")
+    order = np.arange(len(ids))
+    top = int(ids.max()).bit_length() if len(ids) else 0
+    for shift in range(0, max(top, 1), 16):  # least significant digit first: each pass keeps the last
+        digit = ((ids[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+    return order
+
+
 def next_use_array(ids) -> np.ndarray:
     """For each request, the index of the next request for the same object (len(ids) if none)."""
     a = np.asarray(ids, dtype=np.int64)
     n = len(a)
-    order = np.argsort(a, kind="stable")       # by object, then by time
+    order = _by_object(a)
     nxt = np.full(n, n, dtype=np.int64)
-    same = a[order[1:]] == a[order[:-1]]
+    grouped = a[order]
+    same = grouped[1:] == grouped[:-1]
     nxt[order[:-1][same]] = order[1:][same]
     return nxt
+
+
+def previous_use_array(ids) -> np.ndarray:
+    """For each request, the index of the previous request for the same object (-1 if none)."""
+    a = np.asarray(ids, dtype=np.int64)
+    order = _by_object(a)
+    prev = np.full(len(a), -1, dtype=np.int64)
+    grouped = a[order]
+    same = grouped[1:] == grouped[:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
 
 
 def _belady(ids, sizes, cap):
