@@ -13,8 +13,8 @@ other load moves them, so compare the ratios printed side by side, not figures a
   hash power kvviz sizes from the object count), per policy at 1% and 10% of the footprint;
 - the same simulations in process on the requests already read: libCacheSim through kvviz's
   engine, kvviz's own Python kernels;
-- an LRU curve of 12 capacities: one pass (stack distances) against 12 separate LRU runs; and
-  (lru_curve_sampling) the exact pass, a SHARDS pass at R = 0.01 with its error, 12 runs.
+- an LRU curve of 12 capacities (lru_curve_sampling): one exact pass (stack distances), one
+  SHARDS pass at R = 0.01 with its error, and 12 separate libCacheSim LRU runs.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def main():
     args = ap.parse_args()
     import libcachesim as lcs
 
-    from kvviz.replay import miss_ratio_curve, read_csv, replay
+    from kvviz.replay import read_csv, replay
     from kvviz.replay.libcachesim_engine import Trace, hashpower
 
     n, rep = args.requests, args.repeat
@@ -140,11 +140,6 @@ def main():
                 print(f"    {policy:<7} 1%: libCacheSim via kvviz {a:.2f} s (hash power {hashpower(reqs.objects)}); "
                       f"kvviz Python kernel {b:.2f} s ({b / a:.0f}x)")
 
-            caps = [int(c) for c in np.geomspace(top / 1000, top, 12)]
-            one, _ = median_of(lambda: miss_ratio_curve(reqs, ["lru"], caps), rep)
-            twelve, _ = median_of(lambda: [trace.run("lru", c) for c in caps], rep)
-            print(f"  LRU curve of 12 capacities: one pass {one:.2f} s; 12 libCacheSim LRU runs {twelve:.2f} s "
-                  f"({twelve / one:.1f}x the one pass)")
         lru_curve_sampling(reqs, rep)
 
 
