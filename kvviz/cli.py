@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from .errors import ScenarioError
@@ -249,10 +250,11 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .replay import FALLBACK_NOTE, miss_ratio_curve, parse_capacities, parse_size, policies, read_trace
-    from .replay import check_sample_rate
-    from .replay.trace_readers import parse_layout
+    from .executor import default_spec, open_executor
+    from .replay import (FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies,
+                         read_trace)
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
+    from .replay.trace_readers import parse_layout
 
     engine = resolve(args.engine)
     if engine == "python" and args.engine == "auto":
@@ -278,11 +280,13 @@ def cmd_replay(args) -> int:
     caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
-    reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
-    caps += parse_capacities(args.capacities, reqs) if args.capacities else []
-    skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
-    results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
-                               sample_rate=sample_rate)
+    spec = args.executor or default_spec()
+    with (nullcontext() if spec == "local" else open_executor(spec)) as executor:  # connected before a long read
+        reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
+        caps += parse_capacities(args.capacities, reqs) if args.capacities else []
+        skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
+        results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
+                                   executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
         print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
     results = [r for r in results if r is not None]
@@ -430,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
                     help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
     rp.add_argument("--workers", type=int, default=None, help="processes for the per-capacity runs (default: one per core)")
+    rp.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
+                    help="where the per-capacity runs go: this computer (default; KVVIZ_EXECUTOR sets it) or a Dask "
+                         "scheduler, whose workers each get the trace once (pip install 'kvviz[cluster]')")
     rp.add_argument("--sample-rate", default=None, metavar="R",
                     help="LRU curve from a SHARDS sample of rate R in (0, 1], e.g. 0.01: faster, an estimate "
                          "(its engine says so); default exact")

@@ -79,6 +79,21 @@ def map_indexed(fn: Callable, items: Sequence, executor: Executor | None = None,
     return out
 
 
+def is_remote(executor: Executor | None) -> bool:
+    """Whether calls may run on other machines (anything but a local process pool or none), so
+    that their inputs must carry their data rather than name a local file."""
+    return executor is not None and not isinstance(executor, ProcessPoolExecutor)
+
+
+def share(executor: Executor | None, value):
+    """`value` as an argument of many calls on `executor`: a Dask cluster gets it once per worker
+    (scattered; the calls then name it), any other executor with each call."""
+    client = getattr(executor, "_client", None)  # distributed's ClientExecutor keeps its client here
+    if client is not None and hasattr(client, "scatter"):
+        return client.scatter(value, broadcast=True, hash=False)
+    return value
+
+
 # --- where a sweep runs: this computer, or a Dask cluster ----------------------------------------
 
 CONNECT_TIMEOUT_S = 10.0  # KVVIZ_CONNECT_TIMEOUT_S overrides it

@@ -131,3 +131,18 @@ def test_missing_dask_names_the_extra(monkeypatch):
     with pytest.raises(ScenarioError, match=r"pip install 'kvviz\[cluster\]'"):
         with open_executor("tcp://127.0.0.1:8786"):
             pass
+
+
+def test_replay_over_tcp_gives_the_local_curve(capsys):
+    """Each worker gets the trace once (scattered) and replays from its own copy."""
+    pytest.importorskip("libcachesim")
+    trace = str(SCENARIOS.parent / "resources" / "traces" / "zipf_20k.csv")
+    args = ["replay", trace, "--policy", "fifo,s3fifo,belady", "--capacities", "auto", "--json"]
+    assert main(args + ["--executor", "local", "--workers", "2"]) == 0
+    local = capsys.readouterr().out
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  scheduler_port=0, dashboard_address=":0") as cluster:
+        p = subprocess.run([sys.executable, "-m", "kvviz", *args, "--executor", cluster.scheduler_address],
+                           capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout == local and '"engine": "libcachesim"' in local

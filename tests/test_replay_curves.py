@@ -153,3 +153,40 @@ def test_cli_json_says_the_curve_is_sampled(capsys):
     assert main(["replay", str(SAMPLE), "--capacities", "auto", "--sample-rate", "0.5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out) == 12 and {o["engine"] for o in out} == {"SHARDS R=0.5 stack distances"}
+
+
+def test_a_carried_trace_replays_where_the_original_file_is_not():
+    """What a worker on another machine gets: the trace's bytes, written to its own file, which
+    goes with the object."""
+    import gc
+    import os
+    import pickle
+    pytest.importorskip("libcachesim")
+    from kvviz.replay.libcachesim_engine import Trace
+    reqs = read_requests(SAMPLE)
+    cap = reqs.footprint // 20
+    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as here:
+        want = here.run("s3fifo", cap)
+        here.carry = True
+        sent = pickle.dumps(here)
+        gone = here.path
+    assert not os.path.exists(gone)
+    there = pickle.loads(sent)
+    assert there.path != gone and there.run("s3fifo", cap) == want
+    copy = there.path
+    there.close()  # not the owner: closing a received copy does not remove it under the finaliser
+    assert os.path.exists(copy)
+    del there
+    gc.collect()
+    assert not os.path.exists(copy)
+
+
+def test_python_kernels_carry_their_requests_too(tmp_path):
+    import pickle
+    from kvviz.replay import _PythonTrace
+    reqs = read_requests(SAMPLE)
+    t = _PythonTrace(reqs, str(tmp_path))
+    t.carry = True
+    there = pickle.loads(pickle.dumps(t))
+    assert not (tmp_path / "requests.npy").exists()
+    assert there.run("fifo", reqs.footprint // 20) == t.run("fifo", reqs.footprint // 20)

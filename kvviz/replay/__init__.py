@@ -162,16 +162,19 @@ def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") ->
 
 
 class _PythonTrace:
-    """The requests for the Python kernels: in memory here, a .npy file for pool workers (read
-    once per worker)."""
+    """The requests for the Python kernels: in memory here; for pool workers a .npy file (read
+    once per worker), or the arrays themselves for workers on other machines (`carry`)."""
     _loaded: tuple = ("", None)  # (path, lists) in a worker
+    carry = False
 
     def __init__(self, reqs: Requests, directory: str):
         self.reqs = reqs
         self.path = os.path.join(directory, "requests.npy")
 
-    def __getstate__(self):  # on the way to a worker: the file, written the first time
-        if not os.path.exists(self.path):
+    def __getstate__(self):  # on the way to a worker
+        if self.carry:
+            return {"reqs": Requests(self.reqs.ids, self.reqs.sizes), "path": self.path}
+        if not os.path.exists(self.path):  # the file, written the first time
             np.save(self.path, np.stack([self.reqs.ids, self.reqs.sizes]))
         return {"reqs": None, "path": self.path}
 
@@ -208,7 +211,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     known; `progress(done, total)` follows, and either may raise to stop. `sample_rate` R in
     (0, 1]: LRU's points are SHARDS estimates from the requests it samples (one pass, whatever
     the number of capacities; engine "SHARDS R=… stack distances"); None: exact."""
-    from ..executor import map_indexed
+    from ..executor import is_remote, map_indexed, share
 
     engine = resolve(engine)
     names = [engines.canonical(p, engine) for p in policies]
@@ -256,6 +259,9 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
                           future=any(slots[i][0] in ORACLE for i in todo))
         else:
             trace = _PythonTrace(reqs, d)
+        if is_remote(executor):  # workers may not see this machine's files: the trace goes to each once
+            trace.carry = True
+            trace = share(executor, trace)
         tasks = [(trace, *slots[i]) for i in todo]
         if workers is None and executor is None and len(reqs) * len(tasks) < PARALLEL_WORK:
             workers = 1

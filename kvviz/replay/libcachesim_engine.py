@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 
 import numpy as np
 
@@ -122,12 +123,28 @@ class Trace:
         self.largest = int(sizes.max()) if len(sizes) else 0
         self.owner = os.getpid()
 
+    carry = False  # pickled with the file's bytes, for workers that cannot see this machine's files
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if self.carry:
+            with open(self.path, "rb") as f:
+                state["content"] = f.read()
+        return state
+
+    def __setstate__(self, state):
+        content = state.pop("content", None)
+        self.__dict__.update(state)
+        if content is not None:  # a worker elsewhere: its own copy, removed with this object
+            fd, self.path = tempfile.mkstemp(prefix="kvviz-", suffix=".oracleGeneral", dir=scratch_dir(len(content)))
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            self.owner, self.carry = -1, False
+            weakref.finalize(self, _remove, self.path)
+
     def close(self):
         if os.getpid() == self.owner:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            _remove(self.path)
 
     def __enter__(self):
         return self
@@ -176,6 +193,13 @@ class Trace:
                                 "--capacity")
         a, b = out.split()
         return float(a), float(b)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def replay_file(path: str, policy: str, capacity: int, power: int) -> tuple[float, float]:
