@@ -56,14 +56,14 @@ class ReplayView(QWidget):
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
                                    "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB")
         self.fields = QLineEdit()
-        self.fields.setPlaceholderText("header time,id,size")
+        self.fields.setPlaceholderText("from the header")
         self.fields.setToolTip("A CSV without the time,id,size header: its field numbers as libCacheSim's CSV "
                                "reader takes them, e.g. id=2,size=3 or time=1,id=2,size=3 (no time: the request's "
                                "index; no size: 1 byte). The separator is told from the first line, and so is a "
                                "header line (its time or size is not a number).")
         self.sample_rate = QLineEdit()
         self.sample_rate.setPlaceholderText("exact")
-        self.sample_rate.setFixedWidth(70)
+        self.sample_rate.setFixedWidth(110)
         self.sample_rate.setToolTip("LRU from a SHARDS sample at this rate in (0, 1], e.g. 0.01: faster, "
                                     "an estimate (the legend says so); empty: exact")
         self.ratio_box = QComboBox()
@@ -78,27 +78,23 @@ class ReplayView(QWidget):
         self.save_btn.setEnabled(False)
         self.point.connect(self._on_point)
 
-        form = QGridLayout()
+        form = QGridLayout()  # label, field, label, field; the trace and the buttons span them
         form.addWidget(QLabel("trace"), 0, 0)
-        form.addWidget(self.path, 0, 1, 1, 5)
-        form.addWidget(browse, 0, 6)
-        form.addWidget(QLabel("capacities"), 1, 0)
-        form.addWidget(self.capacities, 1, 1)
-        form.addWidget(QLabel("CSV fields"), 1, 2)
-        form.addWidget(self.fields, 1, 3)
-        form.addWidget(QLabel("engine"), 1, 4)
-        form.addWidget(self.engine_box, 1, 5)
-        sampling = QHBoxLayout()
-        sampling.addWidget(QLabel("LRU sample rate"))
-        sampling.addWidget(self.sample_rate)
-        form.addLayout(sampling, 1, 6)
+        trace_row = QHBoxLayout()
+        trace_row.addWidget(self.path, 1)
+        trace_row.addWidget(browse)
+        form.addLayout(trace_row, 0, 1, 1, 3)
+        for row, pairs in ((1, (("capacities", self.capacities), ("engine", self.engine_box))),
+                           (2, (("CSV fields", self.fields), ("LRU sample rate", self.sample_rate)))):
+            for k, (label, widget) in enumerate(pairs):
+                form.addWidget(QLabel(label), row, 2 * k)
+                form.addWidget(widget, row, 2 * k + 1)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
         buttons.addWidget(self.status, 1)
-        form.addLayout(buttons, 2, 0, 1, 7)
+        form.addLayout(buttons, 3, 0, 1, 4)
         form.setColumnStretch(1, 1)
-        form.setColumnStretch(3, 1)
 
         self.plot = pg.PlotWidget(background="w", axisItems={"bottom": LogAxis("bottom")})
         pi = self.plot.getPlotItem()
