@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from kvviz.io import atomic_write
-from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace
+from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace, sampling_note
 from kvviz.replay.trace_readers import parse_layout
 from kvviz.replay.engines import has_libcachesim
 
@@ -190,7 +190,8 @@ class ReplayView(QWidget):
             skipped: list = []
             results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped,
                                        sample_rate=rate)
-            return reqs, results, skipped
+            note = sampling_note(reqs, rate) if "lru" in names else None
+            return reqs, results, skipped, note
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 
     def cancel(self):
@@ -208,7 +209,7 @@ class ReplayView(QWidget):
         self._draw()
 
     def _on_done(self, payload):
-        reqs, results, skipped = payload
+        reqs, results, skipped, note = payload
         self.results = [r for r in results if r is not None]
         self.save_btn.setEnabled(bool(self.results))
         engines = sorted({r.engine for r in self.results})
@@ -217,6 +218,8 @@ class ReplayView(QWidget):
         if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
             policy, cap, why = skipped[0]
             text += f" · ⚠ {len(skipped)} point(s) skipped, e.g. {policy} at {cap:,} B: {why}"
+        if note:
+            text += f" · ⚠ {note}"
         self.status.setText(text)
         self._draw()
         self.finished.emit(results)

@@ -252,7 +252,7 @@ def _sweep_table(res) -> str:
 def cmd_replay(args) -> int:
     from .executor import default_spec, open_executor
     from .replay import (FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies,
-                         read_trace)
+                         read_trace, sampling_note)
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
     from .replay.trace_readers import parse_layout
 
@@ -289,6 +289,9 @@ def cmd_replay(args) -> int:
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
         print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+    note = sampling_note(reqs, sample_rate) if "lru" in names else None
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     results = [r for r in results if r is not None]
     if not results:
         raise ScenarioError("no policy could run at any of the capacities given", "kvviz replay", "--capacities")

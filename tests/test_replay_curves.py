@@ -190,3 +190,20 @@ def test_python_kernels_carry_their_requests_too(tmp_path):
     there = pickle.loads(pickle.dumps(t))
     assert not (tmp_path / "requests.npy").exists()
     assert there.run("fifo", reqs.footprint // 20) == t.run("fifo", reqs.footprint // 20)
+
+
+def test_a_thin_shards_sample_is_named_as_such(capsys):
+    from kvviz.cli import main
+    from kvviz.replay import FEW_SAMPLED_OBJECTS, sampling_note
+    from kvviz.replay.stack_distance import sampled_objects
+    reqs = read_requests(SAMPLE)  # 1,903 objects: any sample of it is thin
+    note = sampling_note(reqs, 0.5)
+    kept = int(np.count_nonzero(sampled_objects(reqs.objects, 0.5)))
+    assert kept < FEW_SAMPLED_OBJECTS and f"holds {kept:,} of 1,903 objects" in note
+    assert sampling_note(reqs, None) is None and sampling_note(reqs, 1.0) is None
+    big = Requests(np.arange(40_000) % 20_000, np.ones(40_000))
+    assert sampling_note(big, 0.5) is None  # ~10,000 objects sampled
+    assert main(["replay", str(SAMPLE), "--capacities", "auto", "--sample-rate", "0.5"]) == 0
+    assert "note: the SHARDS sample holds" in capsys.readouterr().err
+    assert main(["replay", str(SAMPLE), "--policy", "fifo", "--capacities", "auto", "--sample-rate", "0.5"]) == 0
+    assert "SHARDS" not in capsys.readouterr().err  # no LRU, no sample

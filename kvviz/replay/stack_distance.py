@@ -155,13 +155,19 @@ def shards_hash(ids: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def sampled_objects(n_objects: int, rate: float) -> np.ndarray:
+    """Which of the objects 0..n_objects-1 SHARDS keeps at `rate`: those whose hash is below
+    rate × 2^64."""
+    if rate >= 1:
+        return np.ones(n_objects, dtype=bool)
+    return shards_hash(np.arange(n_objects)) < np.uint64(int(rate * 2.0**64))
+
+
 def shards_sample(ids: np.ndarray, rate: float) -> np.ndarray:
-    """Which requests SHARDS keeps at `rate`: those whose object's hash is below rate × 2^64."""
+    """Which requests SHARDS keeps at `rate`: those of the objects it keeps."""
     if rate >= 1:
         return np.ones(len(ids), dtype=bool)
-    n_obj = int(ids.max()) + 1 if len(ids) else 0
-    kept_objects = shards_hash(np.arange(n_obj)) < np.uint64(int(rate * 2.0**64))
-    return kept_objects[ids]
+    return sampled_objects(int(ids.max()) + 1 if len(ids) else 0, rate)[ids]
 
 
 def lru_curve(ids, sizes, capacities: list[int], replay_one=None,
