@@ -37,15 +37,28 @@ from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, read_cs
 POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
 
+# Below this many request-replays in all, starting worker processes (~1 s each: numpy and
+# libCacheSim imported anew) costs more than it saves.
+PARALLEL_WORK = 5_000_000
+# The one-pass LRU curve costs about as much as 6 libCacheSim LRU runs (0.35 s against 0.06 s
+# each at 1M Zipf requests), or 1.3 Python ones (benchmarks/bench_replay.py): below that many
+# capacities each is replayed instead.
+ONE_PASS_FROM = {LIBCACHESIM: 6, PYTHON: 2}
+# Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
+MAX_FOOTPRINTS = 1000
+# A SHARDS curve rests on the objects its sample holds. Measured (benchmarks/bench_replay.py, Zipf,
+# R = 0.01): ~900 objects were off by up to 0.13 in miss ratio, ~9,000 by up to 0.02.
+FEW_SAMPLED_OBJECTS = 5_000
+
+__all__ = ["COLUMNS", "FALLBACK_NOTE", "FORMATS", "POLICIES", "ReplayResult", "Requests", "default_capacities",
+           "footprint", "has_libcachesim", "miss_ratio_curve", "next_use", "parse_capacities", "parse_size",
+           "policies", "read_requests", "read_trace", "replay", "sampling_note", "check_sample_rate",
+           "DEFAULT_KV_BYTES_PER_TOKEN"]
+
 
 def shards_label(rate: float) -> str:
     """The engine label of an LRU point estimated from a SHARDS sample at `rate`."""
     return f"SHARDS R={rate:g} {STACK}"
-
-
-# A SHARDS curve rests on the objects its sample holds. Measured (benchmarks/bench_replay.py, Zipf,
-# R = 0.01): ~900 objects were off by up to 0.13 in miss ratio, ~9,000 by up to 0.02.
-FEW_SAMPLED_OBJECTS = 5_000
 
 
 def sampling_note(reqs: Requests, rate: float | None) -> str | None:
@@ -71,19 +84,6 @@ def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
     if not 0 < value <= 1:  # also nan
         raise ScenarioError(f"sample rate must be in (0, 1], e.g. 0.01 (got {rate})", source)
     return value
-# Below this many request-replays in all, starting worker processes (~1 s each: numpy and
-# libCacheSim imported anew) costs more than it saves.
-PARALLEL_WORK = 5_000_000
-# The one-pass LRU curve costs about as much as 6 libCacheSim LRU runs (0.35 s against 0.06 s
-# each at 1M Zipf requests), or 1.3 Python ones (benchmarks/bench_replay.py): below that many
-# capacities each is replayed instead.
-ONE_PASS_FROM = {LIBCACHESIM: 6, PYTHON: 2}
-# Capacities beyond this many footprints are a typo, not a question (nothing is ever evicted).
-MAX_FOOTPRINTS = 1000
-
-__all__ = ["COLUMNS", "FALLBACK_NOTE", "FORMATS", "POLICIES", "ReplayResult", "Requests", "default_capacities",
-           "footprint", "has_libcachesim", "miss_ratio_curve", "next_use", "parse_capacities", "parse_size",
-           "policies", "read_requests", "read_trace", "replay", "sampling_note", "DEFAULT_KV_BYTES_PER_TOKEN"]
 
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,

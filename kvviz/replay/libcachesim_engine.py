@@ -105,6 +105,7 @@ def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: n
 class Trace:
     """A request trace written once as oracleGeneral, replayed at any policy and capacity.
     Picklable (a path and counts), so process-pool workers share the one file."""
+    carry = False  # pickled with the file's bytes, for workers that cannot see this machine's files
 
     def __init__(self, ids, sizes, times=None, directory: str | None = None, objects: int | None = None,
                  future: bool = True):
@@ -122,8 +123,6 @@ class Trace:
         self.objects = objects if objects is not None else (int(len(np.unique(ids))) if len(ids) else 0)
         self.largest = int(sizes.max()) if len(sizes) else 0
         self.owner = os.getpid()
-
-    carry = False  # pickled with the file's bytes, for workers that cannot see this machine's files
 
     def __getstate__(self):
         state = self.__dict__.copy()
