@@ -134,6 +134,13 @@ class GridAxis(pg.AxisItem):
         self._grid = []  # (pen, p1, p2) of the grid lines left out of pyqtgraph's cached picture
         self._tile = None  # (columns, row pixmap) of the last paint
 
+    def tickStrings(self, values, scale, spacing):
+        """Decimals from the tick spacing at any magnitude. pyqtgraph switches to %g (six
+        significant digits) from 10,000 on, so zoomed far into a long run two ticks read alike
+        ("29040.9" twice)."""
+        places = max(0, math.ceil(-math.log10(spacing * scale))) if spacing * scale > 0 else 0
+        return [f"{v * scale:.{places}f}" for v in values]
+
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
         # With a grid every tick is a grid line: paint() draws them after the labels, which sit
         # below the lines' ends, so the order makes no difference.

@@ -54,6 +54,14 @@ def test_window_shows_seed_result(window):
                                                  "naive · serial demand fetch"]
 
 
+def test_time_axis_labels_differ_when_zoomed_far_into_a_long_run(window):
+    """Ticks 0.01 apart at 29,040 s: pyqtgraph's own labels read "29040.9" for both."""
+    time_axis = window.timeline.plot.getPlotItem().getAxis("bottom")
+    labels = time_axis.tickStrings([29040.91, 29040.92, 29040.93], 1, 0.01)
+    assert labels == ["29040.91", "29040.92", "29040.93"]
+    assert time_axis.tickStrings([0, 50, 100], 1, 50) == ["0", "50", "100"]
+
+
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
 def test_open_every_bundled_scenario(window, qtbot, path):
     old = window.result
