@@ -20,7 +20,7 @@ from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
 from ..palette import instant_color, instant_legend_name, span_color
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
-from .axis import nice_ticks, time_unit
+from .axis import nice_ticks, tick_labels, time_unit
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 PX_PER_IN = 96
@@ -174,10 +174,11 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
 
     out.append(f'<g id="axis" font-size="12" fill="#333" stroke="#333">'
                f'<line x1="{left}" y1="{_f(plot_bottom)}" x2="{left + plot_w}" y2="{_f(plot_bottom)}"/>')
-    for tick in nice_ticks(t0 / scale, t1 / scale):
+    ticks = nice_ticks(t0 / scale, t1 / scale)
+    for tick, label in zip(ticks, tick_labels(ticks)):
         x = float(xof(tick * scale))
         out.append(f'<line x1="{_f(x)}" y1="{_f(plot_bottom)}" x2="{_f(x)}" y2="{_f(plot_bottom + 5)}"/>'
-                   f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{_f(tick)}</text>')
+                   f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{label}</text>')
     out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
                f'stroke="none">time ({unit})</text></g>')
 
