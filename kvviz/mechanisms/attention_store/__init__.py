@@ -19,7 +19,7 @@ from ...executor import map_indexed, workers
 from ...result import Result
 from .model import AttentionStoreScenario
 from .arrivals import interleaved
-from .serving import GPU_LANE, Prepared, Run, round_metrics, versus
+from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
 from .workload import load_trace, synthetic
 from .workload_figures import workload_figures
 
@@ -31,7 +31,11 @@ def initial_range(result: Result) -> tuple[int, int] | None:
     """Where a view of this run opens (ns): the chosen job's prefill iteration, its layer-wise
     loads and a margin. The whole run is hours long; the mechanism's point is a few hundred ms."""
     tr = result.trace
-    lanes = [i for i, name in enumerate(tr.lanes["name"].tolist()) if "layer" in name]
+    row = (result.metrics.get("detail") or {}).get("turn_row")
+    if row is None:  # the chosen job never reached its prefill
+        return None
+    wanted = {LAYERS_LANE.format(row), LAYER_LOADS_LANE.format(row)}
+    lanes = [i for i, name in enumerate(tr.lanes["name"].tolist()) if name in wanted]
     layers = tr.spans[np.isin(tr.spans["lane"], lanes)]
     if not len(layers):
         return None

@@ -31,6 +31,9 @@ from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, MISS, OUTCOME, Store
 from .workload import Workload
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
+# The chosen turn's layer-by-layer lanes (a view of the run opens on them: initial_range).
+LAYERS_LANE = "GPU · layers of turn {}'s prefill iteration"
+LAYER_LOADS_LANE = "PCIe · layer loads of turn {}'s iteration"
 COUNTERS = ("batch size", "queue length", "HBM KV in use", "DRAM in use", "SSD in use")
 UNITS = ("jobs", "jobs", "B", "B", "B")
 
@@ -155,9 +158,9 @@ class Run:
         if record:
             tb, d = self.tb, self.detail
             self.l_gpu = tb.lane(GPU_LANE, "GPU")
-            self.l_layers = tb.lane(f"GPU · layers of turn {d}'s prefill iteration", "GPU")
+            self.l_layers = tb.lane(LAYERS_LANE.format(d), "GPU")
             self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
-            self.l_layer_load = tb.lane(f"PCIe · layer loads of turn {d}'s iteration", "PCIe")
+            self.l_layer_load = tb.lane(LAYER_LOADS_LANE.format(d), "PCIe")
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self._last = (None,) * len(COUNTERS)
         self.store = Store(self, policy, self.coupled)
