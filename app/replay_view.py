@@ -54,7 +54,8 @@ class ReplayView(QWidget):
         self._fill_policies()
         self.capacities = QLineEdit("auto")
         self.capacities.setToolTip("auto: 12 capacities from 0.1% of the trace's footprint (every object "
-                                   "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB")
+                                   "once) to all of it; or sizes such as 64MiB, 256MiB, 1GB; or shares of the "
+                                   "footprint such as 1%, 10%")
         self.fields = QLineEdit()
         self.fields.setPlaceholderText("from the header")
         self.fields.setToolTip("A CSV without the time,id,size header: its field numbers as libCacheSim's CSV "

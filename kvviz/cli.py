@@ -277,12 +277,14 @@ def cmd_replay(args) -> int:
     names = [canonical(p, engine, "--policy") for p in names]
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
-    caps = [parse_size(args.capacity, "--capacity")] if args.capacity else []
+    if args.capacity:
+        parse_size(args.capacity, "--capacity")  # its form, before a long read
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
     spec = args.executor or default_spec()
     with (nullcontext() if spec == "local" else open_executor(spec)) as executor:  # connected before a long read
         reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
+        caps = [parse_size(args.capacity, "--capacity", reqs.footprint)] if args.capacity else []
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
         skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
         results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
@@ -419,9 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "(as KV blocks); any of them zstd-compressed (.zst)")
     rp.add_argument("--policy", default="lru", metavar="NAME[,NAME...]",
                     help="eviction policies, e.g. lru,fifo,belady,s3fifo,sieve,arc (default lru; see --list-policies)")
-    rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB)")
+    rp.add_argument("--capacity", metavar="SIZE", help="cache capacity in bytes (units: KB MB GB KiB MiB GiB), or a share of the trace's footprint: 1%%")
     rp.add_argument("--capacities", metavar="A,B,C|auto",
-                    help="several capacities: a miss-ratio curve; auto = 12 from 0.1%% of the footprint to all of it")
+                    help="several capacities (sizes or shares: 64MiB,1GB or 1%%,10%%): a miss-ratio curve; auto = 12 from "
+                         "0.1%% of the footprint to all of it")
     rp.add_argument("--json", action="store_true", help="print one JSON object per policy and capacity (with the engine)")
     rp.add_argument("--list-policies", action="store_true", help="list the policies of the engine, with a description each")
     rp.add_argument("--engine", default="auto", choices=("auto", "libcachesim", "python"),

@@ -1,5 +1,6 @@
 """kvviz replay: golden hit/miss counts worked out by hand, and bad input."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,21 @@ def test_bad_trace_exit_2_with_line(case, tmp_path, capsys):
 def test_capacity_required(golden, capsys):
     assert main(["replay", str(golden)]) == 2
     assert "--capacity" in capsys.readouterr().err
+
+
+def test_capacities_as_shares_of_the_footprint(capsys):
+    from kvviz.cli import main
+    from kvviz.replay import parse_capacities
+    SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "traces" / "zipf_20k.csv"
+    reqs = read_requests(SAMPLE)
+    top = reqs.footprint
+    assert parse_capacities("1%, 10%,100%", reqs) == [round(top / 100), round(top / 10), top]
+    assert parse_size("0.5%", footprint=top) == round(top / 200)
+    assert main(["replay", str(SAMPLE), "--capacity", "10%", "--json"]) == 0
+    by_share = json.loads(capsys.readouterr().out)
+    assert main(["replay", str(SAMPLE), "--capacity", str(round(top / 10)), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_share
+    for bad, msg in (("1e-9%", "capacity must be > 0 bytes (got '1e-9%': "), ("200000%", "more than 1000x"),
+                     ("%", "expected a size like")):
+        assert main(["replay", str(SAMPLE), "--capacity", bad]) == 2
+        assert msg in capsys.readouterr().err

@@ -90,20 +90,31 @@ _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
-def parse_size(text: str, source: str = "--capacity") -> int:
-    """`1000`, `64MiB`, `1.5GB` (decimal and binary units) -> bytes."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ScenarioError(f"expected a size like 1000, 64MiB or 1.5GB, got {text!r}", source)
-    number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+def parse_size(text: str, source: str = "--capacity", footprint: int | None = None) -> int:
+    """`1000`, `64MiB`, `1.5GB` (decimal and binary units) -> bytes; `1%` is a share of the
+    trace's `footprint` (without one, only the form is checked: the trace is not read yet)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*|%)\s*", text)
+    if not m or (m.group(2) != "%" and m.group(2).lower() not in _UNITS):
+        raise ScenarioError(f"expected a size like 1000, 64MiB, 1.5GB or 1% (of the trace's footprint), "
+                            f"got {text!r}", source)
+    if m.group(2) == "%":
+        share = float(m.group(1)) / 100
+        if not share <= MAX_FOOTPRINTS:  # also inf
+            raise ScenarioError(f"a capacity of more than {MAX_FOOTPRINTS}x the footprint is a typo "
+                                f"(got {text!r})", source)
+        if footprint is None:
+            return 1
+        number = footprint * share
+    else:
+        number = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not number <= MAX_BYTES:  # also inf (1e400)
         raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source)
-    value = int(number)
+    value = int(round(number)) if m.group(2) == "%" else int(number)
     if value <= 0:
-        raise ScenarioError(f"capacity must be > 0 bytes (got {text!r})", source)
+        raise ScenarioError(f"capacity must be > 0 bytes (got {text!r}" +
+                            (f": {number:.3g} B of a {footprint:,} B footprint)" if m.group(2) == "%" else ")"),
+                            source)
     return value
-
-
 
 
 def read_requests(path: str | Path) -> Requests:
@@ -165,7 +176,7 @@ def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
 
 
 def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") -> list[int]:
-    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, …`, in the order given."""
+    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, 1%, …`, in the order given."""
     if text.strip().lower() == "auto":
         return default_capacities(reqs)
     entries = text.split(",")
@@ -173,7 +184,7 @@ def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") ->
         raise ScenarioError("give at least one capacity (or auto)", source)
     if any(not t.strip() for t in entries):
         raise ScenarioError(f"an empty entry in {text!r}", source)
-    return [parse_size(t, source) for t in entries]
+    return [parse_size(t, source, footprint(reqs)) for t in entries]
 
 
 
