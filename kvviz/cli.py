@@ -277,8 +277,10 @@ def cmd_replay(args) -> int:
     names = [canonical(p, engine, "--policy") for p in names]
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
-    if args.capacity:
-        parse_size(args.capacity, "--capacity")  # its form, before a long read
+    if args.capacity:  # their form, before a long read
+        parse_size(args.capacity, "--capacity")
+    if args.capacities:
+        parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
     spec = args.executor or default_spec()

@@ -175,18 +175,17 @@ def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
     return sorted({max(1, int(round(c))) for c in caps})
 
 
-def parse_capacities(text: str, reqs: Requests, source: str = "--capacities") -> list[int]:
-    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, 1%, …`, in the order given."""
+def parse_capacities(text: str, reqs: Requests | None, source: str = "--capacities") -> list[int]:
+    """`auto` (default_capacities of the trace) or sizes `64MiB, 1GB, 1%, …`, in the order given.
+    Without the trace (`reqs` None) only the form is checked."""
     if text.strip().lower() == "auto":
-        return default_capacities(reqs)
+        return default_capacities(reqs) if reqs is not None else []
     entries = text.split(",")
     if not text.strip():
         raise ScenarioError("give at least one capacity (or auto)", source)
     if any(not t.strip() for t in entries):
         raise ScenarioError(f"an empty entry in {text!r}", source)
-    return [parse_size(t, source, footprint(reqs)) for t in entries]
-
-
+    return [parse_size(t, source, footprint(reqs) if reqs is not None else None) for t in entries]
 
 
 class _PythonTrace:
