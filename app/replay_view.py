@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +15,14 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
+from kvviz.executor import open_executor
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace, sampling_note
 from kvviz.replay.trace_readers import parse_layout
 from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
+from .run_on import RunOn
 from .views.log_axis import LogAxis
 from .views._common import LINE_COLOURS, style_plot
 
@@ -74,6 +77,7 @@ class ReplayView(QWidget):
         self.jobs.run_btn.clicked.connect(self.run)
         self.jobs.stopped.connect(self.stopped)
         self.status = self.jobs.status
+        self.run_on = RunOn(self.status.setText, "the per-capacity replays, each worker sent the trace once")
         self.save_btn = QPushButton("Save CSV…")
         self.save_btn.clicked.connect(self._save_dialog)
         self.save_btn.setEnabled(False)
@@ -90,11 +94,13 @@ class ReplayView(QWidget):
             for k, (label, widget) in enumerate(pairs):
                 form.addWidget(QLabel(label), row, 2 * k)
                 form.addWidget(widget, row, 2 * k + 1)
+        form.addWidget(QLabel("run on"), 3, 0)
+        form.addWidget(self.run_on, 3, 1)
         buttons = QHBoxLayout()
         for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
             buttons.addWidget(w)
         buttons.addWidget(self.status, 1)
-        form.addLayout(buttons, 3, 0, 1, 4)
+        form.addLayout(buttons, 4, 0, 1, 4)
         form.setColumnStretch(1, 1)
 
         self.plot = pg.PlotWidget(background="w", axisItems={"bottom": LogAxis("bottom")})
@@ -174,6 +180,8 @@ class ReplayView(QWidget):
         path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
         fields = self.fields.text().strip() or None
         rate_text = self.sample_rate.text().strip() or None
+        spec = self.run_on.spec()
+        self.jobs.cancel_note = "" if spec == "local" else " (replays already on the cluster finish there)"
         if not names:
             self.status.setText("⚠ tick at least one policy")
             return
@@ -186,11 +194,12 @@ class ReplayView(QWidget):
 
         def work(progress):
             rate = check_sample_rate(rate_text, "LRU sample rate")  # before a long read, not after
-            reqs = read_trace(path, layout=parse_layout(fields, source="CSV fields"))
-            caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
-            skipped: list = []
-            results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit, skipped=skipped,
-                                       sample_rate=rate)
+            with (nullcontext() if spec == "local" else open_executor(spec)) as executor:
+                reqs = read_trace(path, layout=parse_layout(fields, source="CSV fields"))
+                caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
+                skipped: list = []
+                results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit,
+                                           skipped=skipped, sample_rate=rate, executor=executor)
             note = sampling_note(reqs, rate) if "lru" in names else None
             return reqs, results, skipped, note
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
@@ -200,6 +209,7 @@ class ReplayView(QWidget):
 
     def shutdown(self):
         self.jobs.shutdown()
+        self.run_on.shutdown()
 
     def _on_point(self, i: int, r):
         if self.job is None:

@@ -9,18 +9,18 @@ import typing
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QSizePolicy, QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSizePolicy,
+                               QSlider, QVBoxLayout, QWidget)
 from PySide6.QtCore import Qt
 from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.executor import default_spec, describe_executor
 from kvviz.sweep import (Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep,
                          shaped)
 
-from .background import BackgroundJob, JobControls
+from .background import JobControls
+from .run_on import RunOn
 from .views._common import LINE_COLOURS
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
@@ -64,17 +64,11 @@ class SweepView(QWidget):
         self.metric_box = QComboBox()
         self.metric_box.setEditable(True)
         self.metric_box.setMinimumWidth(200)
-        self.run_on = QComboBox()
-        self.run_on.setEditable(True)
-        spec = default_spec()
-        self.run_on.addItems(["local"] + ([spec] if spec != "local" else []))
-        self.run_on.setCurrentText(spec)
-        self.run_on.setToolTip("local: this computer's cores. A Dask scheduler address (tcp://HOST:8786) "
-                               "runs the grid on its cluster (pip install 'kvviz[cluster]' on every machine)")
         self.jobs = JobControls(self, "Run sweep", "runs")
         self.jobs.run_btn.clicked.connect(self.run)
         self.jobs.stopped.connect(self.stopped)
         self.status = self.jobs.status
+        self.run_on = RunOn(self.status.setText, "the grid")
 
         form = QGridLayout()
         form.addWidget(QLabel("parameter"), 0, 0)
@@ -88,13 +82,7 @@ class SweepView(QWidget):
         form.addWidget(QLabel("metric"), 2, 0)
         form.addWidget(self.metric_box, 2, 1)
         form.addWidget(QLabel("run on"), 3, 0)
-        run_on = QHBoxLayout()
-        self.test_btn = QPushButton("Test connection")
-        self.test_btn.clicked.connect(self.test_connection)
-        run_on.addWidget(self.run_on, 1)
-        run_on.addWidget(self.test_btn)
-        form.addLayout(run_on, 3, 1)
-        self._probe: BackgroundJob | None = None
+        form.addWidget(self.run_on, 3, 1)
         self.more = QLineEdit()
         self.more.setPlaceholderText("path=1,2,4; path2=start:stop  (a slider each over the heat map)")
         self.more.setToolTip("Third and further parameters (with a second one): the heat map shows one slice "
@@ -204,7 +192,7 @@ class SweepView(QWidget):
             self.status.setText(f"⚠ {e}")
             return
         data, metric, source = self.data, self.metric_box.currentText().strip(), self.source
-        executor = self.run_on.currentText().strip() or "local"
+        executor = self.run_on.spec()
         self.jobs.cancel_note = "" if executor == "local" else " (runs already on the cluster finish there)"
         self._axes, self._metric = tuple(axes), metric
         self._partial = [None] * grid_size(self._axes)
@@ -212,24 +200,6 @@ class SweepView(QWidget):
         self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
                                                    executor=executor, on_result=self._point.emit),
                         "sweep", self._on_done)
-
-    def test_connection(self):
-        """Connect to where runs would go, off the GUI thread, and say what answered."""
-        if self._probe is not None:
-            return
-        spec = self.run_on.currentText().strip() or "local"
-        probe = BackgroundJob(lambda _progress: describe_executor(spec), "connection test")
-        probe.done.connect(lambda line: self.status.setText(f"✓ {line}"))
-        probe.failed.connect(lambda msg: self.status.setText(f"⚠ {msg}"))
-        probe.finished.connect(self._probe_ended)
-        self._probe = probe
-        self.test_btn.setEnabled(False)
-        self.status.setText(f"connecting to {spec}…")
-        probe.start()
-
-    def _probe_ended(self):
-        self._probe = None
-        self.test_btn.setEnabled(True)
 
     def _on_point(self, index: int, value):
         if self._partial is not None and index < len(self._partial):
@@ -260,8 +230,7 @@ class SweepView(QWidget):
 
     def shutdown(self):
         self.jobs.shutdown()
-        if self._probe is not None:
-            self._probe.wait()
+        self.run_on.shutdown()
 
     def _on_done(self, res):
         self._partial = None

@@ -234,13 +234,13 @@ def test_sweep_view_tests_the_connection(window, qtbot, monkeypatch):
     sw = window.sweep
     window.show_view("sweep")
     sw.run_on.setCurrentText("local")
-    sw.test_connection()
-    qtbot.waitUntil(lambda: sw._probe is None, timeout=30_000)
+    sw.run_on.test_connection()
+    qtbot.waitUntil(lambda: not sw.run_on.testing, timeout=30_000)
     assert sw.status.text().startswith("✓ this computer:")
     monkeypatch.setenv("KVVIZ_CONNECT_TIMEOUT_S", "1")
     sw.run_on.setCurrentText("tcp://127.0.0.1:9")
-    sw.test_connection()
-    qtbot.waitUntil(lambda: sw._probe is None, timeout=30_000)
+    sw.run_on.test_connection()
+    qtbot.waitUntil(lambda: not sw.run_on.testing, timeout=30_000)
     assert "⚠" in sw.status.text() and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in sw.status.text()
 
 

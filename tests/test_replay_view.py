@@ -157,3 +157,17 @@ def test_a_sampled_curve_says_so_in_the_legend(view, qtbot, tmp_path):
     view.sample_rate.setText("2")
     run(view, qtbot)
     assert view.results == [] and "(0, 1]" in view.status.text()
+
+
+def test_replays_run_where_run_on_says(view, qtbot, tmp_path):
+    p = tmp_path / "golden.csv"
+    p.write_text(GOLDEN)
+    view.path.setText(str(p))
+    view.capacities.setText("8, 10")
+    view.tick(["fifo"])
+    view.run_on.setCurrentText("carrier-pigeon")
+    run(view, qtbot)
+    assert view.results == [] and "--executor: unknown executor 'carrier-pigeon'" in view.status.text()
+    view.run_on.setCurrentText("local")
+    run(view, qtbot)
+    assert {(r.policy, r.capacity): r.misses for r in view.results} == {("fifo", 8): 6, ("fifo", 10): 7}
