@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
@@ -516,6 +516,19 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geo)
         if state is not None:
             self.restoreState(state)
+        self._fit_to_screen()
+
+    def _fit_to_screen(self):
+        """Never larger than the screen: the 1440 x 860 default on a 1366 x 768 laptop put the
+        Metrics dock past the screen's edge (Qt already fits a restored layout)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        room = screen.availableGeometry()
+        w, h = min(self.width(), room.width()), min(self.height(), room.height())
+        if (w, h) != (self.width(), self.height()):
+            self.resize(w, h)
+            self.move(room.topLeft())
 
     def closeEvent(self, event):
         if not self._confirm_discard():

@@ -237,3 +237,22 @@ def test_a_long_run_says_its_estimate_while_it_runs(window, qtbot, tmp_path):
     assert window.runner.busy()
     assert "simulating… (about" in window.status.text() and "estimated" in window.status.text()
     window.runner.cancel()
+
+
+def test_the_window_never_opens_larger_than_the_screen(qtbot, settings):
+    """The 1440 x 860 default on a smaller screen (offscreen's is 800 x 800) is fitted to it, and
+    so is a layout saved on a bigger monitor: no dock beyond the screen's edge."""
+    from app.window import MainWindow
+    first = MainWindow(None, settings=settings)  # no saved layout
+    qtbot.addWidget(first)
+    room = first.screen().availableGeometry()
+    assert room.width() < 1440 or room.height() < 860  # else this test shows nothing
+    assert first.width() <= room.width() and first.height() <= room.height()
+    first.resize(room.width() + 900, room.height() + 700)
+    settings.setValue("geometry", first.saveGeometry())
+    settings.sync()
+    first.runner.shutdown()
+    again = MainWindow(None, settings=settings)
+    qtbot.addWidget(again)
+    assert again.width() <= room.width() and again.height() <= room.height()
+    again.runner.shutdown()
