@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
-from kvviz.executor import open_executor
+from kvviz.executor import cluster_executor
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace, sampling_note
 from kvviz.replay.trace_readers import parse_layout
@@ -194,13 +193,13 @@ class ReplayView(QWidget):
 
         def work(progress):
             rate = check_sample_rate(rate_text, "LRU sample rate")  # before a long read, not after
-            with (nullcontext() if spec == "local" else open_executor(spec)) as executor:
+            with cluster_executor(spec) as executor:
                 reqs = read_trace(path, layout=parse_layout(fields, source="CSV fields"))
                 caps = sorted(set(parse_capacities(text or "auto", reqs, "capacities")))
                 skipped: list = []
                 results = miss_ratio_curve(reqs, names, caps, progress, engine=engine, on_result=emit,
                                            skipped=skipped, sample_rate=rate, executor=executor)
-            note = sampling_note(reqs, rate) if "lru" in names else None
+            note = sampling_note(reqs, rate, names)
             return reqs, results, skipped, note
         self.jobs.start(work, "replay", self._on_done, status="reading the trace…")
 

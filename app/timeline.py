@@ -15,7 +15,7 @@ from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPaintEngine, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QLabel, QWidget
 
-from kvviz.export.axis import time_unit
+from kvviz.export.axis import tick_decimals, time_unit
 from kvviz.level_of_detail import merge_runs, merge_to_pixels, thin_marks  # noqa: F401  (merge_runs: the timeline's API)
 from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
@@ -138,7 +138,7 @@ class GridAxis(pg.AxisItem):
         """Decimals from the tick spacing at any magnitude. pyqtgraph switches to %g (six
         significant digits) from 10,000 on, so zoomed far into a long run two ticks read alike
         ("29040.9" twice)."""
-        places = max(0, math.ceil(-math.log10(spacing * scale))) if spacing * scale > 0 else 0
+        places = tick_decimals(spacing * scale)  # as the exported figures' axis
         return [f"{v * scale:.{places}f}" for v in values]
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):

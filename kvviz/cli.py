@@ -9,7 +9,6 @@ import json
 import math
 import os
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 from .errors import ScenarioError
@@ -250,7 +249,7 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
-    from .executor import default_spec, open_executor
+    from .executor import cluster_executor
     from .replay import (FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies,
                          read_trace, sampling_note)
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
@@ -283,8 +282,7 @@ def cmd_replay(args) -> int:
         parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
-    spec = args.executor or default_spec()
-    with (nullcontext() if spec == "local" else open_executor(spec)) as executor:  # connected before a long read
+    with cluster_executor(args.executor) as executor:  # connected before a long read
         reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
         caps = [parse_size(args.capacity, "--capacity", reqs.footprint)] if args.capacity else []
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
@@ -293,7 +291,7 @@ def cmd_replay(args) -> int:
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
         print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
-    note = sampling_note(reqs, sample_rate) if "lru" in names else None
+    note = sampling_note(reqs, sample_rate, names)
     if note:
         print(f"note: {note}", file=sys.stderr)
     results = [r for r in results if r is not None]

@@ -131,6 +131,18 @@ def open_executor(spec: str | None = None, workers: int | None = None,
         yield client.get_executor()
 
 
+@contextmanager
+def cluster_executor(spec: str | None = None) -> Iterator[Executor | None]:
+    """A Dask cluster's executor for a scheduler address, connected and checked now (before any
+    long work), or None for `local`: the caller's own local pool then decides."""
+    spec = (spec or default_spec()).strip()
+    if spec == "local":
+        yield None
+        return
+    with open_executor(spec) as executor:
+        yield executor
+
+
 def describe_executor(spec: str | None = None, timeout_s: float | None = None) -> str:
     """One line on where runs would go (the app's "Test connection"): the local pool's size, or
     the cluster's workers once connected and checked; a failure raises ScenarioError."""

@@ -18,17 +18,22 @@ def view(qtbot):
     v.shutdown()
 
 
+def golden_in(view, tmp_path, policies):
+    """The hand-checked golden trace chosen, at capacities 8 and 10 B, with these policies ticked."""
+    p = tmp_path / "golden.csv"
+    p.write_text(GOLDEN)
+    view.path.setText(str(p))
+    view.capacities.setText("8, 10")
+    view.tick(policies)
+
+
 def run(view, qtbot):
     with qtbot.waitSignal(view.stopped, timeout=30_000):
         view.run()
 
 
 def test_curve_per_policy_with_hand_checked_counts(view, qtbot, tmp_path):
-    p = tmp_path / "golden.csv"
-    p.write_text(GOLDEN)
-    view.path.setText(str(p))
-    view.capacities.setText("8, 10")
-    view.tick(["lru", "fifo", "belady"])
+    golden_in(view, tmp_path, ["lru", "fifo", "belady"])
     run(view, qtbot)
     got = {(r.policy, r.capacity): r.misses for r in view.results}
     # the same hand-checked counts as tests/test_replay.py
@@ -144,11 +149,7 @@ def test_csv_fields_read_a_headerless_tab_separated_trace(view, qtbot, tmp_path)
 
 
 def test_a_sampled_curve_says_so_in_the_legend(view, qtbot, tmp_path):
-    p = tmp_path / "golden.csv"
-    p.write_text(GOLDEN)
-    view.path.setText(str(p))
-    view.capacities.setText("8, 10")
-    view.tick(["lru", "fifo"])
+    golden_in(view, tmp_path, ["lru", "fifo"])
     view.sample_rate.setText("0.5")
     run(view, qtbot)
     names = [label.text for _, label in view.legend.items]
@@ -160,11 +161,7 @@ def test_a_sampled_curve_says_so_in_the_legend(view, qtbot, tmp_path):
 
 
 def test_replays_run_where_run_on_says(view, qtbot, tmp_path):
-    p = tmp_path / "golden.csv"
-    p.write_text(GOLDEN)
-    view.path.setText(str(p))
-    view.capacities.setText("8, 10")
-    view.tick(["fifo"])
+    golden_in(view, tmp_path, ["fifo"])
     view.run_on.setCurrentText("carrier-pigeon")
     run(view, qtbot)
     assert view.results == [] and "--executor: unknown executor 'carrier-pigeon'" in view.status.text()

@@ -25,8 +25,12 @@ def nice_ticks(lo: float, hi: float, target: int = 8) -> list[float]:
     return [round(first + i * step, 12) for i in range(n)]
 
 
+def tick_decimals(step: float) -> int:
+    """Decimals that tell ticks `step` apart at any magnitude (0.01 -> 2, 50 -> 0)."""
+    return max(0, math.ceil(-math.log10(step) - 1e-9)) if step > 0 else 0
+
+
 def tick_labels(ticks: list[float]) -> list[str]:
     """The ticks as text with the decimals their step needs, so neighbours never read alike."""
-    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
-    places = max(0, math.ceil(-math.log10(step) - 1e-9)) if step > 0 else 0
+    places = tick_decimals(ticks[1] - ticks[0] if len(ticks) > 1 else 1.0)
     return [f"{t:.{places}f}" for t in ticks]

@@ -32,7 +32,7 @@ from ..limits import MAX_BYTES
 from . import engines, kernels
 from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
 from .model import ReplayResult, Requests
-from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, read_csv, read_trace
+from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, ORACLE_RECORD, read_csv, read_trace
 
 POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
@@ -61,9 +61,10 @@ def shards_label(rate: float) -> str:
     return f"SHARDS R={rate:g} {STACK}"
 
 
-def sampling_note(reqs: Requests, rate: float | None) -> str | None:
-    """A warning where a SHARDS sample holds too few objects for its curve to be trusted."""
-    if rate is None or rate >= 1:
+def sampling_note(reqs: Requests, rate: float | None, policies=("lru",)) -> str | None:
+    """A warning where LRU is among `policies` and its SHARDS sample holds too few objects for
+    its curve to be trusted."""
+    if rate is None or rate >= 1 or "lru" not in policies:
         return None
     from .stack_distance import sampled_objects
     kept = int(np.count_nonzero(sampled_objects(reqs.objects, rate)))
@@ -279,7 +280,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
                 deliver(i, _result(p, c, reqs, counts[caps.index(c)], label))
     if not todo:
         return out
-    with tempfile.TemporaryDirectory(prefix="kvviz-replay-", dir=scratch_dir(len(reqs) * 24)) as d:
+    with tempfile.TemporaryDirectory(prefix="kvviz-replay-", dir=scratch_dir(len(reqs) * ORACLE_RECORD.itemsize)) as d:
         if engine == LIBCACHESIM:
             from .libcachesim_engine import ORACLE, Trace
             trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,

@@ -81,26 +81,29 @@ def _by_object(ids: np.ndarray) -> np.ndarray:
     return order
 
 
-def next_use_array(ids) -> np.ndarray:
-    """For each request, the index of the next request for the same object (len(ids) if none)."""
+def _same_object_steps(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids as int64, earlier, later): each pair of consecutive requests for one object, as
+    request indices."""
     a = np.asarray(ids, dtype=np.int64)
-    n = len(a)
     order = _by_object(a)
-    nxt = np.full(n, n, dtype=np.int64)
     grouped = a[order]
     same = grouped[1:] == grouped[:-1]
-    nxt[order[:-1][same]] = order[1:][same]
+    return a, order[:-1][same], order[1:][same]
+
+
+def next_use_array(ids) -> np.ndarray:
+    """For each request, the index of the next request for the same object (len(ids) if none)."""
+    a, earlier, later = _same_object_steps(ids)
+    nxt = np.full(len(a), len(a), dtype=np.int64)
+    nxt[earlier] = later
     return nxt
 
 
 def previous_use_array(ids) -> np.ndarray:
     """For each request, the index of the previous request for the same object (-1 if none)."""
-    a = np.asarray(ids, dtype=np.int64)
-    order = _by_object(a)
+    a, earlier, later = _same_object_steps(ids)
     prev = np.full(len(a), -1, dtype=np.int64)
-    grouped = a[order]
-    same = grouped[1:] == grouped[:-1]
-    prev[order[1:][same]] = order[:-1][same]
+    prev[later] = earlier
     return prev
 
 

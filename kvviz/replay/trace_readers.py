@@ -20,7 +20,7 @@ import csv
 import re
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +43,7 @@ BOM = b"\xef\xbb\xbf"
 def detect_format(path: Path) -> str:
     """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
     and txt)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
+    head = _read_bytes(path, 4096)
     if ".oraclegeneral" in path.name.lower() or b"\0" in head:
         return "oracleGeneral"
     stripped = head.removeprefix(BOM).lstrip()
@@ -75,13 +71,11 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
     path = Path(path)
     if fmt not in FORMATS:
         raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
-    if layout is not None and layout.says_csv and fmt not in ("auto", "csv"):
+    says_csv = layout is not None and layout.says_csv
+    if says_csv and fmt not in ("auto", "csv"):
         raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
     with open_decompressed(path) as plain:
-        if layout is not None and layout.says_csv:
-            kind = "csv"
-        else:
-            kind = detect_format(plain) if fmt == "auto" else fmt
+        kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
         try:
             if kind == "csv":
                 reqs = read_csv(plain, layout=layout)
@@ -95,8 +89,8 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
             if plain != path and e.file == str(plain):
                 e.file = f"{path} (decompressed)"
             raise
-    if plain != path:
-        reqs = Requests(reqs.ids, reqs.sizes, reqs.times, str(path) + reqs.source[len(str(plain)):])
+    if plain != path:  # the source names the file given, not the temporary one
+        reqs = replace(reqs, source=str(path) + reqs.source[len(str(plain)):])
     return reqs
 
 
@@ -104,12 +98,7 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
 def open_decompressed(path: Path):
     """The path itself, or a temporary file holding its zstd-decompressed content (named as the
     file without .zst, so the format is still told by name)."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(4)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
-    if magic != ZSTD_MAGIC:
+    if _read_bytes(path, len(ZSTD_MAGIC)) != ZSTD_MAGIC:
         yield path
         return
     try:
@@ -262,9 +251,11 @@ def _is_header(first: list[str], cols: tuple) -> bool:
     return False
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, limit: int = -1) -> bytes:
+    """The file's bytes (its first `limit`), or a ScenarioError naming it."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read(limit)
     except OSError as e:
         raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
 
