@@ -12,7 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QImage, QPaintEngine, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtGui import (QBrush, QColor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap,
+                           QTransform)
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import tick_decimals, time_unit
@@ -133,6 +134,25 @@ class GridAxis(pg.AxisItem):
         super().__init__(orientation)
         self._grid = []  # (pen, p1, p2) of the grid lines left out of pyqtgraph's cached picture
         self._tile = None  # (columns, row pixmap) of the last paint
+
+    def tickSpacing(self, minVal, maxVal, size):
+        """pyqtgraph's spacing, widened in 1-2-5 steps until each label fits between its ticks:
+        zoomed far into a long run a label has ten digits, and they ran into each other."""
+        levels = super().tickSpacing(minVal, maxVal, size)
+        span = abs(maxVal - minVal)
+        if not levels or span <= 0 or size <= 0:
+            return levels
+        digit = QFontMetrics(self.style.get("tickFont") or self.font()).horizontalAdvance("0")
+        biggest = max(abs(minVal), abs(maxVal)) * self.scale
+
+        def fits(step):
+            label = f"{biggest:.{tick_decimals(step * self.scale)}f}"
+            return step / span * size >= (len(label) + 2) * digit
+        first = levels[0][0]
+        if fits(first):
+            return levels
+        wider = (first * m * 10**e for e in range(12) for m in (2, 5, 10))
+        return [(next((w for w in wider if fits(w)), span), 0)]  # one tick at worst, never an error
 
     def tickStrings(self, values, scale, spacing):
         """Decimals from the tick spacing at any magnitude. pyqtgraph switches to %g (six
@@ -395,15 +415,17 @@ class TimelineView(QWidget):
         return (hi - lo) * self.scale / max(vb.width(), 1.0)
 
     def describe(self, x: float, y: float) -> str:
-        """What is under the point (x in display units, y in lane rows): for hover text."""
+        """What is under the point (x in display units, y in lane rows): for hover text, with
+        three decimals, or as many as one pixel of the current zoom needs."""
         tr = self.result.trace
         name, s = self.span_at(x, y)
+        d = max(3, tick_decimals(self.plot.getPlotItem().getViewBox().viewPixelSize()[0]))
         if name is None:
-            return f"t = {x:.3f} {self.unit}"
+            return f"t = {x:.{d}f} {self.unit}"
         if s is None:
-            return f"{name}   t = {x:.3f} {self.unit}"
+            return f"{name}   t = {x:.{d}f} {self.unit}"
         hint = f"   · double-click: {self.pick_hint[1]}" if self.pick_hint and name == self.pick_hint[0] else ""
         label = tr.label(int(s["label"]))
-        return (f"{name}: {SPAN_KINDS[s['kind']]} {s['start'] / self.scale:.3f}–{s['end'] / self.scale:.3f} "
-                f"{self.unit} ({(s['end'] - s['start']) / self.scale:.3f} {self.unit})"
+        return (f"{name}: {SPAN_KINDS[s['kind']]} {s['start'] / self.scale:.{d}f}–{s['end'] / self.scale:.{d}f} "
+                f"{self.unit} ({(s['end'] - s['start']) / self.scale:.{d}f} {self.unit})"
                 + (f" — {label}" if label else "") + hint)

@@ -62,6 +62,19 @@ def test_time_axis_labels_differ_when_zoomed_far_into_a_long_run(window):
     assert time_axis.tickStrings([0, 50, 100], 1, 50) == ["0", "50", "100"]
 
 
+def test_time_axis_labels_never_run_into_each_other(window):
+    """4 µs of a 972 s run on a 290-px axis: ten-digit labels need wider ticks than pyqtgraph's."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QFontMetrics
+    time_axis = window.timeline.plot.getPlotItem().getAxis("bottom")
+    lo, hi, px = 972.4131375, 972.4131415, 290
+    (step, _), *_ = time_axis.tickSpacing(lo, hi, px)
+    assert step > pg.AxisItem.tickSpacing(time_axis, lo, hi, px)[0][0]  # widened
+    label = time_axis.tickStrings([lo], 1, step)[0]
+    assert step / (hi - lo) * px >= len(label) * QFontMetrics(time_axis.font()).horizontalAdvance("0")
+    assert time_axis.tickSpacing(0, 400, 500) == pg.AxisItem.tickSpacing(time_axis, 0, 400, 500)  # as before
+
+
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
 def test_open_every_bundled_scenario(window, qtbot, path):
     old = window.result
