@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kvviz.errors import ScenarioError
 from kvviz.executor import map_indexed
 from kvviz.replay import Requests, default_capacities, miss_ratio_curve, read_requests, replay
 from kvviz.replay.kernels import run
@@ -173,12 +174,26 @@ def test_a_carried_trace_replays_where_the_original_file_is_not():
     assert not os.path.exists(gone)
     there = pickle.loads(sent)
     assert there.path != gone and there.run("s3fifo", cap) == want
+    onward = pickle.loads(pickle.dumps(there))  # Dask replicates a broadcast worker to worker
     copy = there.path
     there.close()  # not the owner: closing a received copy does not remove it under the finaliser
     assert os.path.exists(copy)
     del there
     gc.collect()
     assert not os.path.exists(copy)
+    assert onward.path != copy and onward.run("s3fifo", cap) == want
+
+
+def test_a_vanished_trace_file_is_a_message_not_an_abort():
+    """libCacheSim aborts the process on a missing file; that killed Dask workers in CI."""
+    import os
+    pytest.importorskip("libcachesim")
+    from kvviz.replay.libcachesim_engine import Trace
+    reqs = read_requests(SAMPLE)
+    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as t:
+        os.remove(t.path)
+        with pytest.raises(ScenarioError, match="trace file .* is gone"):
+            t.run("s3fifo", reqs.footprint // 20)
 
 
 def test_python_kernels_carry_their_requests_too(tmp_path):
@@ -188,8 +203,10 @@ def test_python_kernels_carry_their_requests_too(tmp_path):
     t = _PythonTrace(reqs, str(tmp_path))
     t.carry = True
     there = pickle.loads(pickle.dumps(t))
+    onward = pickle.loads(pickle.dumps(there))  # worker to worker
     assert not (tmp_path / "requests.npy").exists()
     assert there.run("fifo", reqs.footprint // 20) == t.run("fifo", reqs.footprint // 20)
+    assert onward.run("fifo", reqs.footprint // 20) == t.run("fifo", reqs.footprint // 20)
 
 
 def test_a_thin_shards_sample_is_named_as_such(capsys):

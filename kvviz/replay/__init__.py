@@ -200,8 +200,8 @@ class _PythonTrace:
         self.path = os.path.join(directory, "requests.npy")
 
     def __getstate__(self):  # on the way to a worker
-        if self.carry:
-            return {"reqs": Requests(self.reqs.ids, self.reqs.sizes), "path": self.path}
+        if self.carry:  # and stays carried, for the copies Dask makes worker to worker
+            return {"reqs": Requests(self.reqs.ids, self.reqs.sizes), "path": self.path, "carry": True}
         if not os.path.exists(self.path):  # the file, written the first time
             np.save(self.path, np.stack([self.reqs.ids, self.reqs.sizes]))
         return {"reqs": None, "path": self.path}

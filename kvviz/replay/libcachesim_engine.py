@@ -138,7 +138,9 @@ class Trace:
             fd, self.path = tempfile.mkstemp(prefix="kvviz-", suffix=".oracleGeneral", dir=scratch_dir(len(content)))
             with os.fdopen(fd, "wb") as f:
                 f.write(content)
-            self.owner, self.carry = -1, False
+            # Still carried: Dask broadcasts by copying worker to worker, and a copy that named
+            # this file would outlive it (or be on a machine that never had it).
+            self.owner = -1
             weakref.finalize(self, _remove, self.path)
 
     def close(self):
@@ -156,6 +158,8 @@ class Trace:
         trace below 2^52 requests and bytes."""
         if policy in ORACLE and not self.future:
             raise ValueError(f"{policy} needs the trace written with future=True")
+        if not os.path.exists(self.path):  # libCacheSim would abort the whole process
+            raise ScenarioError(f"the replay's trace file {self.path} is gone (removed while the replay ran)")
         if capacity >= max(GUARD_BYTES, GUARD_OBJECTS * self.largest):
             ratios = replay_file(self.path, policy, capacity, hashpower(self.objects))
         else:
