@@ -1,10 +1,15 @@
 """Reading and writing files: a failure never leaves a half-written one behind; big scratch
-files go to memory where there is room."""
+files go to memory where there is room, and what a killed process left there is removed."""
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def read_text(path: str | Path, what: str = "file") -> str:
@@ -59,3 +64,82 @@ def scratch_dir(nbytes: int) -> str | None:
     except OSError:
         pass
     return None
+
+
+# --- scratch files that outlive no one ----------------------------------------------------------
+# A scratch file or directory is named SCRATCH_PREFIX… and its owner holds a shared flock on it.
+# The kernel drops the lock however the owner dies (SIGKILL, the OOM killer), so a later kvviz
+# process that can take the lock exclusively knows the owner is gone and removes the leftover:
+# in /dev/shm that is memory, held until reboot otherwise. A lock, not a pid, since pids are
+# reused and differ between containers that share a directory.
+
+SCRATCH_PREFIX = "kvviz-scratch-"
+ORPHAN_AFTER_S = 60.0  # younger entries are skipped: their owner may not have locked them yet
+
+
+def _lock(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def scratch_file(nbytes: int, suffix: str = "", directory: str | None = None) -> tuple[str, int]:
+    """A new empty file for `nbytes` of temporary data (in `directory`, else scratch_dir) and the
+    descriptor that holds its lock: pass both to remove_scratch when done."""
+    where = directory or scratch_dir(nbytes)
+    sweep_orphans(where)
+    fd, path = tempfile.mkstemp(prefix=SCRATCH_PREFIX, suffix=suffix, dir=where)
+    os.close(fd)
+    return path, _lock(path)
+
+
+def remove_scratch(path: str, lock_fd: int) -> None:
+    try:
+        shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(lock_fd)
+
+
+@contextmanager
+def scratch_tree(nbytes: int | None) -> Iterator[str]:
+    """A temporary directory, in memory when `nbytes` (None: unknown) fits there, removed on exit."""
+    where = scratch_dir(nbytes) if nbytes is not None else None
+    sweep_orphans(where)
+    path = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=where)
+    fd = _lock(path)
+    try:
+        yield path
+    finally:
+        remove_scratch(path, fd)
+
+
+def sweep_orphans(directory: str | None) -> list[str]:
+    """Remove the scratch entries in `directory` (None: the default temporary directory) whose
+    owner has died; returns their paths."""
+    directory = directory or tempfile.gettempdir()
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            if time.time() - os.stat(path).st_mtime < ORPHAN_AFTER_S:
+                continue
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:  # gone already, or another user's
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its owner is alive
+            os.close(fd)
+            continue
+        try:
+            remove_scratch(path, fd)
+            removed.append(path)
+        except OSError:
+            pass
+    return removed

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ScenarioError
-from ..io import scratch_dir
+from ..io import scratch_tree
 from ..limits import MAX_BYTES
 from . import engines, kernels
 from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
@@ -280,7 +279,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
                 deliver(i, _result(p, c, reqs, counts[caps.index(c)], label))
     if not todo:
         return out
-    with tempfile.TemporaryDirectory(prefix="kvviz-replay-", dir=scratch_dir(len(reqs) * ORACLE_RECORD.itemsize)) as d:
+    with scratch_tree(len(reqs) * ORACLE_RECORD.itemsize) as d:
         if engine == LIBCACHESIM:
             from .libcachesim_engine import ORACLE, Trace
             trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,

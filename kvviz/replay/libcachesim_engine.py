@@ -24,7 +24,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import weakref
 
@@ -33,7 +32,7 @@ import numpy as np
 import libcachesim as lcs
 
 from ..errors import ScenarioError
-from ..io import scratch_dir
+from ..io import remove_scratch, scratch_file
 from .kernels import next_use_array
 from .trace_readers import ORACLE_RECORD
 
@@ -104,8 +103,10 @@ def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: n
 
 class Trace:
     """A request trace written once as oracleGeneral, replayed at any policy and capacity.
-    Picklable (a path and counts), so process-pool workers share the one file."""
+    Picklable (a path and counts), so process-pool workers share the one file; the object that
+    wrote the file removes it (close, or when it is collected)."""
     carry = False  # pickled with the file's bytes, for workers that cannot see this machine's files
+    _done = None  # removes the file this object wrote
 
     def __init__(self, ids, sizes, times=None, directory: str | None = None, objects: int | None = None,
                  future: bool = True):
@@ -113,19 +114,21 @@ class Trace:
         if len(sizes) and int(sizes.max()) > MAX_SIZE:
             raise ScenarioError(f"libCacheSim holds objects below 4 GiB; the largest here is {int(sizes.max()):,} B "
                                 f"(--engine python has no such limit)")
-        fd, self.path = tempfile.mkstemp(prefix="kvviz-", suffix=".oracleGeneral",
-                                         dir=directory or scratch_dir(len(ids) * RECORD.itemsize))
-        os.close(fd)
+        self._own(len(ids) * RECORD.itemsize, directory)
         write_oracle_general(self.path, ids, sizes, times, future)
         self.future = future
         self.requests = len(ids)
         self.bytes = int(sizes.sum())
         self.objects = objects if objects is not None else (int(len(np.unique(ids))) if len(ids) else 0)
         self.largest = int(sizes.max()) if len(sizes) else 0
-        self.owner = os.getpid()
+
+    def _own(self, nbytes: int, directory: str | None = None) -> None:
+        self.path, lock = scratch_file(nbytes, ".oracleGeneral", directory)
+        self._done = weakref.finalize(self, remove_scratch, self.path, lock)
 
     def __getstate__(self):
         state = self.__dict__.copy()
+        state.pop("_done", None)
         if self.carry:
             with open(self.path, "rb") as f:
                 state["content"] = f.read()
@@ -135,17 +138,15 @@ class Trace:
         content = state.pop("content", None)
         self.__dict__.update(state)
         if content is not None:  # a worker elsewhere: its own copy, removed with this object
-            fd, self.path = tempfile.mkstemp(prefix="kvviz-", suffix=".oracleGeneral", dir=scratch_dir(len(content)))
-            with os.fdopen(fd, "wb") as f:
-                f.write(content)
             # Still carried: Dask broadcasts by copying worker to worker, and a copy that named
             # this file would outlive it (or be on a machine that never had it).
-            self.owner = -1
-            weakref.finalize(self, _remove, self.path)
+            self._own(len(content))
+            with open(self.path, "wb") as f:
+                f.write(content)
 
     def close(self):
-        if os.getpid() == self.owner:
-            _remove(self.path)
+        if self._done is not None:
+            self._done()
 
     def __enter__(self):
         return self
@@ -196,13 +197,6 @@ class Trace:
                                 "--capacity")
         a, b = out.split()
         return float(a), float(b)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def replay_file(path: str, policy: str, capacity: int, power: int) -> tuple[float, float]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import re
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ScenarioError
+from ..io import scratch_tree
 from ..limits import MAX_BYTES
 from .model import Requests
 
@@ -106,7 +106,7 @@ def open_decompressed(path: Path):
     except ImportError:
         raise ScenarioError("a zstd-compressed trace needs the zstandard package (pip install 'kvviz[replay]')",
                             str(path)) from None
-    with tempfile.TemporaryDirectory(prefix="kvviz-zst-") as d:
+    with scratch_tree(None) as d:  # on disk: the decompressed size is not known
         plain = Path(d) / (path.name[:-4] if path.name.lower().endswith(".zst") else path.name)
         try:
             with open(path, "rb") as src, open(plain, "wb") as dst:
