@@ -2,7 +2,6 @@
 files go to memory where there is room, and what a killed process left there is removed."""
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import tempfile
@@ -77,13 +76,21 @@ SCRATCH_PREFIX = "kvviz-scratch-"
 ORPHAN_AFTER_S = 60.0  # younger entries are skipped: their owner may not have locked them yet
 
 
-def _lock(path: str) -> int:
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so nothing is locked and nothing swept
+    fcntl = None
+
+
+def _lock(path: str) -> int | None:
+    if fcntl is None:
+        return None
     fd = os.open(path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_SH)
     return fd
 
 
-def scratch_file(nbytes: int, suffix: str = "", directory: str | None = None) -> tuple[str, int]:
+def scratch_file(nbytes: int, suffix: str = "", directory: str | None = None) -> tuple[str, int | None]:
     """A new empty file for `nbytes` of temporary data (in `directory`, else scratch_dir) and the
     descriptor that holds its lock: pass both to remove_scratch when done."""
     where = directory or scratch_dir(nbytes)
@@ -93,13 +100,14 @@ def scratch_file(nbytes: int, suffix: str = "", directory: str | None = None) ->
     return path, _lock(path)
 
 
-def remove_scratch(path: str, lock_fd: int) -> None:
+def remove_scratch(path: str, lock_fd: int | None) -> None:
     try:
         shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
     except FileNotFoundError:
         pass
     finally:
-        os.close(lock_fd)
+        if lock_fd is not None:
+            os.close(lock_fd)
 
 
 @contextmanager
@@ -119,7 +127,9 @@ def sweep_orphans(directory: str | None) -> list[str]:
     """Remove the scratch entries in `directory` (None: the default temporary directory) whose
     owner has died; returns their paths."""
     directory = directory or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
+    if fcntl is None:
+        return removed
     try:
         names = [n for n in os.listdir(directory) if n.startswith(SCRATCH_PREFIX)]
     except OSError:
