@@ -21,7 +21,7 @@ from kvviz.sweep import (Axis, SweepResult, grid_size, metric_family, metric_pat
 
 from .background import JobControls
 from .run_on import RunOn
-from .views._common import LINE_COLOURS
+from .views._common import LINE_COLOURS, no_si_prefix
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 REDRAW_MS = 100      # a sweep filling in redraws at most ten times a second
@@ -105,6 +105,7 @@ class SweepView(QWidget):
         for ax in ("left", "bottom"):
             self.plot.getPlotItem().getAxis(ax).setTextPen("#222")
             self.plot.getPlotItem().getAxis(ax).setPen("#444")
+            no_si_prefix(self.plot.getPlotItem().getAxis(ax))  # a hit rate read "(x0.001)" 610…800
         self.bar = None
         self.legend = None  # added on the first multi-series sweep
         self.sliders_box = QGridLayout()  # one slider per axis beyond the second

@@ -22,7 +22,7 @@ from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import ElidedLabel, hover_point, hover_tip, stack_vertically
+from .views._common import ElidedLabel, hover_point, hover_tip, no_si_prefix, stack_vertically
 from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
@@ -312,7 +312,7 @@ class TimelineView(QWidget):
         pi.invertY(True)
         pi.setMouseEnabled(x=True, y=False)
         pi.getAxis("bottom").setPen("#333")
-        pi.getAxis("bottom").enableAutoSIPrefix(False)  # the unit is in the label: no "(x0.001)" when zoomed
+        no_si_prefix(pi.getAxis("bottom"))
         pi.getAxis("bottom").setTextPen("#222")
         pi.getAxis("left").setTextPen("#222")
         pi.getAxis("left").setPen("#333")

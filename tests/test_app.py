@@ -228,6 +228,18 @@ def test_sweep_view_runs_a_grid(window, qtbot):
     assert len(res.values) == 3 and len(res.values[0]) == 3 and res.values[2][2] == 50.0
 
 
+def test_a_swept_ratio_reads_as_a_ratio(window, qtbot):
+    """pyqtgraph scales a unit-less axis below 1 by 1000: a hit rate read "(x0.001)" 610…800."""
+    window.show_view("sweep")
+    window.sweep.configure([("cache.slots", "2,4,8")], "hit_rate")
+    with qtbot.waitSignal(window.sweep.finished, timeout=60_000) as sig:
+        window.sweep.run()
+    assert all(0 < v < 1 for v in sig.args[0].values)
+    qtbot.wait(50)
+    axis = window.sweep.plot.getPlotItem().getAxis("left")
+    assert "(x" not in axis.labelString() and axis.autoSIPrefixScale == 1.0
+
+
 def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
     sw = window.sweep
     window.show_view("sweep")

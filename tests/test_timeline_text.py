@@ -98,3 +98,22 @@ def test_hover_and_pick_find_a_span_narrower_than_the_pixel_it_is_drawn_in(qtbot
     tl.plot.getPlotItem().getViewBox().setXRange(500.0, 501.0, padding=0)  # zoomed in, a gap is a gap
     qtbot.wait(20)
     assert tl.span_at(x, 0.0)[1] is None
+
+
+def test_the_time_axis_reads_in_its_unit_after_switching_runs(qtbot):
+    """pyqtgraph worked out an SI scale for the unit-less axis from the previous run's range (a
+    0.25-ms run: ×1000) and kept it: cxl's 0.11 ms read 20…120 'ms' in a real window."""
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 400)
+    tl.show()
+    for name in ("rope_prefetch_16", "engram_qwen3_32b_rdma", "engram_qwen3_32b_cxl"):
+        tl.set_result(simulate(load_scenario(SCENARIOS / f"{name}.toml")))
+        qtbot.wait(20)
+        axis = tl.plot.getPlotItem().getAxis("bottom")
+        lo, hi = axis.range
+        (spacing, values), *_ = axis.tickValues(lo, hi, axis.width())
+        shown = [float(s) for s in axis.tickStrings(values, axis.autoSIPrefixScale * axis.scale, spacing)]
+        assert shown and all(lo - spacing <= v <= hi + spacing for v in shown), (name, lo, hi, shown)
+        tl.plot.getPlotItem().getViewBox().setXRange(0.05, 0.25, padding=0)  # as the app opens rdma: below 1
+        qtbot.wait(20)

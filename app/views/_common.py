@@ -25,6 +25,15 @@ def tick_font() -> QFont:
     return f
 
 
+def no_si_prefix(axis: pg.AxisItem) -> None:
+    """No "(x0.001)" on a zoomed axis: the unit is in the label. pyqtgraph works out one last
+    scale as it disables the prefix, from the range at that moment, and keeps it: after a
+    0.25-ms view the timeline's next run read 110 for 0.11 ms."""
+    axis.enableAutoSIPrefix(False)
+    axis.autoSIPrefixScale, axis.labelUnitPrefix = 1.0, ""
+    axis.picture = None
+
+
 def style_plot(pi: pg.PlotItem, left: str | None = None, bottom: str | None = None,
                grid: tuple[bool, bool] = (True, True)) -> None:
     """White-background look shared by all views: dark axes, readable ticks, faint grid."""
@@ -33,7 +42,7 @@ def style_plot(pi: pg.PlotItem, left: str | None = None, bottom: str | None = No
         ax.setPen(AXIS_PEN)
         ax.setTextPen(TEXT)
         ax.setTickFont(tick_font())
-        ax.enableAutoSIPrefix(False)  # no "(x0.001)" on a zoomed axis: the unit is in the label
+        no_si_prefix(ax)
     if left is not None:
         pi.setLabel("left", left, **LABEL_STYLE)
     if bottom is not None:
