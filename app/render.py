@@ -27,13 +27,15 @@ def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[
     if fmt == "png":
         img = QImage(round(w_in * dpi), round(h_in * dpi), QImage.Format_ARGB32)
         img.fill(QColor("white"))
-        img.setDotsPerMeterX(round(dpi / 0.0254))
-        img.setDotsPerMeterY(round(dpi / 0.0254))
         p = QPainter(img)
         p.setRenderHint(QPainter.Antialiasing)
         p.setRenderHint(QPainter.TextAntialiasing)
         renderer.render(p, QRectF(0, 0, img.width(), img.height()))
         p.end()
+        # The file's DPI, set only now: painting on a 300-dpi image left Qt's shared glyph
+        # cache drawing the app's menus at a quarter of their size for the rest of the session.
+        img.setDotsPerMeterX(round(dpi / 0.0254))
+        img.setDotsPerMeterY(round(dpi / 0.0254))
         if not img.save(str(tmp), "PNG"):
             raise OSError(f"cannot write {out}")
         size = (img.width(), img.height())

@@ -467,6 +467,20 @@ def test_export_menu_writes_files(window, tmp_path):
     assert (tmp_path / "t_spans.csv").exists()
 
 
+def test_a_figure_export_leaves_the_menus_text_as_it_was(window, tmp_path, qtbot):
+    """Painting the 300-dpi PNG once drew every menu's items at a quarter size, for the rest of
+    the session (seen in a real window)."""
+    from PySide6.QtWidgets import QMenu
+    menu = QMenu()
+    qtbot.addWidget(menu)
+    for text in ("Home", "Reset Layout", "Show the Whole Run"):
+        menu.addAction(text)
+    menu.resize(menu.sizeHint())
+    before = menu.grab().toImage()
+    window.export("png", str(tmp_path / "t.png"))
+    assert menu.grab().toImage() == before
+
+
 def test_metrics_groups_show_each_policy_and_query():
     from app.metrics import metric_groups
     groups = metric_groups({"policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4, "jobs": 3}},
