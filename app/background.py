@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QSizePolicy
 
 from kvviz import ScenarioError
@@ -67,6 +67,9 @@ class JobControls(QObject):
         self.status.setStyleSheet("color:#444;")
         self.status.setWordWrap(True)  # a long error must not widen the window
         self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        # two lines kept for it: a message wrapping to a second line must not move the plot
+        self.status.setMinimumHeight(2 * self.status.fontMetrics().lineSpacing() + 2)
+        self.status.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         self.job: BackgroundJob | None = None
         self.succeeded = False  # the last job finished with a result (not failed or cancelled)
         self.cancel_note = ""   # said with "cancelling…" (e.g. what a cluster still finishes)

@@ -22,6 +22,7 @@ from kvviz.replay.engines import has_libcachesim
 
 from .background import JobControls
 from .run_on import RunOn
+from .save_dir import remember, start_path
 from .views.log_axis import LogAxis
 from .views._common import LINE_COLOURS, style_plot
 
@@ -38,8 +39,9 @@ class ReplayView(QWidget):
     stopped = Signal()            # done, failed or cancelled
     point = Signal(int, object)   # (index, ReplayResult) from the worker thread, as each is known
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, settings=None):
         super().__init__(parent)
+        self.settings = settings  # where the last export went (app/save_dir.py)
         self.path = QLineEdit(str(SAMPLE) if SAMPLE.exists() else "")
         self.path.setPlaceholderText("CSV; libCacheSim oracleGeneral or .txt; Mooncake or Qwen JSONL; any as .zst")
         browse = QPushButton("Open…")
@@ -81,6 +83,8 @@ class ReplayView(QWidget):
         self.save_btn.clicked.connect(self._save_dialog)
         self.save_btn.setEnabled(False)
         self.point.connect(self._on_point)
+        for field in (self.path, self.capacities, self.fields, self.sample_rate):
+            field.returnPressed.connect(self.run)  # Return runs, as the button does
 
         form = QGridLayout()  # label, field, label, field; the trace and the buttons span them
         form.addWidget(QLabel("trace"), 0, 0)
@@ -96,10 +100,11 @@ class ReplayView(QWidget):
         form.addWidget(QLabel("run on"), 3, 0)
         form.addWidget(self.run_on, 3, 1)
         buttons = QHBoxLayout()
-        for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn, self.jobs.progress):
+        for w in (self.ratio_box, self.jobs.run_btn, self.jobs.cancel_btn, self.save_btn):
             buttons.addWidget(w)
-        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.jobs.progress, 1)
         form.addLayout(buttons, 4, 0, 1, 4)
+        form.addWidget(self.status, 5, 0, 1, 4)  # its own row, as the Sweep tab's: a message has the width
         form.setColumnStretch(1, 1)
 
         self.plot = pg.PlotWidget(background="w", axisItems={"bottom": LogAxis("bottom")})
@@ -123,6 +128,7 @@ class ReplayView(QWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._opened = False  # shown once already
         self._ran = False     # a run was asked for (the sample is then not started on its own)
+        self._replacing = False  # a run has started and none of its points has arrived yet
 
     @property
     def job(self):
@@ -187,8 +193,7 @@ class ReplayView(QWidget):
         if not path:
             self.status.setText("⚠ choose a trace file")
             return
-        self.results = []
-        self._draw()
+        self._replacing = True  # the last curves stay until this run's first point (or for good, if it fails)
         emit = self.point.emit
 
         def work(progress):
@@ -213,6 +218,8 @@ class ReplayView(QWidget):
     def _on_point(self, i: int, r):
         if self.job is None:
             return  # a late point of a finished or cancelled run
+        if self._replacing:
+            self.results, self._replacing = [], False
         if len(self.results) <= i:
             self.results.extend([None] * (i + 1 - len(self.results)))
         self.results[i] = r
@@ -220,7 +227,7 @@ class ReplayView(QWidget):
 
     def _on_done(self, payload):
         reqs, results, skipped, note = payload
-        self.results = [r for r in results if r is not None]
+        self.results, self._replacing = [r for r in results if r is not None], False
         self.save_btn.setEnabled(bool(self.results))
         engines = sorted({r.engine for r in self.results})
         text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {reqs.footprint:,} B · "
@@ -269,12 +276,13 @@ class ReplayView(QWidget):
         return out.getvalue()
 
     def _save_dialog(self):
-        path, _ = QFileDialog.getSaveFileName(self, "Save the miss-ratio curve", "miss_ratio_curve.csv",
-                                              "CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(self, "Save the miss-ratio curve",
+                                              start_path(self.settings, "miss_ratio_curve.csv"), "CSV (*.csv)")
         if path:
             try:
                 atomic_write(path, self.csv_text())
             except OSError as e:
                 self.status.setText(f"⚠ could not save {path}: {e.strerror or e}")
                 return
+            remember(self.settings, path)
             self.status.setText(f"saved {path}")

@@ -89,6 +89,8 @@ class SweepView(QWidget):
                              "of the grid, picked with a slider per parameter")
         form.addWidget(QLabel("more axes"), 3, 2)
         form.addWidget(self.more, 3, 3)
+        for field in (self.v1, self.v2, self.more):
+            field.returnPressed.connect(self.run)  # Return runs, as the button does
         form.addWidget(self.status, 4, 0, 1, 4)  # its own row: progress, ETA and errors always have room
         buttons = QHBoxLayout()
         for w in (self.jobs.run_btn, self.jobs.cancel_btn):

@@ -20,6 +20,7 @@ from .compare import CompareView
 from .metrics import MetricsView
 from .params import ParameterPanel
 from .replay_view import ReplayView
+from .save_dir import remember, start_path
 from .scenario_picker import ScenarioPicker
 from .sweep_view import SweepView
 from .timeline import TimelineView
@@ -55,7 +56,7 @@ class MainWindow(QMainWindow):
         self.timeline, self.occupancy, self.counters = TimelineView(), OccupancyView(), CountersView()
         self.ladder, self.rope_bound = LadderView(), RopeBoundView()
         self.bars = BarsTab(self.ladder, PoliciesView())  # the ladder, or the policy comparison
-        self.compare, self.sweep, self.replay = CompareView(), SweepView(), ReplayView()
+        self.compare, self.sweep, self.replay = CompareView(), SweepView(), ReplayView(settings=self.settings)
         self.views = dict(zip(TABS, (self.timeline, self.occupancy, self.counters, self.bars,
                                      self.rope_bound, self.compare, self.sweep, self.replay)))
         self.tabs = QTabWidget()
@@ -475,7 +476,8 @@ class MainWindow(QMainWindow):
             return
         ext = {"perfetto": "json", "csv": "csv", "json": "json"}.get(fmt, fmt)
         stem = Path(self.panel.path() or "kvviz").stem
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", f"{stem}.{ext}", f"*.{ext}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", start_path(self.settings, f"{stem}.{ext}"),
+                                              f"*.{ext}")
         if path:
             self.export(fmt, path, visible_range)
 
@@ -488,13 +490,14 @@ class MainWindow(QMainWindow):
         except (OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
+        remember(self.settings, path)
         self._say("wrote " + ", ".join(written))
 
     def export_view_dialog(self, fmt: str):
         name = TABS[self.tabs.currentIndex()].replace(" ", "_")
         stem = Path(self.panel.path() or "kvviz").stem
-        path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}", f"{stem}_{name}.{fmt}",
-                                              f"*.{fmt}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}",
+                                              start_path(self.settings, f"{stem}_{name}.{fmt}"), f"*.{fmt}")
         if path:
             self.export_view(fmt, path)
 
@@ -507,6 +510,7 @@ class MainWindow(QMainWindow):
         except (OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
+        remember(self.settings, path)
         self._say(f"wrote {path}")
 
     # --- settings and closing -----------------------------------------------------------

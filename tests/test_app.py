@@ -481,6 +481,19 @@ def test_a_figure_export_leaves_the_menus_text_as_it_was(window, tmp_path, qtbot
     assert menu.grab().toImage() == before
 
 
+def test_save_dialogs_open_where_the_last_export_went(window, tmp_path):
+    """They opened in the directory the app was started from: with `make run`, the source tree."""
+    import os
+    from app.save_dir import start_path
+    first = start_path(window.settings, "t.svg")
+    assert not first.startswith(os.getcwd() + os.sep) or os.getcwd() == str(Path.home())
+    out = tmp_path / "figures"
+    out.mkdir()
+    window.export("svg", str(out / "t.svg"))
+    assert start_path(window.settings, "u.png") == str(out / "u.png")
+    assert start_path(window.replay.settings, "c.csv") == str(out / "c.csv")  # the Replay tab's Save CSV too
+
+
 def test_metrics_groups_show_each_policy_and_query():
     from app.metrics import metric_groups
     groups = metric_groups({"policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4, "jobs": 3}},
