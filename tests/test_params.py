@@ -216,6 +216,25 @@ def test_invalid_typed_value_is_marked_at_the_field_and_never_emitted(rope, qtbo
     assert rope.scenario() is not None and not rope.banner.isVisible()
 
 
+@pytest.mark.parametrize("field", ["cache.slots", "storage.latency_us"])
+def test_a_typed_huge_number_is_kept_and_named_as_typed(rope, qtbot, field):
+    """Typed in a real window: 1e30 became 130 slots (Qt refused the 'e'), and in a float field
+    9007199254740992, which the message then named."""
+    invalid = record(rope.invalid)
+    box = rope.widget_for(field)
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClicks(box, "1e30")
+    qtbot.wait(DEBOUNCE_MS + 50)
+    assert box.number() == 1e30 and rope.scenario() is None
+    assert invalid[-1].startswith(f"{field}: ") and invalid[-1].endswith("(got 1e+30)")
+    box.selectAll()
+    with qtbot.waitSignal(rope.edited, timeout=2000) as sig:
+        qtbot.keyClicks(box, "1e1")  # an exponent in an int field too, when the value is whole
+    assert box.number() == 10
+    assert invalid[-1] == "" and sig.args[0] is not None
+
+
 def test_out_of_range_value_via_set_value(rope, qtbot):
     invalid = record(rope.invalid)
     rope.set_value("cache.slots", 0)  # must not raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import sys
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSignalBlocker, QSize, Qt
@@ -42,7 +43,9 @@ class NumberSpinBox(QDoubleSpinBox):
         super().__init__(parent)
         self._int = spec.kind == "int"
         self.setDecimals(0 if self._int else 15)
-        self.setRange(-_BIG, _BIG)
+        # Any finite number typed stays as typed, for validation to name: with the range at
+        # ±2**53, Qt turned a typed 1e30 into 9007199254740992 and the message named that.
+        self.setRange(-sys.float_info.max, sys.float_info.max)
         self.setKeyboardTracking(True)
         self.setAccelerated(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -63,9 +66,23 @@ class NumberSpinBox(QDoubleSpinBox):
         return self._lo, self._hi
 
     def number(self):
-        """The value as the data holds it: an int for int fields and integral floats."""
+        """The value as the data holds it: an int for int fields and integral floats; beyond
+        2**53, where a double holds no exact integer, the float typed (1e30), for the message."""
         v = self.value()
-        return int(round(v)) if self._int else _norm_float(v)
+        return int(round(v)) if self._int and abs(v) <= _BIG else _norm_float(v)
+
+    def _parse(self, core: str):
+        """A typed number; an int field takes an exponent too when the value is whole (1e3 is
+        1000: Qt refused the 'e' key, so a typed 1e30 became 130)."""
+        try:
+            return _parse_number(core, self._int)
+        except _ParseError:
+            if not (self._int and re.search(r"[eE]", core)):
+                raise
+            v = _parse_number(core, False)
+            if not float(v).is_integer():
+                raise
+            return v
 
     def _core(self, text: str) -> str:
         t = text
@@ -76,11 +93,11 @@ class NumberSpinBox(QDoubleSpinBox):
         return t.strip().replace("_", "")
 
     def textFromValue(self, v: float) -> str:
-        return str(int(round(v))) if self._int else fmt_number(float(v))
+        return str(int(round(v))) if self._int and abs(v) <= _BIG else fmt_number(float(v))
 
     def valueFromText(self, text: str) -> float:
         try:
-            return float(_parse_number(self._core(text), self._int))
+            return float(self._parse(self._core(text)))
         except _ParseError:
             return self.value()
 
@@ -89,11 +106,11 @@ class NumberSpinBox(QDoubleSpinBox):
         if core in ("", "-", "+", ".", "-.", "+."):
             return QValidator.State.Intermediate
         try:
-            _parse_number(core, self._int)
+            self._parse(core)
             return QValidator.State.Acceptable
         except _ParseError:
-            if not self._int and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?", core):
-                return QValidator.State.Intermediate
+            if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?", core):
+                return QValidator.State.Intermediate  # on the way to 1e30
             return QValidator.State.Invalid
 
     def fixup(self, text: str) -> str:
@@ -134,7 +151,7 @@ class NumberSpinBox(QDoubleSpinBox):
             event.ignore()
 
     def _fit(self, base: QSize) -> QSize:
-        # Qt sizes the box for its internal range (±2**53); size it for the constraint range
+        # Qt sizes the box for its internal range (any double); size it for the constraint range
         fm = self.fontMetrics()
         wide = max((self.textFromValue(self.minimum()), self.textFromValue(self.maximum())), key=len)[:18]
         want = [self.textFromValue(x) for x in (self._lo, self._hi, self.value()) if abs(x) < _BIG]
