@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QProgressBar, QPushButton, QTabWidget, QToolBar,
@@ -86,13 +86,20 @@ class MainWindow(QMainWindow):
         self.panel = ParameterPanel()
         self.metrics = MetricsView()
         self._dock_defaults: dict[QDockWidget, tuple] = {}  # dock -> (area, width), for View → Reset layout
+        # dock -> the width it gets back when the window has room again: its default, a kind's
+        # metrics tables, or where the user dragged it. Qt gives a growing window's room to the
+        # centre only, so a window made small and large again kept its docks squeezed.
+        self._dock_wanted: dict[QDockWidget, int] = {}
+        self._metrics_auto = 0  # the width last fitted to a kind's metrics (not the user's drag)
+        self._fitting = False  # docks are being resized by the window, not by the user
+        self._last_width = 0  # the window's width at its last resize
         self.params_dock = self._dock("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
         self.metrics_dock = self._dock("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
         self._shown_path: str | None = None  # the file whose result is on screen
         self._new_scenario = False  # the next result is the first of a newly opened file
         self._after_run_note = ""  # said with the next result (a pick that fell back)
         self._run_hint = ""  # the running simulation's size and time estimate, when long
-        self._metrics_kind = None  # the dock widens for a kind's tables once, then is the user's
+        self._metrics_kind = None  # the kind the Metrics dock was last fitted to
         self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
 
         self.runner = SimulationRunner(self)
@@ -122,7 +129,38 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         self.resizeDocks([dock], [width], Qt.Horizontal)
         self._dock_defaults[dock] = (area, width)
+        self._dock_wanted[dock] = width
+        dock.installEventFilter(self)
         return dock
+
+    def eventFilter(self, obj, ev):  # noqa: N802 (Qt's name)
+        # A dock resized while the window keeps its width: the user dragged the separator.
+        if ev.type() == QEvent.Resize and obj in self._dock_wanted and not self._fitting \
+                and not obj.isFloating() and ev.oldSize().width() > 0 and self.isVisible() \
+                and self.width() == self._last_width:
+            self._dock_wanted[obj] = obj.width()
+        return super().eventFilter(obj, ev)
+
+    def resizeEvent(self, ev):  # noqa: N802
+        super().resizeEvent(ev)
+        grew = ev.size().width() > self._last_width > 0
+        self._last_width = ev.size().width()
+        if grew:
+            QTimer.singleShot(0, self, self._regrow_docks)
+
+    def _regrow_docks(self):
+        """Side docks squeezed by a smaller window get their widths back as it grows."""
+        docks = [d for d, w in self._dock_wanted.items()
+                 if d.isVisible() and not d.isFloating() and d.width() < w - 2]
+        if docks:
+            self._fit_docks(docks, [self._dock_wanted[d] for d in docks])
+
+    def _fit_docks(self, docks, widths):
+        self._fitting = True
+        try:
+            self.resizeDocks(docks, widths, Qt.Horizontal)
+        finally:
+            self._fitting = False
 
     def _build_toolbar(self):
         bar = QToolBar("Scenario", self)
@@ -339,7 +377,7 @@ class MainWindow(QMainWindow):
         self.timeline.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
         if result.scenario.kind != self._metrics_kind:
             self._metrics_kind = result.scenario.kind
-            self._widen_metrics_dock()
+            self._fit_metrics_dock()
         self._stale = set(TABS) - {"sweep", "replay"}  # these two run on demand
         self.tabs.setTabText(TABS.index("ladder"), BarsTab.title_for(result))
         self._enable_tabs(result)
@@ -375,15 +413,19 @@ class MainWindow(QMainWindow):
         if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
             self.tabs.setCurrentIndex(TABS.index("timeline"))
 
-    def _widen_metrics_dock(self):
+    def _fit_metrics_dock(self):
         """Room for the widest side-by-side table (five policies), up to 35% of the window, and
-        never so wide that the centre can no longer show every tab's name."""
+        never so wide that the centre can no longer show every tab's name; back to its default
+        for a kind with narrow tables, unless the user has dragged it since."""
         left = max((d.width() for d in self.findChildren(QDockWidget)
                     if self.dockWidgetArea(d) == Qt.LeftDockWidgetArea and d.isVisible()), default=0)
         room = self.width() - left - self.tabs.tabBar().sizeHint().width() - 24
-        want = min(self.metrics.wanted_width(), int(self.width() * 0.35), room)
-        if want > self.metrics_dock.width():
-            self.resizeDocks([self.metrics_dock], [want], Qt.Horizontal)
+        default = self._dock_defaults[self.metrics_dock][1]
+        want = max(default, min(self.metrics.wanted_width(), int(self.width() * 0.35), room))
+        had = self._dock_wanted[self.metrics_dock]
+        if want > had or had in (self._metrics_auto, default):
+            self._metrics_auto = self._dock_wanted[self.metrics_dock] = want
+            self._fit_docks([self.metrics_dock], [want])
 
     def _rungs_edited(self, rungs: list[dict]):
         """The Ladder tab changed a label or hit rate: write only what changed, so every other
@@ -435,10 +477,12 @@ class MainWindow(QMainWindow):
             self.addDockWidget(area, dock)
             dock.show()
         docks = list(self._dock_defaults)
-        self.resizeDocks(docks, [w for _, w in self._dock_defaults.values()], Qt.Horizontal)
+        self._dock_wanted = {d: w for d, (_, w) in self._dock_defaults.items()}
+        self._fit_docks(docks, list(self._dock_wanted.values()))
         if self.result is not None:
-            self._widen_metrics_dock()  # as when the run's kind was first shown
+            self._fit_metrics_dock()  # as when the run's kind was first shown
         self.settings.remove("windowState")
+        self.settings.remove("dockWidths")
 
     def _refresh_visible(self):
         """Only the visible view redraws now; the others when their tab is shown."""
@@ -520,6 +564,12 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geo)
         if state is not None:
             self.restoreState(state)
+            widths = self.settings.value("dockWidths")  # what the user chose, squeezed or not
+            if isinstance(widths, list) and len(widths) == len(self._dock_wanted):
+                for dock, w in zip(self._dock_wanted, widths):
+                    if str(w).isdigit():
+                        self._dock_wanted[dock] = int(w)
+            QTimer.singleShot(0, self, self._regrow_docks)  # a layout saved squeezed opens with room
         self._fit_to_screen()
 
     def _fit_to_screen(self):
@@ -540,6 +590,7 @@ class MainWindow(QMainWindow):
             return
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
+        self.settings.setValue("dockWidths", [str(w) for w in self._dock_wanted.values()])
         self.settings.sync()
         self.sweep.shutdown()
         self.replay.shutdown()

@@ -388,6 +388,7 @@ def test_save_adds_rows_and_absent_fields_and_save_as(panel, tmp_path, qtbot):
     before = path.read_text(encoding="utf-8")
     panel.load(str(path))
     field = panel._fields[("rungs",)]
+    qtbot.waitUntil(lambda: field.add_button.height() > 5)  # laid out: a click lands, as a user's would
     qtbot.mouseClick(field.add_button, Qt.MouseButton.LeftButton)
     panel.set_value("rungs[5].label", "a sixth rung")
     panel.set_value("warmup_queries", 2)
@@ -519,3 +520,15 @@ def test_paths_parse_like_error_messages_and_set():
     assert path_str(("reads", 0, "positions", 1)) == "reads[0].positions[1]"
     assert re.fullmatch(r"\d+(\.\d+)?", params.fmt_number(0.72)) and params.fmt_number(56.25) == "56.25"
     assert params.fmt_number(3600.0) == "3600" and params.fmt_number(1e-7) == "1e-07"
+
+
+def test_a_narrowed_panel_squashes_no_field(rope, qtbot):
+    """In a real window, narrowing the dock wrapped 'eviction' under its label, and its group kept
+    the unwrapped height: the spin boxes above were squashed to half height, text clipped."""
+    for width in (230, 380, 230):
+        rope.resize(width, 900)
+        qtbot.wait(50)
+        for dotted in rope.field_paths():
+            w = rope.widget_for(dotted)
+            if w.isVisible() and not isinstance(w, (QLabel, QTableWidget)):  # a table's height is its rows'
+                assert w.height() >= w.minimumSizeHint().height(), (width, dotted, w.height())

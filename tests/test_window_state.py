@@ -61,6 +61,41 @@ def test_reset_layout_restores_the_default_dock_widths(window, qtbot):
     assert params.isVisible() and abs(params.width() - default) <= 2
 
 
+def test_docks_get_their_width_back_when_the_window_grows_again(window, qtbot):
+    """In a real window: made 900 px wide and 1400 again, the docks stayed squeezed (Qt gives a
+    growing window's room to the centre) and that layout came back on the next launch."""
+    params = window.findChild(type(window.metrics_dock), "dock-parameters")
+    qtbot.wait(50)
+    before = (params.width(), window.metrics_dock.width())
+    window.resize(900, 600)  # (or its minimum width)
+    qtbot.wait(100)
+    assert params.width() + window.metrics_dock.width() < sum(before) - 20  # squeezed
+    window.resize(1280, 800)
+    qtbot.waitUntil(lambda: abs(params.width() - before[0]) <= 2 and abs(window.metrics_dock.width() - before[1]) <= 2,
+                    timeout=2000)
+    # a width the user drags to is the one it returns to
+    window.resizeDocks([params], [before[0] + 60], Qt.Horizontal)
+    qtbot.wait(50)
+    dragged = params.width()
+    window.resize(900, 600)
+    qtbot.wait(50)
+    window.resize(1280, 800)
+    qtbot.waitUntil(lambda: abs(params.width() - dragged) <= 2, timeout=2000)
+
+
+def test_the_metrics_dock_narrows_again_after_a_kind_with_wide_tables(window, qtbot, tmp_path):
+    qtbot.wait(50)
+    narrow = window.metrics_dock.width()
+    store = tmp_path / "store.toml"
+    store.write_text(SMALL_STORE.format(n=20))
+    _open(window, qtbot, store)
+    qtbot.wait(50)
+    wide = window.metrics_dock.width()
+    _open(window, qtbot, SCENARIOS / "rope_prefetch_16.toml")
+    qtbot.waitUntil(lambda: abs(window.metrics_dock.width() - narrow) <= 2, timeout=2000)
+    assert wide >= narrow  # (wider when the kind's tables need it)
+
+
 def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
     vb = window.timeline.plot.getPlotItem().getViewBox()
     vb.setXRange(100.0, 150.0, padding=0)  # µs, in the 16-token example's 0-400 µs run

@@ -263,7 +263,10 @@ def _form() -> QFormLayout:
     form.setContentsMargins(0, 0, 0, 0)
     form.setHorizontalSpacing(8)
     form.setVerticalSpacing(1)
-    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    # Never wrap a row (label above field): QCollapsible caps a group at its content's size
+    # hint, which is the unwrapped height, so in a narrow dock the wrapped rows were squashed
+    # to half height. Unwrapped, a narrow field shrinks instead.
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
     form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
     form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
     return form
