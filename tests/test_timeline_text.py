@@ -1,6 +1,7 @@
 """The timeline's words: labels stay inside the plot, the axis says its unit once, the legend
 lists each kind once, the status bar counts in good English (issue 12, "Figures")."""
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 pytest.importorskip("PySide6")
@@ -117,3 +118,29 @@ def test_the_time_axis_reads_in_its_unit_after_switching_runs(qtbot):
         assert shown and all(lo - spacing <= v <= hi + spacing for v in shown), (name, lo, hi, shown)
         tl.plot.getPlotItem().getViewBox().setXRange(0.05, 0.25, padding=0)  # as the app opens rdma: below 1
         qtbot.wait(20)
+
+
+def test_the_hover_line_follows_a_view_that_moves_under_a_still_mouse(qtbot):
+    """After Home the tooltip still named the span that had been under the mouse (real window)."""
+    from PySide6.QtGui import QCursor
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 400)
+    tl.show()
+    tl.set_result(simulate(load_scenario(SCENARIOS / "rope_prefetch_16.toml")))
+    qtbot.wait(50)
+    vb = tl.plot.getPlotItem().getViewBox()
+    vb.setXRange(0, 25, padding=0)
+    qtbot.wait(20)
+    lane = tl.result.trace.lanes["name"].tolist().index("naive · serial demand fetch")
+    at = vb.mapViewToScene(pg.Point(12, lane))
+    QCursor.setPos(tl.plot.mapToGlobal(tl.plot.mapFromScene(at)))
+    if not tl.plot.rect().contains(tl.plot.mapFromGlobal(QCursor.pos())):
+        pytest.skip("this platform does not move the cursor")
+    qtbot.wait(50)  # the move the cursor made is delivered now, not after the view moves
+    tl._on_move(at)
+    before = tl.info.text()
+    assert "pos 0" in before
+    vb.setXRange(100, 125, padding=0)  # the view moves; the mouse does not
+    qtbot.wait(20)
+    assert tl.info.text() != before and "pos 4" in tl.info.text()
