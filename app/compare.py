@@ -91,9 +91,11 @@ class CompareView(QWidget):
         self.a.set_result(self.pinned, span)
         self.b.set_result(self.current, span)
         # one lane-name column for both, so A's and B's time axes start at the same x
-        width = max(self.a.lane_axis.width(), self.b.lane_axis.width())
+        # (from the names: the axes' geometry is stale while the tab is hidden, and a width of
+        # 35 px read from it left both without their lane names)
+        width = max(self.a.lane_axis.wanted, self.b.lane_axis.wanted)
         for view in (self.a, self.b):
-            view.lane_axis.setWidth(int(width))
+            view.lane_axis.set_names(view.lane_axis.names, width)
         self.a_label.setText(f"A (pinned): {self.pinned.scenario.name}")
         self.b_label.setText(f"B (current): {self.current.scenario.name}")
         rows = metric_diff(self.pinned.metrics_dict(), self.current.metrics_dict())

@@ -211,11 +211,14 @@ class LaneAxis(pg.AxisItem):
     def __init__(self, names: list[str]):
         super().__init__("left")
         self.names = names
+        self.wanted = 0
         self.setStyle(tickLength=0, autoExpandTextSpace=True)
 
-    def set_names(self, names: list[str]):
+    def set_names(self, names: list[str], width: int | None = None):
+        """The lanes' names, in a column wide enough for the longest (or `width` px)."""
         self.names = names
-        self.setWidth(int(8 + 7.2 * max((len(n) for n in names), default=4)))
+        self.wanted = width or int(8 + 7.2 * max((len(n) for n in names), default=4))
+        self.setWidth(self.wanted)
         self.picture = None  # drop pyqtgraph's cached drawing
         self.update()
 

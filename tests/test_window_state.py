@@ -249,6 +249,11 @@ def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
         corner = view.plot.getPlotItem().getViewBox().sceneBoundingRect().topLeft()
         return view.plot.mapTo(window, view.plot.mapFromScene(corner)).x()
     assert plot_left(a) == plot_left(b)
+    # and the names fit: the column was once taken from a hidden axis's stale 35 px, and empty
+    from PySide6.QtGui import QFontMetrics
+    fm = QFontMetrics(a.lane_axis.font())
+    longest = max(fm.horizontalAdvance(n) for v in (a, b) for n in v.lane_axis.names)
+    assert a.lane_axis.width() == b.lane_axis.width() >= longest
 
 
 def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
