@@ -27,6 +27,7 @@ from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
+CURSOR_STRIP = 0.5  # rows of room under the last lane, for the time cursor's label
 MAX_LABELLED = 60  # label bars with text only when a trace has this few labelled spans
 MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "◆", "arrive": "★", "overflow": "✕"}
 
@@ -359,14 +360,16 @@ class TimelineView(QWidget):
         pi.addItem(self.time_cursor)
         end = max((span_ns or tr.t_end) / scale, 1e-9)  # linked views share one range
         self.time_cursor.setValue(0)
-        pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=max(len(names), MIN_ROWS))
+        rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
+        # half a row under the last lane for the time cursor's label, which sat on its bars
+        bottom = rows - 0.4 + (CURSOR_STRIP if len(names) >= MIN_ROWS else 0)
+        pi.setLimits(xMin=-0.05 * end, xMax=end * 1.05, yMin=-1, yMax=bottom + 0.4)
         self._end = end
         if self.shared_range is not None:
             self.shared_range.apply(pi.getViewBox(), scale, end)
         else:
             pi.setXRange(0, end, padding=0.02)
-        rows = max(len(names), MIN_ROWS)  # few lanes: keep bars a sensible height
-        pi.setYRange(-0.6, rows - 0.4, padding=0)
+        pi.setYRange(-0.6, bottom, padding=0)
         self._thin_marks()
 
     def zoom_to(self, lane_name: str, ref: int, margin: float = 0.15) -> bool:

@@ -144,3 +144,19 @@ def test_the_hover_line_follows_a_view_that_moves_under_a_still_mouse(qtbot):
     vb.setXRange(100, 125, padding=0)  # the view moves; the mouse does not
     qtbot.wait(20)
     assert tl.info.text() != before and "pos 4" in tl.info.text()
+
+
+def test_the_time_cursors_label_sits_below_the_last_lanes_bars(qtbot):
+    """With six lanes or more the '0.00' label was drawn over the last lane's bars."""
+    from app.timeline import BAR
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(900, 500)
+    tl.show()
+    tl.set_result(simulate(load_scenario(SCENARIOS / "ladder_simulated.toml")))
+    qtbot.wait(50)
+    last = len(tl.result.trace.lanes) - 1
+    assert last + 1 >= 6
+    vb = tl.plot.getPlotItem().getViewBox()
+    bar_bottom = vb.mapViewToScene(pg.Point(0, last + BAR / 2)).y()
+    assert tl.time_cursor.label.sceneBoundingRect().top() >= bar_bottom
