@@ -142,6 +142,27 @@ def test_a_libcachesim_crash_at_a_tiny_capacity_is_a_message(golden, capsys):
     assert replay(read_requests(golden), "s3fifo", 100).misses == 4  # room for all: first requests only
 
 
+def test_a_libcachesim_policy_that_never_ends_is_stopped_and_named(monkeypatch):
+    """BeladySize loops at a cache of about one object on the bundled sample; reading the child's
+    output before waiting on it hung the replay for good (10 minutes, then killed by hand)."""
+    from kvviz.replay import libcachesim_engine
+    monkeypatch.setattr(libcachesim_engine, "GUARD_SECONDS", 2)
+    reqs = read_requests(SAMPLE)
+    import threading
+    got = []
+
+    def run():
+        try:
+            replay(reqs, "beladysize", 95_409)
+        except ScenarioError as e:
+            got.append(str(e))
+    t = threading.Thread(target=run, daemon=True)  # a regression fails here in 60 s, not hangs the suite
+    t.start()
+    t.join(60)
+    assert not t.is_alive() and len(got) == 1
+    assert "beladysize did not finish in 2 s at capacity 95,409 B" in got[0]
+
+
 def test_a_curve_skips_the_points_libcachesim_refuses(golden, capsys):
     assert main(["replay", str(golden), "--policy", "s3fifo,fifo", "--capacities", "8,100", "--json"]) == 0
     captured = capsys.readouterr()

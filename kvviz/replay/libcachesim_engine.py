@@ -179,8 +179,11 @@ class Trace:
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         try:
-            out = child.stdout.read()
+            # wait first: reading stdout first blocked until the child exited, so a looping
+            # policy (BeladySize at a cache of about one object) hung the replay for good.
+            # The one line it prints fits the pipe.
             child.wait(GUARD_SECONDS)
+            out = child.stdout.read()
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
