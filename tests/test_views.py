@@ -296,6 +296,11 @@ def test_policies_view_and_bars_tab(qtbot, results):
     assert sched["dram"] == pytest.approx(pol["scheduler_aware"]["hit_rate"] * pol["scheduler_aware"]["dram_hit_share"])
     bars = [i for i in v.time_plot.items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == len(v.rows)  # one prefill bar per policy
+    # each ratio on a bar is named, and the GPU-time one is the Metrics dock's figure (an unnamed
+    # 2.76× read as contradicting the dock's 2.69)
+    labels = [i.toPlainText() for i in v.time_plot.items if type(i).__name__ == "TextItem"]
+    said = next(t for t in labels if "shorter per job" in t and f"{pol['scheduler_aware']['mean_prefill_ms']:.4g} ms" in t)
+    assert f"{pol['scheduler_aware']['prefill_speedup_vs_recompute']:.2f}× less GPU time" in said
     # the tab shows the ladder for ladder runs, the policies for policy comparisons
     assert BarsTab.title_for(r) == "Policies" and BarsTab.title_for(results["ladder_seed"]) == "Ladder"
     tab = BarsTab(LadderView(), PoliciesView())
