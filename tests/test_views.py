@@ -346,6 +346,30 @@ def test_ladder_table_edit_recomputes_and_emits(qtbot, results):
     assert sig.args[0][0]["label"] == "plain cache" and v.axis.names[0] == "1. plain cache"
 
 
+def test_a_typed_hit_rate_reaches_the_table_as_typed(qtbot, results):
+    """Typed in a real window: the cell's spin box, limited to 100, dropped the last key of 150,
+    and rung 4 became 15% with no message."""
+    from PySide6.QtWidgets import QApplication
+    v = shown(qtbot, LadderView, results["ladder_seed"])
+    qtbot.wait(50)
+    v.table.setFocus()
+
+    def type_into(row, keys):
+        v.table.setCurrentCell(row, PCT_COL)
+        v.table.editItem(v.table.item(row, PCT_COL))
+        editor = QApplication.focusWidget()  # the cell's editor, whatever it is
+        editor.selectAll()
+        qtbot.keyClicks(editor, keys)
+        v.table.setCurrentCell(row, 0)  # the user moves on: the cell takes the text
+    with qtbot.assertNotEmitted(v.rungs_edited):
+        type_into(3, "150")
+    assert "must be a number from 0 to 100 (got '150')" in v.status.text()
+    assert v.table.item(3, PCT_COL).text() == "93"
+    with qtbot.waitSignal(v.rungs_edited) as sig:
+        type_into(3, "95.5")
+    assert sig.args[0][3]["hbm_hit_pct"] == 95.5
+
+
 def test_ladder_drag_snaps_clamps_and_emits(qtbot, results):
     v = shown(qtbot, LadderView, results["ladder_seed"])
     v.drag_rung(0, 96.26)

@@ -20,7 +20,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QHeaderView, QSplitter,
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLineEdit, QSplitter,
                                QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
@@ -132,26 +132,37 @@ class _DragBox(pg.ViewBox):
         ev.ignore()
 
 
+class _PctEdit(QLineEdit):
+    """A hit-rate cell's editor: any text goes to the table, which refuses what is not 0–100
+    with a message (a spin box limited to 100 dropped the last key: 150 became 15, silently).
+    Up and Down step by STEP points."""
+
+    def keyPressEvent(self, ev):  # noqa: N802 (Qt's name)
+        step = {Qt.Key_Up: STEP, Qt.Key_Down: -STEP}.get(ev.key())
+        try:
+            value = float(self.text().strip().rstrip("%")) if step else None
+        except ValueError:
+            value = None
+        if value is None:
+            super().keyPressEvent(ev)
+            return
+        self.setText(f"{min(100.0, max(0.0, value + step)):g}")
+
+
 class _PctDelegate(QStyledItemDelegate):
-    """Hit-rate cells are edited with a spin box: 0–100, 0.5-point steps."""
+    """Hit-rate cells are edited as text (see _PctEdit)."""
 
     def createEditor(self, parent, option, index):
-        box = QDoubleSpinBox(parent)
-        box.setRange(0.0, 100.0)
-        box.setDecimals(2)
-        box.setSingleStep(STEP)
-        box.setSuffix(" %")
+        box = _PctEdit(parent)
+        box.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
         return box
 
     def setEditorData(self, editor, index):
-        try:
-            editor.setValue(float(index.data() or 0))
-        except ValueError:
-            editor.setValue(0.0)
+        editor.setText(str(index.data() or ""))
+        editor.selectAll()
 
     def setModelData(self, editor, model, index):
-        editor.interpretText()
-        model.setData(index, f"{editor.value():g}")
+        model.setData(index, editor.text().strip())
 
 
 class _RungTable(QTableWidget):
