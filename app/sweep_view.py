@@ -356,7 +356,7 @@ class SweepView(QWidget):
         if grid.size <= MAX_CELL_TEXT and cell_px > 7 * longest + 6:  # only when the text fits
             for i in range(grid.shape[0]):
                 for j in range(grid.shape[1]):
-                    t = pg.TextItem(texts[i][j], color="#111", anchor=(0.5, 0.5))
+                    t = pg.TextItem(texts[i][j], color=cell_text_colour(cmap, levels, grid[i, j]), anchor=(0.5, 0.5))
                     t.setPos(j, i)
                     pi.addItem(t)
         if self.bar is None:
@@ -366,6 +366,17 @@ class SweepView(QWidget):
         self.bar.setImageItem(img, insert_in=pi)
         self.bar.show()
         pi.autoRange()
+
+
+def cell_text_colour(cmap: pg.ColorMap, levels: tuple, v: float) -> str:
+    """Near-black on light cells, white on dark ones: black figures on viridis's dark purple
+    could not be read."""
+    lo, hi = levels
+    if not np.isfinite(v) or hi <= lo:
+        return "#111"
+    c = cmap.map(min(max((v - lo) / (hi - lo), 0.0), 1.0), mode="qcolor")
+    luminance = 0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF()  # Rec. 709 weights
+    return "#111" if luminance > 0.4 else "#fff"
 
 
 def _cell(v) -> str:

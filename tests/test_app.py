@@ -269,6 +269,16 @@ def test_sweep_view_tests_the_connection(window, qtbot, monkeypatch):
     assert "⚠" in sw.status.text() and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in sw.status.text()
 
 
+def test_heat_map_figures_contrast_with_their_cells():
+    import pyqtgraph as pg
+    from app.sweep_view import cell_text_colour
+    viridis, diverging = pg.colormap.get("viridis"), pg.ColorMap([0, 0.5, 1], [(213, 94, 0), (255, 255, 255), (0, 114, 178)])
+    assert cell_text_colour(viridis, (0, 10), 0) == "#fff"     # dark purple
+    assert cell_text_colour(viridis, (0, 10), 10) == "#111"    # yellow
+    assert cell_text_colour(diverging, (-5, 5), 0) == "#111"   # white middle
+    assert cell_text_colour(viridis, (0, 10), float("nan")) == "#111"
+
+
 def test_sweep_view_slices_a_three_axis_grid_with_a_slider(window, qtbot):
     sw = window.sweep
     window.show_view("sweep")
