@@ -12,9 +12,9 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import (QBrush, QColor, QCursor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap,
+from PySide6.QtGui import (QBrush, QColor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap,
                            QTransform)
-from PySide6.QtWidgets import QLabel, QToolTip, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import tick_decimals, time_unit
 from kvviz.level_of_detail import merge_runs, merge_to_pixels, thin_marks  # noqa: F401  (merge_runs: the timeline's API)
@@ -22,7 +22,7 @@ from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import ElidedLabel, hover_point, hover_tip, no_si_prefix, stack_vertically
+from .views._common import ElidedLabel, hover_point, hover_tip, no_si_prefix, rehover, stack_vertically
 from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
@@ -297,18 +297,8 @@ class TimelineView(QWidget):
         # only the visible timeline holds the current result's units; a hidden one follows links
         if self.shared_range is not None and not self._building and self.result is not None and self.isVisible():
             self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._end)
-        if self.isVisible() and not self._building:
-            self._rehover()
-
-    def _rehover(self):
-        """The view moved under a still mouse (Home, a wheel step): describe what is under it
-        now. The tooltip kept naming the span that had been there."""
-        at = self.plot.mapFromGlobal(QCursor.pos())
-        scene = self.plot.mapToScene(at)
-        if self.result is not None and self.plot.rect().contains(at) and hover_point(self.plot, scene) is not None:
-            self._on_move(scene)
-        else:
-            QToolTip.hideText()
+        if self.isVisible() and not self._building and self.result is not None:
+            rehover(self.plot, self._on_move)
 
     def _set_result(self, result: Result, span_ns: int | None):
         self.result = result

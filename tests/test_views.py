@@ -506,3 +506,23 @@ def test_timeline_draws_one_instant_per_lane_and_pixel_column_when_zoomed_out(qt
     tl._thin_marks()
     xs = np.concatenate([item.data["x"] for item, *_ in tl.marks])
     assert len(xs) == 2 * 20 and xs.min() >= lo and xs.max() <= hi
+
+
+def test_occupancy_hover_follows_a_view_that_moves_under_a_still_mouse(qtbot, results):
+    """After Home the status still named the cell that had been under the mouse (real window)."""
+    from PySide6.QtGui import QCursor
+    v = shown(qtbot, OccupancyView, results["rope_prefetch_16"])
+    vb = v.plot.getPlotItem().getViewBox()
+    vb.setXRange(0, 20, padding=0)
+    qtbot.wait(60)
+    at = vb.mapViewToScene(pg.Point(10, 0))
+    QCursor.setPos(v.plot.mapToGlobal(v.plot.mapFromScene(at)))
+    if not v.plot.rect().contains(v.plot.mapFromGlobal(QCursor.pos())):
+        pytest.skip("this platform does not move the cursor")
+    qtbot.wait(50)  # the move the cursor made is delivered now, not after the view moves
+    v._on_move(at)
+    before = v.info.text()
+    assert before.startswith("slot 0, t = 10.0")
+    vb.setXRange(100, 120, padding=0)  # the view moves; the mouse does not
+    qtbot.wait(60)
+    assert v.info.text().startswith("slot 0, t = 110.0")  # (to a pixel)

@@ -7,7 +7,7 @@ from typing import Callable
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QCursor, QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
 AXIS_PEN = "#555555"
@@ -201,6 +201,17 @@ def hover_tip(plot: pg.PlotWidget, scene_pos, text: str | None) -> None:
     the mouse, and the view's line under the plot keeps it."""
     if text:
         QToolTip.showText(plot.mapToGlobal(plot.mapFromScene(scene_pos)), text, plot)
+    else:
+        QToolTip.hideText()
+
+
+def rehover(plot: pg.PlotWidget, on_move) -> None:
+    """The view moved under a still mouse (Home, a wheel step): `on_move` what is under it now,
+    or hide the tooltip. The hover line and tooltip kept naming what had been there."""
+    at = plot.mapFromGlobal(QCursor.pos())
+    scene = plot.mapToScene(at)
+    if plot.rect().contains(at) and hover_point(plot, scene) is not None:
+        on_move(scene)
     else:
         QToolTip.hideText()
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QWidget
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import (NoteStack, caption_label, hover_point, hover_tip, info_label, link_x_ranges,
+from ._common import (NoteStack, caption_label, hover_point, hover_tip, info_label, link_x_ranges, rehover,
                       stack_vertically, style_plot, view_box_of)
 from .time_range import SharedTimeRange
 
@@ -295,6 +295,8 @@ class OccupancyView(QWidget):
     def _range_moved(self, *_):
         if self.shared_range is not None and not self._building and self._res is not None and self.isVisible():
             self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._t_end / self.scale)
+        if self.isVisible() and not self._building and self._res is not None:
+            rehover(self.plot, self._on_move)
 
     def _set_result(self, result: Result) -> None:
         self.result = result
