@@ -139,14 +139,18 @@ class SweepView(QWidget):
         if new:
             self.clear()
         paths = numeric_paths(model)
-        for combo, values in ((self.p1, self.v1), (self.p2, self.v2)):
+        for k, (combo, values) in enumerate(((self.p1, self.v1), (self.p2, self.v2))):
             keep = combo.currentText() if not new else ""
             combo.clear()
             combo.addItems(paths)
             if keep:
                 combo.setCurrentText(keep)
+            elif k < len(paths):
+                combo.setCurrentIndex(k)  # a new scenario: two different parameters to start from
             if new:
                 values.clear()
+        if new:
+            self.use2.setChecked(False)
         names = [k for k, v in metric_paths(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         # and the families: policies.*.hit_rate draws one line per policy
         families = {f"{p[0]}.*.{'.'.join(p[2:])}" for p in (n.split(".") for n in names) if len(p) >= 3}
@@ -164,7 +168,11 @@ class SweepView(QWidget):
         self.result = None
         self._make_sliders(())
         self.more.clear()
-        self.plot.getPlotItem().clear()
+        pi = self.plot.getPlotItem()
+        pi.clear()
+        for side in ("bottom", "left"):  # the last sweep's parameter names and heat-map ticks
+            pi.setLabel(side, "")
+            pi.getAxis(side).setTicks(None)
         if self.legend is not None:
             self.legend.clear()
             self.legend.setVisible(False)
@@ -193,6 +201,11 @@ class SweepView(QWidget):
             axes += self._more_axes(len(axes))
         except ScenarioError as e:
             self.status.setText(f"⚠ {e}")
+            return
+        paths = [a.path for a in axes]
+        twice = sorted({p for p in paths if paths.count(p) > 1})
+        if twice:  # said here in the tab's words, not the command line's (--param)
+            self.status.setText(f"⚠ {', '.join(twice)} is swept twice: choose a different second parameter")
             return
         data, metric, source = self.data, self.metric_box.currentText().strip(), self.source
         executor = self.run_on.spec()

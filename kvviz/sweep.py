@@ -239,8 +239,8 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     axes_t = tuple(axes)
     paths = [a.path for a in axes_t]
     if len(set(paths)) < len(paths):
-        raise ScenarioError(f"the same --param twice ({', '.join(sorted(p for p in set(paths) if paths.count(p) > 1))})",
-                            source, "--param")
+        twice = ", ".join(sorted(p for p in set(paths) if paths.count(p) > 1))
+        raise ScenarioError(f"the same parameter twice ({twice}): sweep each once", source, "--param")
     n = grid_size(axes_t)
     if n > MAX_RUNS:
         raise ScenarioError(f"the grid has {n:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")

@@ -150,7 +150,7 @@ def test_an_empty_path_segment_and_a_repeated_param_are_refused(capsys):
     assert "empty segment" in _one_error_line(capsys, ["run", "rope_prefetch_16", "--set", "cache..slots=4"])
     line = _one_error_line(capsys, ["sweep", "rope_prefetch_16", "--param", "cache.slots", "--values", "4,8",
                                     "--param", "cache.slots", "--values", "4,8", "--metric", "speedup"])
-    assert "the same --param twice" in line
+    assert "the same parameter twice" in line
 
 
 @pytest.mark.parametrize("time", ["nan", "inf", "-1"])

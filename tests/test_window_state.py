@@ -296,3 +296,25 @@ def test_the_window_never_opens_larger_than_the_screen(qtbot, settings):
     qtbot.addWidget(again)
     assert again.width() <= room.width() and again.height() <= room.height()
     again.runner.shutdown()
+
+
+def test_a_new_scenario_leaves_no_sweep_axes_behind(window, qtbot):
+    """After a heat map, another scenario's Sweep tab still showed the old axes' names and ticks,
+    with the same field picked as first and second parameter (real window)."""
+    sw = window.sweep
+    window.show_view("sweep")
+    sw.configure([("cache.slots", "2,4"), ("storage.latency_us", "10,20")], "speedup")
+    with qtbot.waitSignal(sw.finished, timeout=60_000):
+        sw.run()
+    pi = sw.plot.getPlotItem()
+    assert pi.getAxis("bottom").labelText == "storage.latency_us"
+    _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_cxl.toml")
+    assert pi.getAxis("bottom").labelText == "" and pi.getAxis("left").labelText == ""
+    assert pi.getAxis("bottom")._tickLevels is None  # pyqtgraph's own ticks again
+    assert sw.p1.currentText() != sw.p2.currentText() and not sw.use2.isChecked()
+    sw.use2.setChecked(True)
+    sw.p2.setCurrentText(sw.p1.currentText())
+    sw.v1.setText("1,2")
+    sw.v2.setText("1,2")
+    sw.run()
+    assert sw.status.text().startswith(f"⚠ {sw.p1.currentText()} is swept twice") and sw.job is None
