@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,38 @@ class Section(BaseModel):
         return value
 
 
-def param(default: Any = ..., *, unit: str | None = None, description: str, **constraints) -> Any:
+def param(default: Any = ..., *, unit: str | None = None, description: str, file: bool = False,
+          **constraints) -> Any:
     """A scenario field whose range, unit and description drive validation, the GUI panel
-    and `kvviz schema` alike."""
-    extra = {"unit": unit} if unit else None
+    and `kvviz schema` alike. `file`: a path, relative to the scenario's own file."""
+    extra = {k: v for k, v in (("unit", unit), ("file", file)) if v} or None
     return Field(default, description=description, json_schema_extra=extra, **constraints)
+
+
+def file_fields(model: type[BaseModel], prefix: tuple = ()) -> list[tuple]:
+    """The key paths of a model's `file` fields, nested sections included: the paths that
+    must be rewritten when the scenario is saved in another folder."""
+    out = []
+    for name, f in model.model_fields.items():
+        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+        if extra.get("file"):
+            out.append(prefix + (name,))
+        elif isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
+            out += file_fields(f.annotation, prefix + (name,))
+    return out
+
+
+def rebase(path: str, old_source: str | Path, new_source: str | Path) -> str:
+    """A relative `path` written in `old_source`, as written in `new_source` so it names the
+    same file (absolute and empty paths unchanged)."""
+    p = Path(path).expanduser()
+    if not path or p.is_absolute():
+        return path
+    target = (Path(old_source).resolve().parent / p).resolve()
+    try:
+        return os.path.relpath(target, Path(new_source).resolve().parent)
+    except ValueError:  # another drive (Windows): no relative path
+        return str(target)
 
 
 class FieldError(ValueError):

@@ -197,3 +197,12 @@ def test_sweep_worker_counts_are_bounded(capsys, workers):
         cli(["sweep", "rope_prefetch_16", "--param", "cache.slots", "--values", "1,2", "--metric", "speedup",
              "--workers", workers])
     assert e.value.code == 2 and "--workers" in capsys.readouterr().err
+
+
+def test_a_missing_trace_file_is_refused_at_its_field(tmp_path, capsys):
+    """Named at workload.trace_file when the scenario is read, so the app marks that field (a
+    run failing later left the app showing the previous scenario, with nothing marked)."""
+    f = tmp_path / "s.toml"
+    f.write_text('kind = "attention_store"\n[workload]\ntrace_file = "nope.jsonl"\n')
+    line = _one_error_line(capsys, ["run", str(f)])
+    assert f"workload.trace_file: trace file not found: {tmp_path / 'nope.jsonl'}" in line

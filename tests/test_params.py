@@ -1,6 +1,7 @@
 """The generated parameter panel (app/params/), headless (pytest-qt)."""
 import re
 import shutil
+from pathlib import Path
 import tomllib
 from typing import Literal
 
@@ -532,3 +533,17 @@ def test_a_narrowed_panel_squashes_no_field(rope, qtbot):
             w = rope.widget_for(dotted)
             if w.isVisible() and not isinstance(w, (QLabel, QTableWidget)):  # a table's height is its rows'
                 assert w.height() >= w.minimumSizeHint().height(), (width, dotted, w.height())
+
+
+def test_save_as_elsewhere_keeps_relative_files_pointing_at_the_same_file(panel, tmp_path):
+    """Save As to /tmp kept `trace_file = "../resources/traces/…"`, which names nothing from there:
+    the copy could never run (seen in a real window)."""
+    panel.load(str(SCENARIOS / "attention_store_mooncake.toml"))
+    written = panel.value("workload.trace_file")
+    assert not Path(written).is_absolute()
+    out = tmp_path / "elsewhere" / "x.toml"
+    panel.save(str(out))
+    moved = load_scenario(out).workload.trace_file
+    assert Path(moved).resolve() == (SCENARIOS / written).resolve() and Path(moved).is_file()
+    assert panel.scenario() is not None and not panel.is_dirty()
+    assert "trace_file" in out.read_text() and "# " in out.read_text()  # the file's comments stay

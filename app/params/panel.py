@@ -44,7 +44,7 @@ from superqt.utils import QSignalDebouncer
 
 from kvviz import ScenarioError, parse_scenario
 from kvviz.registry import mechanisms
-from kvviz.scenario import read_toml
+from kvviz.scenario import file_fields, read_toml, rebase
 
 from kvviz.io import atomic_write, read_text
 
@@ -168,6 +168,8 @@ class ParameterPanel(QWidget):
         if self._errors:
             p, m = self._errors[0]
             raise ScenarioError(f"not saved, the edits are invalid: {m}", str(target), p)
+        if path is not None and self._path:
+            self._rebase_files(self._path, target)
         text = self._render()
         atomic_write(target, text)
         self._path, self._file_text = str(target), text
@@ -175,6 +177,23 @@ class ParameterPanel(QWidget):
         self._update_dirty()
         if path is not None:
             self._validate(emit_edited=False)  # relative paths in the data now resolve against the new file
+
+    def _rebase_files(self, old: str, new: Path) -> None:
+        """Saved in another folder, a relative trace or token file would name a file that is
+        not there (Save As to /tmp broke the bundled Mooncake trace's path): it is rewritten
+        to name the same file from the new one."""
+        kind = self._data.get("kind")
+        if not _known_kind(kind):
+            return
+        for parts in file_fields(mechanisms()[kind].model):
+            value = self._get(parts)
+            if isinstance(value, str) and value:
+                moved = rebase(value, old, new)
+                if moved != value:
+                    self._write(parts, moved)
+                    for f in self._fields.values():
+                        if f.path == parts:
+                            f.show(moved)
 
     def set_value(self, field_path: str, value) -> None:
         """Edit a field as its widget would (None = remove the key: the default applies).

@@ -142,7 +142,7 @@ class Tokens(Section):
     ids: list[list[int]] = param([], description="Inline token IDs: one list per sequence of the batch; the "
                                                  "first max(orders)-1 are context, then one per decode step")
     file: str = param("", description="Token file: one sequence per line, integers separated by spaces "
-                                      "or commas, `#` comments (relative to the scenario file)")
+                                      "or commas, `#` comments (relative to the scenario file)", file=True)
     vocab: int = param(151_936, ge=1, le=MAX_VOCAB, unit="tokens", description="Vocabulary size")
     zipf_a: float = param(1.1, gt=1, le=10, description="Zipf exponent of the generated token IDs")
     seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the generated token IDs")

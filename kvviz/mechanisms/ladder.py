@@ -82,7 +82,7 @@ class LadderScenario(ScenarioBase):
     rungs: list[Rung] = param(min_length=1, description="The ladder, first rung first")
     base: str | dict[str, Any] | None = param(
         None, description="rope_window scenario the simulated rungs modify: an inline table, or a "
-                          "TOML file (relative paths resolve against this ladder's file)")
+                          "TOML file (relative paths resolve against this ladder's file)", file=True)
     warmup_queries: int = param(0, ge=0, unit="queries",
                                 description="Leading queries of each simulated run left out of its "
                                             "hit rate (cold cache)")

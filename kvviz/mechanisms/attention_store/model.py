@@ -19,13 +19,19 @@ GB = 10**9
 class Workload(Section):
     trace_file: str = param("", description="CSV or JSONL of (conversation, turn, arrival_s, input_tokens, "
                                             "output_tokens); empty = the synthetic generator below. "
-                                            "A relative path is taken from the scenario file's folder")
+                                            "A relative path is taken from the scenario file's folder",
+                       file=True)
     seed: int = param(1, ge=0, description="Seed of the synthetic generator (numpy Generator)")
 
     @field_validator("trace_file")
     @classmethod
     def _beside_the_scenario(cls, v: str, info: ValidationInfo) -> str:
-        return str(relative_to_source(v, info.context)) if v else v
+        if not v:
+            return v
+        p = relative_to_source(v, info.context)
+        if not p.is_file():  # here, so the panel marks the field (a run failing later did not)
+            raise ValueError(f"trace file not found: {p}")
+        return str(p)
     conversations: int = param(9000, ge=1, le=2_000_000, unit="conversations",
                                description="Conversations generated (paper: ~9K ShareGPT conversations)")
     arrival_rate_per_s: float = param(1.0, gt=0, le=1e6, unit="1/s",
