@@ -63,6 +63,8 @@ class MainWindow(QMainWindow):
         for name, view in self.views.items():
             self.tabs.addTab(view, name.capitalize())
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
+        # a tab that needs more width (Compare) squeezes the docks; the next one gives it back
+        self.tabs.currentChanged.connect(lambda _: QTimer.singleShot(0, self, self._regrow_docks))
         # said above the views while they still show the previous scenario (its run pending or refused)
         self.stale_note = QLabel()
         self.stale_note.setWordWrap(True)
@@ -156,11 +158,9 @@ class MainWindow(QMainWindow):
             self._fit_docks(docks, [self._dock_wanted[d] for d in docks])
 
     def _fit_docks(self, docks, widths):
-        self._fitting = True
-        try:
-            self.resizeDocks(docks, widths, Qt.Horizontal)
-        finally:
-            self._fitting = False
+        self._fitting = True  # until the layout this posts has run: its resizes are not a drag
+        self.resizeDocks(docks, widths, Qt.Horizontal)
+        QTimer.singleShot(0, self, lambda: setattr(self, "_fitting", False))
 
     def _build_toolbar(self):
         bar = QToolBar("Scenario", self)
@@ -296,7 +296,9 @@ class MainWindow(QMainWindow):
             self._fail(f"not saved: {e}")
             return False
         self._add_recent(path)
+        self._sync_picker()  # the Scenario box named the old file
         self._title()
+        self._say(f"saved {self.panel.path()}")
         return True
 
     def reset_to_file(self):
@@ -321,8 +323,9 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.Discard
 
     def _add_recent(self, path: str):
-        recent = [p for p in self._recent() if p != str(path)]
-        self.settings.setValue("recent", [str(path)] + recent[: MAX_RECENT - 1])
+        path = str(Path(path).resolve())  # one entry per file, whatever the directory it was opened from
+        recent = [p for p in self._recent() if p != path]
+        self.settings.setValue("recent", [path] + recent[: MAX_RECENT - 1])
         self._fill_recent()
 
     def _recent(self) -> list[str]:

@@ -318,3 +318,22 @@ def test_a_new_scenario_leaves_no_sweep_axes_behind(window, qtbot):
     sw.v2.setText("1,2")
     sw.run()
     assert sw.status.text().startswith(f"⚠ {sw.p1.currentText()} is swept twice") and sw.job is None
+
+
+def test_save_as_names_the_new_file_in_the_scenario_box(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+    out = tmp_path / "copy.toml"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), "")))
+    assert window.save_as()
+    assert window.picker.currentText() == "copy.toml" and window.settings.value("recent")[0] == str(out.resolve())
+
+
+def test_docks_squeezed_by_a_wide_tab_get_their_width_back_on_the_next(window, qtbot):
+    params = window.findChild(type(window.metrics_dock), "dock-parameters")
+    qtbot.wait(50)
+    before = params.width()
+    window._fit_docks([params], [before - 80])  # as Qt squeezes it for a tab, not as the user drags it
+    qtbot.wait(20)
+    assert params.width() < before - 40
+    window.show_view("counters")
+    qtbot.waitUntil(lambda: abs(params.width() - before) <= 2, timeout=2000)
