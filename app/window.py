@@ -302,6 +302,10 @@ class MainWindow(QMainWindow):
         return True
 
     def reset_to_file(self):
+        """Back to the file's values, after asking when that drops edits (a toolbar click
+        threw them all away at once)."""
+        if self.panel.is_dirty() and self.ask_reset() != QMessageBox.Discard:
+            return
         self.panel.reset_to_file()
         scenario = self.panel.scenario()
         if scenario is not None:
@@ -313,6 +317,13 @@ class MainWindow(QMainWindow):
                                     f"{Path(self.panel.path() or 'scenario').name} has unsaved changes.",
                                     QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel,
                                     QMessageBox.Save)
+
+    def ask_reset(self) -> QMessageBox.StandardButton:
+        """Discard / Cancel before Reset drops unsaved edits (tests replace this)."""
+        return QMessageBox.question(self, "Reset to the file",
+                                    f"Discard the unsaved changes to {Path(self.panel.path() or 'scenario').name} "
+                                    "and go back to the file's values?",
+                                    QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Cancel)
 
     def _confirm_discard(self) -> bool:
         if not self.panel.is_dirty():

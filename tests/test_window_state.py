@@ -337,3 +337,18 @@ def test_docks_squeezed_by_a_wide_tab_get_their_width_back_on_the_next(window, q
     assert params.width() < before - 40
     window.show_view("counters")
     qtbot.waitUntil(lambda: abs(params.width() - before) <= 2, timeout=2000)
+
+
+def test_reset_asks_before_it_drops_edits(window, qtbot):
+    window.panel.set_value("cache.slots", 4)
+    window.panel.flush()
+    asked = []
+    window.ask_reset = lambda: asked.append(1) or QMessageBox.Cancel
+    window.reset_to_file()
+    assert asked and window.panel.value("cache.slots") == 4 and window.panel.is_dirty()
+    window.ask_reset = lambda: QMessageBox.Discard
+    window.reset_to_file()
+    assert window.panel.value("cache.slots") == 8 and not window.panel.is_dirty()
+    window.ask_reset = lambda: asked.append(2) or QMessageBox.Cancel
+    window.reset_to_file()  # nothing to drop: no question
+    assert asked == [1]
