@@ -110,5 +110,8 @@ class CompareView(QWidget):
                 item.setToolTip(text)
                 self.table.setItem(r, c, item)
         # a long text value (an assumption) or path must not push B − A and the change off screen
-        for c, cap in enumerate((200, 120, 120, 100)):
+        # names get up to 45% of the table: at 200 px two names differing in the middle
+        # ("policies.recompute.mean_queue_wait_ms", "….p99_…") elided to the same text
+        name_cap = max(200, int(self.table.viewport().width() * 0.45))
+        for c, cap in enumerate((name_cap, 120, 120, 100)):
             self.table.setColumnWidth(c, min(self.table.sizeHintForColumn(c) + 12, cap))

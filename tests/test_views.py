@@ -526,3 +526,13 @@ def test_occupancy_hover_follows_a_view_that_moves_under_a_still_mouse(qtbot, re
     vb.setXRange(100, 120, padding=0)  # the view moves; the mouse does not
     qtbot.wait(60)
     assert v.info.text().startswith("slot 0, t = 110.0")  # (to a pixel)
+
+
+def test_the_ladder_charts_fit_a_narrow_tab(qtbot, results):
+    """At the default window the latency chart ran past the tab's edge: pyqtgraph reset each
+    title's minimum width to its text's on every layout pass."""
+    v = shown(qtbot, LadderView, results["ladder_seed"], size=(650, 700))
+    qtbot.wait(50)
+    assert v.lat_plot.sceneBoundingRect().right() <= v.charts.width()
+    assert v.hit_plot.sceneBoundingRect().right() <= v.lat_plot.sceneBoundingRect().left() + 1
+    assert "flash is 75.0 of its 177.4 ns" in v.headline.text()

@@ -98,6 +98,20 @@ class RungAxis(pg.AxisItem):
             self.update()
 
 
+def _clip_title(label: pg.LabelItem) -> None:
+    """A title never forces the charts wider than the widget; it is clipped instead. pyqtgraph
+    sets a label's minimum width to its text's on every layout pass, so a minimum set once was
+    gone by the first resize, and the latency chart was cut off past the tab's edge."""
+    update_min = label.updateMin
+
+    def narrow():
+        update_min()
+        label.setMinimumWidth(10)
+    label.updateMin = narrow
+    label.setFlag(label.GraphicsItemFlag.ItemClipsChildrenToShape)  # never over its neighbour's
+    narrow()
+
+
 class _DragBox(pg.ViewBox):
     """The hit-rate chart's view box: a left-drag on a rung's row sets that rung's hit rate;
     there is no pan or zoom (the axis is always 0–100 %)."""
@@ -205,11 +219,11 @@ class LadderView(QWidget):
         self.axis.setPen("#555555")
         self.axis.setTextPen("#222222")
         self.axis.setTickFont(_font(9.5))
-        self.hit_plot.setTitle("HBM hit rate per rung (drag a bar to change it)", color="#222222", size="10pt")
-        self.lat_plot.setTitle("Mean latency of one access, by tier", color="#222222", size="10pt")
+        self.hit_plot.setTitle("HBM hit rate per rung (drag a bar to change it)", color="#222222", size="10pt",
+                               justify="left")
+        self.lat_plot.setTitle("Mean latency of one access, by tier", color="#222222", size="10pt", justify="left")
         for pi in (self.hit_plot, self.lat_plot):
-            # a title never forces the charts wider than the widget (it is clipped instead)
-            pi.titleLabel.setMinimumWidth(10)
+            _clip_title(pi.titleLabel)
         for pi in (self.hit_plot, self.lat_plot):
             pi.invertY(True)
         self.lat_plot.setYLink(self.hit_plot)
@@ -528,8 +542,8 @@ class LadderView(QWidget):
         self.headline.setText(
             f'<span style="font-size:12pt">flash tail: <b>{f["access_pct"]["flash"]:.3g}% of accesses, '
             f'{100 * (share_lat or 0):.3g}% of mean latency</b></span>'
-            f'<span style="color:#333">&nbsp;&nbsp;at rung {i + 1} ({self.pcts[i]:.4g}% HBM hits: '
-            f'{flash_ns:,.1f} of {f["mean_latency_ns"]:,.1f} ns){speed}</span>')
+            f'<span style="color:#333">&nbsp;&nbsp;at rung {i + 1} ({self.pcts[i]:.4g}% HBM hits), flash is '
+            f'{flash_ns:,.1f} of its {f["mean_latency_ns"]:,.1f} ns{speed}</span>')
 
     def _fill_table(self) -> None:
         self._updating = True
