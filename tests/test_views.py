@@ -536,3 +536,14 @@ def test_the_ladder_charts_fit_a_narrow_tab(qtbot, results):
     assert v.lat_plot.sceneBoundingRect().right() <= v.charts.width()
     assert v.hit_plot.sceneBoundingRect().right() <= v.lat_plot.sceneBoundingRect().left() + 1
     assert "flash is 75.0 of its 177.4 ns" in v.headline.text()
+
+
+def test_ladder_bar_labels_never_run_over_the_axis(qtbot, results):
+    """On ladder_simulated a simulated rate fitting neither inside its bar nor after it ran left
+    over the axis; it is shortened instead."""
+    v = shown(qtbot, LadderView, results["ladder_simulated"], size=(650, 700))
+    qtbot.wait(50)
+    left = v.hit_plot.getViewBox().sceneBoundingRect().left()
+    for item, *_ in v._hit_labels:
+        if item.isVisible() and item.textItem.toPlainText():
+            assert item.sceneBoundingRect().left() >= left - 1, item.textItem.toPlainText()

@@ -98,6 +98,18 @@ class RungAxis(pg.AxisItem):
             self.update()
 
 
+def _shorter_forms(text: str) -> list[str]:
+    """A bar label, then shorter forms of it: 'simulated 43.77% (−36.2 pts)', '43.77% (−36.2 pts)',
+    '43.77%'."""
+    forms = [text]
+    if text.startswith("simulated "):
+        forms.append(text[len("simulated "):])
+    short = forms[-1].split("  ")[0].split(" (")[0].strip()
+    if short and short != forms[-1]:
+        forms.append(short)
+    return forms
+
+
 def _clip_title(label: pg.LabelItem) -> None:
     """A title never forces the charts wider than the widget; it is clipped instead. pyqtgraph
     sets a label's minimum width to its text's on every layout pass, so a minimum set once was
@@ -507,9 +519,16 @@ class LadderView(QWidget):
         hw = self.hit_plot.getViewBox().width()
         (lo, hi), _ = self.hit_plot.getViewBox().viewRange()
         upx = (hi - lo) / hw if hw > 80 else 100 / 400
-        for item, text, end, y, inside_colour in self._hit_labels:
-            tw = QFontMetrics(item.textItem.font()).horizontalAdvance(text) * upx
-            inside = end - pad * upx >= tw + pad * upx or end + tw + pad * upx > hi
+        for item, full, end, y, inside_colour in self._hit_labels:
+            fm = QFontMetrics(item.textItem.font())
+            # the full text where it fits inside the bar or after it, else shorter forms: a
+            # label fitting neither ran left over the axis
+            for text in _shorter_forms(full):
+                tw = fm.horizontalAdvance(text) * upx
+                fits_in, fits_after = end - pad * upx >= tw + pad * upx, end + tw + pad * upx <= hi
+                if fits_in or fits_after:
+                    break
+            inside = fits_in or not fits_after
             item.setText(text)
             item.setColor(inside_colour if inside else "#222222")
             item.setAnchor((1, 0.5) if inside else (0, 0.5))
