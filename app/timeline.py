@@ -216,10 +216,20 @@ class LaneAxis(pg.AxisItem):
         self.setStyle(tickLength=0, autoExpandTextSpace=True)
 
     def set_names(self, names: list[str], width: int | None = None):
-        """The lanes' names, in a column wide enough for the longest (or `width` px)."""
+        """The lanes' names, in a column wide enough for the longest (or `width` px), within
+        the share of the plot `fit` allows."""
         self.names = names
         self.wanted = width or int(8 + 7.2 * max((len(n) for n in names), default=4))
-        self.setWidth(self.wanted)
+        self.fit(self._room)
+
+    _room = 0  # the plot's width at the last fit (0: not laid out yet)
+
+    def fit(self, plot_width: int) -> None:
+        """At most 30% of the plot (at least 120 px): AttentionStore's names ("PCIe · layer loads
+        of turn 14623's iteration") took half a 610-px plot. Longer names are cut at the right,
+        keeping the tier and the job; the hover line names the lane in full."""
+        self._room = plot_width
+        self.setWidth(min(self.wanted, max(120, int(0.3 * plot_width))) if plot_width > 0 else self.wanted)
         self.picture = None  # drop pyqtgraph's cached drawing
         self.update()
 
@@ -228,7 +238,10 @@ class LaneAxis(pg.AxisItem):
         return [(1.0, [float(i) for i in range(len(self.names)) if lo - 1 <= i <= hi + 1])]
 
     def tickStrings(self, values, scale, spacing):
-        return [self.names[int(v)] if 0 <= int(v) < len(self.names) else "" for v in values]
+        fm = QFontMetrics(self.style.get("tickFont") or self.font())
+        room = max(int(self.width()) - 12, 20)
+        return [fm.elidedText(self.names[int(v)], Qt.ElideRight, room) if 0 <= int(v) < len(self.names) else ""
+                for v in values]
 
 
 class TimelineView(QWidget):
@@ -281,6 +294,11 @@ class TimelineView(QWidget):
     def show_whole_run(self) -> None:
         if self.result is not None:
             self.plot.getPlotItem().getViewBox().setXRange(0, self._end, padding=0.02)
+
+    def resizeEvent(self, ev):  # noqa: N802 (Qt's name)
+        super().resizeEvent(ev)
+        if ev.size().width() != ev.oldSize().width():
+            self.lane_axis.fit(ev.size().width())
 
     def _thin_marks(self, *_):
         """Instants in view, one per lane and pixel column (as spans merge when zoomed out):

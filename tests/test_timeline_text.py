@@ -160,3 +160,23 @@ def test_the_time_cursors_label_sits_below_the_last_lanes_bars(qtbot):
     vb = tl.plot.getPlotItem().getViewBox()
     bar_bottom = vb.mapViewToScene(pg.Point(0, last + BAR / 2)).y()
     assert tl.time_cursor.label.sceneBoundingRect().top() >= bar_bottom
+
+
+def test_long_lane_names_take_at_most_a_third_of_the_plot(qtbot):
+    """AttentionStore's lane names took half a 610-px plot; they are cut at the right now."""
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(640, 400)
+    tl.show()
+    from kvviz.trace import TraceBuilder
+    b = TraceBuilder()
+    lane = b.lane("PCIe · layer loads of turn 14623's iteration, and then some more words", "PCIe")
+    b.span(lane, 0, 1000, "fetch", "x")
+    from kvviz.result import Result
+    from types import SimpleNamespace
+    tl.set_result(Result(scenario=SimpleNamespace(kind="synthetic", name="s"), trace=b.build(), metrics={}))
+    qtbot.wait(50)
+    axis = tl.lane_axis
+    assert axis.width() <= max(120, 0.3 * tl.width()) + 1
+    (name,) = axis.tickStrings([0], 1, 1)
+    assert "…" in name and QFontMetrics(axis.font()).horizontalAdvance(name) <= axis.width()
