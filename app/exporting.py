@@ -43,7 +43,29 @@ def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int,
 
 def render_widget(widget, fmt: str, scale: int = 2) -> bytes:
     """A widget as drawn, as PNG bytes (`scale` × its pixels, on white) or SVG bytes (QtSvg:
-    the plots' paths and text stay vectors)."""
+    the plots' paths and text stay vectors). Hover and status lines are left out."""
+
+    from PySide6.QtWidgets import QWidget
+
+    from .views._common import SCREEN_ONLY
+
+    # hover and status lines are for the screen: hidden while drawing, for a clean figure
+    hidden = [w for w in widget.findChildren(QWidget) if w.property(SCREEN_ONLY) and w.isVisible()]
+
+    def show(on: bool):
+        for w in hidden:
+            w.setVisible(on)
+        for w in {w.parentWidget() for w in hidden}:  # laid out now, not at the next event
+            if w is not None and w.layout() is not None:
+                w.layout().activate()
+    show(False)
+    try:
+        return _render(widget, fmt, scale)
+    finally:
+        show(True)
+
+
+def _render(widget, fmt: str, scale: int) -> bytes:
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint
     from PySide6.QtGui import QColor, QImage, QPainter
     from PySide6.QtSvg import QSvgGenerator

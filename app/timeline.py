@@ -22,7 +22,7 @@ from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import ElidedLabel, hover_point, hover_tip, no_si_prefix, rehover, stack_vertically
+from .views._common import hover_point, hover_tip, info_label, no_si_prefix, rehover, stack_vertically
 from .views.time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
@@ -258,8 +258,7 @@ class TimelineView(QWidget):
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)  # many kinds wrap onto a second line, never widen the window
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
-        self.info = ElidedLabel(" ")  # a long hover line must never widen the window's centre
-        self.info.setStyleSheet("color:#333; padding:2px 6px;")
+        self.info = info_label()  # a long hover line must never widen the window's centre
         stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
         self.result: Result | None = None
         self.pick_hint: tuple[str, str] | None = None  # (lane, what a double-click there does)
@@ -333,6 +332,7 @@ class TimelineView(QWidget):
         self.lane_axis.set_names(names)
         pi.showGrid(x=True, y=False, alpha=0.15)
         pi.setLabel("bottom", f"time ({unit})")
+        self.time_cursor.label.setFormat("{value:.2f} " + unit)  # "0.00" alone said no unit
         pi.invertY(True)
         pi.setMouseEnabled(x=True, y=False)
         pi.getAxis("bottom").setPen("#333")

@@ -180,3 +180,22 @@ def test_long_lane_names_take_at_most_a_third_of_the_plot(qtbot):
     assert axis.width() <= max(120, 0.3 * tl.width()) + 1
     (name,) = axis.tickStrings([0], 1, 1)
     assert "…" in name and QFontMetrics(axis.font()).horizontalAdvance(name) <= axis.width()
+
+
+def test_a_current_view_figure_leaves_out_the_hover_line(qtbot):
+    """The Timeline's "Current View as PNG" ended in the grey strip of the hover line, and its
+    cursor label said "0.00" with no unit."""
+    from PySide6.QtGui import QImage
+    from app.exporting import render_widget
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(700, 500)
+    tl.show()
+    tl.set_result(simulate(load_scenario(SCENARIOS / "engram_qwen3_32b_cxl.toml")))
+    qtbot.wait(50)
+    tl.info.setText("a hover line")
+    img = QImage.fromData(render_widget(tl, "png"))
+    bottom = {img.pixelColor(x, img.height() - 2).name() for x in range(0, img.width(), 7)}
+    assert bottom == {"#ffffff"}, bottom  # the plot's white, down to the edge
+    assert tl.info.isVisible() and tl.info.text() == "a hover line"  # back on screen
+    assert tl.time_cursor.label.format.endswith(" ms")

@@ -190,9 +190,14 @@ class ElidedLabel(QLabel):
         super().setText(shown)
 
 
+SCREEN_ONLY = "screenOnly"  # a widget property: left out of "Current View" figures
+
+
 def info_label() -> QLabel:
+    """A view's hover or status line: on screen only, never in an exported figure."""
     lab = ElidedLabel(" ")
     lab.setStyleSheet("color:#333; padding:2px 8px; background:white;")
+    lab.setProperty(SCREEN_ONLY, True)
     return lab
 
 
