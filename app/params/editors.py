@@ -232,7 +232,9 @@ class _Group:
         self.coll.layout().setSpacing(0)
         self.coll.content().layout().setContentsMargins(INDENT, 0, 0, 0)
         btn = self.coll.toggleButton()
-        btn.setStyleSheet("text-align: left; border: none; outline: none; font-weight: 600; padding: 3px 0px;")
+        # a section header takes keyboard focus (Space folds it): it must show that it has it
+        btn.setStyleSheet("QPushButton { text-align: left; border: none; outline: none; font-weight: 600; "
+                          "padding: 3px 0px; } QPushButton:focus { color: #0b57d0; text-decoration: underline; }")
         btn.setToolTip(tip)
         self.body = QWidget()
         lay = QVBoxLayout(self.body)
