@@ -26,6 +26,9 @@ class Mechanism:
     pick: tuple[str, str, str] | None = None
     # result -> (t0, t1) in ns where a view of a new scenario opens (default: the whole run)
     initial_range: Callable | None = None
+    # scenario data (a dict, as in the file) -> {field path: why it is ignored}: fields another
+    # field overrides, which the app greys out so their values are not read as in effect
+    inactive: Callable[[dict], dict[str, str]] | None = None
 
 
 @cache
@@ -33,7 +36,8 @@ def mechanisms() -> dict[str, Mechanism]:
     out = {}
     for kind, mod in _MODULES.items():
         m = importlib.import_module(f"kvviz.mechanisms.{mod}")
-        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None), getattr(m, "INITIAL_RANGE", None))
+        out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None), getattr(m, "INITIAL_RANGE", None),
+                              getattr(m, "INACTIVE", None))
     return out
 
 

@@ -547,3 +547,18 @@ def test_save_as_elsewhere_keeps_relative_files_pointing_at_the_same_file(panel,
     assert Path(moved).resolve() == (SCENARIOS / written).resolve() and Path(moved).is_file()
     assert panel.scenario() is not None and not panel.is_dirty()
     assert "trace_file" in out.read_text() and "# " in out.read_text()  # the file's comments stay
+
+
+def test_fields_another_field_overrides_are_greyed_saying_why(panel, qtbot):
+    """A trace-driven scenario showed the generator's 9000 conversations as if in effect."""
+    panel.load(str(SCENARIOS / "attention_store_mooncake.toml"))
+    conv = panel.widget_for("workload.conversations")
+    assert not conv.isEnabled() and conv.toolTip().startswith("not used: workload.trace_file")
+    assert panel.widget_for("workload.arrival_rate_per_s").isEnabled()  # the trace's turns still arrive at it
+    panel.set_value("workload.trace_file", "")
+    assert conv.isEnabled() and not conv.toolTip().startswith("not used")
+    panel.load(str(SCENARIOS / "engram_qwen3_32b_cxl.toml"))
+    step = panel.widget_for("model.step_time_us")
+    assert step.isEnabled()
+    panel.set_value("model.layer_times_us", [1.0] * panel.value("model.layers"))
+    assert not step.isEnabled() and "layer_times_us" in step.toolTip()

@@ -362,6 +362,14 @@ class _Field:
         self.box.set_error(message)
         self.editor.setToolTip(f"⚠ {message}\n\n{self.tip}")
 
+    def set_unused(self, why: str | None):
+        """Greyed out, saying why, while another field overrides this one (its value is kept)."""
+        if self.editor.isEnabled() == (why is None):
+            return
+        self.editor.setEnabled(why is None)
+        if not self.box.error():
+            self.editor.setToolTip(f"{why}\n\n{self.tip}" if why else self.tip)
+
     def clear_mark(self):
         if self.box.error():
             self.box.set_error("")

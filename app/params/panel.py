@@ -465,6 +465,7 @@ class ParameterPanel(QWidget):
                 errors = [("<top>", f"{type(e).__name__}: {e}")]
         self._model, self._errors = model, errors
         self._mark(errors)
+        self._mark_unused()
         message = f"{errors[0][0]}: {errors[0][1]}" if errors else ""
         was = self._message
         self._message = message
@@ -476,6 +477,19 @@ class ParameterPanel(QWidget):
                 self.invalid.emit("")
             if emit_edited:
                 self._debouncer.throttle()
+
+    def _mark_unused(self):
+        """Fields another field overrides (the mechanism's `inactive`), greyed out: a trace
+        file's scenario showed the generator's 9000 conversations as if in effect."""
+        kind = self._data.get("kind") if isinstance(self._data, dict) else None
+        rule = mechanisms()[kind].inactive if _known_kind(kind) else None
+        try:
+            unused = rule(self._data) if rule else {}
+        except Exception:  # data the validator refuses anyway: nothing greyed
+            unused = {}
+        for f in self._fields.values():
+            if hasattr(f, "set_unused"):
+                f.set_unused(unused.get(f.dotted))
 
     def _emit_edited(self):
         if self._model is not None:

@@ -265,6 +265,16 @@ def initial_range(result: Result) -> tuple[int, int] | None:
 INITIAL_RANGE = initial_range
 
 
+def inactive(data: dict) -> dict[str, str]:
+    m = data.get("model")
+    if isinstance(m, dict) and m.get("layer_times_us"):
+        return {"model.step_time_us": "not used: model.layer_times_us gives each layer's time"}
+    return {}
+
+
+INACTIVE = inactive
+
+
 # --- geometry: layer times, tokens, rows -------------------------------------------------
 
 def layer_times_ns(m: ModelShape) -> np.ndarray:

@@ -46,6 +46,20 @@ def initial_range(result: Result) -> tuple[int, int] | None:
 
 INITIAL_RANGE = initial_range
 
+# what only the synthetic generator reads (workload.synthetic): a trace file sets them itself
+GENERATOR_FIELDS = ("conversations", "multi_turn_share", "mean_turns_multi", "max_turns", "input_tokens_mean",
+                    "output_tokens_mean", "tokens_sigma", "max_turn_tokens", "think_time_mean_s")
+
+
+def inactive(data: dict) -> dict[str, str]:
+    w = data.get("workload")
+    if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
+        return {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
+    return {}
+
+
+INACTIVE = inactive
+
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
 # From this many turns the independent runs (one per policy, and the truncation run) go to a
