@@ -114,11 +114,14 @@ def _clip_title(label: pg.LabelItem) -> None:
     """A title never forces the charts wider than the widget; it is clipped instead. pyqtgraph
     sets a label's minimum width to its text's on every layout pass, so a minimum set once was
     gone by the first resize, and the latency chart was cut off past the tab's edge."""
-    update_min = label.updateMin
+    update_min = type(label).updateMin
+    ref = weakref.ref(label)  # no cycle through the Qt object (collecting one crashes PySide6)
 
     def narrow():
-        update_min()
-        label.setMinimumWidth(10)
+        lab = ref()
+        if lab is not None:
+            update_min(lab)
+            lab.setMinimumWidth(10)
     label.updateMin = narrow
     label.setFlag(label.GraphicsItemFlag.ItemClipsChildrenToShape)  # never over its neighbour's
     narrow()
