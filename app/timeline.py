@@ -212,7 +212,8 @@ class LaneAxis(pg.AxisItem):
     def __init__(self, names: list[str]):
         super().__init__("left")
         self.names = names
-        self.wanted = 0
+        self.wanted = 0  # px the names ask for (or Compare's shared width)
+        self._room = 0  # the plot's width at the last fit (0: not laid out yet)
         self.setStyle(tickLength=0, autoExpandTextSpace=True)
 
     def set_names(self, names: list[str], width: int | None = None):
@@ -221,8 +222,6 @@ class LaneAxis(pg.AxisItem):
         self.names = names
         self.wanted = width or int(8 + 7.2 * max((len(n) for n in names), default=4))
         self.fit(self._room)
-
-    _room = 0  # the plot's width at the last fit (0: not laid out yet)
 
     def fit(self, plot_width: int) -> None:
         """At most 30% of the plot (at least 120 px): AttentionStore's names ("PCIe · layer loads

@@ -545,6 +545,7 @@ def test_save_as_elsewhere_keeps_relative_files_pointing_at_the_same_file(panel,
     panel.save(str(out))
     moved = load_scenario(out).workload.trace_file
     assert Path(moved).resolve() == (SCENARIOS / written).resolve() and Path(moved).is_file()
+    assert panel.widget_for("workload.trace_file").text() == panel.value("workload.trace_file") != written
     assert panel.scenario() is not None and not panel.is_dirty()
     assert "trace_file" in out.read_text() and "# " in out.read_text()  # the file's comments stay
 

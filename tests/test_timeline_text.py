@@ -12,7 +12,7 @@ from PySide6.QtGui import QFontMetrics, QFont, QTransform  # noqa: E402
 from kvviz import load_scenario, simulate  # noqa: E402
 from app.timeline import SpanLayer, TimelineView  # noqa: E402
 
-from .conftest import SCENARIOS  # noqa: E402
+from .conftest import SCENARIOS, park_mouse  # noqa: E402
 from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
 
 
@@ -37,6 +37,18 @@ class _RecordingPainter:
     def setPen(self, pen): pass  # noqa: N802
 
 
+def on_screen(qtbot, what=None, size=(900, 400)) -> TimelineView:
+    """A TimelineView shown at `size`, showing `what`: a bundled scenario's name, or a result."""
+    tl = TimelineView()
+    qtbot.addWidget(tl)
+    tl.resize(*size)
+    tl.show()
+    if what is not None:
+        tl.set_result(simulate(load_scenario(SCENARIOS / f"{what}.toml")) if isinstance(what, str) else what)
+        qtbot.wait(50)
+    return tl
+
+
 def test_a_label_of_a_span_starting_left_of_the_view_stays_in_the_view(qtbot):
     layer = SpanLayer("#0072B2", np.array([0]), np.array([0.0]), np.array([100.0]), ["a long span label"])
     xf = QTransform.fromScale(10, 20) * QTransform.fromTranslate(200, 0)  # data x 0 at device x 200
@@ -46,11 +58,7 @@ def test_a_label_of_a_span_starting_left_of_the_view_stays_in_the_view(qtbot):
 
 
 def test_the_time_axis_shows_its_unit_without_a_scale_factor(qtbot):
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(900, 400)
-    tl.show()
-    tl.set_result(simulate(load_scenario(SCENARIOS / "engram_qwen3_32b_cxl.toml")))
+    tl = on_screen(qtbot, "engram_qwen3_32b_cxl")
     tl.plot.getPlotItem().getViewBox().setXRange(0.0, 0.002, padding=0)  # 2 µs of a ms axis
     qtbot.wait(20)
     assert "(x" not in tl.plot.getPlotItem().getAxis("bottom").labelString()
@@ -87,12 +95,7 @@ def _hairlines():
 
 
 def test_hover_and_pick_find_a_span_narrower_than_the_pixel_it_is_drawn_in(qtbot):
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(900, 400)
-    tl.show()
-    tl.set_result(_hairlines())
-    qtbot.wait(20)
+    tl = on_screen(qtbot, _hairlines())
     x = 500.5  # µs: between job 500 (at 500.000) and job 501, within a pixel of job 500
     name, span = tl.span_at(x, 0.0)
     assert span is not None and int(span["ref"]) in (500, 501)
@@ -104,10 +107,7 @@ def test_hover_and_pick_find_a_span_narrower_than_the_pixel_it_is_drawn_in(qtbot
 def test_the_time_axis_reads_in_its_unit_after_switching_runs(qtbot):
     """pyqtgraph worked out an SI scale for the unit-less axis from the previous run's range (a
     0.25-ms run: ×1000) and kept it: cxl's 0.11 ms read 20…120 'ms' in a real window."""
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(900, 400)
-    tl.show()
+    tl = on_screen(qtbot)
     for name in ("rope_prefetch_16", "engram_qwen3_32b_rdma", "engram_qwen3_32b_cxl"):
         tl.set_result(simulate(load_scenario(SCENARIOS / f"{name}.toml")))
         qtbot.wait(20)
@@ -122,22 +122,13 @@ def test_the_time_axis_reads_in_its_unit_after_switching_runs(qtbot):
 
 def test_the_hover_line_follows_a_view_that_moves_under_a_still_mouse(qtbot):
     """After Home the tooltip still named the span that had been under the mouse (real window)."""
-    from PySide6.QtGui import QCursor
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(900, 400)
-    tl.show()
-    tl.set_result(simulate(load_scenario(SCENARIOS / "rope_prefetch_16.toml")))
-    qtbot.wait(50)
+    tl = on_screen(qtbot, "rope_prefetch_16")
     vb = tl.plot.getPlotItem().getViewBox()
     vb.setXRange(0, 25, padding=0)
     qtbot.wait(20)
     lane = tl.result.trace.lanes["name"].tolist().index("naive · serial demand fetch")
     at = vb.mapViewToScene(pg.Point(12, lane))
-    QCursor.setPos(tl.plot.mapToGlobal(tl.plot.mapFromScene(at)))
-    if not tl.plot.rect().contains(tl.plot.mapFromGlobal(QCursor.pos())):
-        pytest.skip("this platform does not move the cursor")
-    qtbot.wait(50)  # the move the cursor made is delivered now, not after the view moves
+    park_mouse(qtbot, tl.plot, at)
     tl._on_move(at)
     before = tl.info.text()
     assert "pos 0" in before
@@ -149,12 +140,7 @@ def test_the_hover_line_follows_a_view_that_moves_under_a_still_mouse(qtbot):
 def test_the_time_cursors_label_sits_below_the_last_lanes_bars(qtbot):
     """With six lanes or more the '0.00' label was drawn over the last lane's bars."""
     from app.timeline import BAR
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(900, 500)
-    tl.show()
-    tl.set_result(simulate(load_scenario(SCENARIOS / "ladder_simulated.toml")))
-    qtbot.wait(50)
+    tl = on_screen(qtbot, "ladder_simulated", size=(900, 500))
     last = len(tl.result.trace.lanes) - 1
     assert last + 1 >= 6
     vb = tl.plot.getPlotItem().getViewBox()
@@ -164,18 +150,14 @@ def test_the_time_cursors_label_sits_below_the_last_lanes_bars(qtbot):
 
 def test_long_lane_names_take_at_most_a_third_of_the_plot(qtbot):
     """AttentionStore's lane names took half a 610-px plot; they are cut at the right now."""
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(640, 400)
-    tl.show()
     from kvviz.trace import TraceBuilder
     b = TraceBuilder()
     lane = b.lane("PCIe · layer loads of turn 14623's iteration, and then some more words", "PCIe")
     b.span(lane, 0, 1000, "fetch", "x")
     from kvviz.result import Result
     from types import SimpleNamespace
-    tl.set_result(Result(scenario=SimpleNamespace(kind="synthetic", name="s"), trace=b.build(), metrics={}))
-    qtbot.wait(50)
+    tl = on_screen(qtbot, Result(scenario=SimpleNamespace(kind="synthetic", name="s"), trace=b.build(), metrics={}),
+                   size=(640, 400))
     axis = tl.lane_axis
     assert axis.width() <= max(120, 0.3 * tl.width()) + 1
     (name,) = axis.tickStrings([0], 1, 1)
@@ -187,12 +169,7 @@ def test_a_current_view_figure_leaves_out_the_hover_line(qtbot):
     cursor label said "0.00" with no unit."""
     from PySide6.QtGui import QImage
     from app.exporting import render_widget
-    tl = TimelineView()
-    qtbot.addWidget(tl)
-    tl.resize(700, 500)
-    tl.show()
-    tl.set_result(simulate(load_scenario(SCENARIOS / "engram_qwen3_32b_cxl.toml")))
-    qtbot.wait(50)
+    tl = on_screen(qtbot, "engram_qwen3_32b_cxl", size=(700, 500))
     tl.info.setText("a hover line")
     img = QImage.fromData(render_widget(tl, "png"))
     bottom = {img.pixelColor(x, img.height() - 2).name() for x in range(0, img.width(), 7)}

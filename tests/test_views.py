@@ -22,7 +22,7 @@ from app.views.ladder import PCT_COL  # noqa: E402
 from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index,  # noqa: E402
                                   item_rgba, occupancy_grid)
 
-from .conftest import SCENARIOS  # noqa: E402
+from .conftest import SCENARIOS, park_mouse  # noqa: E402
 
 BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.toml"))
 VIEWS = (OccupancyView, CountersView, LadderView, PoliciesView, RopeBoundView)
@@ -510,16 +510,12 @@ def test_timeline_draws_one_instant_per_lane_and_pixel_column_when_zoomed_out(qt
 
 def test_occupancy_hover_follows_a_view_that_moves_under_a_still_mouse(qtbot, results):
     """After Home the status still named the cell that had been under the mouse (real window)."""
-    from PySide6.QtGui import QCursor
     v = shown(qtbot, OccupancyView, results["rope_prefetch_16"])
     vb = v.plot.getPlotItem().getViewBox()
     vb.setXRange(0, 20, padding=0)
     qtbot.wait(60)
     at = vb.mapViewToScene(pg.Point(10, 0))
-    QCursor.setPos(v.plot.mapToGlobal(v.plot.mapFromScene(at)))
-    if not v.plot.rect().contains(v.plot.mapFromGlobal(QCursor.pos())):
-        pytest.skip("this platform does not move the cursor")
-    qtbot.wait(50)  # the move the cursor made is delivered now, not after the view moves
+    park_mouse(qtbot, v.plot, at)
     v._on_move(at)
     before = v.info.text()
     assert before.startswith("slot 0, t = 10.0")

@@ -191,9 +191,8 @@ class ParameterPanel(QWidget):
                 moved = rebase(value, old, new)
                 if moved != value:
                     self._write(parts, moved)
-                    for f in self._fields.values():
-                        if f.path == parts:
-                            f.show(moved)
+                    if parts in self._fields:
+                        self._fields[parts].show(moved)
 
     def set_value(self, field_path: str, value) -> None:
         """Edit a field as its widget would (None = remove the key: the default applies).

@@ -214,8 +214,10 @@ def rehover(plot: pg.PlotWidget, on_move) -> None:
     """The view moved under a still mouse (Home, a wheel step): `on_move` what is under it now,
     or hide the tooltip. The hover line and tooltip kept naming what had been there."""
     at = plot.mapFromGlobal(QCursor.pos())
+    if not plot.rect().contains(at):
+        return  # elsewhere: Qt hid this plot's tooltip as the mouse left; another's stays
     scene = plot.mapToScene(at)
-    if plot.rect().contains(at) and hover_point(plot, scene) is not None:
+    if hover_point(plot, scene) is not None:
         on_move(scene)
     else:
         QToolTip.hideText()
