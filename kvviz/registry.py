@@ -29,6 +29,10 @@ class Mechanism:
     # scenario data (a dict, as in the file) -> {field path: why it is ignored}: fields another
     # field overrides, which the app greys out so their values are not read as in effect
     inactive: Callable[[dict], dict[str, str]] | None = None
+    # what a run of this kind carries beyond the timeline, for the views that read it:
+    # "rope_bound" (an attention profile to hold against RoPE's bound), "ladder" (hit-rate
+    # rungs), "policies" (placement policies compared side by side)
+    analyses: tuple[str, ...] = ()
 
 
 @cache
@@ -37,7 +41,7 @@ def mechanisms() -> dict[str, Mechanism]:
     for kind, mod in _MODULES.items():
         m = importlib.import_module(f"kvviz.mechanisms.{mod}")
         out[kind] = Mechanism(kind, m.MODEL, m.simulate, getattr(m, "PICK", None), getattr(m, "INITIAL_RANGE", None),
-                              getattr(m, "INACTIVE", None))
+                              getattr(m, "INACTIVE", None), getattr(m, "ANALYSES", ()))
     return out
 
 

@@ -121,6 +121,7 @@ class LadderScenario(ScenarioBase):
 
 
 MODEL = LadderScenario
+ANALYSES = ("ladder", "rope_bound")
 
 
 # --- building the simulated rungs --------------------------------------------------------

@@ -123,6 +123,7 @@ class RopeWindowScenario(ScenarioBase):
 
 
 MODEL = RopeWindowScenario
+ANALYSES = ("rope_bound",)
 
 
 def priority(d: int, scale: float) -> float:

@@ -24,6 +24,7 @@ from .workload import load_trace, synthetic
 from .workload_figures import workload_figures
 
 MODEL = AttentionStoreScenario
+ANALYSES = ("policies",)
 # A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
 PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
 
