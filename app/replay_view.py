@@ -16,9 +16,10 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
 
 from kvviz.executor import cluster_executor
 from kvviz.io import atomic_write
-from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, read_trace, sampling_note
-from kvviz.replay.trace_readers import parse_layout
+from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
 from kvviz.replay.engines import has_libcachesim
+from kvviz.requests.csv_format import parse_layout
+from kvviz.requests.reader import read_trace
 
 from .background import JobControls
 from .run_on import RunOn

@@ -93,8 +93,9 @@ def main():
     args = ap.parse_args()
     import libcachesim as lcs
 
-    from kvviz.replay import read_csv, replay
-    from kvviz.replay.libcachesim_engine import Trace, hashpower
+    from kvviz.replay import replay
+    from kvviz.requests.csv_format import read_csv
+    from kvviz.replay.libcachesim_engine import OracleTraceFile, hashpower
 
     n, rep = args.requests, args.repeat
     ids, sizes = zipf_trace(n, max(1000, n // 10))
@@ -132,7 +133,7 @@ def main():
                       f"{kv / lt:>4.2f}x  {ours:.4f} {theirs:.4f}")
 
         print("  in process, requests already read (simulation alone):")
-        with Trace(reqs.ids, reqs.sizes, reqs.times) as trace:
+        with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times) as trace:
             for policy in ("lru", "fifo", "belady"):
                 cap = int(top * 0.01)
                 a, _ = median_of(lambda: trace.run(policy, cap), rep)
@@ -146,14 +147,14 @@ def main():
 def lru_curve_sampling(reqs, rep, rate=0.01):
     """The LRU curve of 12 capacities three ways: one exact pass, one SHARDS pass at `rate` (with
     its error against the exact curve), 12 libCacheSim LRU runs (hash power from the objects)."""
-    from kvviz.replay.libcachesim_engine import Trace
+    from kvviz.replay.libcachesim_engine import OracleTraceFile
     from kvviz.replay.stack_distance import lru_curve
 
     top = reqs.footprint
     caps = [int(c) for c in np.geomspace(top / 1000, top, 12)]
     exact_s, exact = median_of(lambda: lru_curve(reqs.ids, reqs.sizes, caps), rep)
     shards_s, est = median_of(lambda: lru_curve(reqs.ids, reqs.sizes, caps, sample_rate=rate), rep)
-    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as trace:
+    with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as trace:
         twelve_s, _ = median_of(lambda: [trace.run("lru", c) for c in caps], rep)
     err = np.abs([(e[0] - x[0]) / len(reqs) for e, x in zip(est, exact)])
     byte_err = np.abs([(e[1] - x[1]) / reqs.bytes for e, x in zip(est, exact)])

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 from .errors import ScenarioError
-from .replay.trace_readers import DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, HEADER_CHOICES
+from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
+from .requests.csv_format import HEADER_CHOICES
+from .requests.reader import FORMATS
 from .format import format_value
 from .io import atomic_write
 from .registry import mechanisms, simulate
@@ -251,9 +253,10 @@ def _sweep_table(res) -> str:
 def cmd_replay(args) -> int:
     from .executor import cluster_executor
     from .replay import (FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies,
-                         read_trace, sampling_note)
+                         sampling_note)
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
-    from .replay.trace_readers import parse_layout
+    from .requests.csv_format import parse_layout
+    from .requests.reader import read_trace
 
     engine = resolve(args.engine)
     if engine == "python" and args.engine == "auto":

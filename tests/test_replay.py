@@ -6,7 +6,8 @@ import pytest
 
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.replay import next_use, parse_size, read_requests, replay
+from kvviz.replay import next_use, parse_size, replay
+from kvviz.requests.csv_format import read_csv
 
 # Requests (id:size): a:4 b:3 a:4 c:5 b:3 a:4 d:9 a:4 c:5 -- 41 bytes in all.
 GOLDEN = "time,id,size\n" + "\n".join(
@@ -36,7 +37,7 @@ CASES = [("lru", 10, 8, 37), ("fifo", 10, 7, 34), ("belady", 10, 7, 34), ("lru",
 
 @pytest.mark.parametrize("policy,cap,misses,missed", CASES)
 def test_golden_counts(golden, policy, cap, misses, missed):
-    r = replay(read_requests(golden), policy, cap)
+    r = replay(read_csv(golden), policy, cap)
     assert (r.requests, r.misses, r.bytes_requested, r.bytes_missed) == (9, misses, 41, missed)
     assert r.request_miss_ratio == misses / 9 and r.byte_miss_ratio == missed / 41
 
@@ -45,7 +46,7 @@ def test_equal_sizes_two_slots():
     # a b a c b, room for two: LRU  a- b- a+ c- (evicts b) b-            -> 4 misses
     #                          FIFO a- b- a+ c- (evicts a, first in) b+  -> 3 misses
     #                          Belady: c- evicts a (never again) b+      -> 3 misses
-    from kvviz.replay import Requests
+    from kvviz.requests.objects import Requests
     reqs = Requests([0, 1, 0, 2, 1], [1] * 5)
     assert [replay(reqs, p, 2).misses for p in ("lru", "fifo", "belady")] == [4, 3, 3]
 
@@ -69,7 +70,7 @@ def test_cli_table(golden, capsys):
 
 def test_footprint_and_auto_capacities(golden):
     from kvviz.replay import default_capacities, footprint
-    reqs = read_requests(golden)
+    reqs = read_csv(golden)
     assert footprint(reqs) == 4 + 3 + 5 + 9  # a b c d, each once
     caps = default_capacities(reqs)
     assert caps[-1] == 21 and caps[0] == 1 and caps == sorted(set(caps))  # 0.1% of 21 B rounds up to 1 B
@@ -126,7 +127,7 @@ def test_capacities_as_shares_of_the_footprint(capsys):
     from kvviz.cli import main
     from kvviz.replay import parse_capacities
     SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "traces" / "zipf_20k.csv"
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     top = reqs.footprint
     assert parse_capacities("1%, 10%,100%", reqs) == [round(top / 100), round(top / 10), top]
     assert parse_size("0.5%", footprint=top) == round(top / 200)

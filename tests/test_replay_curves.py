@@ -8,9 +8,11 @@ import pytest
 
 from kvviz.errors import ScenarioError
 from kvviz.executor import map_indexed
-from kvviz.replay import Requests, default_capacities, miss_ratio_curve, read_requests, replay
+from kvviz.replay import default_capacities, miss_ratio_curve, replay
 from kvviz.replay.kernels import run
 from kvviz.replay.stack_distance import _later_heavier, byte_stack_distances, lru_curve, shards_hash, shards_sample
+from kvviz.requests.csv_format import read_csv
+from kvviz.requests.objects import Requests
 
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "traces" / "zipf_20k.csv"
 
@@ -50,7 +52,7 @@ def test_one_pass_equals_replaying_each_capacity(sizes_kind):
 
 def test_sample_curve_matches_libcachesim_per_capacity():
     pytest.importorskip("libcachesim")
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     caps = default_capacities(reqs)
     curve = miss_ratio_curve(reqs, ["lru"], caps, workers=1)
     assert {r.engine for r in curve} == {"stack distances"}
@@ -63,7 +65,7 @@ def test_sample_curve_matches_libcachesim_per_capacity():
 
 
 def test_process_pool_gives_the_serial_curve_in_order():
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     caps = default_capacities(reqs)[::3]
     arrived = []
     serial = miss_ratio_curve(reqs, ["fifo", "belady"], caps, engine="python", workers=1)
@@ -163,10 +165,10 @@ def test_a_carried_trace_replays_where_the_original_file_is_not():
     import os
     import pickle
     pytest.importorskip("libcachesim")
-    from kvviz.replay.libcachesim_engine import Trace
-    reqs = read_requests(SAMPLE)
+    from kvviz.replay.libcachesim_engine import OracleTraceFile
+    reqs = read_csv(SAMPLE)
     cap = reqs.footprint // 20
-    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as here:
+    with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as here:
         want = here.run("s3fifo", cap)
         here.carry = True
         sent = pickle.dumps(here)
@@ -187,9 +189,9 @@ def test_a_vanished_trace_file_is_a_message_not_an_abort():
     """libCacheSim aborts the process on a missing file; that killed Dask workers in CI."""
     import os
     pytest.importorskip("libcachesim")
-    from kvviz.replay.libcachesim_engine import Trace
-    reqs = read_requests(SAMPLE)
-    with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as t:
+    from kvviz.replay.libcachesim_engine import OracleTraceFile
+    reqs = read_csv(SAMPLE)
+    with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects) as t:
         os.remove(t.path)
         with pytest.raises(ScenarioError, match="trace file .* is gone"):
             t.run("s3fifo", reqs.footprint // 20)
@@ -198,7 +200,7 @@ def test_a_vanished_trace_file_is_a_message_not_an_abort():
 def test_python_kernels_carry_their_requests_too(tmp_path):
     import pickle
     from kvviz.replay import _PythonTrace
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     t = _PythonTrace(reqs, str(tmp_path))
     t.carry = True
     there = pickle.loads(pickle.dumps(t))
@@ -212,7 +214,7 @@ def test_a_thin_shards_sample_is_named_as_such(capsys):
     from kvviz.cli import main
     from kvviz.replay import FEW_SAMPLED_OBJECTS, sampling_note
     from kvviz.replay.stack_distance import sampled_objects
-    reqs = read_requests(SAMPLE)  # 1,903 objects: any sample of it is thin
+    reqs = read_csv(SAMPLE)  # 1,903 objects: any sample of it is thin
     note = sampling_note(reqs, 0.5)
     kept = int(np.count_nonzero(sampled_objects(reqs.objects, 0.5)))
     assert kept < FEW_SAMPLED_OBJECTS and f"holds {kept:,} of 1,903 objects" in note

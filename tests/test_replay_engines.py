@@ -7,7 +7,9 @@ import pytest
 
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.replay import default_capacities, engines, miss_ratio_curve, read_requests, read_trace, replay
+from kvviz.replay import default_capacities, engines, miss_ratio_curve, replay
+from kvviz.requests.csv_format import read_csv
+from kvviz.requests.reader import read_trace
 
 from .test_replay import GOLDEN
 
@@ -32,7 +34,7 @@ def no_libcachesim(monkeypatch):
 
 @pytest.mark.parametrize("policy", ["lru", "fifo", "belady"])
 def test_engines_agree_on_the_bundled_sample(policy):
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     for cap in default_capacities(reqs):
         a, b = replay(reqs, policy, cap, engine="libcachesim"), replay(reqs, policy, cap, engine="python")
         assert (a.engine, b.engine) == ("libcachesim", "python")
@@ -50,7 +52,7 @@ def test_engines_agree_on_mooncake_blocks(policy):
 
 @pytest.mark.parametrize("policy,cap,misses", [("lru", 10, 8), ("fifo", 10, 7), ("belady", 10, 7), ("lru", 8, 7)])
 def test_libcachesim_gives_the_hand_checked_counts(golden, policy, cap, misses):
-    r = replay(read_requests(golden), policy, cap, engine="libcachesim")
+    r = replay(read_csv(golden), policy, cap, engine="libcachesim")
     assert r.misses == misses and r.engine == "libcachesim"
 
 
@@ -61,7 +63,7 @@ def test_every_libcachesim_policy_by_name_with_a_description():
         assert name in known and known[name] and "no special parameters" not in known[name]
     assert engines.canonical("S3-FIFO") == "s3fifo" and engines.canonical("2q") == "twoq"
     assert engines.canonical("W-TinyLFU") == "wtinylfu" and engines.canonical("lru_k") == "lruk"
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     cap = default_capacities(reqs)[6]
     ratios = {p: replay(reqs, p, cap).request_miss_ratio for p in ("s3fifo", "sieve", "arc", "lru", "belady")}
     assert all(0 < r < 1 for r in ratios.values())
@@ -91,7 +93,7 @@ def test_hash_power_sized_from_the_objects(golden, monkeypatch):
         seen.append(kw["hashpower"])
         return real(cap, **kw)
     monkeypatch.setattr(le, "_class", lambda name: spy)
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     replay(reqs, "lru", 10**6, engine="libcachesim")
     assert seen == [le.hashpower(reqs.objects)] and reqs.objects > 1000 and seen[0] == 12
 
@@ -123,7 +125,7 @@ def test_bad_replay_arguments_exit_2(golden, capsys, args, expect):
 
 def test_curve_streams_every_point_in_policy_order(golden):
     seen = []
-    reqs = read_requests(golden)
+    reqs = read_csv(golden)
     out = miss_ratio_curve(reqs, ["fifo", "lru", "sieve"], [8, 10], on_result=lambda i, r: seen.append(i))
     assert sorted(seen) == list(range(6))
     assert [(r.policy, r.capacity) for r in out] == [("fifo", 8), ("fifo", 10), ("lru", 8), ("lru", 10),
@@ -138,8 +140,8 @@ def test_a_libcachesim_crash_at_a_tiny_capacity_is_a_message(golden, capsys):
     err = capsys.readouterr().err
     assert "libCacheSim 0.3.5's s3fifo failed at capacity 8 B: Invalid cache size configuration: small_fifo=0" in err
     with pytest.raises(ScenarioError, match="lfuda failed at capacity 10 B: crashed"):
-        replay(read_requests(golden), "lfuda", 10)
-    assert replay(read_requests(golden), "s3fifo", 100).misses == 4  # room for all: first requests only
+        replay(read_csv(golden), "lfuda", 10)
+    assert replay(read_csv(golden), "s3fifo", 100).misses == 4  # room for all: first requests only
 
 
 def test_a_libcachesim_policy_that_never_ends_is_stopped_and_named(monkeypatch):
@@ -147,7 +149,7 @@ def test_a_libcachesim_policy_that_never_ends_is_stopped_and_named(monkeypatch):
     output before waiting on it hung the replay for good (10 minutes, then killed by hand)."""
     from kvviz.replay import libcachesim_engine
     monkeypatch.setattr(libcachesim_engine, "GUARD_SECONDS", 2)
-    reqs = read_requests(SAMPLE)
+    reqs = read_csv(SAMPLE)
     import threading
     got = []
 
@@ -170,4 +172,4 @@ def test_a_curve_skips_the_points_libcachesim_refuses(golden, capsys):
     assert got == [("s3fifo", 100), ("fifo", 8), ("fifo", 100)]
     assert "skipped: s3fifo at 8 B: libCacheSim 0.3.5's s3fifo failed" in captured.err
     with pytest.raises(ScenarioError, match="s3fifo failed at capacity 8 B"):
-        miss_ratio_curve(read_requests(golden), ["s3fifo"], [8, 100])  # no skipped list: it raises
+        miss_ratio_curve(read_csv(golden), ["s3fifo"], [8, 100])  # no skipped list: it raises

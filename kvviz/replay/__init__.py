@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import ScenarioError
 from ..io import scratch_tree
 from ..limits import MAX_BYTES
+from ..requests.objects import Requests
+from ..requests.oracle_general import ORACLE_RECORD
 from . import engines, kernels
 from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
-from .model import ReplayResult, Requests
-from .trace_readers import COLUMNS, DEFAULT_KV_BYTES_PER_TOKEN, FORMATS, ORACLE_RECORD, read_csv, read_trace
+from .model import ReplayResult
 
 POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
@@ -49,10 +49,9 @@ MAX_FOOTPRINTS = 1000
 # R = 0.01): ~900 objects were off by up to 0.13 in miss ratio, ~9,000 by up to 0.02.
 FEW_SAMPLED_OBJECTS = 5_000
 
-__all__ = ["COLUMNS", "FALLBACK_NOTE", "FORMATS", "POLICIES", "ReplayResult", "Requests", "default_capacities",
-           "footprint", "has_libcachesim", "miss_ratio_curve", "next_use", "parse_capacities", "parse_size",
-           "policies", "read_requests", "read_trace", "replay", "sampling_note", "check_sample_rate",
-           "DEFAULT_KV_BYTES_PER_TOKEN"]
+__all__ = ["FALLBACK_NOTE", "POLICIES", "ReplayResult", "default_capacities", "footprint", "has_libcachesim",
+           "miss_ratio_curve", "next_use", "parse_capacities", "parse_size", "policies", "replay", "sampling_note",
+           "check_sample_rate"]
 
 
 def shards_label(rate: float) -> str:
@@ -117,11 +116,6 @@ def parse_size(text: str, source: str = "--capacity", footprint: int | None = No
     return value
 
 
-def read_requests(path: str | Path) -> Requests:
-    """A CSV with header `time,id,size` (extra columns ignored; rows in request order)."""
-    return read_csv(path)
-
-
 def next_use(ids) -> list[int]:
     """For each request, the index of the next request for the same object (len(ids) if none)."""
     return kernels.next_use_array(ids).tolist()
@@ -153,9 +147,8 @@ def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> 
     if engine == PYTHON:
         counts = kernels.run(policy, reqs.id_list, reqs.size_list, capacity)
     else:
-        from .libcachesim_engine import Trace
-        from .libcachesim_engine import ORACLE
-        with Trace(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
+        from .libcachesim_engine import ORACLE, OracleTraceFile
+        with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
             counts = trace.run(policy, capacity)
     return _result(policy, capacity, reqs, counts, engine)
 
@@ -281,8 +274,8 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
         return out
     with scratch_tree(len(reqs) * ORACLE_RECORD.itemsize) as d:
         if engine == LIBCACHESIM:
-            from .libcachesim_engine import ORACLE, Trace
-            trace = Trace(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,
+            from .libcachesim_engine import ORACLE, OracleTraceFile
+            trace = OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,
                           future=any(slots[i][0] in ORACLE for i in todo))
         else:
             trace = _PythonTrace(reqs, d)

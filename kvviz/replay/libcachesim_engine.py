@@ -34,7 +34,7 @@ import libcachesim as lcs
 from ..errors import ScenarioError
 from ..io import remove_scratch, scratch_file
 from .kernels import next_use_array
-from .trace_readers import ORACLE_RECORD
+from ..requests.oracle_general import ORACLE_RECORD
 
 VERSION = lcs.__version__
 RECORD = ORACLE_RECORD  # next request: -1 for never again
@@ -101,7 +101,7 @@ def write_oracle_general(path: str, ids: np.ndarray, sizes: np.ndarray, times: n
     del rec
 
 
-class Trace:
+class OracleTraceFile:
     """A request trace written once as oracleGeneral, replayed at any policy and capacity.
     Picklable (a path and counts), so process-pool workers share the one file; the object that
     wrote the file removes it (close, or when it is collected)."""

@@ -13,10 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from .workload import NS_PER_S, Workload
+from ...requests.conversations import NS_PER_S, Conversations
 
 
-def interleaved(wl: Workload, rate_per_s: float, seed: int) -> Workload:
+def interleaved(wl: Conversations, rate_per_s: float, seed: int) -> Conversations:
     """The same turns, with nominal arrivals from one Poisson stream over a random interleaving."""
     n = len(wl)
     if n == 0:

@@ -23,12 +23,12 @@ import math
 import numpy as np
 
 from ...engine import EventLoop
+from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
 from .batching import Batcher
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, MISS, OUTCOME, Store
-from .workload import Workload
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
 # The chosen turn's layer-by-layer lanes (a view of the run opens on them: initial_range).
@@ -58,7 +58,7 @@ class Prepared:
     """Per-turn quantities that do not depend on the policy: capped token counts, context
     truncation, session sizes, and the paper's sizing formulas."""
 
-    def __init__(self, sc: AttentionStoreScenario, wl: Workload):
+    def __init__(self, sc: AttentionStoreScenario, wl: Conversations):
         m, h, s = sc.model, sc.hardware, sc.serving
         self.wl = wl
         W = m.context_window

@@ -1,4 +1,4 @@
-"""Trace readers of kvviz replay: time,id,size CSV (fast path and quoted), libCacheSim's
+"""Request-trace readers (kvviz.requests) as kvviz replay reads them: time,id,size CSV (fast path and quoted), libCacheSim's
 oracleGeneral binary, Mooncake/Qwen JSONL as KV-block requests; bad input names file and line."""
 import json
 from pathlib import Path
@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 from kvviz.cli import main
-from kvviz.replay import read_requests, read_trace, replay
-from kvviz.replay.trace_readers import ORACLE_RECORD, detect_format
+from kvviz.replay import replay
+from kvviz.requests import csv_format
+from kvviz.requests.csv_format import parse_layout, read_csv
+from kvviz.requests.oracle_general import ORACLE_RECORD
+from kvviz.requests.reader import detect_format, read_trace
 
 from .test_replay import GOLDEN
 
@@ -24,14 +27,14 @@ def write(tmp_path, name, data):
 
 def test_csv_fast_path_reads_columns_in_any_order_with_extras(tmp_path):
     p = write(tmp_path, "t.csv", "size,extra,id,time\r\n4,x,a,0\r\n3,y,b,1.5\r\n4,z,a,2\r\n")
-    r = read_requests(p)
+    r = read_csv(p)
     assert r.ids.tolist() == [0, 1, 0] and r.sizes.tolist() == [4, 3, 4] and r.times.tolist() == [0, 1.5, 2]
 
 
 def test_quoted_csv_gives_the_same_requests(tmp_path):
-    plain = read_requests(write(tmp_path, "a.csv", GOLDEN))
+    plain = read_csv(write(tmp_path, "a.csv", GOLDEN))
     quoted = GOLDEN.replace(",a,", ',"a",').replace(",c,", ',"c,1",')
-    q = read_requests(write(tmp_path, "b.csv", quoted))
+    q = read_csv(write(tmp_path, "b.csv", quoted))
     assert q.ids.tolist() == plain.ids.tolist() and q.sizes.tolist() == plain.sizes.tolist()
 
 
@@ -56,7 +59,7 @@ def oracle_bytes(ids, sizes, times=None):
 
 
 def test_oracle_general_replays_like_the_csv(tmp_path):
-    csv_reqs = read_requests(write(tmp_path, "g.csv", GOLDEN))
+    csv_reqs = read_csv(write(tmp_path, "g.csv", GOLDEN))
     # the golden ids a b a c b a d a c as large 64-bit ids
     big = np.array([2**40 + 7 * k for k in csv_reqs.ids.tolist()], dtype=np.uint64)
     p = write(tmp_path, "g.oracleGeneral", oracle_bytes(big, csv_reqs.sizes))
@@ -115,36 +118,34 @@ def test_unknown_format_exit_2(tmp_path, capsys):
 
 
 def test_integer_ids_are_objects_by_value_and_07_is_not_7(tmp_path):
-    r = read_requests(write(tmp_path, "n.csv", "time,id,size\n0,70,1\n1,7,1\n2,70,1\n3,99999999999,1\n"))
+    r = read_csv(write(tmp_path, "n.csv", "time,id,size\n0,70,1\n1,7,1\n2,70,1\n3,99999999999,1\n"))
     assert len(set(r.ids.tolist())) == 3 and r.ids[0] == r.ids[2]
-    r = read_requests(write(tmp_path, "z.csv", "time,id,size\n0,07,1\n1,7,1\n2,0,1\n3,7,1\n"))
+    r = read_csv(write(tmp_path, "z.csv", "time,id,size\n0,07,1\n1,7,1\n2,0,1\n3,7,1\n"))
     assert r.ids.tolist() == [0, 1, 2, 1]  # "07" and "7" are two objects
 
 
 def test_chunked_reading_gives_the_same_requests_and_lines(tmp_path, monkeypatch):
-    from kvviz.replay import trace_readers
     rows = [f"{t},{k},{(k * 7) % 13 + 1}" for t, k in enumerate([5, 3, 5, 8, 3, 5, 12, 5, 8] * 20)]
     mixed = rows[:90] + [f"{t},x{t % 4},2" for t in range(90, 100)] + rows[100:]  # ints, then names
     for body in (rows, mixed):
         p = write(tmp_path, "c.csv", "time,id,size\n" + "\n".join(body) + "\n")
-        whole = read_requests(p)
-        monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)  # a few rows per chunk
-        parts = read_requests(p)
+        whole = read_csv(p)
+        monkeypatch.setattr(csv_format, "CHUNK_BYTES", 40)  # a few rows per chunk
+        parts = read_csv(p)
         monkeypatch.undo()
         assert parts.sizes.tolist() == whole.sizes.tolist() and parts.times.tolist() == whole.times.tolist()
         # the same partition of requests into objects (dense numbering may differ)
         assert len(set(zip(parts.ids.tolist(), whole.ids.tolist()))) == whole.objects == parts.objects
     bad = rows[:150] + ["150,5,x"] + rows[151:]
     p = write(tmp_path, "bad.csv", "time,id,size\n" + "\n".join(bad) + "\n")
-    monkeypatch.setattr(trace_readers, "CHUNK_BYTES", 40)
+    monkeypatch.setattr(csv_format, "CHUNK_BYTES", 40)
     with pytest.raises(Exception, match="line 152: size: expected a number"):
-        read_requests(p)
+        read_csv(p)
 
 
 def _read_both(p):
     """(fast, exact): each a Requests or the ScenarioError's text."""
     from kvviz.errors import ScenarioError
-    from kvviz.replay.trace_readers import read_csv
     out = []
     for fast in (True, False):
         try:
@@ -156,11 +157,10 @@ def _read_both(p):
 
 def test_pyarrow_reads_a_clean_csv_without_kvviz_reader(tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    from kvviz.replay import trace_readers
     p = write(tmp_path, "g.csv", GOLDEN)
-    exact = trace_readers.read_csv(p, fast=False)
-    monkeypatch.setattr(trace_readers, "_exact_columns", lambda *a: pytest.fail("took the exact reader"))
-    fast = trace_readers.read_csv(p)
+    exact = csv_format.read_csv(p, fast=False)
+    monkeypatch.setattr(csv_format, "_exact_columns", lambda *a: pytest.fail("took the exact reader"))
+    fast = csv_format.read_csv(p)
     assert fast.ids.tolist() == exact.ids.tolist() and fast.sizes.tolist() == exact.sizes.tolist()
 
 
@@ -217,7 +217,6 @@ def _zipf_rows(n=3000, objects=300, seed=5):
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_csv_by_field_numbers_reads_as_libcachesim_does(tmp_path, fast):
-    from kvviz.replay.trace_readers import parse_layout, read_csv
     lcs = pytest.importorskip("libcachesim")
     ids, sizes = _zipf_rows()
     # no header, tab-separated, fields in libCacheSim's numbering: size 2, id 3, time 4
@@ -238,7 +237,6 @@ def test_csv_by_field_numbers_reads_as_libcachesim_does(tmp_path, fast):
 
 
 def test_csv_layout_header_auto_yes_no(tmp_path):
-    from kvviz.replay.trace_readers import parse_layout, read_csv
     p = write(tmp_path, "h.csv", "when;obj;bytes\n1;a;4\n2;b;3\n")
     assert len(read_csv(p, layout=parse_layout("time=1,id=2,size=3", ";"))) == 2       # auto: a header
     assert len(read_csv(p, layout=parse_layout("id=2", ";", "yes"))) == 2
@@ -299,7 +297,7 @@ def test_zstd_traces_read_as_the_plain_file(tmp_path, capsys):
 
 
 def test_separator_told_from_the_first_line(tmp_path):
-    plain = read_requests(write(tmp_path, "g.csv", GOLDEN))
+    plain = read_csv(write(tmp_path, "g.csv", GOLDEN))
     for name, sep in (("g.tsv", "\t"), ("g.data", ";"), ("g.psv", "|")):
         p = write(tmp_path, name, GOLDEN.replace(",", sep))
         r = read_trace(p)
@@ -320,9 +318,9 @@ def test_zstd_without_the_package_says_how_to_get_it(tmp_path, monkeypatch, caps
 def test_without_pyarrow_the_exact_reader_reads(tmp_path, monkeypatch):
     import sys
     p = write(tmp_path, "g.csv", GOLDEN)
-    with_arrow = read_requests(p)
+    with_arrow = read_csv(p)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    alone = read_requests(p)
+    alone = read_csv(p)
     assert alone.ids.tolist() == with_arrow.ids.tolist() and alone.times.tolist() == with_arrow.times.tolist()
 
 
@@ -331,7 +329,6 @@ def test_hostile_trace_files_are_read_or_refused_never_crash(tmp_path):
     ScenarioError (the CLI's one line and exit 2); nothing else escapes."""
     import random
     from kvviz.errors import ScenarioError
-    from kvviz.replay.trace_readers import parse_layout
     rng = random.Random(14)
     pieces = [b"time,id,size\n", b"0,a,4\n", b"1,b,3\n", b",", b"\n", b"\r", b"\r\n", b'"', b"nan", b"-1",
               b"1e400", b"99999999999999999999999", BOM_BYTES, b"\x00", b"{", b'{"timestamp": 1, "hash_ids": [1,2]}\n',

@@ -1,139 +1,27 @@
-"""Request traces a replay reads, told apart by content (or named with --format):
+"""CSV request traces: a header naming `time,id,size` (other columns ignored), or any CSV by
+field numbers as libCacheSim's CSV reader takes them (`CsvLayout`, the CLI's --columns,
+--delimiter and --header). One request per row, in time order.
 
-- `csv`: a header naming `time,id,size` (other columns ignored), one request per row in time
-  order. Read as bytes and split once, numbers parsed by numpy: about 0.6 s per million rows
-  here, against 3.2 s for Python's csv module (benchmarks/bench_replay.py). Quoted fields
-  (a `"` anywhere) take the csv-module path.
-- `oracleGeneral`: libCacheSim's binary format, 24-byte records (uint32 time, uint64 id, uint32
-  size, int64 next request); the last field is recomputed, not trusted.
-- `mooncake` / `qwen`: the JSONL request traces of kvviz.mechanisms.attention_store.trace_formats
-  (read and checked there), as block requests: each hash id of a request's prompt (512-token
-  blocks in Mooncake, 16 in Qwen/Bailian) is one request for an object of one block's KV bytes,
-  in prompt order, at the request's timestamp. Every block counts full: the partial last block
-  of a prompt re-hashes when it fills, so it is a different object anyway.
-
-Bad input raises ScenarioError naming the file and the line (or byte offset).
+Read as bytes and split once, numbers parsed by numpy: about 0.6 s per million rows here,
+against 3.2 s for Python's csv module (benchmarks/bench_replay.py); pyarrow's reader, where
+installed, takes every file it reads exactly as kvviz's reader would. Quoted fields (a `"`
+anywhere) take the csv-module path. A bad row is named by its line.
 """
 from __future__ import annotations
 
 import csv
-import re
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ScenarioError
-from ..io import scratch_tree
 from ..limits import MAX_BYTES
-from .model import Requests
+from .common import BOM, DenseIds, read_bytes
+from .objects import Requests
 
 COLUMNS = ("time", "id", "size")
-FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen")
-ORACLE_RECORD = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
-# KV bytes per token when a JSONL trace is replayed as blocks: Llama-2-70B (80 layers, 8 KV heads
-# of 128 dims, K and V, FP16), as in the attention_store presets.
-DEFAULT_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2
 
-
-BOM = b"\xef\xbb\xbf"
-
-
-def detect_format(path: Path) -> str:
-    """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
-    and txt)."""
-    head = _read_bytes(path, 4096)
-    if ".oraclegeneral" in path.name.lower() or b"\0" in head:
-        return "oracleGeneral"
-    stripped = head.removeprefix(BOM).lstrip()
-    if stripped.startswith(b"{"):
-        return "jsonl"
-    lines = stripped.replace(b"\r\n", b"\n").split(b"\n")
-    if path.suffix.lower() in (".csv", ".tsv") or any(c in lines[0] for c in (b",", b"\t", b";", b"|")):
-        return "csv"  # the CSV reader names a missing column
-    whole = lines[:-1] if len(head) == 4096 else lines  # the last may be cut short
-    if path.suffix.lower() == ".txt" and all(ln.split() == [ln] for ln in whole if ln):
-        return "txt"  # one object id per line, as libCacheSim's plain-text traces
-    raise ScenarioError("not a trace format kvviz knows: expected a CSV with header time,id,size (or --columns), "
-                        "libCacheSim oracleGeneral binary (24-byte records) or plain-text ids (.txt, one per line), "
-                        "or a Mooncake or Qwen/Bailian JSONL request trace; any of them zstd-compressed",
-                        str(path), "line 1")
-
-
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
-               layout: CsvLayout | None = None) -> Requests:
-    """Any trace kvviz reads, by its content (or `fmt`); zstd-compressed ones (libCacheSim's
-    datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first."""
-    path = Path(path)
-    if fmt not in FORMATS:
-        raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
-    says_csv = layout is not None and layout.says_csv
-    if says_csv and fmt not in ("auto", "csv"):
-        raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
-    with open_decompressed(path) as plain:
-        kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
-        try:
-            if kind == "csv":
-                reqs = read_csv(plain, layout=layout)
-            elif kind == "txt":
-                reqs = read_txt(plain)
-            elif kind == "oracleGeneral":
-                reqs = read_oracle_general(plain)
-            else:
-                reqs = read_blocks(plain, kv_bytes_per_token, None if kind == "jsonl" else kind)
-        except ScenarioError as e:
-            if plain != path and e.file == str(plain):
-                e.file = f"{path} (decompressed)"
-            raise
-    if plain != path:  # the source names the file given, not the temporary one
-        reqs = replace(reqs, source=str(path) + reqs.source[len(str(plain)):])
-    return reqs
-
-
-@contextmanager
-def open_decompressed(path: Path):
-    """The path itself, or a temporary file holding its zstd-decompressed content (named as the
-    file without .zst, so the format is still told by name)."""
-    if _read_bytes(path, len(ZSTD_MAGIC)) != ZSTD_MAGIC:
-        yield path
-        return
-    try:
-        import zstandard
-    except ImportError:
-        raise ScenarioError("a zstd-compressed trace needs the zstandard package (pip install 'kvviz[replay]')",
-                            str(path)) from None
-    with scratch_tree(None) as d:  # on disk: the decompressed size is not known
-        plain = Path(d) / (path.name[:-4] if path.name.lower().endswith(".zst") else path.name)
-        try:
-            with open(path, "rb") as src, open(plain, "wb") as dst:
-                _unzstd(zstandard, src, dst)
-        except zstandard.ZstdError as e:
-            raise ScenarioError(f"not a readable zstd file: {e}", str(path)) from None
-        except OSError as e:
-            raise ScenarioError(f"cannot decompress the trace: {e.strerror or e}", str(path)) from None
-        yield plain
-
-
-def _unzstd(zstandard, src, dst) -> None:
-    """Every frame of src into dst; a file cut short is an error, not a shorter trace."""
-    dobj, in_frame = None, False
-    for chunk in iter(lambda: src.read(1 << 22), b""):
-        while chunk:
-            if dobj is None:
-                dobj = zstandard.ZstdDecompressor().decompressobj()
-            dst.write(dobj.decompress(chunk))
-            in_frame, chunk = not dobj.eof, b""
-            if dobj.eof:  # a next frame may start in what this one left
-                chunk, dobj = dobj.unused_data, None
-    if in_frame:
-        raise zstandard.ZstdError("the file ends inside a frame (truncated?)")
-
-
-# --- CSV: by header names, or by field numbers as libCacheSim's CSV reader takes them ---------
 
 @dataclass(frozen=True)
 class CsvLayout:
@@ -197,7 +85,7 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
     reader, which gives the same requests and names the line of a bad row."""
     path = Path(path)
     layout = layout or CsvLayout()
-    data = _read_bytes(path).removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
+    data = read_bytes(path).removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
     if not data or data.isspace():
         raise ScenarioError("empty trace", str(path), "line 1")
     cut = data.find(b"\n")
@@ -251,15 +139,6 @@ def _is_header(first: list[str], cols: tuple) -> bool:
     return False
 
 
-def _read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The file's bytes (its first `limit`), or a ScenarioError naming it."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
-
-
 def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: str):
     """(times, ids, sizes) through pyarrow (None for a column the layout lacks), or None: pyarrow
     missing, or anything it would read differently from kvviz's reader (a lone CR as a line end,
@@ -307,7 +186,7 @@ def _exact_columns(path: Path, data: bytes, width: int, cols: tuple, skip: int, 
         fields = _quoted_columns(path, body, width, sep, 1 + skip)
         times = None if it is None else _numbers(path, fields[it], "time", np.float64, float, 1 + skip)
         sizes = None if isz is None else _numbers(path, fields[isz], "size", np.int64, int, 1 + skip)
-        ids = _Ids()
+        ids = DenseIds()
         ids.add(fields[ii])
         return times, ids.dense(), sizes
     return _read_chunks(path, body, width, cols, sep, 1 + skip)
@@ -330,25 +209,13 @@ def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray, first_line: 
                             f"order", str(path), f"line {i + first_line}")
 
 
-def first_request_ids(values: np.ndarray) -> np.ndarray:
-    """Object ids 0..k-1 numbered in order of first request, from any integer ids: every reader
-    numbers objects this way, so one trace in two formats gives the same requests."""
-    values = np.asarray(values)
-    if not len(values):
-        return np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.reshape(-1)]
-
-
 CHUNK_BYTES = 8 << 20  # rows are split and parsed this many bytes at a time: a few million small
                        # objects alive at once, not tens of millions
 
 
 def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, first_line: int):
     it, ii, isz = cols
-    times, sizes, ids = [], [], _Ids()
+    times, sizes, ids = [], [], DenseIds()
     start, line = 0, first_line
     while start < len(body):
         end = body.find(b"\n", start + CHUNK_BYTES)
@@ -364,39 +231,6 @@ def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, f
         line += len(fields) // width
         start = end + 1
     return (np.concatenate(times) if times else None), ids.dense(), (np.concatenate(sizes) if sizes else None)
-
-
-class _Ids:
-    """Object ids as 0..objects-1, chunk by chunk. Integer ids (the usual case) go through numpy,
-    twice as fast as a dict of byte strings; digits only and no leading zero, so two different
-    strings are never one number ("07", "7"). Any other id, by first request, through a dict."""
-
-    def __init__(self):
-        self.ints: list[np.ndarray] | None = []
-        self.index: dict = {}
-        self.dense_chunks: list[np.ndarray] = []
-
-    def add(self, col: list) -> None:
-        if self.ints is not None:
-            joined = b"\n".join(col)
-            if joined.replace(b"\n", b"").isdigit() and not re.search(rb"(?:^|\n)0[0-9]", joined) \
-                    and max(map(len, col)) < 19:  # fits int64
-                self.ints.append(np.fromiter(map(int, col), np.int64, len(col)))
-                return
-            earlier, self.ints = self.ints, None  # from here on, by dict: earlier ints as their strings
-            for arr in earlier:
-                self._by_dict([b"%d" % v for v in arr.tolist()])
-        self._by_dict(col)
-
-    def _by_dict(self, col: list) -> None:
-        index = self.index
-        index.update(zip(dict.fromkeys(k for k in col if k not in index), range(len(index), len(index) + len(col))))
-        self.dense_chunks.append(np.fromiter(map(index.__getitem__, col), np.int64, len(col)))
-
-    def dense(self) -> np.ndarray:
-        if self.ints is not None:
-            return first_request_ids(np.concatenate(self.ints))
-        return np.concatenate(self.dense_chunks)
 
 
 def _check_widths(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> None:
@@ -450,76 +284,3 @@ def _numbers(path: Path, col: list, name: str, dtype, conv, first_line: int = 2)
                 raise ScenarioError(f"{name}: beyond {MAX_BYTES:.3g} (got {x.decode('utf-8', 'replace')})",
                                     str(path), f"line {n}")
         raise
-
-
-# --- plain text: one object id per line --------------------------------------------------------
-
-def read_txt(path: str | Path) -> Requests:
-    """libCacheSim's plain-text trace: one object id per line (surrounding spaces ignored), each
-    request 1 byte at the time of its index, as libCacheSim reads it: capacities count objects."""
-    path = Path(path)
-    data = _read_bytes(path).removeprefix(BOM).replace(b"\r\n", b"\n")
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    if not lines:
-        raise ScenarioError("empty trace", str(path), "line 1")
-    col = [ln.strip() for ln in lines]
-    blank = next((n for n, k in enumerate(col, 1) if not k), None)
-    if blank:
-        raise ScenarioError("an empty line: every line names one object", str(path), f"line {blank}")
-    ids = _Ids()
-    for a in range(0, len(col), 1 << 20):
-        ids.add(col[a:a + (1 << 20)])
-    n = len(col)
-    return Requests(ids.dense(), np.ones(n, dtype=np.int64), np.arange(n, dtype=np.float64), str(path))
-
-
-# --- libCacheSim oracleGeneral -----------------------------------------------------------------
-
-def read_oracle_general(path: str | Path) -> Requests:
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
-    rec_size = ORACLE_RECORD.itemsize
-    if size == 0 or size % rec_size:
-        raise ScenarioError(f"an oracleGeneral trace is whole {rec_size}-byte records; this file has {size:,} bytes "
-                            f"({size // rec_size:,} records and {size % rec_size} bytes over)", str(path))
-    rec = np.fromfile(path, dtype=ORACLE_RECORD)
-    ids = first_request_ids(rec["id"])
-    times = rec["time"].astype(np.float64)
-    back = np.flatnonzero(np.diff(times) < 0)
-    if len(back):
-        i = int(back[0]) + 1
-        raise ScenarioError(f"time goes backwards ({int(times[i])} after {int(times[i - 1])}) in record {i + 1} "
-                            f"(byte {i * rec_size:,})", str(path))
-    return Requests(ids.astype(np.int64), rec["size"].astype(np.int64), times, str(path))
-
-
-# --- Mooncake / Qwen JSONL as blocks ------------------------------------------------------------
-
-def read_blocks(path: str | Path, kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
-                expect: str | None = None) -> Requests:
-    from ..mechanisms.attention_store.trace_formats import block_requests
-    path = Path(path)
-    if kv_bytes_per_token < 1:
-        raise ScenarioError(f"KV bytes per token must be >= 1 (got {kv_bytes_per_token})", "--kv-bytes-per-token")
-    got = block_requests(path)
-    if got is None or (expect and got[0] != expect):
-        what = f"a {expect} request trace" if expect else "a Mooncake or Qwen/Bailian request trace"
-        raise ScenarioError(f"not {what}: the first record has neither hash_ids with timestamp "
-                            f"(Mooncake) nor chat_id (Qwen/Bailian)", str(path), "line 1")
-    fmt, tokens, records = got
-    for (line, t, _), (_, t_prev, _) in zip(records[1:], records):
-        if t < t_prev:
-            raise ScenarioError(f"timestamp goes backwards ({t:g} s after {t_prev:g} s); requests must be in "
-                                f"time order", str(path), f"line {line}")
-    counts = np.array([len(h) for _, _, h in records])
-    hashes = np.fromiter((h for _, _, ids in records for h in ids), np.int64, int(counts.sum()))
-    times = np.repeat(np.array([t for _, t, _ in records], dtype=np.float64), counts)
-    ids = first_request_ids(hashes)
-    sizes = np.full(len(ids), tokens * kv_bytes_per_token, dtype=np.int64)
-    return Requests(ids.astype(np.int64), sizes, times, f"{path} ({fmt}: {len(records):,} requests as "
-                                                         f"{len(ids):,} {tokens}-token blocks)")

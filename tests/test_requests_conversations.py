@@ -1,4 +1,4 @@
-"""Qwen/Bailian and Mooncake request traces read as multi-turn Workloads (trace_formats.py):
+"""Qwen/Bailian and Mooncake request traces read as multi-turn Conversations (kvviz.requests):
 tiny hand-written files with every expected array written out, every bad line named, the
 bundled Mooncake sample, and a generated trace whose true sessions the reader must recover."""
 import json
@@ -10,8 +10,8 @@ import pytest
 
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.mechanisms.attention_store import trace_formats as tf
 from kvviz.mechanisms.attention_store.workload import load_trace
+from kvviz.requests import conversations as tf
 
 from .conftest import ROOT
 

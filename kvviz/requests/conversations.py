@@ -1,13 +1,14 @@
-"""Two public request-trace formats read as multi-turn `Workload`s, told apart by the keys of
-the first JSON record (any other first record goes to the conversation-log reader of
-workload.py, unchanged).
+"""Multi-turn conversations: the table of turns a serving model replays (`Conversations`), and
+the two public request-trace formats read as one, told apart by the keys of the first JSON
+record (any other first record is a conversation log: conversation_log.py). The requests as
+recorded, block hashes and Qwen's chat ids included, come along (`Conversations.requests`).
 
 **Qwen/Bailian** (alibaba-edu/qwen-bailian-usagetraces-anon; KVCache@ATC'25), one request
 per line: `chat_id`, `parent_chat_id` (-1 for a first turn, as the public trace writes it; a
 missing key or null is read the same way), `timestamp` (seconds from the start of the trace),
-`input_length`, `output_length`, `turn` (optional; checked for type only), and fields we ignore
-(`type`, `hash_ids` of 16-token blocks). Sessions are the recorded parent chains: a request
-continues its parent's conversation. A parent that already has a child is a fork (a second
+`input_length`, `output_length`, `turn` (optional; checked for type only), `type` and
+`hash_ids` (16-token blocks; kept on `requests`, not used here). Sessions are the recorded
+parent chains: a request continues its parent's conversation. A parent that already has a child is a fork (a second
 reply to the same turn, e.g. a regenerated answer); a fork starts a conversation of its own,
 named by its `chat_id`, whose first turn carries its whole `input_length` as new tokens, since
 a conversation here is one linear history. Forks are counted.
@@ -55,26 +56,67 @@ costs O(its list) plus one tuple per real candidate, never a scan of the session
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import ScenarioError
-from ...io import read_text
-from .workload import Workload, json_lines
+from ..errors import ScenarioError
+from ..io import read_text
+from .jsonl import (MOONCAKE, MOONCAKE_BLOCK_TOKENS, NS_PER_UNIT, QWEN, detect, first_record, json_lines,
+                    mooncake_record, qwen_record)
+from .prompts import PromptRequests, PromptRows
 
-MOONCAKE_BLOCK_TOKENS = 512
-QWEN = "qwen"
-MOONCAKE = "mooncake"
+NS_PER_S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Conversations:
+    """A table of turns, one row per turn, sorted by conversation then turn, held as numpy arrays.
+    Rows carry each turn's token counts, the user's think time before it and a nominal arrival
+    time; a serving model decides the actual arrival of later turns, since a user cannot send
+    turn k+1 before reading reply k."""
+    conv: np.ndarray        # int64 conversation index 0..n_conv-1, non-decreasing
+    turn: np.ndarray        # int64 turn number within the conversation, from 0
+    arrival_ns: np.ndarray  # int64 nominal (recorded) arrival of the turn
+    think_ns: np.ndarray    # int64 think time before the turn (0 for a first turn)
+    in_tok: np.ndarray      # int64 user tokens of the turn
+    out_tok: np.ndarray     # int64 reply tokens of the turn
+    names: tuple[str, ...]  # conversation ids as given (generated: their index)
+    # Read from a Mooncake or Qwen/Bailian trace: the requests as recorded (file order, with
+    # their block hashes), and for each row the index of its request there.
+    requests: PromptRequests | None = None
+    request: np.ndarray | None = None
+
+    @property
+    def n_conv(self) -> int:
+        return len(self.names)
+
+    def __len__(self) -> int:
+        return len(self.conv)
+
+
+def sorted_turns(conv, turn, arrival, in_tok, out_tok, names, requests: PromptRequests | None = None
+                 ) -> Conversations:
+    """Rows (in any order) sorted by conversation then turn; think times from the arrivals."""
+    c = np.asarray(conv, dtype=np.int64)
+    t = np.asarray(turn, dtype=np.int64)
+    order = np.lexsort((t, c))
+    c, t = c[order], t[order]
+    a = np.asarray(arrival, dtype=np.int64)[order]
+    think = np.zeros(len(c), dtype=np.int64)
+    later = np.flatnonzero(t > 0)
+    think[later] = a[later] - a[later - 1]
+    return Conversations(c, t, a, think, np.asarray(in_tok, dtype=np.int64)[order],
+                         np.asarray(out_tok, dtype=np.int64)[order], tuple(names), requests,
+                         None if requests is None else order)
 
 
 @dataclass(frozen=True)
 class TraceNotes:
     """What a reader did to a request trace, for a README or a log line."""
     format: str             # "qwen" or "mooncake"
-    requests: int           # lines read = turns in the Workload
+    requests: int           # lines read = turns in the Conversations
     conversations: int
     clamped: int            # turns whose new tokens came out < 1 and were set to 1
     forks: int = 0          # qwen: requests whose parent already had a child (new conversation)
@@ -88,35 +130,11 @@ class TraceNotes:
         return 0.0 if not self.conversations else self.multi_turn / self.conversations
 
 
-def detect(rec) -> str | None:
-    """Which request-trace format a first record is in, or None (a conversation log)."""
-    if not isinstance(rec, dict) or "conversation" in rec:
-        return None
-    if "chat_id" in rec:
-        return QWEN
-    if "hash_ids" in rec:
-        return MOONCAKE
-    return None
-
-
-def _first_record(path: Path):
-    """The first non-blank line parsed as JSON, or None (unreadable, not JSON: the
-    conversation-log reader reports such files as it always has)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    return json.loads(line)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return None
-
-
-def read(path: str | Path, match: str = "complete_blocks") -> tuple[Workload, TraceNotes] | None:
-    """A Qwen/Bailian or Mooncake trace as (Workload, notes); None if the file's first record
-    is neither (then it is a conversation log, or not JSON lines at all)."""
+def read(path, match: str = "complete_blocks") -> tuple[Conversations, TraceNotes] | None:
+    """A Qwen/Bailian or Mooncake trace as (Conversations, notes); None if the file's first
+    record is neither (then it is a conversation log, or not JSON lines at all)."""
     path = Path(path)
-    fmt = detect(_first_record(path))
+    fmt = detect(first_record(path))
     if fmt is None:
         return None
     text = read_text(path, "trace file")
@@ -125,72 +143,20 @@ def read(path: str | Path, match: str = "complete_blocks") -> tuple[Workload, Tr
     return _mooncake(path, text, match)
 
 
-# --- record checks ---------------------------------------------------------------------------
-
-def _require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
-    missing = [k for k in keys if k not in rec]
-    if missing:
-        raise ScenarioError(f"missing field(s) {', '.join(missing)} (a {fmt} trace line needs "
-                            f"{', '.join(keys)})", str(path), f"line {line}")
-
-
-def _int(rec: dict, key: str, path: Path, line: int, minimum: int = 0) -> int:
-    v = rec[key]
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if type(v) is not int:
-        raise ScenarioError(f"{key}: expected an integer, got {v!r}", str(path), f"line {line}")
-    if v < minimum:
-        raise ScenarioError(f"{key}: must be >= {minimum} (got {v})", str(path), f"line {line}")
-    return v
-
-
-def _time(rec: dict, key: str, path: Path, line: int) -> float:
-    v = rec[key]
-    if type(v) not in (int, float) or not math.isfinite(v):
-        raise ScenarioError(f"{key}: expected a number, got {v!r}", str(path), f"line {line}")
-    if v < 0:
-        raise ScenarioError(f"{key}: must be >= 0 (got {v})", str(path), f"line {line}")
-    return v
-
-
-def _id(v, key: str, path: Path, line: int):
-    if (type(v) is int) or (isinstance(v, str) and v.strip()):
-        return v
-    raise ScenarioError(f"{key}: expected an integer or a non-empty string, got {v!r}",
-                        str(path), f"line {line}")
-
-
-def _finish(path: Path, kind: str, ns_per_unit: int, rows_t, conv, pos, in_tok, rows_out, names, clamped,
-            **notes) -> tuple[Workload, "TraceNotes"]:
-    """The Workload of the rows read, and the notes on how it was made."""
-    if not rows_t:
+def _finish(path, rows: PromptRows, conv, pos, in_tok, names, clamped, **notes
+            ) -> tuple[Conversations, TraceNotes]:
+    """The Conversations of the rows read, and the notes on how they were made."""
+    if not len(rows):
         raise ScenarioError("the trace has no requests", str(path))
-    arrival = [round(t * ns_per_unit) for t in rows_t]
-    wl = _workload(conv, pos, arrival, in_tok, rows_out, names)
-    multi = int(np.count_nonzero(np.bincount(wl.conv) > 1))
-    return wl, TraceNotes(kind, len(rows_t), len(names), clamped, multi_turn=multi, **notes)
-
-
-def _workload(conv: list[int], turn: list[int], arrival: list[int], in_tok: list[int],
-              out_tok: list[int], names: list[str]) -> Workload:
-    """Rows (in any order) sorted by conversation then turn; think times from the arrivals."""
-    c = np.asarray(conv, dtype=np.int64)
-    t = np.asarray(turn, dtype=np.int64)
-    order = np.lexsort((t, c))
-    c, t = c[order], t[order]
-    a = np.asarray(arrival, dtype=np.int64)[order]
-    think = np.zeros(len(c), dtype=np.int64)
-    later = np.flatnonzero(t > 0)
-    think[later] = a[later] - a[later - 1]
-    return Workload(c, t, a, think, np.asarray(in_tok, dtype=np.int64)[order],
-                    np.asarray(out_tok, dtype=np.int64)[order], tuple(names))
+    requests = rows.finish()
+    # From the recorded timestamps, not times_s: ms x 10^6 as Python numbers, exact.
+    arrival = [round(t * NS_PER_UNIT[rows.fmt]) for t in rows.recorded]
+    table = sorted_turns(conv, pos, arrival, in_tok, rows.outputs, names, requests)
+    multi = int(np.count_nonzero(np.bincount(table.conv) > 1))
+    return table, TraceNotes(rows.fmt, len(rows), len(names), clamped, multi_turn=multi, **notes)
 
 
 # --- Qwen/Bailian ----------------------------------------------------------------------------
-
-QWEN_KEYS = ("chat_id", "timestamp", "input_length", "output_length")
-
 
 def _later_line(text: str, after: int, chat_id) -> int | None:
     """The line after `after` whose chat_id is `chat_id` (only for an error message)."""
@@ -204,12 +170,9 @@ def _later_line(text: str, after: int, chat_id) -> int | None:
     return None
 
 
-def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
+def _qwen(path: Path, text: str) -> tuple[Conversations, TraceNotes]:
     seen: dict = {}              # chat_id -> row
-    rows_line: list[int] = []
-    rows_t: list[float] = []
-    rows_in: list[int] = []
-    rows_out: list[int] = []
+    rows = PromptRows(QWEN, str(path))
     rows_turn: list[int | None] = []
     has_child: list[bool] = []
     conv: list[int] = []
@@ -217,18 +180,9 @@ def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
     in_tok: list[int] = []
     names: list[str] = []
     clamped = forks = mismatch = 0
+    rows_line, rows_t, rows_in, rows_out = rows.lines, rows.recorded, rows.inputs, rows.outputs
     for line, rec in json_lines(path, text):
-        _require(rec, QWEN_KEYS, "Qwen/Bailian", path, line)
-        cid = _id(rec["chat_id"], "chat_id", path, line)
-        parent = rec.get("parent_chat_id", -1)
-        if parent is None:
-            parent = -1
-        if parent != -1 or type(parent) is not int:
-            parent = _id(parent, "parent_chat_id", path, line)
-        t = _time(rec, "timestamp", path, line)
-        n_in = _int(rec, "input_length", path, line)
-        n_out = _int(rec, "output_length", path, line)
-        turn = _int(rec, "turn", path, line, 1) if rec.get("turn") is not None else None
+        cid, parent, t, n_in, n_out, turn, ids = qwen_record(rec, path, line, need_hashes=False)
         if cid in seen:
             raise ScenarioError(f"chat_id {cid!r} already used on line {rows_line[seen[cid]]}",
                                 str(path), f"line {line}")
@@ -268,65 +222,16 @@ def _qwen(path: Path, text: str) -> tuple[Workload, TraceNotes]:
             new = 1
             clamped += 1
         seen[cid] = row
-        rows_line.append(line)
-        rows_t.append(t)
-        rows_in.append(n_in)
-        rows_out.append(n_out)
+        rows.add(line, t, n_in, n_out, ids, (cid, parent, turn, rec.get("type")))
         rows_turn.append(turn)
         has_child.append(False)
         in_tok.append(new)
-    return _finish(path, QWEN, 1_000_000_000, rows_t, conv, pos, in_tok, rows_out, names, clamped,
-                   forks=forks, turn_mismatch=mismatch)
+    return _finish(path, rows, conv, pos, in_tok, names, clamped, forks=forks, turn_mismatch=mismatch)
 
 
 # --- Mooncake --------------------------------------------------------------------------------
 
-MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
-
-
-def _mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, list]:
-    """(timestamp ms, input_length, output_length, hash_ids) of one checked Mooncake line."""
-    _require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
-    t = _time(rec, "timestamp", path, line)
-    n_in = _int(rec, "input_length", path, line)
-    n_out = _int(rec, "output_length", path, line)
-    return t, n_in, n_out, _hash_ids(rec, path, line)
-
-
-def _hash_ids(rec: dict, path: Path, line: int) -> list:
-    ids = rec["hash_ids"]
-    if type(ids) is not list or not all(type(h) is int for h in ids):
-        raise ScenarioError(f"hash_ids: expected a list of integers, got {str(ids)[:60]}",
-                            str(path), f"line {line}")
-    return ids
-
-
-BLOCK_TOKENS = {MOONCAKE: MOONCAKE_BLOCK_TOKENS, QWEN: 16}
-
-
-def block_requests(path: str | Path):
-    """A Mooncake or Qwen/Bailian trace as block requests for a cache replay: (format, tokens
-    per block, [(line, timestamp in seconds, hash_ids)] in file order), or None when the first
-    record is neither. Each hash id is one block of KV; the same checks as `read`."""
-    path = Path(path)
-    fmt = detect(_first_record(path))
-    if fmt is None:
-        return None
-    text = read_text(path, "trace file")
-    out = []
-    for line, rec in json_lines(path, text):
-        if fmt == MOONCAKE:
-            t, _, _, ids = _mooncake_record(rec, path, line)
-            out.append((line, t / 1000, ids))
-        else:
-            _require(rec, QWEN_KEYS + ("hash_ids",), "Qwen/Bailian", path, line)
-            out.append((line, _time(rec, "timestamp", path, line), _hash_ids(rec, path, line)))
-    if not out:
-        raise ScenarioError("the trace has no requests", str(path))
-    return fmt, BLOCK_TOKENS[fmt], out
-
-
-def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Workload, TraceNotes]:
+def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Conversations, TraceNotes]:
     if match not in ("complete_blocks", "all_blocks"):
         raise ValueError(f"match: {match!r} (complete_blocks or all_blocks)")
     complete = match == "complete_blocks"
@@ -340,10 +245,8 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
     last_row: list[int] = []
     conv: list[int] = []
     pos: list[int] = []
-    rows_line: list[int] = []
-    rows_t: list[float] = []
-    rows_in: list[int] = []
-    rows_out: list[int] = []
+    rows = PromptRows(MOONCAKE, str(path))
+    rows_line, rows_t, rows_in, rows_out = rows.lines, rows.recorded, rows.inputs, rows.outputs
     in_tok: list[int] = []
     names: list[str] = []
     clamped = ties = repeats = 0
@@ -377,7 +280,7 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
         sess_key[s] = k
 
     for line, rec in json_lines(path, text):
-        t, n_in, n_out, ids = _mooncake_record(rec, path, line)
+        t, n_in, n_out, ids = mooncake_record(rec, path, line)
         row = len(rows_line)
         # The longest non-empty proper prefix of ids that is some open session's key.
         found = None
@@ -425,10 +328,6 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Wo
         if new < 1:
             new = 1
             clamped += 1
-        rows_line.append(line)
-        rows_t.append(t)
-        rows_in.append(n_in)
-        rows_out.append(n_out)
+        rows.add(line, t, n_in, n_out, ids)
         in_tok.append(new)
-    return _finish(path, MOONCAKE, 1_000_000, rows_t, conv, pos, in_tok, rows_out, names, clamped,
-                   ties=ties, repeats=repeats)
+    return _finish(path, rows, conv, pos, in_tok, names, clamped, ties=ties, repeats=repeats)

@@ -1,0 +1,14 @@
+"""Input request traces: the logs that drive a run (not `kvviz.trace.Trace`, a run's output
+timeline). The one place where they are read; nothing here imports a mechanism or the replay.
+
+- As object requests for a cache replay (`objects.Requests`), any format by content:
+  `reader.read_trace` over csv_format (time,id,size or by field numbers), text_ids and
+  oracle_general (libCacheSim's), blocks (Mooncake/Qwen JSONL as KV blocks), zstd.
+- As LLM requests with their prompts' block hashes (`prompts.PromptRequests`): Mooncake and
+  Qwen/Bailian JSONL (jsonl: the line reader and field checks).
+- As multi-turn conversations (`conversations.Conversations`): Qwen/Bailian parent chains,
+  Mooncake sessions reconstructed from shared prefixes (conversations), conversation logs
+  (conversation_log).
+
+Bad input raises kvviz.errors.ScenarioError naming the file and the line (or byte, or field).
+"""

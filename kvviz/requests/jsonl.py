@@ -1,0 +1,134 @@
+"""JSON-lines request traces: the line reader, the format told from the first record, and the
+per-field checks the Mooncake and Qwen/Bailian readers share. Every check raises a
+ScenarioError naming the file and the line.
+
+**Mooncake FAST'25** (kvcache-ai/Mooncake `FAST25-release/traces/`): `timestamp` (ms),
+`input_length`, `output_length`, `hash_ids` (remapped hashes of the prompt's 512-token blocks,
+the last block usually partial).
+
+**Qwen/Bailian** (alibaba-edu/qwen-bailian-usagetraces-anon; KVCache@ATC'25): `chat_id`,
+`parent_chat_id` (-1 for a first turn; a missing key or null reads the same), `timestamp` (s),
+`input_length`, `output_length`, `turn` (optional), `type`, `hash_ids` (16-token blocks).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..errors import ScenarioError
+
+QWEN = "qwen"
+MOONCAKE = "mooncake"
+MOONCAKE_BLOCK_TOKENS = 512
+BLOCK_TOKENS = {MOONCAKE: MOONCAKE_BLOCK_TOKENS, QWEN: 16}
+NS_PER_UNIT = {MOONCAKE: 1_000_000, QWEN: 1_000_000_000}  # the timestamp's unit: ms, s
+MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
+QWEN_KEYS = ("chat_id", "timestamp", "input_length", "output_length")
+
+
+def json_lines(path: Path, text: str):
+    """(line number, dict) per non-blank line of a JSONL file."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
+        if not isinstance(rec, dict):
+            raise ScenarioError("expected a JSON object per line", str(path), f"line {i}")
+        yield i, rec
+
+
+def detect(rec) -> str | None:
+    """Which request-trace format a first record is in, or None (a conversation log)."""
+    if not isinstance(rec, dict) or "conversation" in rec:
+        return None
+    if "chat_id" in rec:
+        return QWEN
+    if "hash_ids" in rec:
+        return MOONCAKE
+    return None
+
+
+def first_record(path: Path):
+    """The first non-blank line parsed as JSON, or None (unreadable, not JSON: the
+    conversation-log reader reports such files as it always has)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    return json.loads(line)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return None
+
+
+def require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
+    missing = [k for k in keys if k not in rec]
+    if missing:
+        raise ScenarioError(f"missing field(s) {', '.join(missing)} (a {fmt} trace line needs "
+                            f"{', '.join(keys)})", str(path), f"line {line}")
+
+
+def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0) -> int:
+    v = rec[key]
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if type(v) is not int:
+        raise ScenarioError(f"{key}: expected an integer, got {v!r}", str(path), f"line {line}")
+    if v < minimum:
+        raise ScenarioError(f"{key}: must be >= {minimum} (got {v})", str(path), f"line {line}")
+    return v
+
+
+def timestamp(rec: dict, key: str, path: Path, line: int) -> float:
+    v = rec[key]
+    if type(v) not in (int, float) or not math.isfinite(v):
+        raise ScenarioError(f"{key}: expected a number, got {v!r}", str(path), f"line {line}")
+    if v < 0:
+        raise ScenarioError(f"{key}: must be >= 0 (got {v})", str(path), f"line {line}")
+    return v
+
+
+def identifier(v, key: str, path: Path, line: int):
+    if (type(v) is int) or (isinstance(v, str) and v.strip()):
+        return v
+    raise ScenarioError(f"{key}: expected an integer or a non-empty string, got {v!r}",
+                        str(path), f"line {line}")
+
+
+def hash_ids(rec: dict, path: Path, line: int) -> list:
+    ids = rec["hash_ids"]
+    if type(ids) is not list or not all(type(h) is int for h in ids):
+        raise ScenarioError(f"hash_ids: expected a list of integers, got {str(ids)[:60]}",
+                            str(path), f"line {line}")
+    return ids
+
+
+def mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, list]:
+    """(timestamp ms, input_length, output_length, hash_ids) of one checked Mooncake line."""
+    require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
+    t = timestamp(rec, "timestamp", path, line)
+    n_in = integer(rec, "input_length", path, line)
+    n_out = integer(rec, "output_length", path, line)
+    return t, n_in, n_out, hash_ids(rec, path, line)
+
+
+def qwen_record(rec: dict, path: Path, line: int, need_hashes: bool) -> tuple:
+    """(chat_id, parent_chat_id or -1, timestamp s, input_length, output_length, turn or None,
+    hash_ids or None) of one checked Qwen/Bailian line; hash_ids required if `need_hashes`."""
+    require(rec, QWEN_KEYS + ("hash_ids",) if need_hashes else QWEN_KEYS, "Qwen/Bailian", path, line)
+    cid = identifier(rec["chat_id"], "chat_id", path, line)
+    parent = rec.get("parent_chat_id", -1)
+    if parent is None:
+        parent = -1
+    if parent != -1 or type(parent) is not int:
+        parent = identifier(parent, "parent_chat_id", path, line)
+    t = timestamp(rec, "timestamp", path, line)
+    n_in = integer(rec, "input_length", path, line)
+    n_out = integer(rec, "output_length", path, line)
+    turn = integer(rec, "turn", path, line, 1) if rec.get("turn") is not None else None
+    ids = hash_ids(rec, path, line) if "hash_ids" in rec else None
+    return cid, parent, t, n_in, n_out, turn, ids

@@ -1,0 +1,72 @@
+"""Any request trace as object requests, its format told by content (or named: the CLI's
+--format): CSV, libCacheSim's plain text and oracleGeneral, Mooncake and Qwen/Bailian JSONL as
+KV blocks, any of them zstd-compressed. Bad input raises ScenarioError naming the file and the
+line (or byte offset)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import ScenarioError
+from .blocks import DEFAULT_KV_BYTES_PER_TOKEN, read_blocks
+from .common import BOM, read_bytes
+from .csv_format import CsvLayout, read_csv
+from .objects import Requests
+from .oracle_general import read_oracle_general
+from .text_ids import read_txt
+from .zstd import open_decompressed
+
+FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen")
+
+
+def detect_format(path: Path) -> str:
+    """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
+    and txt)."""
+    head = read_bytes(path, 4096)
+    if ".oraclegeneral" in path.name.lower() or b"\0" in head:
+        return "oracleGeneral"
+    stripped = head.removeprefix(BOM).lstrip()
+    if stripped.startswith(b"{"):
+        return "jsonl"
+    lines = stripped.replace(b"\r\n", b"\n").split(b"\n")
+    if path.suffix.lower() in (".csv", ".tsv") or any(c in lines[0] for c in (b",", b"\t", b";", b"|")):
+        return "csv"  # the CSV reader names a missing column
+    whole = lines[:-1] if len(head) == 4096 else lines  # the last may be cut short
+    if path.suffix.lower() == ".txt" and all(ln.split() == [ln] for ln in whole if ln):
+        return "txt"  # one object id per line, as libCacheSim's plain-text traces
+    raise ScenarioError("not a trace format kvviz knows: expected a CSV with header time,id,size (or --columns), "
+                        "libCacheSim oracleGeneral binary (24-byte records) or plain-text ids (.txt, one per line), "
+                        "or a Mooncake or Qwen/Bailian JSONL request trace; any of them zstd-compressed",
+                        str(path), "line 1")
+
+
+
+def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
+               layout: CsvLayout | None = None) -> Requests:
+    """Any trace kvviz reads, by its content (or `fmt`); zstd-compressed ones (libCacheSim's
+    datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first."""
+    path = Path(path)
+    if fmt not in FORMATS:
+        raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
+    says_csv = layout is not None and layout.says_csv
+    if says_csv and fmt not in ("auto", "csv"):
+        raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
+    with open_decompressed(path) as plain:
+        kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
+        try:
+            if kind == "csv":
+                reqs = read_csv(plain, layout=layout)
+            elif kind == "txt":
+                reqs = read_txt(plain)
+            elif kind == "oracleGeneral":
+                reqs = read_oracle_general(plain)
+            else:
+                reqs = read_blocks(plain, kv_bytes_per_token, None if kind == "jsonl" else kind)
+        except ScenarioError as e:
+            if plain != path and e.file == str(plain):
+                e.file = f"{path} (decompressed)"
+            raise
+    if plain != path:  # the source names the file given, not the temporary one
+        reqs = replace(reqs, source=str(path) + reqs.source[len(str(plain)):])
+    return reqs
+
