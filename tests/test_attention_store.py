@@ -370,7 +370,7 @@ def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.09
     run = Run(sc, Prepared(sc, workload_of(sc)), "lru", truncation, record=False).run()
     st = run.store
     # Capacity accounting: each tier's bytes in use are the sum of the copies it holds.
-    from kvviz.mechanisms.attention_store.policies.base import DRAM, PREFETCHING
+    from kvviz.mechanisms.attention_store.placement.base import DRAM, PREFETCHING
     assert st.ssd_used == sum(st.ssd_size)
     assert st.dram_used == sum(s for s, w in zip(st.size, st.where) if w in (DRAM, PREFETCHING))
     st.outcome = run.batcher.outcome  # the store's view plus what each job found

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
-from .policies import POLICIES
+from .placement import PLACEMENTS
 from .presets import MFU_PAPER, PRESETS
 
 GB = 10**9
@@ -173,7 +173,7 @@ class Store(Section):
 class AttentionStoreScenario(ScenarioBase):
     kind: Literal["attention_store"]
     policies: list[str] = param(["recompute", "lru", "fifo", "scheduler_aware", "belady"], min_length=1,
-                                description=f"Policies to compare on the same workload (of: {', '.join(POLICIES)})")
+                                description=f"Policies to compare on the same workload (of: {', '.join(PLACEMENTS)})")
     trace_policy: str = param("scheduler_aware", description="Whose run the timeline shows (one of `policies`)")
     workload: Workload = Workload()
     model: Model = Model()
@@ -184,8 +184,8 @@ class AttentionStoreScenario(ScenarioBase):
     @model_validator(mode="after")
     def _check(self):
         for i, p in enumerate(self.policies):
-            if p not in POLICIES:
-                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(POLICIES)})")
+            if p not in PLACEMENTS:
+                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(PLACEMENTS)})")
             if p in self.policies[:i]:
                 raise FieldError(f"policies[{i}]", f"policy {p!r} is listed twice")
         if self.trace_policy not in self.policies:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import heapq
 
-from .policies import POLICIES
-from .policies.base import DRAM, NONE, PREFETCHING, SSD
+from .placement import PLACEMENTS
+from .placement.base import DRAM, NONE, PREFETCHING, SSD
 
 INF = 1 << 62
 FIRST, MISS, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4  # job outcomes (hits are >= HIT_HBM)
@@ -80,7 +80,7 @@ class Store:
         self.pf_end = [0] * n_conv
         self.pf_seq = [0] * n_conv
         self.dram_used = self.ssd_used = 0
-        self.policy = POLICIES[policy](self)
+        self.policy = PLACEMENTS[policy](self)
         self.stores = self.policy.stores and self.dram_cap > 0
         self.prefetches = self.policy.prefetches and self.ssd_cap > 0
 

@@ -1,8 +1,8 @@
 """Least recently used, per tier: a hit or a re-save makes a session the most recent.
 Sessions on SSD are read on demand when their job starts (no look-ahead)."""
-from .base import OrderedPolicy, register
+from .base import OrderedPlacement, register
 
 
 @register("lru")
-class LRU(OrderedPolicy):
+class LRU(OrderedPlacement):
     recency = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 
-POLICIES: dict[str, type] = {}
+PLACEMENTS: dict[str, type] = {}
 
 NONE, DRAM, SSD, PREFETCHING = 0, 1, 2, 3  # where a session's KV lives (PREFETCHING: SSD→DRAM in flight)
 
@@ -17,12 +17,12 @@ NONE, DRAM, SSD, PREFETCHING = 0, 1, 2, 3  # where a session's KV lives (PREFETC
 def register(name: str):
     def deco(cls):
         cls.name = name
-        POLICIES[name] = cls
+        PLACEMENTS[name] = cls
         return cls
     return deco
 
 
-class Policy:
+class Placement:
     name = "?"
     stores = True       # False: nothing is kept between turns (the recompute baseline)
     prefetches = False  # True: the run asks `may_evict_for` and prefetches from the job queue
@@ -69,7 +69,7 @@ def furthest(heap: list, stale, floor: float, running: list) -> int:
     return found
 
 
-class OrderedPolicy(Policy):
+class OrderedPlacement(Placement):
     """Keeps each tier's sessions in an order (insertion, or recency if `recency`)."""
 
     recency = False

@@ -14,11 +14,11 @@ victim costs O(1) amortised plus a log factor, not a walk over the tier.
 import heapq
 from collections import OrderedDict
 
-from .base import DRAM, SSD, Policy, furthest, register
+from .base import DRAM, SSD, Placement, furthest, register
 
 
 @register("scheduler_aware")
-class SchedulerAware(Policy):
+class SchedulerAware(Placement):
     prefetches = True
 
     def __init__(self, store):

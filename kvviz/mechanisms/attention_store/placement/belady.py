@@ -7,11 +7,11 @@ heuristic, not a proven optimum.
 """
 import heapq
 
-from .base import Policy, furthest, register
+from .base import Placement, furthest, register
 
 
 @register("belady")
-class Belady(Policy):
+class Belady(Placement):
     prefetches = True
 
     def __init__(self, store):
