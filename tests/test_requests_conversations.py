@@ -299,3 +299,48 @@ def test_generated_sessions_are_recovered(fmt, tmp_path):
     # row r of the file sits in conversation truth[r]: compare conversation sizes and order
     assert np.bincount(w.conv).tolist() == np.bincount(truth).tolist()
     assert np.all(w.in_tok[w.turn > 0] >= 20) and np.all(w.in_tok[w.turn > 0] <= 600)
+
+
+# --- the requests as recorded, block hashes kept (for a block-level prefix cache) -------------
+
+def test_qwen_requests_keep_hash_ids_and_chat_fields(tmp_path):
+    w, _ = tf.read(write(tmp_path, QWEN))
+    r = w.requests
+    assert r.format == "qwen" and r.block_tokens == 16 and len(r) == 8
+    assert r.lines.tolist() == [1, 2, 3, 5, 6, 7, 8, 9]  # line 4 is blank
+    assert r.hash_ids(0).tolist() == [1, 2, 3, 4, 5, 6, 7] and r.hash_counts.tolist() == [7, 0, 0, 0, 0, 0, 0, 0]
+    assert r.chat_id == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert r.parent_chat_id == (-1, -1, 1, -1, 3, 2, 1, -1)
+    assert r.turn == (1, 1, 2, None, 3, 4, 2, 1) and r.type == ("text",) + (None,) * 7
+    assert r.times_s.tolist() == [0.5, 1.0, 2.25, 3, 4.0, 4.5, 5.0, 5.0]
+    # each row (sorted by conversation then turn) points at its request in file order
+    assert [r.chat_id[i] for i in w.request] == [1, 3, 5, 2, 6, 4, 7, 8]
+    assert r.input_tokens[w.request].tolist() == [100, 150, 170, 50, 70, 10, 140, 9]
+
+
+def test_mooncake_requests_keep_hash_ids(tmp_path):
+    w, _ = tf.read(write(tmp_path, MOONCAKE))
+    r = w.requests
+    assert r.format == "mooncake" and r.block_tokens == 512 and r.chat_id is None
+    assert [r.hash_ids(i).tolist() for i in range(len(r))] == [m["hash_ids"] for m in MOONCAKE]
+    assert r.times_s.tolist() == [m["timestamp"] / 1000 for m in MOONCAKE]
+    assert r.output_tokens[w.request].tolist() == w.out_tok.tolist()
+
+
+def test_bundled_mooncake_requests_hold_every_hash_id():
+    from kvviz.requests import prompts
+    w, _ = tf.read(BUNDLED)
+    recs = [json.loads(ln) for ln in BUNDLED.read_text().splitlines()]
+    assert w.requests.hashes.tolist() == [h for rec in recs for h in rec["hash_ids"]]
+    assert len(w.requests.hashes) == 121_877 and w.requests.hashes.dtype == np.int64
+    alone = prompts.read(BUNDLED)  # what `kvviz replay` reads: the same table
+    assert np.array_equal(alone.hashes, w.requests.hashes) and np.array_equal(alone.hash_offsets,
+                                                                              w.requests.hash_offsets)
+    assert np.array_equal(alone.times_s, w.requests.times_s)
+
+
+def test_hash_ids_beyond_64_bits_named_by_line(tmp_path):
+    p = write(tmp_path, [mc(0, 10, 1, [1]), mc(1, 10, 1, [2, 2**64])])
+    with pytest.raises(ScenarioError, match="hash_ids: beyond 64-bit integers") as e:
+        tf.read(p)
+    assert (e.value.file, e.value.field) == (str(p), "line 2")
