@@ -6,7 +6,7 @@ Each is a QWidget with `set_result(result)`; none simulates or reaches into a me
 from .counters import CountersView
 from .ladder import LadderView
 from .occupancy import OccupancyView
-from .policies import BarsTab, PoliciesView
+from .policies import PoliciesView
 from .rope_bound import RopeBoundView
 
-__all__ = ["BarsTab", "CountersView", "LadderView", "OccupancyView", "PoliciesView", "RopeBoundView"]
+__all__ = ["CountersView", "LadderView", "OccupancyView", "PoliciesView", "RopeBoundView"]

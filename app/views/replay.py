@@ -20,13 +20,13 @@ from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, 
 from kvviz.replay.trace_readers import parse_layout
 from kvviz.replay.engines import has_libcachesim
 
-from .background import JobControls
-from .run_on import RunOn
-from .save_dir import remember, start_path
-from .views.log_axis import LogAxis
-from .views._common import LINE_COLOURS, style_plot
+from ..background import JobControls
+from ..run_on import RunOn
+from ..save_dir import remember, start_path
+from .log_axis import LogAxis
+from ._common import LINE_COLOURS, style_plot
 
-RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
 # Ticked when the tab opens: the classic three and the two that recent work compares them with.
