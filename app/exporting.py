@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kvviz.export import export_format
 from kvviz.export.csv import csv_paths, trace_csv
 from kvviz.export.perfetto import perfetto_json
 from kvviz.export.svg import timeline_svg
@@ -17,7 +18,7 @@ FIGURE_DPI = 300  # print resolution for PNG/PDF figures
 def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None) -> list[str]:
     """Write `result` as `fmt` to `path`; returns the files written."""
     t0, t1 = time_range_ns or (None, None)
-    if fmt in ("svg", "png", "pdf"):
+    if export_format(fmt).ranged:  # a timeline figure
         svg = timeline_svg(result, t0_ns=t0, t1_ns=t1)
         if fmt == "svg":
             atomic_write(path, svg)
@@ -38,7 +39,7 @@ def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int,
             atomic_write(p, texts[table])
             out.append(str(p))
         return out
-    raise ValueError(f"unknown export format {fmt!r}")
+    raise ValueError(f"no writer for the export format {fmt!r}")
 
 
 def render_widget(widget, fmt: str, scale: int = 2) -> bytes:

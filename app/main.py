@@ -1,4 +1,4 @@
-"""`kvviz-gui [FILE] [--screenshot OUT.png --view timeline|metrics --size WxH]` and `make run`.
+"""`kvviz-gui [FILE] [--screenshot OUT.png --view NAME --size WxH]` and `make run`.
 
 With no display (and no --screenshot), it says so in one line and does the headless job:
 runs the scenario and writes its timeline figure (SVG and PNG) and metrics under out/.
@@ -21,12 +21,11 @@ def _has_display() -> bool:
 
 
 def _parse(argv):
+    from .tabs import view_names  # each tab's name and aliases
     p = argparse.ArgumentParser(prog="kvviz-gui", description="kvviz desktop app")
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
-    p.add_argument("--view", default="timeline",
-                   choices=["timeline", "occupancy", "metrics", "counters", "ladder", "policies", "rope", "compare",
-                            "sweep", "replay"])
+    p.add_argument("--view", default="timeline", choices=view_names())
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="edit a field after opening (with --view compare: the file is A, the edits B)")
     p.add_argument("--sweep", action="append", default=[], metavar="PATH=VALUES",
@@ -97,7 +96,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     from kvviz import ScenarioError, load_scenario
     from kvviz.scenario import apply_override, parse_value, read_toml
     from kvviz.sweep import Axis, grid_point, grid_size, parse_values
-    from .window import MainWindow
+    from .shell.window import MainWindow
     _quiet_offscreen_noise()
 
     try:
@@ -126,17 +125,17 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         _wait(win.result_ready, lambda: win.result is not None)
         if sets:
             if view == "compare":
-                win.pin()
+                win.tab("compare").pin()
             first = win.result
             for assignment in sets:
                 field, value = assignment.split("=", 1)
                 win.panel.set_value(field.strip(), parse_value(value.strip()))
             _wait(win.result_ready, lambda: win.result is not first)
         if view == "sweep":
-            win.sweep.configure([tuple(a) for a in axes], metric)
+            win.view("sweep").configure([tuple(a) for a in axes], metric)
         elif view == "replay" and replay:
-            win.replay.path.setText(replay)
-        tab = {"sweep": win.sweep, "replay": win.replay}.get(view)
+            win.view("replay").path.setText(replay)
+        tab = win.view(view) if win.tab(view).on_demand else None
         if tab is not None:  # a background job: run it, and wait
             win.show_view(view)
             tab.run()
@@ -146,7 +145,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             print(f"error: {failed.text().lstrip('⚠ ')}", file=sys.stderr)
             win.close()
             return BAD_INPUT
-        win.show_view({"metrics": "timeline", "rope": "rope bound", "policies": "ladder"}.get(view, view))
+        win.show_view(view)
         for _ in range(3):
             app.processEvents()
         if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
@@ -191,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return headless(path, args.out)
     from PySide6.QtWidgets import QApplication
 
-    from .window import MainWindow
+    from .shell.window import MainWindow
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("kvviz")
     win = MainWindow(path)

@@ -100,7 +100,7 @@ def main():
     t0 = time.perf_counter()
     app = QApplication.instance() or QApplication([])
     from app.params import DEBOUNCE_MS
-    from app.window import MainWindow
+    from app.shell.window import MainWindow
     from kvviz.cli import bundled_scenarios
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,7 +140,7 @@ def main():
 
 
 def timeline_speed(app, what: str, r):
-    from app.timeline import TimelineView
+    from app.views.timeline import TimelineView
     view = TimelineView()
     view.resize(1600, 700)
     view.show()

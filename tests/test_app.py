@@ -11,9 +11,10 @@ from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from app.main import main as gui_main  # noqa: E402
-from app.metrics import metric_rows  # noqa: E402
-from app.timeline import SpanLayer, merge_runs  # noqa: E402
-from app.window import TABS, MainWindow  # noqa: E402
+from app.views.metrics import metric_rows  # noqa: E402
+from app.views.timeline import SpanLayer, merge_runs  # noqa: E402
+from app.shell.window import MainWindow  # noqa: E402
+from app.tabs import TABS  # noqa: E402
 
 from .conftest import SCENARIOS  # noqa: E402
 
@@ -49,14 +50,14 @@ def test_window_shows_seed_result(window):
     assert window.result.metrics["speedup"] == 8.0
     rows = {r[0]: r[1:] for r in metric_rows(window.result.metrics_dict())}
     assert rows["stall_us"] == ("400.0", "50.0") and rows["round_trips"] == ("16", "2")
-    axis = window.timeline.plot.getPlotItem().getAxis("left")
+    axis = window.view("timeline").plot.getPlotItem().getAxis("left")
     assert axis.tickStrings([0, 1, 2], 1, 1) == ["GPU · attention", "flash · prefetch + demand",
                                                  "naive · serial demand fetch"]
 
 
 def test_time_axis_labels_differ_when_zoomed_far_into_a_long_run(window):
     """Ticks 0.01 apart at 29,040 s: pyqtgraph's own labels read "29040.9" for both."""
-    time_axis = window.timeline.plot.getPlotItem().getAxis("bottom")
+    time_axis = window.view("timeline").plot.getPlotItem().getAxis("bottom")
     labels = time_axis.tickStrings([29040.91, 29040.92, 29040.93], 1, 0.01)
     assert labels == ["29040.91", "29040.92", "29040.93"]
     assert time_axis.tickStrings([0, 50, 100], 1, 50) == ["0", "50", "100"]
@@ -66,7 +67,7 @@ def test_time_axis_labels_never_run_into_each_other(window):
     """4 µs of a 972 s run on a 290-px axis: ten-digit labels need wider ticks than pyqtgraph's."""
     import pyqtgraph as pg
     from PySide6.QtGui import QFontMetrics
-    time_axis = window.timeline.plot.getPlotItem().getAxis("bottom")
+    time_axis = window.view("timeline").plot.getPlotItem().getAxis("bottom")
     lo, hi, px = 972.4131375, 972.4131415, 290
     (step, _), *_ = time_axis.tickSpacing(lo, hi, px)
     assert step > pg.AxisItem.tickSpacing(time_axis, lo, hi, px)[0][0]  # widened
@@ -82,7 +83,7 @@ def test_open_every_bundled_scenario(window, qtbot, path):
     qtbot.waitUntil(lambda: window.result is not old, timeout=180_000)  # AttentionStore: 52,400 turns × 6 runs
     r = window.result
     assert r.scenario.kind and window.metrics.scalars.rowCount() > 0
-    for name in TABS:  # every view accepts every kind
+    for name in (t.name for t in TABS):  # every view accepts every kind
         window.show_view(name)
 
 
@@ -116,7 +117,7 @@ def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
 
 
 def test_hover_describes_span(window):
-    text = window.timeline.describe(10.0, 1.0)  # 10 µs on the flash lane
+    text = window.view("timeline").describe(10.0, 1.0)  # 10 µs on the flash lane
     assert "fetch 0.000–25.000 µs" in text and "5–11 (7)" in text
 
 
@@ -124,7 +125,7 @@ def test_hover_over_a_span_shows_a_tooltip(window, qtbot):
     from PySide6.QtCore import QPointF
     from PySide6.QtWidgets import QToolTip
     window.show_view("timeline")
-    tl = window.timeline
+    tl = window.view("timeline")
     vb = tl.plot.getPlotItem().getViewBox()
     tl.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(10.0, 1.0)))  # the flash fetch at 10 µs
     qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
@@ -166,7 +167,7 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     _wait_new_result(qtbot, window, old)
     assert window.tabs.tabText(window.tabs.currentIndex()) == "Policies"  # a policy comparison opens there
     window.show_view("timeline")
-    tl = window.timeline
+    tl = window.view("timeline")
     from kvviz.mechanisms.attention_store import GPU_LANE
     tr = tl.result.trace
     gpu = list(tr.lanes["name"]).index(GPU_LANE)
@@ -194,7 +195,7 @@ def _middle_of_span(tl, lane_name, ref):
 
 
 def test_compare_rows_reach_nested_metrics():
-    from app.compare import metric_diff
+    from app.views.compare import metric_diff
     from kvviz.sweep import metric_value
     a = {"turns": 10, "policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 72}]}
     b = {"turns": 10, "policies": {"lru": {"hit_rate": 0.6}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 80}],
@@ -207,23 +208,23 @@ def test_compare_rows_reach_nested_metrics():
 
 
 def test_compare_shows_both_and_the_difference(window, qtbot):
-    window.pin()
+    window.tab("compare").pin()
     old = window.result
     window.panel.set_value("storage.latency_us", 50.0)
     _wait_new_result(qtbot, window, old)
     window.show_view("compare")
-    table = window.compare.table
+    table = window.view("compare").table
     rows = {table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 5)] for r in range(table.rowCount())}
     assert rows["naive_stall_us"][:3] == ["400.0", "800.0", "400.0"]
-    assert window.compare.a.result.scenario.storage.latency_us == 25
-    assert window.compare.b.result.scenario.storage.latency_us == 50
+    assert window.view("compare").a.result.scenario.storage.latency_us == 25
+    assert window.view("compare").b.result.scenario.storage.latency_us == 50
 
 
 def test_sweep_view_runs_a_grid(window, qtbot):
     window.show_view("sweep")
-    window.sweep.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
-    with qtbot.waitSignal(window.sweep.finished, timeout=60_000) as sig:
-        window.sweep.run()
+    window.view("sweep").configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
+    with qtbot.waitSignal(window.view("sweep").finished, timeout=60_000) as sig:
+        window.view("sweep").run()
     res = sig.args[0]
     assert len(res.values) == 3 and len(res.values[0]) == 3 and res.values[2][2] == 50.0
 
@@ -231,17 +232,17 @@ def test_sweep_view_runs_a_grid(window, qtbot):
 def test_a_swept_ratio_reads_as_a_ratio(window, qtbot):
     """pyqtgraph scales a unit-less axis below 1 by 1000: a hit rate read "(x0.001)" 610…800."""
     window.show_view("sweep")
-    window.sweep.configure([("cache.slots", "2,4,8")], "hit_rate")
-    with qtbot.waitSignal(window.sweep.finished, timeout=60_000) as sig:
-        window.sweep.run()
+    window.view("sweep").configure([("cache.slots", "2,4,8")], "hit_rate")
+    with qtbot.waitSignal(window.view("sweep").finished, timeout=60_000) as sig:
+        window.view("sweep").run()
     assert all(0 < v < 1 for v in sig.args[0].values)
     qtbot.wait(50)
-    axis = window.sweep.plot.getPlotItem().getAxis("left")
+    axis = window.view("sweep").plot.getPlotItem().getAxis("left")
     assert "(x" not in axis.labelString() and axis.autoSIPrefixScale == 1.0
 
 
 def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
-    sw = window.sweep
+    sw = window.view("sweep")
     window.show_view("sweep")
     sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
     seen = []
@@ -256,7 +257,7 @@ def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
 
 
 def test_sweep_view_tests_the_connection(window, qtbot, monkeypatch):
-    sw = window.sweep
+    sw = window.view("sweep")
     window.show_view("sweep")
     sw.run_on.setCurrentText("local")
     sw.run_on.test_connection()
@@ -271,7 +272,7 @@ def test_sweep_view_tests_the_connection(window, qtbot, monkeypatch):
 
 def test_heat_map_figures_contrast_with_their_cells():
     import pyqtgraph as pg
-    from app.sweep_view import cell_text_colour
+    from app.views.sweep import cell_text_colour
     viridis, diverging = pg.colormap.get("viridis"), pg.ColorMap([0, 0.5, 1], [(213, 94, 0), (255, 255, 255), (0, 114, 178)])
     assert cell_text_colour(viridis, (0, 10), 0) == "#fff"     # dark purple
     assert cell_text_colour(viridis, (0, 10), 10) == "#111"    # yellow
@@ -280,7 +281,7 @@ def test_heat_map_figures_contrast_with_their_cells():
 
 
 def test_sweep_view_slices_a_three_axis_grid_with_a_slider(window, qtbot):
-    sw = window.sweep
+    sw = window.view("sweep")
     window.show_view("sweep")
     sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3"), ("storage.latency_us", "25,50")],
                  "prefetch_stall_us")
@@ -299,13 +300,13 @@ def test_sweep_view_slices_a_three_axis_grid_with_a_slider(window, qtbot):
 
 
 def test_sweep_view_offers_nested_metrics_and_families(window, qtbot):
-    sw = window.sweep
+    sw = window.view("sweep")
     sw.set_scenario(window.panel.data(), "<t>", type(window.result.scenario),
                     {"speedup": 8.0, "ok": True, "policies": {"lru": {"hit_rate": 0.8}, "fifo": {"hit_rate": 0.9}}})
     items = [sw.metric_box.itemText(i) for i in range(sw.metric_box.count())]
     assert items == ["speedup", "policies.lru.hit_rate", "policies.fifo.hit_rate", "policies.*.hit_rate"]
     window.show_view("sweep")  # a family on the worked example: one line per query
-    window.sweep.configure([("storage.latency_us", "10,25")], "queries.*.stall_us")
+    window.view("sweep").configure([("storage.latency_us", "10,25")], "queries.*.stall_us")
     sw.set_scenario(window.panel.data(), window.panel.path(), type(window.result.scenario),
                     window.result.metrics_dict())
     sw.metric_box.setCurrentText("queries.*.stall_us")
@@ -354,8 +355,8 @@ def test_recent_files_and_layout_are_remembered(qtbot, settings, tmp_path):
 
 
 def test_every_view_screenshot_is_not_blank(window, qtbot):
-    window.pin()
-    for name in TABS:
+    window.tab("compare").pin()
+    for name in (t.name for t in TABS):
         window.show_view(name)
         qtbot.wait(50)
         img = window.tabs.currentWidget().grab().toImage()
@@ -501,11 +502,11 @@ def test_save_dialogs_open_where_the_last_export_went(window, tmp_path):
     out.mkdir()
     window.export("svg", str(out / "t.svg"))
     assert start_path(window.settings, "u.png") == str(out / "u.png")
-    assert start_path(window.replay.settings, "c.csv") == str(out / "c.csv")  # the Replay tab's Save CSV too
+    assert start_path(window.view("replay").settings, "c.csv") == str(out / "c.csv")  # the Replay tab's Save CSV too
 
 
 def test_metrics_groups_show_each_policy_and_query():
-    from app.metrics import metric_groups
+    from app.views.metrics import metric_groups
     groups = metric_groups({"policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4, "jobs": 3}},
                             "queries": [{"position": 8, "window": [5, 11]}], "formulas": {"L_pw": 2}})
     assert groups[0] == ("policies", ["lru", "fifo"], [("hit_rate", ["0.5", "0.4"]), ("jobs", ["", "3"])])
@@ -514,7 +515,7 @@ def test_metrics_groups_show_each_policy_and_query():
 
 
 def test_visible_range_export_keeps_only_what_is_on_screen(window, tmp_path):
-    window.timeline.plot.getPlotItem().setXRange(40, 80, padding=0)
+    window.view("timeline").plot.getPlotItem().setXRange(40, 80, padding=0)
     window.export("svg", str(tmp_path / "v.svg"), visible_range=True)
     svg = (tmp_path / "v.svg").read_text()
     assert svg.count('class="span"') < len(window.result.trace.spans)
@@ -525,9 +526,9 @@ def test_ladder_drag_edits_the_scenario_and_reruns(window, qtbot):
     window.open(str(SCENARIOS / "ladder_seed.toml"))
     first = _wait_new_result(qtbot, window, old)
     window.show_view("ladder")
-    rungs = [dict(r) for r in window.ladder.rungs()]
+    rungs = [dict(r) for r in window.tab("ladder").ladder.rungs()]
     rungs[0]["hbm_hit_pct"] = 75.0
-    window.ladder.rungs_edited.emit(rungs)
+    window.tab("ladder").ladder.rungs_edited.emit(rungs)
     r = _wait_new_result(qtbot, window, first)
     assert r.metrics["rungs"][0]["hbm_hit_pct"] == 75.0
     # 0.75·100 + 0.25·0.9·200 + 0.25·0.1·25000 = 75 + 45 + 625 ns

@@ -3,7 +3,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from app.replay_view import ReplayView  # noqa: E402
+from app.views.replay import ReplayView  # noqa: E402
 
 from .test_replay import GOLDEN  # noqa: E402
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF  # noqa: E402
 from PySide6.QtGui import QFontMetrics, QFont, QTransform  # noqa: E402
 
 from kvviz import load_scenario, simulate  # noqa: E402
-from app.timeline import SpanLayer, TimelineView  # noqa: E402
+from app.views.timeline import SpanLayer, TimelineView  # noqa: E402
 
 from .conftest import SCENARIOS, park_mouse  # noqa: E402
 from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
@@ -139,7 +139,7 @@ def test_the_hover_line_follows_a_view_that_moves_under_a_still_mouse(qtbot):
 
 def test_the_time_cursors_label_sits_below_the_last_lanes_bars(qtbot):
     """With six lanes or more the '0.00' label was drawn over the last lane's bars."""
-    from app.timeline import BAR
+    from app.views.timeline import BAR
     tl = on_screen(qtbot, "ladder_simulated", size=(900, 500))
     last = len(tl.result.trace.lanes) - 1
     assert last + 1 >= 6

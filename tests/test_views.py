@@ -15,8 +15,9 @@ from kvviz.palette import span_color  # noqa: E402
 from kvviz.result import Result  # noqa: E402
 from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
 
-from app.timeline import TimelineView  # noqa: E402
-from app.views import BarsTab, CountersView, LadderView, OccupancyView, PoliciesView, RopeBoundView  # noqa: E402
+from app.views.timeline import TimelineView  # noqa: E402
+from app.tabs import BarsTab, TabContext  # noqa: E402
+from app.views import CountersView, LadderView, OccupancyView, PoliciesView, RopeBoundView  # noqa: E402
 from app.views.counters import step_xy  # noqa: E402
 from app.views.ladder import PCT_COL  # noqa: E402
 from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index,  # noqa: E402
@@ -302,13 +303,13 @@ def test_policies_view_and_bars_tab(qtbot, results):
     said = next(t for t in labels if "shorter per job" in t and f"{pol['scheduler_aware']['mean_prefill_ms']:.4g} ms" in t)
     assert f"{pol['scheduler_aware']['prefill_speedup_vs_recompute']:.2f}× less GPU time" in said
     # the tab shows the ladder for ladder runs, the policies for policy comparisons
-    assert BarsTab.title_for(r) == "Policies" and BarsTab.title_for(results["ladder_seed"]) == "Ladder"
-    tab = BarsTab(LadderView(), PoliciesView())
-    qtbot.addWidget(tab)
+    tab = BarsTab(TabContext())
+    qtbot.addWidget(tab.widget)
+    assert tab.title(r) == "Policies" and tab.title(results["ladder_seed"]) == "Ladder"
     tab.set_result(results["ladder_seed"])
-    assert tab.currentWidget() is tab.ladder
+    assert tab.widget.currentWidget() is tab.ladder
     tab.set_result(r)
-    assert tab.currentWidget() is tab.policies
+    assert tab.widget.currentWidget() is tab.policies
     # the same policies in another order: the axis names follow the bars (pyqtgraph caches axes)
     flipped = dict(reversed(list(pol.items())))
     v.set_result(Result(scenario=r.scenario, trace=r.trace, metrics={"policies": flipped}))

@@ -26,7 +26,7 @@ def test_ladder_drag_keeps_every_rungs_overrides(window, qtbot, tmp_path):
     overrides = [r["overrides"] for r in window.panel.data()["rungs"]]
     assert any(overrides)
     window.show_view("ladder")
-    window.ladder.drag_rung(0, 52.5, finish=True)
+    window.tab("ladder").ladder.drag_rung(0, 52.5, finish=True)
     r = _wait_new_result(qtbot, window, first)
     rungs = window.panel.data()["rungs"]
     assert [x["overrides"] for x in rungs] == overrides
@@ -41,11 +41,11 @@ def test_a_long_hover_line_never_squeezes_the_docks(window, qtbot):
     params = window.findChild(type(window.metrics_dock), "dock-parameters")
     qtbot.wait(50)
     before = (params.width(), window.metrics_dock.width(), window.width())
-    window.timeline.info.setText("GPU · prefill + decode: compute 1.0–2.0 s — " + "conversation 123 turn 4; " * 40)
+    window.view("timeline").info.setText("GPU · prefill + decode: compute 1.0–2.0 s — " + "conversation 123 turn 4; " * 40)
     window.status.setText("⚠ " + "a very long message " * 40)
     qtbot.wait(50)
     assert (params.width(), window.metrics_dock.width(), window.width()) == before
-    assert window.timeline.info.toolTip()  # the whole line stays readable
+    assert window.view("timeline").info.toolTip()  # the whole line stays readable
 
 
 def test_reset_layout_restores_the_default_dock_widths(window, qtbot):
@@ -97,7 +97,7 @@ def test_the_metrics_dock_narrows_again_after_a_kind_with_wide_tables(window, qt
 
 
 def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
-    vb = window.timeline.plot.getPlotItem().getViewBox()
+    vb = window.view("timeline").plot.getPlotItem().getViewBox()
     vb.setXRange(100.0, 150.0, padding=0)  # µs, in the 16-token example's 0-400 µs run
     old = window.result
     window.panel.set_value("storage.latency_us", 30)
@@ -110,28 +110,27 @@ def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
     window.show_view("timeline")
     _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")
     lo, hi = vb.viewRange()[0]
-    assert lo <= 0 and hi * window.timeline.scale >= window.result.trace.t_end  # the whole new run
+    assert lo <= 0 and hi * window.view("timeline").scale >= window.result.trace.t_end  # the whole new run
 
 
 def test_engram_opens_on_the_first_steps_window_and_home_shows_the_whole_run(window, qtbot):
     r = _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_rdma.toml")
-    vb = window.timeline.plot.getPlotItem().getViewBox()
-    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    vb = window.view("timeline").plot.getPlotItem().getViewBox()
+    lo, hi = (v * window.view("timeline").scale for v in vb.viewRange()[0])
     fetch = r.trace.spans_of("RDMA pool → GPU (P2P) · L2 rows", "fetch")[0]
     assert lo <= 0 and fetch["end"] < hi < 400_000  # the fetch against the window, not 14 ms
     window.act_whole_run.trigger()
-    lo, hi = (v * window.timeline.scale for v in vb.viewRange()[0])
+    lo, hi = (v * window.view("timeline").scale for v in vb.viewRange()[0])
     assert lo <= 0 and hi >= r.trace.t_end
 
 
 def test_tabs_that_have_nothing_for_a_kind_are_disabled_saying_why(window, qtbot):
-    from app.window import TABS
     _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_cxl.toml")
-    for name in ("ladder", "rope bound"):
-        i = TABS.index(name)
+    for name in ("ladder", "rope_bound"):
+        i = window.tab_list.index(window.tab(name))
         assert not window.tabs.isTabEnabled(i) and window.tabs.tabToolTip(i)
     _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
-    assert all(window.tabs.isTabEnabled(TABS.index(n)) for n in ("ladder", "rope bound"))
+    assert all(window.tabs.isTabEnabled(window.tab_list.index(window.tab(n))) for n in ("ladder", "rope_bound"))
 
 
 def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
@@ -141,7 +140,7 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     old = window.result
     from kvviz.mechanisms.attention_store import GPU_LANE
-    window.timeline.picked.emit(GPU_LANE, 120)
+    window.view("timeline").picked.emit(GPU_LANE, 120)
     picked = _wait_new_result(qtbot, window, old)
     assert window.panel.data()["serving"]["detail_job"] == 120 and picked.metrics["detail"]["turn_row"] == 120
     window.panel.set_value("workload.conversations", 5)  # far fewer than 120 turns
@@ -150,8 +149,8 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
     assert r.scenario.workload.conversations == 5
     assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
-    lo, hi = window.timeline.plot.getPlotItem().getViewBox().viewRange()[0]  # not the vanished job's zoom
-    assert lo <= 0 and hi * window.timeline.scale >= r.trace.t_end
+    lo, hi = window.view("timeline").plot.getPlotItem().getViewBox().viewRange()[0]  # not the vanished job's zoom
+    assert lo <= 0 and hi * window.view("timeline").scale >= r.trace.t_end
 
 
 def test_a_run_refused_at_a_field_is_marked_there(window, qtbot, tmp_path):
@@ -181,13 +180,13 @@ def test_scenario_picker_follows_the_open_file(window, qtbot, tmp_path):
 
 
 def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path):
-    window.pin()
-    window.timeline.info.setText("flash · prefetch + demand: fetch 0.000–25.000 µs")
-    window.sweep.configure([("storage.latency_us", "10,20")], "speedup")
+    window.tab("compare").pin()
+    window.view("timeline").info.setText("flash · prefetch + demand: fetch 0.000–25.000 µs")
+    window.view("sweep").configure([("storage.latency_us", "10,20")], "speedup")
     window.show_view("sweep")
-    with qtbot.waitSignal(window.sweep.finished, timeout=60_000):
-        window.sweep.run()
-    assert window.sweep.result is not None
+    with qtbot.waitSignal(window.view("sweep").finished, timeout=60_000):
+        window.view("sweep").run()
+    assert window.view("sweep").result is not None
     window.show_view("timeline")
     f = tmp_path / "as.toml"
     f.write_text(SMALL_STORE.format(n=20))
@@ -198,10 +197,10 @@ def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path
     _wait_new_result(qtbot, window, old)
     assert not window.stale_note.isVisible()
     window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
-    assert window.timeline.info.text().strip() == ""
-    assert window.compare.pinned is None  # A was another kind of run: nothing to line up
-    assert window.sweep.result is None and not window.sweep.plot.getPlotItem().listDataItems()
-    assert window.sweep.p1.currentText() != "storage.latency_us"
+    assert window.view("timeline").info.text().strip() == ""
+    assert window.view("compare").pinned is None  # A was another kind of run: nothing to line up
+    assert window.view("sweep").result is None and not window.view("sweep").plot.getPlotItem().listDataItems()
+    assert window.view("sweep").p1.currentText() != "storage.latency_us"
 
 
 def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbot, tmp_path):
@@ -221,11 +220,11 @@ def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbo
 
 
 def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
-    with qtbot.waitSignal(window.replay.finished, timeout=60_000):
+    with qtbot.waitSignal(window.view("replay").finished, timeout=60_000):
         window.show_view("replay")
-    from app.replay_view import DEFAULT_POLICIES
-    assert {r.policy for r in window.replay.results} == set(DEFAULT_POLICIES)
-    assert window.replay.plot.getPlotItem().listDataItems()
+    from app.views.replay import DEFAULT_POLICIES
+    assert {r.policy for r in window.view("replay").results} == set(DEFAULT_POLICIES)
+    assert window.view("replay").plot.getPlotItem().listDataItems()
 
 
 def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot):
@@ -238,12 +237,12 @@ def test_a_run_too_large_is_refused_at_its_field_with_the_estimate(window, qtbot
 
 def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
     _open(window, qtbot, SCENARIOS / "ladder_seed.toml")
-    window.pin()
+    window.tab("compare").pin()
     _open(window, qtbot, SCENARIOS / "ladder_simulated.toml")  # same kind: A stays pinned
     window.show_view("compare")
     qtbot.wait(50)
-    a, b = window.compare.a, window.compare.b
-    assert window.compare.pinned is not None
+    a, b = window.view("compare").a, window.view("compare").b
+    assert window.view("compare").pinned is not None
     assert a.result.trace.lanes["name"].tolist() != b.result.trace.lanes["name"].tolist()
     def plot_left(view):  # where the time axis starts, in window coordinates
         corner = view.plot.getPlotItem().getViewBox().sceneBoundingRect().topLeft()
@@ -259,17 +258,17 @@ def test_compare_lines_up_a_and_b_when_their_lane_names_differ(window, qtbot):
 
 
 def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
-    window.sweep.configure([("storage.latency_us", "10,20")], "speedup")
+    window.view("sweep").configure([("storage.latency_us", "10,20")], "speedup")
     window.show_view("sweep")
-    with qtbot.waitSignal(window.sweep.finished, timeout=60_000):
-        window.sweep.run()
+    with qtbot.waitSignal(window.view("sweep").finished, timeout=60_000):
+        window.view("sweep").run()
     window.show_view("timeline")
     window.panel.save(str(tmp_path / "copy.toml"))  # as Save As does
     old = window.result
     window.panel.set_value("storage.latency_us", 30)
     window.panel.flush()
     _wait_new_result(qtbot, window, old)
-    assert window.sweep.result is not None and window.sweep.p1.currentText() == "storage.latency_us"
+    assert window.view("sweep").result is not None and window.view("sweep").p1.currentText() == "storage.latency_us"
 
 
 def test_a_long_run_says_its_estimate_while_it_runs(window, qtbot, tmp_path):
@@ -284,7 +283,7 @@ def test_a_long_run_says_its_estimate_while_it_runs(window, qtbot, tmp_path):
 def test_the_window_never_opens_larger_than_the_screen(qtbot, settings):
     """The 1440 x 860 default on a smaller screen (offscreen's is 800 x 800) is fitted to it, and
     so is a layout saved on a bigger monitor: no dock beyond the screen's edge."""
-    from app.window import MainWindow
+    from app.shell.window import MainWindow
     first = MainWindow(None, settings=settings)  # no saved layout
     qtbot.addWidget(first)
     room = first.screen().availableGeometry()
@@ -303,7 +302,7 @@ def test_the_window_never_opens_larger_than_the_screen(qtbot, settings):
 def test_a_new_scenario_leaves_no_sweep_axes_behind(window, qtbot):
     """After a heat map, another scenario's Sweep tab still showed the old axes' names and ticks,
     with the same field picked as first and second parameter (real window)."""
-    sw = window.sweep
+    sw = window.view("sweep")
     window.show_view("sweep")
     sw.configure([("cache.slots", "2,4"), ("storage.latency_us", "10,20")], "speedup")
     with qtbot.waitSignal(sw.finished, timeout=60_000):
@@ -334,7 +333,7 @@ def test_docks_squeezed_by_a_wide_tab_get_their_width_back_on_the_next(window, q
     params = window.findChild(type(window.metrics_dock), "dock-parameters")
     qtbot.wait(50)
     before = params.width()
-    window._fit_docks([params], [before - 80])  # as Qt squeezes it for a tab, not as the user drags it
+    window.docks.fit([params], [before - 80])  # as Qt squeezes it for a tab, not as the user drags it
     qtbot.wait(20)
     assert params.width() < before - 40
     window.show_view("counters")

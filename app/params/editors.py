@@ -5,7 +5,7 @@ import copy
 import math
 import re
 import sys
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from PySide6.QtCore import QSignalBlocker, QSize, Qt
 from PySide6.QtGui import QBrush, QPainter, QPalette, QPen, QValidator
@@ -18,10 +18,6 @@ from superqt import QCollapsible
 from .values import (_BIG, _MISSING, _UNSET, DEFAULT_TEXT, ERROR_COLOR, ERROR_FILL, INDENT,
                      MAX_TABLE_ROWS_SHOWN, FieldSpec, _norm_float, _parse_number, _ParseError, _same,
                      _tooltip, display_text, field_spec, fmt_number, parse_text, path_str)
-
-if TYPE_CHECKING:
-    from .panel import ParameterPanel
-
 
 # --- editors ---------------------------------------------------------------------------
 
@@ -275,10 +271,13 @@ def _form() -> QFormLayout:
 
 
 class _Field:
-    """One editor bound to one data path."""
+    """One editor bound to one data path. It reports through two callbacks: `on_commit(field,
+    value)` for a value that parses, `on_error(field, {path: message})` for text that does not."""
 
-    def __init__(self, panel: "ParameterPanel", spec: FieldSpec, path: tuple, default, chain: list):
-        self.panel, self.spec, self.path, self.default, self.chain = panel, spec, path, default, chain
+    def __init__(self, spec: FieldSpec, path: tuple, default, chain: list,
+                 on_commit: Callable[["_Field", object], None], on_error: Callable[["_Field", dict], None]):
+        self.spec, self.path, self.default, self.chain = spec, path, default, chain
+        self.on_commit, self.on_error = on_commit, on_error
         self.dotted = path_str(path)
         self.tip = _tooltip(spec, path)
         self.editor = self._make()
@@ -311,15 +310,15 @@ class _Field:
         return w
 
     def _commit(self, value):
-        self.panel._commit(self, value)
+        self.on_commit(self, value)
 
     def _text_edited(self, text: str):
         try:
             value = parse_text(self.spec, text)
         except _ParseError as e:
-            self.panel._local_error(self, {self.dotted: str(e)})
+            self.on_error(self, {self.dotted: str(e)})
             return
-        self.panel._commit(self, value)
+        self.on_commit(self, value)
 
     def show(self, value):
         """Display `value` (or the default when absent) without counting it as an edit."""
@@ -379,12 +378,12 @@ class _Field:
 class _TableField(_Field):
     """list[SubModel]: one row per item, one column per sub-field, + and − buttons."""
 
-    def __init__(self, panel, spec, path, default, chain):
+    def __init__(self, spec, path, default, chain, on_commit, on_error):
         model = spec.item
         self.columns = [(n, field_spec(n, i)) for n, i in model.model_fields.items()]
         self.rows_src: list[dict] = []
         self.cell_errors: dict[tuple[int, int], str] = {}
-        super().__init__(panel, spec, path, default, chain)
+        super().__init__(spec, path, default, chain, on_commit, on_error)
 
     def _make(self) -> QWidget:
         t = QTableWidget(0, len(self.columns))
@@ -448,7 +447,7 @@ class _TableField(_Field):
             if s.numeric:
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if n not in src:
-                item.setForeground(QBrush(self.panel.palette().color(QPalette.ColorRole.PlaceholderText)))
+                item.setForeground(QBrush(self.table.palette().color(QPalette.ColorRole.PlaceholderText)))
             self.table.setItem(r, c, item)
 
     def _cell_tip(self, r: int, c: int, text: str) -> str:
@@ -520,9 +519,9 @@ class _TableField(_Field):
                     row[n] = v
             rows.append(row)
         if errors:
-            self.panel._local_error(self, errors)
+            self.on_error(self, errors)
         else:
-            self.panel._commit(self, rows)
+            self.on_commit(self, rows)
 
     def mark(self, rest: tuple, message: str):
         super().mark(rest, message)

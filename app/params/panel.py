@@ -316,7 +316,7 @@ class ParameterPanel(QWidget):
                 self._populate(spec.item, path, inherited_here, g.form, g.form.addRow, chain + [g])
             elif spec.kind == "table":
                 g = self._group(name, path, spec.description, chain, add_block)
-                f = _TableField(self, spec, path, default, chain + [g])
+                f = _TableField(spec, path, default, chain + [g], self._commit, self._local_error)
                 g.form.addRow(f.box)
                 self._fields[path] = f
                 f.show(value)
@@ -331,7 +331,7 @@ class ParameterPanel(QWidget):
             else:
                 if spec.kind in ("int", "float") and not _spin_can_show(value if value is not _MISSING else default):
                     spec = replace(spec, kind="toml")  # e.g. a string in the file: show it as text
-                f = _Field(self, spec, path, default, chain)
+                f = _Field(spec, path, default, chain, self._commit, self._local_error)
                 label = self._label(name, f.tip, len(chain), f.editor.sizeHint().height() + 4)
                 label.setBuddy(f.editor)
                 form.addRow(label, f.box)

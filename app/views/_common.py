@@ -1,5 +1,6 @@
 """Small pieces every view shares: light plot styling, a centred "nothing to show" note,
-and linking a view's x axis to another plot (the timeline's)."""
+linking a view's x axis to another plot (the timeline's), and asking a run's mechanism record
+what the run carries beyond its timeline."""
 from __future__ import annotations
 
 import weakref
@@ -10,6 +11,8 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QCursor, QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
+from kvviz.registry import mechanisms
+
 AXIS_PEN = "#555555"
 TEXT = "#222222"
 MUTED = "#555555"
@@ -17,6 +20,19 @@ LABEL_STYLE = {"color": TEXT, "font-size": "10pt"}
 
 # Okabe-Ito: colour-blind-safe categorical colours for lines (counters) and series.
 LINE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+
+
+def carries(result, analysis: str) -> bool:
+    """Whether `result`'s mechanism record lists `analysis` ("rope_bound", "ladder", "policies"):
+    views and tabs ask the record, never a kind's name."""
+    record = mechanisms().get(getattr(result.scenario, "kind", None))
+    return record is not None and analysis in record.analyses
+
+
+def kinds_carrying(analysis: str) -> str:
+    """The kinds whose runs carry `analysis`, for a note: "rope_window and ladder"."""
+    kinds = [k for k, m in mechanisms().items() if analysis in m.analyses]
+    return ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else "".join(kinds)
 
 
 def tick_font() -> QFont:

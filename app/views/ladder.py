@@ -28,7 +28,7 @@ from kvviz.mechanisms.ladder import TIERS, ladder_figures
 from kvviz.palette import span_color
 from kvviz.result import Result
 
-from ._common import NoteStack, caption_label, info_label, stack_vertically, style_plot
+from ._common import NoteStack, caption_label, carries, info_label, kinds_carrying, stack_vertically, style_plot
 
 # The ladder's timeline draws HBM time as `load`, CXL as `fetch` and flash as `stall`;
 # the bars use the same colours so both views read alike.
@@ -291,9 +291,9 @@ class LadderView(QWidget):
 
     def set_result(self, result: Result) -> None:
         self.result = result
-        rungs = result.metrics.get("rungs") if getattr(result.scenario, "kind", None) == "ladder" else None
+        rungs = result.metrics.get("rungs") if carries(result, "ladder") else None
         if not rungs:
-            self.stack.show_note("The ladder view applies to ladder scenarios\n"
+            self.stack.show_note(f"The ladder view applies to {kinds_carrying('ladder')} scenarios\n"
                                  "(a modeled or simulated HBM hit-rate ladder).")
             return
         self.stack.show_content()

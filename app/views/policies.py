@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QStackedWidget, QWidget
+from PySide6.QtWidgets import QWidget
 
 from kvviz.palette import span_color
 from kvviz.result import Result
@@ -141,30 +141,3 @@ class PoliciesView(QWidget):
             xmax = max(need + [top * 1.05])
         self.time_plot.setXRange(0, xmax, padding=0)
 
-
-class BarsTab(QStackedWidget):
-    """One tab for a kind's bar chart: the hit-rate ladder, or the policy comparison when the
-    run compares placement policies (the other kinds see the ladder's note)."""
-
-    def __init__(self, ladder: QWidget, policies: PoliciesView):
-        super().__init__()
-        self.ladder, self.policies = ladder, policies
-        self.addWidget(ladder)
-        self.addWidget(policies)
-
-    @staticmethod
-    def unavailable(result: Result) -> str | None:
-        """Why this tab has nothing for `result` (one line), or None when it applies."""
-        if BarsTab.title_for(result) == "Policies" or getattr(result.scenario, "kind", None) == "ladder":
-            return None
-        return "The ladder applies to ladder scenarios; Policies to runs that compare placement policies"
-
-    @staticmethod
-    def title_for(result: Result) -> str:
-        policies = result.metrics_dict().get("policies")
-        return "Policies" if isinstance(policies, dict) and policy_rows(policies) else "Ladder"
-
-    def set_result(self, result: Result) -> None:
-        view = self.policies if self.title_for(result) == "Policies" else self.ladder
-        self.setCurrentWidget(view)
-        view.set_result(result)

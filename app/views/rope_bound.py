@@ -17,9 +17,8 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, Q
 from kvviz.mechanisms.rope_bound import bound_vs_assumption
 from kvviz.result import Result
 
-from ._common import NoteStack, caption_label, stack_vertically, style_plot
+from ._common import NoteStack, caption_label, carries, kinds_carrying, stack_vertically, style_plot
 
-KINDS = ("rope_window", "ladder")
 BOUND_RAW = "#9ecae1"
 BOUND_ENV = "#0072B2"
 ASSUMED = "#D55E00"
@@ -97,19 +96,11 @@ class RopeBoundView(QWidget):
             w.valueChanged.connect(lambda *_: self._timer.start())
         self.log_y.toggled.connect(lambda *_: self.redraw())
 
-    @staticmethod
-    def unavailable(result: Result) -> str | None:
-        """Why this view has nothing for `result` (one line), or None when it applies."""
-        if getattr(result.scenario, "kind", None) in KINDS:
-            return None
-        return "The RoPE bound applies to rope_window and ladder scenarios"
-
     def set_result(self, result: Result) -> None:
         self.result = result
-        kind = getattr(result.scenario, "kind", None)
-        if kind not in KINDS:
+        if not carries(result, "rope_bound"):
             self.data = None
-            self.stack.show_note("The RoPE bound view applies to rope_window and ladder scenarios:\n"
+            self.stack.show_note(f"The RoPE bound view applies to {kinds_carrying('rope_bound')} scenarios:\n"
                                  "it compares what RoPE proves about distance with the attention "
                                  "profile such a scenario assumes.")
             return

@@ -17,7 +17,7 @@ def main(paths: list[str]) -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication, QDockWidget, QMessageBox
 
-    from app.window import MainWindow
+    from app.shell.window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     assert app.platformName() == "xcb", app.platformName()
@@ -60,7 +60,7 @@ def main(paths: list[str]) -> int:
         win.show_view("timeline")
         settle(200)
         entry = {"path": Path(path).name, "ran": ok, "before": geometry(), "after_hover": []}
-        plot = win.timeline.plot
+        plot = win.view("timeline").plot
         vb = plot.getPlotItem().getViewBox()
         lanes = len(win.result.trace.lanes) if win.result is not None else 0
         (x0, x1), _ = vb.viewRange()
@@ -71,14 +71,14 @@ def main(paths: list[str]) -> int:
                 QTest.mouseMove(plot.viewport(), QPoint(int(pos.x()), int(pos.y())))
                 settle(20)
             entry["after_hover"].append(geometry())
-        entry["hover_text"] = win.timeline.info.text()
+        entry["hover_text"] = win.view("timeline").info.text()
         out["scenarios"].append(entry)
 
     # an edit keeps the zoom (the first scenario again: the 16-token example when given first)
     old = win.result
     win.open(paths[0])
     wait_result(old)
-    vb = win.timeline.plot.getPlotItem().getViewBox()
+    vb = win.view("timeline").plot.getPlotItem().getViewBox()
     (lo, hi), _ = vb.viewRange()
     span = hi - lo
     vb.setXRange(lo + 0.25 * span, lo + 0.5 * span, padding=0)
@@ -98,18 +98,18 @@ def main(paths: list[str]) -> int:
     win.show_view("sweep")
     settle(200)
     before = geometry()
-    win.sweep.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3"), ("storage.latency_us", "25,50")],
+    win.view("sweep").configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3"), ("storage.latency_us", "25,50")],
                         "prefetch_stall_us")
     done = []
-    win.sweep.finished.connect(done.append)
-    win.sweep.run()
+    win.view("sweep").finished.connect(done.append)
+    win.view("sweep").run()
     for _ in range(1200):
         if done:
             break
         QTest.qWait(50)
     settle(200)
-    out["sweep"] = {"ran": bool(done), "before": before, "after": geometry(), "status": win.sweep.status.text(),
-                    "status_width": win.sweep.status.width()}
+    out["sweep"] = {"ran": bool(done), "before": before, "after": geometry(), "status": win.view("sweep").status.text(),
+                    "status_width": win.view("sweep").status.width()}
     win.close()
     print(json.dumps(out))
     return 0

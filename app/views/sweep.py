@@ -19,9 +19,9 @@ from kvviz.format import format_value
 from kvviz.sweep import (Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep,
                          shaped)
 
-from .background import JobControls
-from .run_on import RunOn
-from .views._common import LINE_COLOURS, no_si_prefix
+from ..background import JobControls
+from ..run_on import RunOn
+from ._common import LINE_COLOURS, no_si_prefix
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 REDRAW_MS = 100      # a sweep filling in redraws at most ten times a second

@@ -11,7 +11,7 @@ from kvviz.result import Result
 from kvviz.sweep import metric_paths
 
 from .timeline import TimelineView
-from .views._common import stack_vertically
+from ._common import stack_vertically
 
 
 def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:

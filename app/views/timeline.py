@@ -22,8 +22,8 @@ from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
-from .views._common import hover_point, hover_tip, info_label, no_si_prefix, rehover, stack_vertically
-from .views.time_range import SharedTimeRange
+from ._common import hover_point, hover_tip, info_label, no_si_prefix, rehover, stack_vertically
+from .time_range import SharedTimeRange
 
 BAR = 0.62  # bar height as a share of a lane row
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes

@@ -21,13 +21,13 @@ from kvviz.replay.engines import has_libcachesim
 from kvviz.requests.csv_format import parse_layout
 from kvviz.requests.reader import read_trace
 
-from .background import JobControls
-from .run_on import RunOn
-from .save_dir import remember, start_path
-from .views.log_axis import LogAxis
-from .views._common import LINE_COLOURS, style_plot
+from ..background import JobControls
+from ..run_on import RunOn
+from ..save_dir import remember, start_path
+from .log_axis import LogAxis
+from ._common import LINE_COLOURS, style_plot
 
-RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
 # Ticked when the tab opens: the classic three and the two that recent work compares them with.

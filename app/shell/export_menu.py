@@ -1,0 +1,71 @@
+"""File → Export, for the main window: one entry per format in kvviz.export.FORMATS (and its
+visible-range variant for a timeline figure), and the current tab as drawn (PNG or SVG)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog
+
+from kvviz.export import FORMATS, export_format
+from kvviz.io import atomic_write
+
+from ..save_dir import remember, start_path
+
+
+class ExportMenu:
+    """A mixin of MainWindow: reads its result, panel, settings, tabs and time view."""
+
+    def _build_export_menu(self, menu):
+        ranged = None
+        for f in FORMATS:
+            if ranged is not None and f.ranged != ranged:
+                menu.addSeparator()  # the timeline figures, then the data
+            ranged = f.ranged
+            menu.addAction(f.label, lambda f=f.name: self.export_dialog(f))
+            if f.ranged:
+                menu.addAction(f.label.replace("…", " (visible range)…"), lambda f=f.name: self.export_dialog(f, True))
+        menu.addSeparator()
+        for fmt in ("png", "svg"):  # any tab as drawn: ladder, policies, counters, replay curves
+            menu.addAction(f"Current View as {fmt.upper()}…", lambda f=fmt: self.export_view_dialog(f))
+
+    def export_dialog(self, fmt: str, visible_range: bool = False):
+        if self.result is None:
+            return
+        ext = export_format(fmt).ext
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", start_path(self.settings, f"{stem}.{ext}"),
+                                              f"*.{ext}")
+        if path:
+            self.export(fmt, path, visible_range)
+
+    def export(self, fmt: str, path: str, visible_range: bool = False):
+        """Write the current run: figures use the time view's visible range when asked."""
+        from ..exporting import export_result
+        rng = self.time_view.visible_range_ns() if visible_range else None
+        try:
+            written = export_result(self.result, fmt, path, rng)
+        except (OSError, ValueError) as e:
+            self._fail(f"export failed: {e}")
+            return
+        remember(self.settings, path)
+        self._say("wrote " + ", ".join(written))
+
+    def export_view_dialog(self, fmt: str):
+        name = self.current_tab().name
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}",
+                                              start_path(self.settings, f"{stem}_{name}.{fmt}"), f"*.{fmt}")
+        if path:
+            self.export_view(fmt, path)
+
+    def export_view(self, fmt: str, path: str):
+        """The current tab as drawn: PNG at twice the screen's pixels (for print), or SVG with
+        the plots' lines and text as vectors."""
+        from ..exporting import render_widget
+        try:
+            atomic_write(path, render_widget(self.tabs.currentWidget(), fmt))
+        except (OSError, ValueError) as e:
+            self._fail(f"export failed: {e}")
+            return
+        remember(self.settings, path)
+        self._say(f"wrote {path}")

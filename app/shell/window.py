@@ -1,0 +1,305 @@
+"""Main window: scenario browser and parameter panel on the left, the tabs of app.tabs.TABS in
+the centre, metrics on the right. Data flows one way: panel edit -> validated scenario ->
+worker -> Result -> tabs. The window knows no tab by name: it loops over the list."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QPushButton, QTabWidget,
+                               QToolBar, QVBoxLayout, QWidget)
+
+from kvviz.cli import bundled_scenarios
+from kvviz.registry import mechanisms
+from kvviz.size_guard import estimate
+
+from ..params import ParameterPanel
+from ..tabs import TABS, Tab, TabContext
+from ..views._common import ElidedLabel
+from ..views.metrics import MetricsView
+from ..views.time_range import SharedTimeRange
+from ..worker import SimulationRunner
+from .docks import DockLayout
+from .export_menu import ExportMenu
+from .files import ScenarioFiles
+from .scenario_picker import ScenarioPicker
+
+SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
+
+
+def app_settings() -> QSettings:
+    return QSettings(QSettings.IniFormat, QSettings.UserScope, "kvviz", "kvviz")
+
+
+class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
+    result_ready = Signal(object)
+
+    def __init__(self, path: str | Path | None = None, settings: QSettings | None = None):
+        super().__init__()
+        self.settings = settings or app_settings()
+        self.setWindowTitle("kvviz")
+        self.setAcceptDrops(True)
+        self.resize(1440, 860)
+        self.result = None
+        self.panel = ParameterPanel()
+        self.metrics = MetricsView()
+
+        self.time_range = SharedTimeRange()  # the zoom, kept while the same scenario re-runs
+        self._ctx = TabContext(settings=self.settings, time_range=self.time_range, set_value=self.panel.set_value,
+                               scenario_data=self.panel.data, scenario_path=self.panel.path, say=self._say,
+                               show=self.show_view)
+        self.tab_list: list[Tab] = []
+        self.tabs = QTabWidget()
+        for cls in TABS:
+            tab = cls(self._ctx)
+            self.tab_list.append(tab)
+            self.tabs.addTab(tab.widget, tab.title(None))
+        self.time_view = self._ctx.time_view  # the timeline: Home and "export the visible range"
+        self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
+        # a tab that needs more width (Compare) squeezes the docks; the next one gives it back
+        self.tabs.currentChanged.connect(lambda _: QTimer.singleShot(0, self, self.docks.regrow))
+        # said above the views while they still show the previous scenario (its run pending or refused)
+        self.stale_note = QLabel()
+        self.stale_note.setWordWrap(True)
+        self.stale_note.setStyleSheet("QLabel { background: #fff4d6; color: #5d4200; padding: 4px 8px;"
+                                      " border-bottom: 1px solid #e8d9a8; }")
+        self.stale_note.hide()
+        centre = QWidget()
+        lay = QVBoxLayout(centre)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.stale_note)
+        lay.addWidget(self.tabs, 1)
+        self.setCentralWidget(centre)
+
+        self.docks = DockLayout(self)
+        self.params_dock = self.docks.add("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
+        self.metrics_dock = self.docks.add("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
+        self._shown_path: str | None = None  # the file whose result is on screen
+        self._new_scenario = False  # the next result is the first of a newly opened file
+        self._after_run_note = ""  # said with the next result (a pick that fell back)
+        self._run_hint = ""  # the running simulation's size and time estimate, when long
+        self._metrics_kind = None  # the kind the Metrics dock was last fitted to
+
+        self.runner = SimulationRunner(self)
+        self.runner.finished.connect(self._show)
+        self.runner.failed.connect(self._fail)
+        self.runner.refused.connect(self._run_refused)
+        self.runner.busy_changed.connect(self._busy)
+        self.panel.edited.connect(self._run)
+        self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
+        self.panel.dirty_changed.connect(lambda _: self._title())
+
+        self._build_toolbar()
+        self._build_menus()
+        self._build_status()
+        self.docks.restore(self.settings)
+        start = path or self._default_scenario()
+        if start:
+            self.open(str(start))
+
+    # --- construction -------------------------------------------------------------------
+    def _build_toolbar(self):
+        bar = QToolBar("Scenario", self)
+        bar.setObjectName("toolbar-scenario")
+        bar.setMovable(False)
+        self.addToolBar(bar)
+        bar.addWidget(QLabel(" Scenario "))
+        self.picker = ScenarioPicker(bundled_scenarios())
+        self.picker.activated.connect(lambda i: self.open(self.picker.itemData(i)))
+        bar.addWidget(self.picker)
+        self.act_open = bar.addAction("Open…", self.open_dialog)
+        self.act_save = bar.addAction("Save", self.save)
+        self.act_reset = bar.addAction("Reset", self.reset_to_file)
+        bar.addSeparator()
+        for tab in self.tab_list:
+            for text, tip, slot in tab.toolbar_actions():
+                bar.addAction(text, slot).setToolTip(tip)
+        self.act_export = bar.addAction("Export…", lambda: self.export_dialog("svg"))
+
+    def _build_menus(self):
+        m = self.menuBar().addMenu("&File")
+        m.addAction("&Open…", QKeySequence.Open, self.open_dialog)
+        self.recent_menu = m.addMenu("Open &Recent")
+        m.addAction("&Save", QKeySequence.Save, self.save)
+        m.addAction("Save &As…", QKeySequence.SaveAs, self.save_as)
+        m.addAction("&Reset to File", self.reset_to_file)
+        self._build_export_menu(m.addMenu("&Export"))
+        m.addSeparator()
+        m.addAction("&Quit", QKeySequence.Quit, self.close)
+        v = self.menuBar().addMenu("&View")
+        for dock in self.findChildren(QDockWidget):
+            v.addAction(dock.toggleViewAction())
+        v.addSeparator()
+        self.act_whole_run = v.addAction("Show the &Whole Run", self._show_whole_run)
+        self.act_whole_run.setShortcut(QKeySequence("Home"))
+        self.act_reset_layout = v.addAction("&Reset Layout", self.reset_layout)
+        self._fill_recent()
+
+    def _build_status(self):
+        self.status = ElidedLabel()  # a long message is elided (tooltip: all of it), never widens the window
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(160)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        self.statusBar().addWidget(self.status, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_btn)
+        self.progress.hide()
+        self.cancel_btn.hide()
+        self._progress_timer = QTimer(self, singleShot=True, interval=SHOW_PROGRESS_AFTER_MS)
+        self._progress_timer.timeout.connect(self._show_progress)
+
+    def _default_scenario(self) -> str | None:
+        return self.picker.path_of("rope_prefetch_16") or (self.picker.itemData(0) if self.picker.count() else None)
+
+    # --- tabs ---------------------------------------------------------------------------
+    def tab(self, name: str) -> Tab:
+        """The tab called `name` (or one of its aliases)."""
+        for tab in self.tab_list:
+            if name == tab.name or name in tab.aliases:
+                return tab
+        raise KeyError(f"no tab {name!r}")
+
+    def view(self, name: str):
+        """The widget the tab called `name` shows."""
+        return self.tab(name).widget
+
+    def current_tab(self) -> Tab:
+        return self.tab_list[self.tabs.currentIndex()]
+
+    def show_view(self, name: str):
+        self.tabs.setCurrentIndex(self.tab_list.index(self.tab(name)))
+        self._refresh_visible()
+
+    def _refresh_visible(self):
+        """Only the visible tab draws now; the others when they are shown."""
+        self.current_tab().shown()
+
+    # --- running and showing ------------------------------------------------------------
+    def _run(self, scenario):
+        est = estimate(scenario)  # a long run says how long before it starts
+        self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
+        self.runner.submit(scenario)
+
+    def _busy(self, busy: bool):
+        if busy:
+            self._say(f"simulating…{self._run_hint}")
+            self._progress_timer.start()
+        else:
+            self._progress_timer.stop()
+            self.progress.hide()
+            self.cancel_btn.hide()
+
+    def _show_progress(self):
+        if self.runner.busy():
+            self.progress.show()
+            self.cancel_btn.show()
+
+    def _show(self, result):
+        self.result = result
+        new_scenario, self._new_scenario = self._new_scenario, False  # (not a re-run, nor a Save As)
+        self._shown_path = self.panel.path()
+        self.stale_note.hide()
+        self.metrics_dock.setWindowTitle("Metrics")
+        self.metrics.set_result(result)
+        if result.scenario.kind != self._metrics_kind:
+            self._metrics_kind = result.scenario.kind
+            self._fit_metrics_dock()
+        for tab in self.tab_list:
+            tab.on_new_result(result, new_scenario)
+        self._enable_tabs(result)
+        first = next((i for i, t in enumerate(self.tab_list) if t.opens_first(result)), None)
+        if new_scenario and first is not None and self.tabs.currentIndex() == 0:
+            self.tabs.setCurrentIndex(first)  # from the default tab only: never away from the user's choice
+        self._refresh_visible()
+        tr = result.trace
+        checks = result.metrics.get("checks", ())
+        failed = sum(not c["ok"] for c in checks)
+        verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
+            (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
+        self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
+                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}{self._after_run_note}")
+        self._after_run_note = ""
+        self.result_ready.emit(result)
+
+    def _enable_tabs(self, result):
+        """Each tab's title for this run; tabs that have nothing for it are disabled, saying why."""
+        for i, tab in enumerate(self.tab_list):
+            self.tabs.setTabText(i, tab.title(result))
+            reason = tab.unavailable(result)
+            self.tabs.setTabEnabled(i, reason is None)
+            self.tabs.setTabToolTip(i, reason or "")
+        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(0)  # the first tab applies to every run
+
+    def _fit_metrics_dock(self):
+        """The Metrics dock as wide as the run's tables want, leaving the centre every tab's name."""
+        self.docks.fit_right(self.metrics_dock, self.metrics.wanted_width(),
+                             self.tabs.tabBar().sizeHint().width() + 24)
+
+    def _note_stale(self, scenario):
+        """Say, above the views and on the Metrics dock, that what they show is the previous
+        scenario's until the new one has run (or, if it does not validate, at all)."""
+        if self.result is None:
+            return
+        old = Path(self._shown_path).name if self._shown_path else self.result.scenario.name
+        new = Path(self.panel.path() or "").name
+        self.stale_note.setText(f"Showing the previous scenario, {old}, until {new} has been simulated…"
+                                if scenario is not None else
+                                f"Showing the previous scenario, {old}: {new} has invalid values, "
+                                "marked on the left.")
+        self.stale_note.show()
+        self.metrics_dock.setWindowTitle(f"Metrics — {old} (previous scenario)")
+
+    def _run_refused(self, field: str, message: str):
+        """The simulation refused a value at `field`. A double-click pick that no longer exists
+        (the workload shrank under it) falls back to the file's value and re-runs; anything else
+        is marked at its field, as an invalid edit is."""
+        kind = self.panel.data().get("kind")
+        pick = mechanisms()[kind].pick if isinstance(kind, str) and kind in mechanisms() else None
+        in_file = self.panel.value(field, of_file=True)
+        if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
+            self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
+            self.time_range.forget()  # the zoom was on the picked job
+            self.panel.set_value(field, in_file)  # None: the key goes, the default applies
+            self.panel.flush()
+            return
+        self.panel.mark_refused(field, message)
+
+    def _show_whole_run(self):
+        self.time_range.forget()
+        self.time_view.show_whole_run()
+
+    def reset_layout(self):
+        """Docks back in their areas at their first widths, shown; the layout saved in the
+        settings is forgotten (a squeezed one would otherwise come back on the next launch)."""
+        self.docks.reset()
+        if self.result is not None:
+            self._fit_metrics_dock()  # as when the run's kind was first shown
+        self.settings.remove("windowState")
+        self.settings.remove("dockWidths")
+
+    def _fail(self, message: str):
+        self._say(f"⚠ {message}")
+
+    def _say(self, text: str):
+        self.status.setText(text)
+
+    def _title(self):
+        name = Path(self.panel.path()).name if self.panel.path() else "kvviz"
+        self.setWindowTitle(f"{name}{' *' if self.panel.is_dirty() else ''} — kvviz")
+
+    # --- closing ------------------------------------------------------------------------
+    def closeEvent(self, event):  # noqa: N802 (Qt's name)
+        if not self._confirm_discard():
+            event.ignore()
+            return
+        self.docks.save(self.settings)
+        self.settings.sync()
+        for tab in self.tab_list:
+            tab.shutdown()
+        self.runner.shutdown()  # no worker may outlive the window
+        super().closeEvent(event)

@@ -1,0 +1,48 @@
+"""The Timeline tab: every lane's spans and marks. It owns the run's time view (Home, the
+visible range for export), the mechanism's double-click pick, and where a new scenario opens."""
+from __future__ import annotations
+
+from kvviz.registry import mechanisms
+
+from ..views.timeline import TimelineView
+from .base import Tab
+
+
+class TimelineTab(Tab):
+    name = "timeline"
+    aliases = ("metrics",)  # the Metrics dock is beside every tab: --view metrics shows this one
+    label = "Timeline"
+
+    def make_widget(self):
+        view = TimelineView()
+        view.shared_range = self.ctx.time_range
+        view.picked.connect(self._picked)
+        self.ctx.time_view = view
+        self._zoom_to: tuple[str, int] | None = None  # (lane, ref) to show once the picked re-run is in
+        self._zoom_next: tuple[str, int] | None = None  # the same, for the run now arriving
+        return view
+
+    def on_new_result(self, result, new_scenario):
+        super().on_new_result(result, new_scenario)
+        record = mechanisms()[result.scenario.kind]
+        pick = record.pick
+        self.widget.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
+        if new_scenario and record.initial_range is not None:
+            self.ctx.time_range.ns = record.initial_range(result)  # where the mechanism's point is; Home shows all
+        self._zoom_next, self._zoom_to = self._zoom_to, None
+
+    def set_result(self, result):
+        self.widget.set_result(result)
+        if self._zoom_next is not None:
+            self.widget.zoom_to(*self._zoom_next)  # the picked job, now drawn layer by layer
+            self._zoom_next = None
+
+    def _picked(self, lane: str, ref: int):
+        """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""
+        if self.result is None:
+            return
+        pick = mechanisms()[self.result.scenario.kind].pick
+        if pick is not None and lane == pick[0] and ref >= 0:
+            self._zoom_to = (lane, ref)
+            self.ctx.set_value(pick[1], ref)
+            self.ctx.say(f"{pick[1]} = {ref}: re-running")
