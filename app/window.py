@@ -11,10 +11,9 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QVBoxLayout, QWidget)
 
 from kvviz import ScenarioError
-from kvviz.registry import mechanisms
-from kvviz.cli import bundled_scenarios
+from kvviz.mechanisms import mechanisms
+from kvviz.bundled import bundled_scenarios
 from kvviz.io import atomic_write
-from kvviz.size_guard import estimate
 
 from .compare import CompareView
 from .metrics import MetricsView
@@ -360,7 +359,7 @@ class MainWindow(QMainWindow):
 
     # --- running and showing ------------------------------------------------------------
     def _run(self, scenario):
-        est = estimate(scenario)  # a long run says how long before it starts
+        est = mechanisms()[scenario.kind].estimate(scenario)  # a long run says how long before it starts
         self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
 
