@@ -6,11 +6,10 @@ from pathlib import Path
 from kvviz.export import export_format
 from kvviz.export.csv import csv_paths, trace_csv
 from kvviz.export.perfetto import perfetto_json
+from kvviz.export.qt_render import render_svg
 from kvviz.export.svg import timeline_svg
 from kvviz.io import atomic_write
 from kvviz.result import Result
-
-from .render import render_svg
 
 FIGURE_DPI = 300  # print resolution for PNG/PDF figures
 

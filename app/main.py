@@ -57,7 +57,7 @@ def _size(text: str) -> tuple[int, int] | None:
 
 
 def _resolve(file: str | None) -> str:
-    from kvviz.cli import _resolve as resolve
+    from kvviz.bundled import resolve_scenario as resolve
     return resolve(file or DEFAULT)
 
 
@@ -94,7 +94,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from kvviz import ScenarioError, load_scenario
-    from kvviz.scenario import apply_override, parse_value, read_toml
+    from kvviz.scenario_data import apply_override, parse_value, read_toml
     from kvviz.sweep import Axis, grid_point, grid_size, parse_values
     from .shell.window import MainWindow
     _quiet_offscreen_noise()

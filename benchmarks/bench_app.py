@@ -101,7 +101,7 @@ def main():
     app = QApplication.instance() or QApplication([])
     from app.params import DEBOUNCE_MS
     from app.shell.window import MainWindow
-    from kvviz.cli import bundled_scenarios
+    from kvviz.bundled import bundled_scenarios
 
     with tempfile.TemporaryDirectory() as tmp:
         win = MainWindow(settings=QSettings(os.path.join(tmp, "k.ini"), QSettings.IniFormat))

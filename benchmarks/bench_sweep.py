@@ -12,7 +12,7 @@ import time
 
 from machine import describe
 
-from kvviz.scenario import read_toml
+from kvviz.scenario_data import read_toml
 from kvviz.sweep import Axis, run_sweep
 
 

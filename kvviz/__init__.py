@@ -11,8 +11,8 @@ from importlib import import_module
 from .errors import ScenarioError
 
 # Imported on first use, so `kvviz replay` (numpy, no pydantic) starts in a fraction of the time.
-_LAZY = {"simulate": "registry", "Result": "result", "Trace": "trace", "TraceBuilder": "trace",
-         "apply_override": "scenario", "load_scenario": "scenario", "parse_scenario": "scenario",
+_LAZY = {"simulate": "simulation", "Result": "result", "Trace": "trace", "TraceBuilder": "trace",
+         "apply_override": "scenario_data", "load_scenario": "loading", "parse_scenario": "loading",
          "scenario_to_dict": "scenario"}
 
 
@@ -24,6 +24,6 @@ def __getattr__(name: str):
 
 __all__ = ["ScenarioError", "Result", "Trace", "TraceBuilder", "load_scenario", "parse_scenario",
            "apply_override", "scenario_to_dict", "simulate"]
-# The registry of kinds is kvviz.registry.mechanisms(); it is not re-exported here because
-# `kvviz.mechanisms` is the subpackage holding the mechanism modules.
+# The mechanisms by kind are kvviz.mechanisms.mechanisms(): `kvviz.mechanisms` is the subpackage
+# holding them, so the function is not re-exported here under the same name.
 __version__ = "0.1.0"

@@ -10,12 +10,11 @@ bundled scenarios use them to pin what each seed states and the simulation repro
 from __future__ import annotations
 
 from .format import format_value
+from .metric_paths import metric_value
 
 
 def evaluate(expectations, metrics: dict) -> list[dict]:
     """One row per expectation: metric, expect, actual, ok (and why)."""
-    from .sweep import metric_value
-
     rows = []
     for e in expectations:
         try:

@@ -11,38 +11,20 @@ import os
 import sys
 from pathlib import Path
 
+from .bundled import bundled_scenarios, resolve_scenario
 from .errors import ScenarioError
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
 from .format import format_value
 from .io import atomic_write
-from .registry import mechanisms, simulate
+from .mechanisms import mechanisms
+from .simulation import check_run_size, simulate
 from .limits import MAX_NS
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 BAD_INPUT = 2
 CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
-
-
-def scenarios_dir() -> Path:
-    """The bundled worked examples (override with KVVIZ_SCENARIOS)."""
-    env = os.environ.get("KVVIZ_SCENARIOS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "scenarios"
-
-
-def bundled_scenarios() -> list[Path]:
-    return sorted(scenarios_dir().glob("*.toml"))
-
-
-def _resolve(file: str) -> str:
-    """A path, or the stem of a bundled scenario (`kvviz run rope_prefetch_16`)."""
-    p = Path(file)
-    if not p.exists() and not p.suffix:
-        bundled = scenarios_dir() / f"{file}.toml"
-        if bundled.exists():
-            return str(bundled)
-    return file
 
 
 def _is_scalar(v) -> bool:
@@ -81,9 +63,8 @@ def summary_lines(metrics: dict) -> list[str]:
 
 
 def _simulate(sc, file: str, max_memory_gb: float | None = None):
-    from .size_guard import check_size
     try:
-        est = check_size(sc, max_memory_gb)
+        est = check_run_size(sc, max_memory_gb)
         if est is not None and est.seconds >= 10:  # a long run says so before it starts
             print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
         return simulate(sc, max_memory_gb)
@@ -141,11 +122,11 @@ def _outputs(args, result) -> list[tuple[str, str]]:
 
 
 def cmd_run(args) -> int:
-    from .scenario import load_scenario
+    from .loading import load_scenario
     from .export.raster import ExportError, render
 
     _check_figure_args(args)
-    file = _resolve(args.file)
+    file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [])
     result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
@@ -184,10 +165,10 @@ def cmd_run(args) -> int:
 
 def cmd_check(args) -> int:
     """Run scenarios and their [[expect]] checks; one line per check, a summary, exit 1 on any failure."""
-    from .scenario import load_scenario
+    from .loading import load_scenario
     bad = total = 0
     for name in args.files:
-        file = _resolve(name)
+        file = resolve_scenario(name)
         sc = load_scenario(file, args.set or [])
         checks = _simulate(sc, file, args.max_memory_gb).metrics.get("checks", ())
         if not checks:
@@ -203,10 +184,10 @@ def cmd_check(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .scenario import apply_override, read_toml
+    from .scenario_data import apply_override, read_toml
     from .sweep import Axis, StderrProgress, parse_values, run_sweep
 
-    file = _resolve(args.file)
+    file = resolve_scenario(args.file)
     if len(args.param or []) != len(args.values or []):
         raise ScenarioError("each --param needs one --values", "kvviz sweep", "--values")
     data = read_toml(file)
@@ -314,14 +295,14 @@ def cmd_replay(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .scenario import load_scenario
-    sc = load_scenario(_resolve(args.file), args.set or [])
+    from .loading import load_scenario
+    sc = load_scenario(resolve_scenario(args.file), args.set or [])
     print(f"{args.file}: ok ({sc.kind}: {sc.name})")
     return 0
 
 
 def cmd_list(args) -> int:
-    from .scenario import load_scenario
+    from .loading import load_scenario
     for p in bundled_scenarios():
         try:
             sc = load_scenario(p)

@@ -3,18 +3,17 @@ from __future__ import annotations
 
 import tomllib
 from functools import cache
-from pathlib import Path
 
+from .bundled import resources_dir
 from .trace import INSTANT_KINDS, SPAN_KINDS
 
-PALETTE_FILE = Path(__file__).resolve().parents[1] / "resources" / "palette.toml"
 _FALLBACK = "#888888"
 
 
 @cache
 def _palette() -> dict:
     try:
-        return tomllib.loads(PALETTE_FILE.read_text(encoding="utf-8"))
+        return tomllib.loads((resources_dir() / "palette.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return {}
 

@@ -1,23 +1,21 @@
-"""Scenario models' common base, and loading: TOML file -> --set overrides -> validated model.
+"""Scenario models' common base: sections, `param()` fields, `[[expect]]` checks, and validation
+of plain data against one model with messages that name the field.
 
-Each mechanism defines one frozen pydantic model with `kind` as a Literal; `load_scenario`
-picks the model by `kind`, so validation messages carry clean field paths.
+Each mechanism defines one frozen pydantic model with `kind` as a Literal; kvviz.loading picks
+the model by `kind` (kvviz.scenario_data reads and edits the plain data before that).
 """
 from __future__ import annotations
 
-import copy
 import math
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .errors import ScenarioError
+from .errors import ScenarioError, ValidatorBug
 from .format import format_value
-from .io import read_text
-from .limits import MAX_DEPTH, nesting_depth, unrepresentable
+from .limits import unrepresentable
 
 
 class Section(BaseModel):
@@ -208,104 +206,21 @@ def relative_to_source(path: str, context: dict | None) -> Path:
     return base / p
 
 
-def read_toml(path: str | Path) -> dict:
-    p = Path(path)
-    text = read_text(p)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"malformed TOML: {e}", str(p)) from None
-    except RecursionError:  # the parser recurses per nesting level
-        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", str(p)) from None
-    if nesting_depth(data) > MAX_DEPTH:
-        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", str(p))
-    return data
+def scenario_to_dict(scenario: BaseModel) -> dict:
+    """The plain-data form of a scenario (round-trips through parse_scenario)."""
+    return scenario.model_dump(mode="json")
 
 
-def parse_value(text: str) -> Any:
-    """`--set` values are TOML values (numbers, booleans, [lists], "strings"); a bare word
-    that is not valid TOML is taken as a string, so `--set prefetch.eviction=lazy` works."""
-    try:
-        value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-    except RecursionError:
-        raise ScenarioError(f"the value is nested too deep (more than {MAX_DEPTH} levels)", "--set") from None
-    if nesting_depth(value) > MAX_DEPTH:
-        raise ScenarioError(f"the value is nested too deep (more than {MAX_DEPTH} levels)", "--set")
-    return value
-
-
-def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
-    """Return a copy of `data` with `a.b.c=value` applied. List items are addressed by index
-    (`rungs.2.hbm_hit_pct`). Unknown names are left for validation to reject by path."""
-    if "=" not in assignment:
-        raise ScenarioError(f"expected PATH=VALUE, got {assignment!r}", source)
-    path, text = assignment.split("=", 1)
-    parts = path.strip().split(".")
-    if not path.strip():
-        raise ScenarioError(f"empty field path in {assignment!r}", source)
-    if not all(p.strip() for p in parts):
-        raise ScenarioError(f"empty segment in the field path {path.strip()!r}", source)
-    parts = [p.strip() for p in parts]
-    out = copy.deepcopy(data)
-    node: Any = out
-    for i, part in enumerate(parts[:-1]):
-        key: Any = int(part) if isinstance(node, list) and part.isdigit() else part
-        try:
-            nxt = node[key]
-        except (KeyError, IndexError, TypeError):
-            if isinstance(node, dict):
-                nxt = node[key] = {}
-            else:
-                raise ScenarioError("no such field", source, ".".join(parts[: i + 1])) from None
-        node = nxt
-    last = parts[-1]
-    if isinstance(node, list):
-        if not last.isdigit() or int(last) >= len(node):
-            raise ScenarioError("no such list item", source, path.strip())
-        node[int(last)] = parse_value(text.strip())
-    elif isinstance(node, dict):
-        node[last] = parse_value(text.strip())
-    else:
-        raise ScenarioError("is not a table", source, ".".join(parts[:-1]))
-    return out
-
-
-def parse_scenario(data: dict, source: str = "<scenario>"):
-    """Validate a plain dict (as read from TOML) into the model of its `kind`."""
-    from .registry import mechanisms
-
-    kinds = mechanisms()
-    kind = data.get("kind")
-    if kind is None:
-        raise ScenarioError(f"required field is missing (one of: {', '.join(kinds)})", source, "kind")
-    if not isinstance(kind, str):
-        raise ScenarioError(f"must be a string, one of: {', '.join(kinds)} (got {kind!r:.60})", source, "kind")
-    if nesting_depth(data) > MAX_DEPTH:  # data built in code or by --set, not read by read_toml
-        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", source)
-    if kind not in kinds:
-        raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
+def validate(model: type[BaseModel], data: dict, source: str):
+    """`data` validated into `model`; a problem raises ScenarioError at its field path (the
+    caller bounds the data's nesting: read_toml and parse_value do)."""
     try:
         # the source lets a model resolve paths relative to its own file (ladder base scenarios)
         # strict: a file is typed, so "8" is no integer and true no slot count (a TOML
         # integer may still fill a float field)
-        return kinds[kind].model.model_validate(data, strict=True, context={"source": source})
+        return model.model_validate(data, strict=True, context={"source": source})
     except ValidationError as e:
         raise format_validation_error(e, source) from None
     except (TypeError, KeyError, AttributeError, IndexError) as e:  # a validator assumed a type
-        from .errors import ValidatorBug
-        raise ValidatorBug(f"this input is not of the shape the {kind} model expects "
+        raise ValidatorBug(f"this input is not of the shape the {data.get('kind')} model expects "
                            f"({type(e).__name__}: {e}; a bug in kvviz's checks, please report it)", source) from e
-
-
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
-    data = read_toml(path)
-    for assignment in overrides:
-        data = apply_override(data, assignment)
-    return parse_scenario(data, str(path))
-
-
-def scenario_to_dict(scenario: BaseModel) -> dict:
-    """The plain-data form of a scenario (round-trips through parse_scenario)."""
-    return scenario.model_dump(mode="json")

@@ -20,7 +20,10 @@ from itertools import product
 from typing import Any, Callable
 
 from .errors import ScenarioError
-from .scenario import parse_value, apply_override, parse_scenario
+from .loading import parse_scenario
+from .metric_paths import metric_family, metric_value
+from .scenario_data import apply_override, parse_value
+from .simulation import check_run_size, simulate
 
 
 MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
@@ -122,33 +125,6 @@ def _fmt(v: Any) -> str:
     return repr(v) if not isinstance(v, (list, tuple)) else "[" + ",".join(_fmt(x) for x in v) + "]"
 
 
-def metric_paths(metrics: dict, prefix: str = "") -> dict[str, Any]:
-    """Every scalar metric by the dotted path `metric_value` takes, nested ones too
-    (`policies.lru.hit_rate`, `rungs.2.hbm_hit_pct`), in the metrics' order."""
-    out: dict[str, Any] = {}
-    items = metrics.items() if isinstance(metrics, dict) else enumerate(metrics)
-    for k, v in items:
-        path = f"{prefix}{k}"
-        if isinstance(v, (dict, list, tuple)):
-            out.update(metric_paths(v, path + "."))
-        else:
-            out[path] = v
-    return out
-
-
-def metric_value(metrics: dict, name: str) -> Any:
-    """A metric by dotted path (`speedup`, `layers.0.stall_us`, `policies.lru.hit_rate`)."""
-    node: Any = metrics
-    for part in name.split("."):
-        if isinstance(node, (list, tuple)) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise KeyError(name)
-    return node
-
-
 def shaped(axes, flat: list) -> list:
     """Row-major values as SweepResult holds them: rows of the second axis for a 2-D grid, the
     flat list otherwise (one axis, or the long form of three and more)."""
@@ -175,34 +151,15 @@ def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str, max_
     data = base
     for axis, v in zip(axes, combo):
         data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
-    from .size_guard import check_size
     try:
         scenario = parse_scenario(data, source)
-        check_size(scenario, max_memory_gb)
+        check_run_size(scenario, max_memory_gb)
         return scenario
     except ScenarioError as e:
         at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
         e.message = f"{e.message} (at sweep point {at})"
         e.file = source
         raise
-
-
-def metric_family(metrics: dict, pattern: str) -> dict[str, Any]:
-    """The metrics a path with one `*` segment matches, by what `*` stood for
-    (`policies.*.hit_rate` -> {"lru": 0.8, "fifo": 0.9, ...}); those without the rest are skipped."""
-    head, _, tail = pattern.partition("*")
-    head, tail = head.rstrip("."), tail.lstrip(".")
-    node = metric_value(metrics, head) if head else metrics
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, (list, tuple)) else ()
-    out = {}
-    for k, sub in items:
-        try:
-            v = metric_value(sub, tail) if tail else sub
-        except (KeyError, TypeError):
-            continue
-        if not isinstance(v, (dict, list, tuple)):  # a family of values, not of tables
-            out[str(k)] = v
-    return out
 
 
 def _scalar(value) -> Any:
@@ -220,7 +177,6 @@ def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
 def _run_chunk(task) -> list:
     """A worker's task: [(grid index, value)] for grid points start..stop-1, each built and
     validated here (in the worker: the parent only hands out index ranges)."""
-    from .registry import simulate  # imported in the worker
     point, metric, series, max_memory_gb, start, stop = task
     return [(i, _pick(simulate(point(i), max_memory_gb).metrics_dict(), metric, series)) for i in range(start, stop)]
 
@@ -246,7 +202,6 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
         raise ScenarioError(f"the grid has {n:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")
     point = partial(grid_point, base, axes_t, source=source, max_memory_gb=max_memory_gb)
     # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
-    from .registry import simulate
     t0 = time.perf_counter()
     first = simulate(point(0), max_memory_gb).metrics_dict()
     t_first = time.perf_counter() - t0

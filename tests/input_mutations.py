@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kvviz import ScenarioError, parse_scenario, simulate
 from kvviz.errors import ValidatorBug
-from kvviz.scenario import read_toml
+from kvviz.scenario_data import read_toml
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 FUZZ_MEMORY_GB = 0.05  # keeps every accepted run small: the size guard refuses the rest (exit 2)

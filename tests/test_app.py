@@ -196,7 +196,7 @@ def _middle_of_span(tl, lane_name, ref):
 
 def test_compare_rows_reach_nested_metrics():
     from app.views.compare import metric_diff
-    from kvviz.sweep import metric_value
+    from kvviz.metric_paths import metric_value
     a = {"turns": 10, "policies": {"lru": {"hit_rate": 0.5}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 72}]}
     b = {"turns": 10, "policies": {"lru": {"hit_rate": 0.6}, "fifo": {"hit_rate": 0.4}}, "rungs": [{"pct": 80}],
          "extra": [1, 2]}

@@ -9,7 +9,7 @@ import pytest
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
 from kvviz.executor import check_workers, open_executor, versions
-from kvviz.scenario import read_toml
+from kvviz.scenario_data import read_toml
 from kvviz.sweep import Axis, run_sweep
 
 from .conftest import SCENARIOS

@@ -11,17 +11,38 @@ from kvviz.trace import TraceBuilder
 from .conftest import SCENARIOS
 
 
+QT_RENDER = "kvviz.export.qt_render"  # the one kvviz module that imports Qt (run as a child process)
+QT_PACKAGES = ("PySide6", "pyqtgraph", "shiboken6")
+
+
 def test_kvviz_never_imports_qt():
     code = ("import sys, pkgutil, importlib, kvviz\n"
             "for m in pkgutil.walk_packages(kvviz.__path__, 'kvviz.'):\n"
-            "    if not m.name.endswith('__main__'):\n"
+            f"    if not m.name.endswith('__main__') and m.name != {QT_RENDER!r}:\n"
             "        importlib.import_module(m.name)\n"
             "from kvviz import load_scenario, simulate\n"
             f"simulate(load_scenario({str(SCENARIOS / 'rope_prefetch_16.toml')!r}))\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'shiboken6'))\n"
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {QT_PACKAGES!r})\n"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_only_the_renderer_names_qt_in_kvviz():
+    # read, not run: an import of Qt anywhere else in kvviz (even inside a function) is refused
+    import ast
+    from pathlib import Path
+
+    import kvviz
+    root = Path(kvviz.__file__).parent
+    naming = []
+    for f in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n.split(".")[0] in QT_PACKAGES for n in names):
+                naming.append(".".join(("kvviz",) + f.relative_to(root).with_suffix("").parts))
+    assert sorted(set(naming)) == [QT_RENDER]
 
 
 def test_engine_orders_by_time_priority_then_sequence():

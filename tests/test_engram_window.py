@@ -11,8 +11,8 @@ import pytest
 
 from kvviz import load_scenario, parse_scenario, simulate
 from kvviz.cli import main
-from kvviz.mechanisms.engram_queue import fifo_link, fifo_link_loop
-from kvviz.mechanisms.engram_window import step_rows
+from kvviz.mechanisms.engram.queue import fifo_link, fifo_link_loop
+from kvviz.mechanisms.engram.window import step_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 CXL = str(ROOT / "scenarios" / "engram_qwen3_32b_cxl.toml")

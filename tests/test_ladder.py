@@ -11,11 +11,11 @@ import pytest
 
 from kvviz import load_scenario, parse_scenario, simulate
 from kvviz.cli import main
-from kvviz.mechanisms.attention_profile import calibrate_decay
+from kvviz.mechanisms.rope_window.attention_profile import calibrate_decay
 from kvviz.mechanisms.ladder import ACCESSES_SHOWN, LadderScenario, Tiers, arrival_hit_shares, ladder_figures
-from kvviz.mechanisms.rope_bound import (bound_vs_assumption, rope_envelope, rope_frequencies,
-                                         rope_relative_bound, scenario_profile)
-from kvviz.scenario import read_toml
+from kvviz.mechanisms.rope_window.rope_bound import (bound_vs_assumption, rope_envelope, rope_frequencies,
+                                                     rope_relative_bound, scenario_profile)
+from kvviz.scenario_data import read_toml
 from kvviz.trace import SPAN_KINDS
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

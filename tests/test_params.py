@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QLabel, Q
 import app.params as params  # noqa: E402
 import app.params.panel  # noqa: E402,F401  (params.panel is patched below)
 import kvviz.io  # noqa: E402
-import kvviz.registry  # noqa: E402
+import kvviz.loading  # noqa: E402
 from app.params import DEBOUNCE_MS, ParameterPanel, path_str  # noqa: E402
 from kvviz import ScenarioError, load_scenario, simulate  # noqa: E402
-from kvviz.registry import Mechanism, mechanisms  # noqa: E402
+from kvviz.mechanisms import Mechanism, mechanisms  # noqa: E402
 from kvviz.scenario import ScenarioBase, Section, param  # noqa: E402
 
 from .conftest import SCENARIOS  # noqa: E402
@@ -488,8 +488,8 @@ class _Toy(ScenarioBase):
 
 def test_a_new_mechanism_gets_a_form_without_app_changes(panel, tmp_path, monkeypatch):
     kinds = dict(mechanisms())
-    kinds["toy"] = Mechanism("toy", _Toy, lambda sc: None)
-    monkeypatch.setattr(kvviz.registry, "mechanisms", lambda: kinds)
+    kinds["toy"] = Mechanism("toy", _Toy, lambda sc: None, lambda sc: None)
+    monkeypatch.setattr(kvviz.loading, "mechanisms", lambda: kinds)
     monkeypatch.setattr(params.panel, "mechanisms", lambda: kinds)
     path = tmp_path / "toy.toml"
     path.write_text('kind = "toy"\n\n[knobs]\nrate = 0.25  # a comment\n\n[[parts]]\nsize = 2\n', encoding="utf-8")

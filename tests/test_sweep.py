@@ -5,8 +5,9 @@ import pytest
 
 from kvviz import ScenarioError
 from kvviz.cli import main
-from kvviz.scenario import read_toml
-from kvviz.sweep import Axis, metric_value, parse_values, run_sweep
+from kvviz.metric_paths import metric_value
+from kvviz.scenario_data import read_toml
+from kvviz.sweep import Axis, parse_values, run_sweep
 
 from .conftest import SCENARIOS
 
@@ -91,7 +92,7 @@ def test_ctrl_c_stops_cleanly():
 
 
 def test_metric_paths_round_trip_through_metric_value():
-    from kvviz.sweep import metric_paths, metric_value
+    from kvviz.metric_paths import metric_paths, metric_value
     m = {"speedup": 8.0, "policies": {"lru": {"hit_rate": 0.5, "dram_hit_share": None}},
          "rungs": [{"pct": 72}, {"pct": 80}], "ladder": [1, 2]}
     paths = metric_paths(m)
@@ -102,7 +103,7 @@ def test_metric_paths_round_trip_through_metric_value():
 
 def test_wildcard_metric_one_series_per_match(capsys):
     from kvviz.cli import main
-    from kvviz.sweep import metric_family
+    from kvviz.metric_paths import metric_family
     m = {"policies": {"recompute": {"hit_rate": 0.0}, "lru": {"hit_rate": 0.8}, "odd": {}}, "q": [{"s": 1}, {"s": 2}]}
     assert metric_family(m, "policies.*.hit_rate") == {"recompute": 0.0, "lru": 0.8}  # `odd` has none
     assert metric_family(m, "q.*.s") == {"0": 1, "1": 2}
@@ -132,10 +133,10 @@ def test_family_skips_tables_and_csv_quotes(capsys):
 
 def test_each_grid_point_runs_once(monkeypatch):
     # the metric is checked on the first point's run, which is then the grid's first value
-    import kvviz.registry
+    import kvviz.sweep
     calls = []
-    real = kvviz.registry.simulate
-    monkeypatch.setattr(kvviz.registry, "simulate", lambda sc, *limit: calls.append(sc) or real(sc, *limit))
+    real = kvviz.sweep.simulate
+    monkeypatch.setattr(kvviz.sweep, "simulate", lambda sc, *limit: calls.append(sc) or real(sc, *limit))
     res = run_sweep(read_toml(SCENARIOS / "rope_prefetch_16.toml"), [Axis("storage.latency_us", (10, 20, 25))],
                     "prefetch_stall_us", workers=1)
     assert res.values == [20.0, 40.0, 50.0] and len(calls) == 3  # two batched trips while they land before 26 µs
@@ -144,12 +145,11 @@ def test_each_grid_point_runs_once(monkeypatch):
 def test_cancel_acts_at_once_on_a_large_grid(monkeypatch):
     # points are validated as they are run, not all first: a Cancel (progress raising) after
     # two results leaves the other 4,997 points never validated, never run
-    import kvviz.registry
     import kvviz.sweep
     validated, ran = [], []
     real_parse = kvviz.sweep.parse_scenario
     monkeypatch.setattr(kvviz.sweep, "parse_scenario", lambda *a: validated.append(1) or real_parse(*a))
-    monkeypatch.setattr(kvviz.registry, "simulate", lambda *a: ran.append(1) or type("R", (), {
+    monkeypatch.setattr(kvviz.sweep, "simulate", lambda *a: ran.append(1) or type("R", (), {
         "metrics_dict": lambda self: {"speedup": 1.0}})())
 
     class Stop(Exception):

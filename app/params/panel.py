@@ -1,7 +1,7 @@
 """The parameter panel: a form generated from a scenario model's fields.
 
 Nothing here knows a mechanism. The panel walks the pydantic model of the loaded scenario's
-`kind` (`kvviz.registry.mechanisms()[kind].model`) and makes one editor per field:
+`kind` (`kvviz.mechanisms.mechanisms()[kind].model`) and makes one editor per field:
 
     int, float          spin box: unit as suffix, description as tooltip, steps kept inside the
                         field's ge/gt/le/lt range (typed values outside it are let through and
@@ -43,8 +43,9 @@ from PySide6.QtWidgets import (QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLa
 from superqt.utils import QSignalDebouncer
 
 from kvviz import ScenarioError, parse_scenario
-from kvviz.registry import mechanisms
-from kvviz.scenario import file_fields, read_toml, rebase
+from kvviz.mechanisms import mechanisms
+from kvviz.scenario import file_fields, rebase
+from kvviz.scenario_data import read_toml
 
 from kvviz.io import atomic_write, read_text
 

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from PySide6.QtGui import QColor
 
 from kvviz.errors import ScenarioError
-from kvviz.scenario import loc_to_path, parse_value
+from kvviz.scenario import loc_to_path
+from kvviz.scenario_data import parse_value
 
 
 DEBOUNCE_MS = 150

@@ -10,9 +10,8 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QPushButton, QTabWidget,
                                QToolBar, QVBoxLayout, QWidget)
 
-from kvviz.cli import bundled_scenarios
-from kvviz.registry import mechanisms
-from kvviz.size_guard import estimate
+from kvviz.bundled import bundled_scenarios
+from kvviz.mechanisms import mechanisms
 
 from ..params import ParameterPanel
 from ..tabs import TABS, Tab, TabContext
@@ -180,7 +179,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
 
     # --- running and showing ------------------------------------------------------------
     def _run(self, scenario):
-        est = estimate(scenario)  # a long run says how long before it starts
+        est = mechanisms()[scenario.kind].estimate(scenario)  # a long run says how long before it starts
         self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
 

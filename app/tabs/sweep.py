@@ -1,7 +1,7 @@
 """The Sweep tab: a metric over a grid of one or two fields, run when asked."""
 from __future__ import annotations
 
-from kvviz.registry import mechanisms
+from kvviz.mechanisms import mechanisms
 
 from ..views.sweep import SweepView
 from .base import Tab

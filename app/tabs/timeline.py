@@ -2,7 +2,7 @@
 visible range for export), the mechanism's double-click pick, and where a new scenario opens."""
 from __future__ import annotations
 
-from kvviz.registry import mechanisms
+from kvviz.mechanisms import mechanisms
 
 from ..views.timeline import TimelineView
 from .base import Tab

@@ -11,7 +11,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QCursor, QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
-from kvviz.registry import mechanisms
+from kvviz.mechanisms import mechanisms
 
 AXIS_PEN = "#555555"
 TEXT = "#222222"

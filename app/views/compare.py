@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QHeaderView, QLabel, QSplitter, QTableWidget, QTa
 
 from kvviz.format import format_value
 from kvviz.result import Result
-from kvviz.sweep import metric_paths
+from kvviz.metric_paths import metric_paths
 
 from .timeline import TimelineView
 from ._common import stack_vertically

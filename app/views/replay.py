@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
+from kvviz.bundled import resources_dir
 from kvviz.executor import cluster_executor
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
@@ -27,7 +28,7 @@ from ..save_dir import remember, start_path
 from .log_axis import LogAxis
 from ._common import LINE_COLOURS, style_plot
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+RESOURCES = resources_dir()
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
 # Ticked when the tab opens: the classic three and the two that recent work compares them with.

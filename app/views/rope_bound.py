@@ -4,7 +4,7 @@ The proven curve is RoFormer's relative upper bound B(|m−n|) on the attention 
 |⟨q_m, k_n⟩| for a head dimension and base, shown raw (it oscillates) and as its
 non-increasing envelope; the assumed curve is the attention-mass profile the scenario feeds
 its simulation. Both are scaled to 1 at distance 0: the plot compares shapes, not magnitudes.
-Everything comes from `kvviz.mechanisms.rope_bound.bound_vs_assumption`; nothing simulates.
+Everything comes from `kvviz.mechanisms.rope_window.rope_bound.bound_vs_assumption`; nothing simulates.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, QSpinBox,
                                QWidget)
 
-from kvviz.mechanisms.rope_bound import bound_vs_assumption
+from kvviz.mechanisms.rope_window.rope_bound import bound_vs_assumption
 from kvviz.result import Result
 
 from ._common import NoteStack, caption_label, carries, kinds_carrying, stack_vertically, style_plot

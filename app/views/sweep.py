@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from kvviz import ScenarioError
 from kvviz.format import format_value
-from kvviz.sweep import (Axis, SweepResult, grid_size, metric_family, metric_paths, parse_values, run_sweep,
-                         shaped)
+from kvviz.metric_paths import metric_family, metric_paths
+from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, shaped
 
 from ..background import JobControls
 from ..run_on import RunOn

@@ -1,7 +1,8 @@
-"""PNG and PDF of an SVG figure, rasterised by the app's Qt renderer in a child process.
+"""PNG and PDF of an SVG figure, rasterised by Qt's SVG renderer in a child process.
 
-kvviz itself never imports Qt; the child (`python -m app.render`) does, offscreen, so this
-works with no display. One layout (the SVG) serves all three formats, so they always agree.
+The command line never loads Qt; the child (`python -m kvviz.export.qt_render`, the one kvviz
+module that imports it) does, offscreen, so this works with no display. One layout (the SVG)
+serves all three formats, so they always agree.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def render(svg: str, out: str, fmt: str, dpi: int = 300) -> None:
     if fmt not in ("png", "pdf"):
         raise ScenarioError(f"unknown figure format {fmt!r} (png or pdf)", "export", "format")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    cmd = [sys.executable, "-m", "app.render", "--format", fmt, "--dpi", str(dpi), "--out", str(out)]
+    cmd = [sys.executable, "-m", "kvviz.export.qt_render", "--format", fmt, "--dpi", str(dpi), "--out", str(out)]
     try:
         p = subprocess.run(cmd, input=svg.encode("utf-8"), capture_output=True, env=env, timeout=600)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,50 @@
+"""The mechanisms kvviz simulates: each is one package exporting one record, `MECHANISM`.
+
+Adding a mechanism means adding its package and one line to `_PACKAGES`. Nothing outside a
+mechanism's package names its kind: the CLI, sweeps, the size guard and the app ask the record.
+The packages are imported on first use (pydantic and each model take a moment to load), so
+commands that need no scenario, such as `kvviz replay`, start quickly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from typing import Any, Callable
+
+# One line per mechanism: its package under kvviz.mechanisms.
+_PACKAGES = (
+    "rope_window",
+    "engram",
+    "ladder",
+    "attention_store",
+)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    kind: str  # the scenario's `kind`
+    model: type  # the scenario model (a ScenarioBase with `kind` as a Literal)
+    simulate: Callable  # scenario -> Result
+    # scenario -> kvviz.size_guard.Estimate, or None only where the size is known once input is
+    # read (a trace file); every run is checked against the memory limit before it starts
+    estimate: Callable[[Any], Any]
+    # (lane name, field path, what it does): picking a span on that lane (a double-click in the
+    # app) sets the field to the span's ref, e.g. the AttentionStore turn whose layers are drawn
+    pick: tuple[str, str, str] | None = None
+    # result -> (t0, t1) in ns where a view of a new scenario opens (default: the whole run)
+    initial_range: Callable | None = None
+    # scenario data (a dict, as in the file) -> {field path: why it is ignored}: fields another
+    # field overrides, which the app greys out so their values are not read as in effect
+    inactive: Callable[[dict], dict[str, str]] | None = None
+    # what a run of this kind carries beyond the timeline, for the views that read it:
+    # "rope_bound" (an attention profile to hold against RoPE's bound), "ladder" (hit-rate
+    # rungs), "policies" (placement policies compared side by side)
+    analyses: tuple[str, ...] = ()
+
+
+@cache
+def mechanisms() -> dict[str, Mechanism]:
+    """Every mechanism by kind, in `_PACKAGES` order."""
+    records = (import_module(f"{__name__}.{p}").MECHANISM for p in _PACKAGES)
+    return {m.kind: m for m in records}

@@ -17,16 +17,17 @@ import numpy as np
 from ...errors import ScenarioError
 from ...executor import map_indexed, workers
 from ...result import Result
+from ...size_guard import Estimate
+from .. import Mechanism
 from .model import AttentionStoreScenario
 from .arrivals import interleaved
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
 from .workload import load_trace, synthetic
 from .workload_figures import workload_figures
 
-MODEL = AttentionStoreScenario
-ANALYSES = ("policies",)
 # A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
 PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
+
 
 def initial_range(result: Result) -> tuple[int, int] | None:
     """Where a view of this run opens (ns): the chosen job's prefill iteration, its layer-wise
@@ -45,8 +46,6 @@ def initial_range(result: Result) -> tuple[int, int] | None:
     return max(0, t0 - pad), t1 + pad
 
 
-INITIAL_RANGE = initial_range
-
 # what only the synthetic generator reads (workload.synthetic): a trace file sets them itself
 GENERATOR_FIELDS = ("conversations", "multi_turn_share", "mean_turns_multi", "max_turns", "input_tokens_mean",
                     "output_tokens_mean", "tokens_sigma", "max_turn_tokens", "think_time_mean_s")
@@ -59,10 +58,12 @@ def inactive(data: dict) -> dict[str, str]:
     return {}
 
 
-INACTIVE = inactive
-
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
+# measured (see the README's size limits): 20,000 conversations (116,000 turns): 2.9 kB per turn
+# for one policy's run, 0.55 kB more per further run; 12-55 µs per turn and run (more with a
+# deeper queue)
+BYTES_PER_TURN, BYTES_PER_TURN_RUN, SECONDS_PER_TURN_RUN = 2_600, 600, 30e-6
 # From this many turns the independent runs (one per policy, and the truncation run) go to a
 # process pool over the machine's cores; smaller ones are not worth starting processes for.
 PARALLEL_TURNS = 10_000
@@ -98,12 +99,27 @@ def run_all(tasks: list) -> list:
     return result
 
 
+def _expected_turns(w) -> float:
+    """Turns the synthetic generator makes, on average."""
+    return w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
+
+
+def estimate(sc: AttentionStoreScenario) -> Estimate | None:
+    w = sc.workload
+    if w.trace_file:  # its length is known once read; simulate refuses too many turns then
+        return None
+    turns = _expected_turns(w)
+    runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
+    return Estimate(turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs), turns * runs * SECONDS_PER_TURN_RUN,
+                    "workload.conversations")
+
+
 def workload_of(sc: AttentionStoreScenario):
     w = sc.workload
     if w.trace_file:
         wl = load_trace(Path(w.trace_file))
     else:
-        est = w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
+        est = _expected_turns(w)
         if est > MAX_TURNS:
             raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
                                 f"reduce workload.conversations", field="workload.conversations")
@@ -176,3 +192,7 @@ def simulate(sc: AttentionStoreScenario) -> Result:
         "detail": detail,
     }
     return Result(scenario=sc, trace=trace, metrics=round_metrics(metrics), events=events)
+
+
+MECHANISM = Mechanism("attention_store", AttentionStoreScenario, simulate, estimate, pick=PICK,
+                      initial_range=initial_range, inactive=inactive, analyses=("policies",))

@@ -41,14 +41,15 @@ from typing import Any, Literal, get_args, get_origin
 import numpy as np
 from pydantic import BaseModel, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from ..errors import ScenarioError
-from ..result import Result
-from ..scenario import (FieldError, ScenarioBase, Section, apply_override, param, parse_scenario, read_toml,
-                        relative_to_source)
-from ..trace import TraceBuilder
-from ..units import us_to_ns
-from . import rope_window
-from .attention_profile import calibrate_decay, mass_on
+from ...errors import ScenarioError
+from ...result import Result
+from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source, validate
+from ...scenario_data import apply_override, read_toml
+from ...size_guard import Estimate
+from ...trace import TraceBuilder
+from ...units import us_to_ns
+from .. import Mechanism, rope_window
+from ..rope_window.attention_profile import calibrate_decay, mass_on
 
 TIERS = ("hbm", "cxl", "flash")
 # The trace shows this many accesses per rung, so that its µs axis reads as ns per access.
@@ -120,10 +121,6 @@ class LadderScenario(ScenarioBase):
         return self._runs
 
 
-MODEL = LadderScenario
-ANALYSES = ("ladder", "rope_bound")
-
-
 # --- building the simulated rungs --------------------------------------------------------
 
 def _base_data(sc: LadderScenario) -> tuple[dict, str]:
@@ -144,7 +141,7 @@ def _check_path(path: str, where: str) -> None:
     """Refuse an override path that names no field of a rope_window scenario — before it is
     applied, so the message names the rung's override rather than a later validation."""
     parts = [p for p in path.split(".") if p]
-    node: Any = rope_window.MODEL
+    node: Any = rope_window.RopeWindowScenario
     for k, part in enumerate(parts):
         here = ".".join(parts[:k]) or "the scenario"
         if isinstance(node, type) and issubclass(node, BaseModel):
@@ -182,7 +179,7 @@ def _rung_scenarios(sc: LadderScenario) -> tuple:
     if data.get("kind") != "rope_window":
         raise FieldError("base.kind", f"the base must be a rope_window scenario (got {data.get('kind')!r})")
     try:
-        parse_scenario(data, base_file or "base")
+        validate(rope_window.RopeWindowScenario, data, base_file or "base")
     except ScenarioError as e:
         if base_file:
             raise FieldError("base", str(e)) from None
@@ -200,7 +197,7 @@ def _rung_scenarios(sc: LadderScenario) -> tuple:
                 raise FieldError(where, f"{e.field}: {e.message}" if e.field else e.message) from None
             applied.append((path, where))
         try:
-            run = parse_scenario(data, f"rung {i + 1}")
+            run = validate(rope_window.RopeWindowScenario, data, f"rung {i + 1}")
         except ScenarioError as e:
             raise FieldError(_blame(e.field, applied, f"rungs[{i}].overrides"),
                              f"rung {i + 1} ({rung.label!r}) makes the base invalid: "
@@ -383,3 +380,19 @@ def simulate(sc: LadderScenario) -> Result:
     if simulated is not None:
         ladders.append(("Simulated · 1,000 accesses", simulated))
     return Result(scenario=sc, trace=_trace(sc, ladders), metrics=metrics, events=events)
+
+
+def estimate(sc: LadderScenario) -> Estimate:
+    """Rungs run one after another and keep only their figures: memory is the largest rung's
+    (each estimated as rope_window estimates it), time the sum of all."""
+    runs = [rope_window.estimate(r) for r in sc.rung_scenarios()]
+    if not runs:  # a modeled ladder: a few numbers per rung, nothing to measure
+        return Estimate(0.0, 0.0, "rungs")
+    i = max(range(len(runs)), key=lambda j: runs[j].bytes)
+    # blame the rung whose overrides grew the run, else the base field that drives it
+    grew = sc.rungs[i].overrides and (i == 0 or runs[i].bytes > runs[i - 1].bytes)
+    field = f"rungs[{i}].overrides" if grew else f"base.{runs[i].field}"
+    return Estimate(runs[i].bytes, sum(e.seconds for e in runs), field)
+
+
+MECHANISM = Mechanism("ladder", LadderScenario, simulate, estimate, analyses=("ladder", "rope_bound"))

@@ -1,249 +1,23 @@
-"""Engram decode-step prefetch window (seed 001): pool reads issued by the CPU at step start,
-hidden behind the GPU's layers before the Engram layer k.
-
-One decode step, as simulated:
-- CPU: hash the suffix n-grams of every sequence's newest token (all Engram layers), then
-  post one read per distinct row. Rows needed twice in one step are read once (coalesced).
-- The prefetch window opens at the start of layer `window_from_layer`. The seed's convention
-  (window_from_layer = 1) is  window = sum of t_exec(i), i = 1..k-1 : layer 0's time is
-  budgeted for the CPU's hashing and issue, so the reads are released to the pool when
-  layer 1 starts. With window_from_layer = 0 the window is layers 0..k-1 and each read
-  leaves as soon as the CPU posts it (CPU time then eats into the window).
-- Pool: every read waits for one of `max_outstanding` slots, then takes the pool latency,
-  then its transfer over a link shared FIFO with the other reads (engram_queue.fifo_link).
-  Path B lands it straight in the GPU's HBM staging buffer (peer-to-peer; the link runs at
-  the lower of pool and PCIe bandwidth). Path A lands it in a host-DRAM bounce buffer; rows
-  are then copied to the GPU in chunks of `copy_rows`, one copy after another on one stream,
-  each paying a fixed copy latency plus bytes / PCIe bandwidth.
-- GPU: layers run back to back; layer k waits (a stall span) until its last row is staged,
-  then consumes the staging rows. Several steps run in a row, each with new tokens.
-- MoE baseline, same reads and data path: a router needs layer k-1's hidden state, so the
-  reads are released only when layer k-1 ends, and the GPU waits for all of them.
-
-Metrics (µs; for several Engram layers each one is under `layers`, and the worst, the one
-with the least slack, is copied to the top level):
-  window_us   sum of layer times window_from_layer..k-1 (the seed's formula; stalls excluded)
-  fetch_us    window opening -> last row of layer k staged (worst step)
-  slack_us    window_us - fetch_us; feasible = slack_us >= 0 (rows arrive in time)
-  stall_us    GPU wait at layer k on the timeline (worst step)
-  moe_stall_us  the same wait in the MoE baseline (worst step)
-  step_time_us  mean decode step; overhead_pct: vs the same steps without Engram
-  reads_issued, reads_coalesced, bytes_fetched: summed over all steps (and, at the top
-  level, over all Engram layers)
-"""
+"""One engram_window run: decode steps on the GPU, the CPU's hashing and issue, pool reads over a
+shared link into the staging buffer, and the MoE baseline (see the package's docstring)."""
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
-from pydantic import PrivateAttr, ValidationInfo, model_validator
 
-from ..errors import ScenarioError
-from ..result import Result
-from ..scenario import FieldError, ScenarioBase, Section, param, relative_to_source
-from ..trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
-from ..units import ns_to_us, us_to_ns
-from .engram_hashing import (MAX_VOCAB, distinct_primes, hash_rows, multipliers,
-                             parse_token_file, zipf_tokens)
-from .engram_queue import fifo_link
+from ...errors import ScenarioError
+from ...result import Result
+from ...size_guard import Estimate
+from ...trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
+from ...units import ns_to_us, us_to_ns
+from .hashing import distinct_primes, hash_rows, multipliers, zipf_tokens
+from .model import EngramWindowScenario, ModelShape
+from .queue import fifo_link
 
 # A run whose size estimate (spans + reads) exceeds this is refused up front.
 MAX_EVENTS = 20_000_000
 PS_PER_NS = 1_000
-
-
-# --- scenario --------------------------------------------------------------------------
-
-class ModelShape(Section):
-    layers: int = param(64, ge=1, le=4096, unit="layers", description="Decoder layers L (numbered 0..L-1)")
-    step_time_us: float = param(3600.0, gt=0, le=1e9, unit="µs",
-                                description="One decode step at reference_batch; each layer takes "
-                                            "step_time_us / layers unless layer_times_us is given")
-    layer_times_us: list[float] = param([], unit="µs",
-                                        description="Explicit time of each layer at reference_batch "
-                                                    "(one per layer); overrides step_time_us if given")
-    batch_size: int = param(1, ge=1, le=65_536, unit="sequences",
-                            description="Sequences decoding together; each adds one new token per step")
-    reference_batch: int = param(1, ge=1, le=65_536, unit="sequences",
-                                 description="Batch size at which the layer times hold")
-    batch_fixed_share: float = param(1.0, ge=0, le=1, unit="share",
-                                     description="Share of a layer's time that does not grow with the batch "
-                                                 "(weight reads, launches); the rest grows in proportion to "
-                                                 "batch_size / reference_batch")
-
-    @model_validator(mode="after")
-    def _check(self):
-        if self.layer_times_us:
-            if len(self.layer_times_us) != self.layers:
-                raise FieldError("layer_times_us", f"needs one time per layer: {self.layers} layers, "
-                                                   f"{len(self.layer_times_us)} times")
-            for i, t in enumerate(self.layer_times_us):
-                if not 0 < t <= 1e9:
-                    raise FieldError(f"layer_times_us[{i}]", f"layer time must be > 0 µs (got {t})")
-                if us_to_ns(t) < 1:
-                    raise FieldError(f"layer_times_us[{i}]", f"{t} µs is below the simulator's 1 ns resolution")
-        elif us_to_ns(self.step_time_us / self.layers) < 1:  # every layer would take 0 ns
-            raise FieldError("step_time_us", f"{self.step_time_us} µs over {self.layers} layers is under 1 ns "
-                                             "per layer, below the simulator's resolution")
-        return self
-
-
-class Engram(Section):
-    layer: int | None = param(None, ge=0, le=4095, unit="layer",
-                              description="Layer k holding the (single) Engram module; "
-                                          "use `layers` instead for several modules")
-    layers: list[int] | None = param(None, min_length=1, max_length=64, unit="layer",
-                                     description="Layers holding Engram modules, e.g. [2, 15] "
-                                                 "(instead of `layer`)")
-    window_from_layer: int = param(1, ge=0, le=1, unit="layer",
-                                   description="First layer counted in the prefetch window: 1 is the seed's "
-                                               "convention window = Σ t_exec(i), i = 1..k-1 (layer 0's time "
-                                               "goes to CPU hashing and issue; reads leave when layer 1 "
-                                               "starts); 0 counts layers 0..k-1 (reads leave as soon as "
-                                               "the CPU posts them)")
-    compute_us: float = param(0.0, ge=0, le=1e6, unit="µs",
-                              description="Extra GPU time of the Engram module in its layer (gate, conv, "
-                                          "write-back); 0 = hidden in the layer time")
-    orders: list[int] = param([2, 3], min_length=1, max_length=8, unit="tokens",
-                              description="N-gram orders hashed (suffix n-grams ending at the new token)")
-    heads: int = param(8, ge=1, le=64, unit="heads", description="Hash heads per n-gram order")
-    table_rows: int = param(1_000_000, ge=2, le=1 << 31, unit="rows",
-                            description="Table size floor: each head's table has a distinct prime "
-                                        "number of rows, the smallest primes >= this")
-    row_bytes: int = param(160, ge=1, le=1 << 20, unit="B", description="Bytes per embedding row")
-    hash_seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the hash multipliers")
-
-    @model_validator(mode="after")
-    def _check(self):
-        if (self.layer is None) == (self.layers is None):
-            both = "both are set" if self.layer is not None else "neither is set"
-            raise FieldError("layer", f"set exactly one of engram.layer (one module) or engram.layers "
-                                      f"(several); {both}")
-        if self.layers is not None and len(set(self.layers)) != len(self.layers):
-            raise FieldError("layers", f"layers must be distinct (got {self.layers})")
-        for i, n in enumerate(self.orders):
-            if not 1 <= n <= 8:
-                raise FieldError(f"orders[{i}]", f"n-gram order must be 1..8 (got {n})")
-        if len(set(self.orders)) != len(self.orders):
-            raise FieldError("orders", f"orders must be distinct (got {self.orders})")
-        return self
-
-    @property
-    def module_layers(self) -> tuple[int, ...]:
-        return (self.layer,) if self.layer is not None else tuple(sorted(self.layers))
-
-    def field_of(self, layer: int) -> str:
-        return "engram.layer" if self.layer is not None else f"engram.layers[{self.layers.index(layer)}]"
-
-
-class Tokens(Section):
-    source: Literal["zipf", "inline", "file"] = param(
-        "zipf", description="Where the token IDs come from: a seeded Zipf draw, `ids`, or `file`")
-    ids: list[list[int]] = param([], description="Inline token IDs: one list per sequence of the batch; the "
-                                                 "first max(orders)-1 are context, then one per decode step")
-    file: str = param("", description="Token file: one sequence per line, integers separated by spaces "
-                                      "or commas, `#` comments (relative to the scenario file)", file=True)
-    vocab: int = param(151_936, ge=1, le=MAX_VOCAB, unit="tokens", description="Vocabulary size")
-    zipf_a: float = param(1.1, gt=1, le=10, description="Zipf exponent of the generated token IDs")
-    seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the generated token IDs")
-    _file_ids: list[list[int]] = PrivateAttr(default_factory=list)
-
-    @model_validator(mode="after")
-    def _check(self, info: ValidationInfo):
-        if self.source == "file":
-            if not self.file:
-                raise FieldError("file", "source is \"file\" but no file is named")
-            try:
-                self._file_ids = parse_token_file(str(relative_to_source(self.file, info.context)))
-            except ValueError as e:
-                raise FieldError("file", str(e)) from None
-        elif self.source == "inline" and not self.ids:
-            raise FieldError("ids", "source is \"inline\" but ids is empty")
-        where = "file" if self.source == "file" else "ids"
-        for i, seq in enumerate(self.sequences()):
-            for j, t in enumerate(seq):
-                if not 0 <= t < self.vocab:
-                    path = f"ids[{i}][{j}]" if where == "ids" else "file"
-                    raise FieldError(path, f"token ID {t} (sequence {i}, position {j}) is outside "
-                                           f"the vocabulary 0..{self.vocab - 1}")
-        return self
-
-    def sequences(self) -> list[list[int]]:
-        """The given sequences (inline or from the file); empty for the Zipf source."""
-        return self._file_ids if self.source == "file" else (self.ids if self.source == "inline" else [])
-
-
-class Decode(Section):
-    steps: int = param(4, ge=1, le=10_000, unit="steps", description="Decode steps simulated in a row")
-
-
-class Cpu(Section):
-    hash_ns: float = param(10.0, ge=0, le=1e6, unit="ns",
-                           description="CPU time to hash one token's n-gram for one head (per token per head)")
-    issue_ns: float = param(20.0, ge=0, le=1e6, unit="ns", description="CPU time to post one read")
-
-
-class Pool(Section):
-    name: str = param("CXL pool", min_length=1, max_length=40, description="Name of the pool's lane group")
-    latency_us: float = param(0.2, ge=0, le=1e6, unit="µs", description="Latency of one small read")
-    bandwidth_GBps: float = param(50.0, gt=0, le=1e5, unit="GB/s", description="Pool link bandwidth")
-    max_outstanding: int = param(64, ge=1, le=1_000_000, unit="reads",
-                                 description="Reads in flight at once; more wait for a free slot")
-
-
-class Transfer(Section):
-    path: Literal["A", "B"] = param(
-        "B", description="B: pool -> GPU HBM directly (peer-to-peer); A: pool -> host DRAM bounce "
-                         "buffer -> PCIe copy to the GPU")
-
-
-class Pcie(Section):
-    bandwidth_GBps: float = param(50.0, gt=0, le=1e5, unit="GB/s",
-                                  description="GPU's PCIe link: caps path B, carries path A's copies")
-    copy_latency_us: float = param(2.0, ge=0, le=1e6, unit="µs",
-                                   description="Fixed cost of one host-to-GPU copy (path A)")
-    copy_rows: int = param(64, ge=1, le=1_000_000, unit="rows",
-                           description="Rows gathered per host-to-GPU copy (path A)")
-
-
-class EngramWindowScenario(ScenarioBase):
-    kind: Literal["engram_window"]
-    model: ModelShape = ModelShape()
-    engram: Engram
-    tokens: Tokens = Tokens()
-    decode: Decode = Decode()
-    cpu: Cpu = Cpu()
-    pool: Pool = Pool()
-    transfer: Transfer = Transfer()
-    pcie: Pcie = Pcie()
-
-    @model_validator(mode="after")
-    def _check(self):
-        L, first = self.model.layers, self.engram.window_from_layer
-        for k in self.engram.module_layers:
-            field = self.engram.field_of(k)
-            if not 0 <= k < L:
-                raise FieldError(field, f"layer {k} is outside the model's layers 0..{L - 1}")
-            if k <= first:
-                raise FieldError(field, f"the window Σ t_exec(i), i = {first}..{k - 1}, holds no layers for "
-                                        f"an Engram module at layer {k} (window_from_layer = {first}); "
-                                        f"use a layer >= {first + 1}")
-        seqs = self.tokens.sequences()
-        if self.tokens.source != "zipf":
-            where = "tokens.file" if self.tokens.source == "file" else "tokens.ids"
-            if len(seqs) != self.model.batch_size:
-                raise FieldError(where, f"needs one sequence per batch entry: batch_size is "
-                                        f"{self.model.batch_size}, got {len(seqs)} sequences")
-            need = max(self.engram.orders) - 1 + self.decode.steps
-            for i, seq in enumerate(seqs):
-                if len(seq) < need:
-                    path = f"{where}[{i}]" if where == "tokens.ids" else where
-                    raise FieldError(path, f"sequence {i} has {len(seq)} tokens; {self.decode.steps} steps "
-                                           f"with n-grams up to order {max(self.engram.orders)} need {need}")
-        return self
-
-
-MODEL = EngramWindowScenario
+# measured (see the README's size limits): 50 and 200 decode steps, ~140 B per estimated row
+BYTES_PER_ROW, SECONDS_PER_ROW = 160, 1e-6
 
 
 def initial_range(result: Result) -> tuple[int, int] | None:
@@ -260,19 +34,6 @@ def initial_range(result: Result) -> tuple[int, int] | None:
     if not len(near):
         return None
     return 0, int(near["end"].max() * 1.25)
-
-
-INITIAL_RANGE = initial_range
-
-
-def inactive(data: dict) -> dict[str, str]:
-    m = data.get("model")
-    if isinstance(m, dict) and m.get("layer_times_us"):
-        return {"model.step_time_us": "not used: model.layer_times_us gives each layer's time"}
-    return {}
-
-
-INACTIVE = inactive
 
 
 # --- geometry: layer times, tokens, rows -------------------------------------------------
@@ -315,10 +76,16 @@ def step_rows(sc: EngramWindowScenario) -> tuple[list[list[np.ndarray]], int]:
     return [[np.unique(r[s]) for r in rows] for s in range(sc.decode.steps)], lookups
 
 
-def _estimate(sc: EngramWindowScenario) -> int:
+def _rows(sc: EngramWindowScenario) -> int:
+    """Rough count of spans and reads a run makes."""
     e = sc.engram
     lookups = sc.model.batch_size * len(e.orders) * e.heads * len(e.module_layers)
     return sc.decode.steps * (4 * sc.model.layers + 3 * lookups)
+
+
+def estimate(sc: EngramWindowScenario) -> Estimate:
+    rows = _rows(sc)
+    return Estimate(rows * BYTES_PER_ROW, rows * SECONDS_PER_ROW, "decode.steps")
 
 
 def _ceil_ns(ps: np.ndarray) -> np.ndarray:
@@ -507,7 +274,7 @@ class _Run:
 
 
 def simulate(sc: EngramWindowScenario) -> Result:
-    est = _estimate(sc)
+    est = _rows(sc)
     if est > MAX_EVENTS:
         raise ScenarioError(f"too large to simulate: about {est:,} spans and reads (limit {MAX_EVENTS:,}); "
                             "reduce decode.steps, model.batch_size or engram.heads", field="decode.steps")

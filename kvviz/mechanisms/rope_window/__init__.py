@@ -30,16 +30,20 @@ from typing import Literal
 import numpy as np
 from pydantic import model_validator
 
-from ..engine import EventLoop
-from ..errors import ScenarioError
-from ..result import Result
-from ..scenario import FieldError, ScenarioBase, Section, param
-from ..trace import SPAN_DTYPE, SPAN_KINDS, TraceBuilder
-from ..units import ns_to_us, us_to_ns
+from ...engine import EventLoop
+from ...errors import ScenarioError
+from ...result import Result
+from ...scenario import FieldError, ScenarioBase, Section, param
+from ...size_guard import Estimate
+from ...trace import SPAN_DTYPE, SPAN_KINDS, TraceBuilder
+from ...units import ns_to_us, us_to_ns
+from .. import Mechanism
 from .attention_profile import calibrate_decay, mass_on
 
 # A run whose event estimate exceeds this is refused up front, with the estimate.
 MAX_EVENTS = 20_000_000
+# measured (see the README's size limits): 1M and 4M positions, 265 B and 2.7 µs per trace row
+BYTES_PER_ROW, SECONDS_PER_ROW = 300, 3e-6
 
 
 class Sequence(Section):
@@ -120,10 +124,6 @@ class RopeWindowScenario(ScenarioBase):
                     raise FieldError(f"reads[{i}].positions[{j}]",
                                      f"position {p} is outside the sequence 0..{self.sequence.length - 1}")
         return self
-
-
-MODEL = RopeWindowScenario
-ANALYSES = ("rope_bound",)
 
 
 def priority(d: int, scale: float) -> float:
@@ -320,6 +320,11 @@ def _estimate_events(sc: RopeWindowScenario) -> tuple[int, str]:
     return window_rows + naive_rows + reads, field
 
 
+def estimate(sc: RopeWindowScenario) -> Estimate:
+    rows, field = _estimate_events(sc)
+    return Estimate(rows * BYTES_PER_ROW, rows * SECONDS_PER_ROW, field)
+
+
 def simulate(sc: RopeWindowScenario) -> Result:
     est, field = _estimate_events(sc)
     if est > MAX_EVENTS:
@@ -360,3 +365,6 @@ def simulate(sc: RopeWindowScenario) -> Result:
         "queries": run.per_query,
     }
     return Result(scenario=sc, trace=trace, metrics=metrics, events=run.loop.processed)
+
+
+MECHANISM = Mechanism("rope_window", RopeWindowScenario, simulate, estimate, analyses=("rope_bound",))

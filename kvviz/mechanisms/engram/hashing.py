@@ -21,8 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ScenarioError
-from ..io import read_text
+from ...errors import ScenarioError
+from ...io import read_text
 
 MAX_VOCAB = 1 << 22   # keeps token * multiplier below 2**62
 _MULT_BITS = 40

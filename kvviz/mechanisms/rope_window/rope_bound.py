@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import Attention
 from .attention_profile import calibrate_decay
 
 # Rows of distances processed at once: bounds the (rows x d/2) complex scratch array to
@@ -116,7 +117,6 @@ def bound_vs_assumption(scenario=None, max_distance: int = 64, head_dim: int = 1
         a = sc.attention
         source = f"{sc.name}: query {sc.sequence.queries[0]}"
     else:
-        from .rope_window import Attention
         a = Attention()
         assumed = assumed_profile(d, max_distance, max_distance, a.radius, a.concentration, a.profile)
         source = "seed 000's stated assumption"

@@ -1,6 +1,8 @@
 """Rasterise an SVG figure (from stdin) to PNG or PDF with Qt's SVG renderer.
 
-Used by `kvviz run --png/--pdf` as a child process, and by the app's Export menu in-process.
+The one module of kvviz that imports Qt (tests/test_core.py holds it to that): `kvviz run
+--png/--pdf` runs it as a child process (kvviz.export.raster), so the command line never loads
+Qt, and the app's Export menu calls `render_svg` in-process.
 PNG pixel size = figure size in inches × dpi; the file is written atomically.
 """
 from __future__ import annotations
@@ -10,12 +12,12 @@ import os
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF
+from PySide6.QtGui import QColor, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
+from PySide6.QtSvg import QSvgRenderer
+
 
 def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[int, int]:
-    from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF
-    from PySide6.QtGui import QColor, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
-    from PySide6.QtSvg import QSvgRenderer
-
     QGuiApplication.instance() or QGuiApplication([])
     renderer = QSvgRenderer(QByteArray(svg))
     if not renderer.isValid():
@@ -53,7 +55,7 @@ def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m app.render")
+    ap = argparse.ArgumentParser(prog="python -m kvviz.export.qt_render")
     ap.add_argument("--format", choices=["png", "pdf"], default="png")
     ap.add_argument("--dpi", type=int, default=300)
     ap.add_argument("--out", required=True)

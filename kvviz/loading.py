@@ -1,0 +1,33 @@
+"""Loading a scenario: plain data (kvviz.scenario_data) validated into the model of its `kind`,
+picked from the mechanism list (kvviz.mechanisms)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import ScenarioError
+from .limits import MAX_DEPTH, nesting_depth
+from .mechanisms import mechanisms
+from .scenario import validate
+from .scenario_data import apply_override, read_toml
+
+
+def parse_scenario(data: dict, source: str = "<scenario>"):
+    """Validate a plain dict (as read from TOML) into the model of its `kind`."""
+    kinds = mechanisms()
+    kind = data.get("kind")
+    if kind is None:
+        raise ScenarioError(f"required field is missing (one of: {', '.join(kinds)})", source, "kind")
+    if not isinstance(kind, str):
+        raise ScenarioError(f"must be a string, one of: {', '.join(kinds)} (got {kind!r:.60})", source, "kind")
+    if nesting_depth(data) > MAX_DEPTH:  # data built in code or by --set, not read by read_toml
+        raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", source)
+    if kind not in kinds:
+        raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
+    return validate(kinds[kind].model, data, source)
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
+    data = read_toml(path)
+    for assignment in overrides:
+        data = apply_override(data, assignment)
+    return parse_scenario(data, str(path))
