@@ -96,6 +96,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     from kvviz import ScenarioError, load_scenario
     from kvviz.scenario_data import apply_override, parse_value, read_toml
     from kvviz.sweep import Axis, grid_point, grid_size, parse_values
+
     from .shell.window import MainWindow
     _quiet_offscreen_noise()
 

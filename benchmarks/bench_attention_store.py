@@ -9,10 +9,11 @@ import os
 import time
 from pathlib import Path
 
+from machine import describe, median_of, spread
+
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
-from machine import describe, median_of, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -94,8 +94,8 @@ def main():
     import libcachesim as lcs
 
     from kvviz.replay import replay
-    from kvviz.requests.csv_format import read_csv
     from kvviz.replay.libcachesim_engine import OracleTraceFile, hashpower
+    from kvviz.requests.csv_format import read_csv
 
     n, rep = args.requests, args.repeat
     ids, sizes = zipf_trace(n, max(1000, n // 10))

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from .bundled import bundled_scenarios, resolve_scenario
 from .errors import ScenarioError
+from .format import format_value
+from .io import atomic_write
+from .limits import MAX_NS
+from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
-from .format import format_value
-from .io import atomic_write
-from .mechanisms import mechanisms
 from .simulation import check_run_size, simulate
-from .limits import MAX_NS
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 BAD_INPUT = 2
@@ -122,8 +122,8 @@ def _outputs(args, result) -> list[tuple[str, str]]:
 
 
 def cmd_run(args) -> int:
-    from .loading import load_scenario
     from .export.raster import ExportError, render
+    from .loading import load_scenario
 
     _check_figure_args(args)
     file = resolve_scenario(args.file)
@@ -233,8 +233,15 @@ def _sweep_table(res) -> str:
 
 def cmd_replay(args) -> int:
     from .executor import cluster_executor
-    from .replay import (FALLBACK_NOTE, check_sample_rate, miss_ratio_curve, parse_capacities, parse_size, policies,
-                         sampling_note)
+    from .replay import (
+        FALLBACK_NOTE,
+        check_sample_rate,
+        miss_ratio_curve,
+        parse_capacities,
+        parse_size,
+        policies,
+        sampling_note,
+    )
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
     from .requests.csv_format import parse_layout
     from .requests.reader import read_trace

@@ -25,7 +25,6 @@ from .metric_paths import metric_family, metric_value
 from .scenario_data import apply_override, parse_value
 from .simulation import check_run_size, simulate
 
-
 MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
 
 

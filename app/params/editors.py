@@ -9,15 +9,48 @@ from typing import Callable
 
 from PySide6.QtCore import QSignalBlocker, QSize, Qt
 from PySide6.QtGui import QBrush, QPainter, QPalette, QPen, QValidator
-from PySide6.QtWidgets import (QAbstractItemView, QAbstractSpinBox, QCheckBox, QComboBox,
-                               QDoubleSpinBox, QFormLayout, QFrame, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QSizePolicy, QTableWidget,
-                               QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractSpinBox,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt import QCollapsible
 
-from .values import (_BIG, _MISSING, _UNSET, DEFAULT_TEXT, ERROR_COLOR, ERROR_FILL, INDENT,
-                     MAX_TABLE_ROWS_SHOWN, FieldSpec, _norm_float, _parse_number, _ParseError, _same,
-                     _tooltip, display_text, field_spec, fmt_number, parse_text, path_str)
+from .values import (
+    _BIG,
+    _MISSING,
+    _UNSET,
+    DEFAULT_TEXT,
+    ERROR_COLOR,
+    ERROR_FILL,
+    INDENT,
+    MAX_TABLE_ROWS_SHOWN,
+    FieldSpec,
+    _norm_float,
+    _parse_number,
+    _ParseError,
+    _same,
+    _tooltip,
+    display_text,
+    field_spec,
+    fmt_number,
+    parse_text,
+    path_str,
+)
 
 # --- editors ---------------------------------------------------------------------------
 
@@ -403,7 +436,7 @@ class _TableField(_Field):
         hh = t.horizontalHeader()
         narrow = lambda s: s.numeric or s.kind in ("bool", "choice")
         stretch = [c for c, (_, s) in enumerate(self.columns) if not narrow(s)] or [len(self.columns) - 1]
-        for c, (_, s) in enumerate(self.columns):
+        for c in range(len(self.columns)):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch if c in stretch
                                     else QHeaderView.ResizeMode.ResizeToContents)
         t.itemChanged.connect(lambda _item: self._reparse())

@@ -39,21 +39,30 @@ from typing import Any
 
 import tomlkit
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 from superqt.utils import QSignalDebouncer
 
 from kvviz import ScenarioError, parse_scenario
+from kvviz.io import atomic_write, read_text
 from kvviz.mechanisms import mechanisms
 from kvviz.scenario import file_fields, rebase
 from kvviz.scenario_data import read_toml
 
-from kvviz.io import atomic_write, read_text
-
 from .editors import _Field, _form, _Group, _TableField
 from .toml_sync import _sync_table
-from .values import (_BIG, _MISSING, _UNSET, DEBOUNCE_MS, INDENT, _plain, _related, _same, field_spec,
-                     parse_path, path_str)
-
+from .values import (
+    _BIG,
+    _MISSING,
+    _UNSET,
+    DEBOUNCE_MS,
+    INDENT,
+    _plain,
+    _related,
+    _same,
+    field_spec,
+    parse_path,
+    path_str,
+)
 
 # --- the panel -------------------------------------------------------------------------
 
@@ -538,9 +547,9 @@ class ParameterPanel(QWidget):
             text = tomlkit.dumps(doc)
             if _same(tomllib.loads(text), self._data):
                 return text
-            warnings.warn("kvviz: could not keep the file's layout for this edit; writing it afresh")
+            warnings.warn("kvviz: could not keep the file's layout for this edit; writing it afresh", stacklevel=2)
         except Exception as e:  # tomlkit could not follow this edit; never lose the user's data
-            warnings.warn(f"kvviz: could not keep the file's layout ({e}); writing it afresh")
+            warnings.warn(f"kvviz: could not keep the file's layout ({e}); writing it afresh", stacklevel=2)
         text = tomlkit.dumps(self._data)
         if not _same(tomllib.loads(text), self._data):
             raise RuntimeError("kvviz: the scenario cannot be written as TOML")

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import tomlkit
 
-
 from .values import _same
-
 
 # --- style-preserving TOML update --------------------------------------------------------
 

@@ -15,7 +15,6 @@ from kvviz.errors import ScenarioError
 from kvviz.scenario import loc_to_path
 from kvviz.scenario_data import parse_value
 
-
 DEBOUNCE_MS = 150
 ERROR_COLOR = QColor("#c62828")
 ERROR_FILL = QColor("#fdecea")

@@ -3,15 +3,14 @@ difference of every scalar metric."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from kvviz.format import format_value
-from kvviz.result import Result
 from kvviz.metric_paths import metric_paths
+from kvviz.result import Result
 
-from .timeline import TimelineView
 from ._common import stack_vertically
+from .timeline import TimelineView
 
 
 def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:

@@ -15,8 +15,16 @@ from PySide6.QtWidgets import QWidget
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import (LABEL_STYLE, LINE_COLOURS, NoteStack, caption_label, link_x_ranges, stack_vertically,
-                      style_plot, view_box_of)
+from ._common import (
+    LABEL_STYLE,
+    LINE_COLOURS,
+    NoteStack,
+    caption_label,
+    link_x_ranges,
+    stack_vertically,
+    style_plot,
+    view_box_of,
+)
 
 AXIS_WIDTH = 64  # the same left-axis width on every plot, so their x axes line up
 

@@ -20,9 +20,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLineEdit, QSplitter,
-                               QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLineEdit,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from kvviz.mechanisms.ladder import TIERS, ladder_figures
 from kvviz.palette import span_color
@@ -378,7 +386,7 @@ class LadderView(QWidget):
                                        pen=pg.mkPen(tier_colour(t), width=1.2))
                 self.lat_plot.addItem(item)
                 self.sim_lat_bars[t] = item
-        for i in range(n):
+        for _ in range(n):
             for plot, store, sim in ((self.hit_plot, self.hit_texts, False),
                                      (self.lat_plot, self.latency_texts, False),
                                      (self.hit_plot, self.sim_hit_texts, True),

@@ -20,8 +20,18 @@ from PySide6.QtWidgets import QWidget
 from kvviz.export.axis import time_unit
 from kvviz.result import Result
 
-from ._common import (NoteStack, caption_label, hover_point, hover_tip, info_label, link_x_ranges, rehover,
-                      stack_vertically, style_plot, view_box_of)
+from ._common import (
+    NoteStack,
+    caption_label,
+    hover_point,
+    hover_tip,
+    info_label,
+    link_x_ranges,
+    rehover,
+    stack_vertically,
+    style_plot,
+    view_box_of,
+)
 from .time_range import SharedTimeRange
 
 MAX_COLS = 2000   # time bins over the range a grid is built for

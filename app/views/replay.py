@@ -11,8 +11,19 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from kvviz.bundled import resources_dir
 from kvviz.executor import cluster_executor
@@ -25,8 +36,8 @@ from kvviz.requests.reader import read_trace
 from ..background import JobControls
 from ..run_on import RunOn
 from ..save_dir import remember, start_path
-from .log_axis import LogAxis
 from ._common import LINE_COLOURS, style_plot
+from .log_axis import LogAxis
 
 RESOURCES = resources_dir()
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, QSpinBox,
-                               QWidget)
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, QSpinBox, QWidget
 
 from kvviz.mechanisms.rope_window.rope_bound import bound_vs_assumption
 from kvviz.result import Result

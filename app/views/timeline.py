@@ -12,8 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import (QBrush, QColor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap,
-                           QTransform)
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import tick_decimals, time_unit

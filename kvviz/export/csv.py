@@ -8,8 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..trace import (COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, LANE_DTYPE, RESIDENCY_DTYPE,
-                     SPAN_DTYPE, SPAN_KINDS, Trace)
+from ..trace import (
+    COUNTER_DTYPE,
+    INSTANT_DTYPE,
+    INSTANT_KINDS,
+    LANE_DTYPE,
+    RESIDENCY_DTYPE,
+    SPAN_DTYPE,
+    SPAN_KINDS,
+    Trace,
+)
 
 TABLES = ("lanes", "spans", "instants", "counters", "residency")
 
@@ -29,10 +37,10 @@ def trace_csv(trace: Trace) -> dict[str, str]:
     return {
         "lanes": _rows_to_text(["lane", "group"], lanes),
         "spans": _rows_to_text(["lane", "start_ns", "end_ns", "kind", "label", "ref"],
-                               ((lanes[l][0], s, e, SPAN_KINDS[k], lab[i] if i >= 0 else "", r)
-                                for l, s, e, k, i, r in trace.spans.tolist())),
+                               ((lanes[ln][0], s, e, SPAN_KINDS[k], lab[i] if i >= 0 else "", r)
+                                for ln, s, e, k, i, r in trace.spans.tolist())),
         "instants": _rows_to_text(["lane", "t_ns", "kind", "ref"],
-                                  ((lanes[l][0], t, INSTANT_KINDS[k], r) for l, t, k, r in trace.instants.tolist())),
+                                  ((lanes[ln][0], t, INSTANT_KINDS[k], r) for ln, t, k, r in trace.instants.tolist())),
         "counters": _rows_to_text(["name", "unit", "t_ns", "value"],
                                   ((trace.counter_names[n], trace.counter_units[n], t, repr(v))
                                    for n, t, v in trace.counters.tolist())),

@@ -256,7 +256,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
             progress(done[0], len(slots))
 
     todo = []
-    for i, (p, c) in enumerate(slots):
+    for i, (p, _) in enumerate(slots):
         if p == "lru" and one_pass_lru:
             continue
         todo.append(i)

@@ -27,14 +27,13 @@ import sys
 import threading
 import weakref
 
-import numpy as np
-
 import libcachesim as lcs
+import numpy as np
 
 from ..errors import ScenarioError
 from ..io import remove_scratch, scratch_file
-from .kernels import next_use_array
 from ..requests.oracle_general import ORACLE_RECORD
+from .kernels import next_use_array
 
 VERSION = lcs.__version__
 RECORD = ORACLE_RECORD  # next request: -1 for never again

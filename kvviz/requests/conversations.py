@@ -63,8 +63,17 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import read_text
-from .jsonl import (MOONCAKE, MOONCAKE_BLOCK_TOKENS, NS_PER_UNIT, QWEN, detect, first_record, json_lines,
-                    mooncake_record, qwen_record)
+from .jsonl import (
+    MOONCAKE,
+    MOONCAKE_BLOCK_TOKENS,
+    NS_PER_UNIT,
+    QWEN,
+    detect,
+    first_record,
+    json_lines,
+    mooncake_record,
+    qwen_record,
+)
 from .prompts import PromptRequests, PromptRows
 
 NS_PER_S = 1_000_000_000

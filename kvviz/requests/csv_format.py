@@ -282,5 +282,5 @@ def _numbers(path: Path, col: list, name: str, dtype, conv, first_line: int = 2)
                 v = None
             if v is None or (dtype is np.int64 and not -2**63 <= v < 2**63):  # Python ints never overflow
                 raise ScenarioError(f"{name}: beyond {MAX_BYTES:.3g} (got {x.decode('utf-8', 'replace')})",
-                                    str(path), f"line {n}")
+                                    str(path), f"line {n}") from None
         raise

@@ -19,8 +19,8 @@ from ...executor import map_indexed, workers
 from ...result import Result
 from ...size_guard import Estimate
 from .. import Mechanism
-from .model import AttentionStoreScenario
 from .arrivals import interleaved
+from .model import AttentionStoreScenario
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
 from .workload import load_trace, synthetic
 from .workload_figures import workload_figures

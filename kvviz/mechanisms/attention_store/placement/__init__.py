@@ -7,7 +7,6 @@ Adding a policy = adding a module here with a `@register("name")` class and list
 """
 from __future__ import annotations
 
-from .base import PLACEMENTS, Placement, register  # noqa: F401
-
 # Importing the modules registers their classes (order = the order in schemas and messages).
-from . import recompute, lru, fifo, scheduler_aware, belady  # noqa: E402,F401
+from . import belady, fifo, lru, recompute, scheduler_aware  # noqa: E402,F401
+from .base import PLACEMENTS, Placement, register  # noqa: F401
