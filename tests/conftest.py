@@ -1,3 +1,5 @@
+"""Shared fixtures: the bundled scenarios' results (each simulated once a session), the worked
+example's scenario, and the marker check that keeps `-m "not gui ..."` honest."""
 import os
 from pathlib import Path
 
@@ -7,12 +9,66 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
+BUNDLED = tuple(sorted(p.stem for p in SCENARIOS.glob("*.toml")))
+SLOW_TO_SIMULATE = {"attention_store_sharegpt"}  # ~20 s as shipped (9,000 conversations, 6 runs)
+# Fixtures that only a test needing Qt widgets asks for: such a test must say `gui`.
+QT_FIXTURES = {"qtbot", "qapp"}
 
 
 @pytest.fixture
 def seed16():
     from kvviz import load_scenario
     return load_scenario(SCENARIOS / "rope_prefetch_16.toml")
+
+
+class BundledResults(dict):
+    """Results of the bundled scenarios by name, each simulated on first use and then shared.
+    Results are read-only (their metrics and trace arrays refuse writes), so sharing is safe."""
+
+    def __init__(self, overrides: dict | None = None, full: "BundledResults | None" = None):
+        super().__init__()
+        self.overrides, self.full = overrides or {}, full
+
+    def __missing__(self, name: str):
+        from kvviz import load_scenario, simulate
+        if name not in self.overrides and self.full is not None:
+            return self.full[name]  # nothing to make smaller: the very same result
+        sets = [f"{k}={v}" for k, v in _dotted(self.overrides.get(name, {}))]
+        self[name] = result = simulate(load_scenario(SCENARIOS / f"{name}.toml", sets))
+        return result
+
+
+def _dotted(tree: dict, prefix: str = ""):
+    for k, v in tree.items():
+        yield from _dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else [(prefix + k, v)]
+
+
+@pytest.fixture(scope="session")
+def bundled() -> BundledResults:
+    """`bundled[name]`: the bundled scenario `name` as shipped, simulated once a session (the
+    AttentionStore ShareGPT run alone takes ~20 s): for tests whose point is the bundled run."""
+    return BundledResults()
+
+
+@pytest.fixture(scope="session")
+def bundled_small(bundled) -> BundledResults:
+    """`bundled_small[name]`: the same with input_mutations.SMALLER's overrides (a few dozen
+    conversations instead of 9,000): for tests that need a result of that kind, not its size."""
+    from .input_mutations import SMALLER
+    return BundledResults(SMALLER, full=bundled)
+
+
+def bundled_params(names=BUNDLED):
+    """The bundled names for parametrize, the ones slow to simulate as shipped marked `slow`."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_TO_SIMULATE else n for n in names]
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that takes a Qt fixture but is not marked `gui` would run with the core tests."""
+    unmarked = [item.nodeid for item in items
+                if QT_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("gui") is None]
+    if unmarked:
+        raise pytest.UsageError("tests using qtbot/qapp must be marked gui: " + ", ".join(unmarked))
 
 
 def park_mouse(qtbot, plot, scene_pos) -> None:

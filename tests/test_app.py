@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
@@ -76,12 +77,23 @@ def test_time_axis_labels_never_run_into_each_other(window):
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
-def test_open_every_bundled_scenario(window, qtbot, path):
+def test_open_every_bundled_scenario(window, qtbot, path, tmp_path):
+    if path.stem == "attention_store_sharegpt":
+        # Its 9,000 conversations take ~20 s to simulate and say nothing more about the window
+        # than 2,000 do (the views take the full run in test_views): 11,800 turns, still past
+        # PARALLEL_TURNS, so the window's child process still starts its pool of runs.
+        text = path.read_text()
+        assert text.count("conversations = 9000 ") == 1
+        path = tmp_path / path.name
+        path.write_text(text.replace("conversations = 9000 ", "conversations = 2000 "))
     old = window.result
     assert window.open(str(path))
-    qtbot.waitUntil(lambda: window.result is not old, timeout=180_000)  # AttentionStore: 52,400 turns × 6 runs
+    qtbot.waitUntil(lambda: window.result is not old, timeout=180_000)
     r = window.result
     assert r.scenario.kind and window.metrics.scalars.rowCount() > 0
+    if path.parent == tmp_path:
+        from kvviz.mechanisms.attention_store import PARALLEL_TURNS
+        assert r.metrics["turns"] >= PARALLEL_TURNS
     for name in TABS:  # every view accepts every kind
         window.show_view(name)
 

@@ -71,12 +71,12 @@ def test_result_metrics_are_read_only(seed16):
     assert isinstance(r.metrics_dict()["queries"], list)
 
 
-def test_every_bundled_scenario_runs():
-    from kvviz import load_scenario, simulate
+@pytest.mark.slow  # the AttentionStore ShareGPT run as shipped (shared with the other bundled-run tests)
+def test_every_bundled_scenario_runs(bundled):
     files = sorted(SCENARIOS.glob("*.toml"))
     assert files
     for f in files:
-        r = simulate(load_scenario(f))
+        r = bundled[f.stem]
         assert len(r.trace.lanes) and r.metrics, f
 
 

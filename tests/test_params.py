@@ -8,6 +8,7 @@ from typing import Literal
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from pydantic import BaseModel  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402

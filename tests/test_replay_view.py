@@ -2,6 +2,7 @@
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from app.replay_view import ReplayView  # noqa: E402
 

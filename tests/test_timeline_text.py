@@ -5,6 +5,7 @@ import pyqtgraph as pg
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QRectF  # noqa: E402
 from PySide6.QtGui import QFontMetrics, QFont, QTransform  # noqa: E402

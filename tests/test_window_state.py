@@ -4,6 +4,7 @@ scenario's leftovers beside another's parameters (issue 12, "data loss and broke
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
