@@ -9,7 +9,7 @@ pytest.importorskip("PySide6")
 pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from app.main import main as gui_main  # noqa: E402
 from app.metrics import metric_rows  # noqa: E402
@@ -123,7 +123,9 @@ def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
     old = window.result
     window.panel.set_value("sequence.queries", [8, 99])
     qtbot.waitUntil(lambda: "sequence.queries" in window.status.text(), timeout=5_000)
-    qtbot.wait(400)  # longer than the debounce: nothing may be submitted
+    with qtbot.assertNotEmitted(window.panel.edited):
+        window.panel.flush()  # what the debounce would still emit, now: nothing may be submitted
+    assert not window.runner.busy()
     assert window.result is old and window.panel.scenario() is None
 
 
@@ -338,7 +340,9 @@ def test_cancel_stops_a_long_run(window, qtbot):
     qtbot.waitUntil(window.cancel_btn.isVisible, timeout=5_000)
     window.cancel_btn.click()
     assert not window.runner.busy()
-    qtbot.wait(300)
+    # cancel joined the child's reader thread: whatever it sent is queued here by now
+    with qtbot.assertNotEmitted(window.runner.finished):
+        QApplication.processEvents()
     assert window.result is old  # the cancelled run never arrives
     window.panel.set_value("sequence.length", 16)  # and the runner still works
     assert _wait_new_result(qtbot, window, old).scenario.sequence.length == 16
