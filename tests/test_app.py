@@ -16,7 +16,7 @@ from app.metrics import metric_rows  # noqa: E402
 from app.timeline import SpanLayer, merge_runs  # noqa: E402
 from app.window import TABS, MainWindow  # noqa: E402
 
-from .conftest import SCENARIOS  # noqa: E402
+from .conftest import SCENARIOS, SLOW_TO_SIMULATE  # noqa: E402
 
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
 BUNDLED = sorted(SCENARIOS.glob("*.toml"))
@@ -76,7 +76,8 @@ def test_time_axis_labels_never_run_into_each_other(window):
     assert time_axis.tickSpacing(0, 400, 500) == pg.AxisItem.tickSpacing(time_axis, 0, 400, 500)  # as before
 
 
-@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] if p.stem in SLOW_TO_SIMULATE else [])
+                                  for p in BUNDLED])
 def test_open_every_bundled_scenario(window, qtbot, path, tmp_path):
     if path.stem == "attention_store_sharegpt":
         # Its 9,000 conversations take ~20 s to simulate and say nothing more about the window
@@ -441,6 +442,7 @@ def test_cli_screenshot_compare_and_sweep(tmp_path):
     assert out.exists()
 
 
+@pytest.mark.slow  # the window, and a curve of 5 policies × 12 capacities
 def test_cli_screenshot_replay(tmp_path, capsys):
     from PySide6.QtGui import QImage
 

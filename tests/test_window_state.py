@@ -221,6 +221,7 @@ def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbo
     assert r.scenario.storage.latency_us == 7 and not window.stale_note.isVisible()
 
 
+@pytest.mark.slow  # the bundled 20,000-request trace, every default policy
 def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
     with qtbot.waitSignal(window.replay.finished, timeout=60_000):
         window.show_view("replay")
