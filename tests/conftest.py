@@ -1,5 +1,6 @@
 """Shared fixtures: the bundled scenarios' results (each simulated once a session), the worked
 example's scenario, and the marker check that keeps `-m "not gui ..."` honest."""
+import json
 import os
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class BundledResults(dict):
         from kvviz import load_scenario, simulate
         if name not in self.overrides and self.full is not None:
             return self.full[name]  # nothing to make smaller: the very same result
-        sets = [f"{k}={v}" for k, v in _dotted(self.overrides.get(name, {}))]
+        sets = [f"{k}={json.dumps(v)}" for k, v in _dotted(self.overrides.get(name, {}))]  # --set form
         self[name] = result = simulate(load_scenario(SCENARIOS / f"{name}.toml", sets))
         return result
 

@@ -76,7 +76,7 @@ def test_time_axis_labels_never_run_into_each_other(window):
     assert time_axis.tickSpacing(0, 400, 500) == pg.AxisItem.tickSpacing(time_axis, 0, 400, 500)  # as before
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] if p.stem in SLOW_TO_SIMULATE else [])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] * (p.stem in SLOW_TO_SIMULATE))
                                   for p in BUNDLED])
 def test_open_every_bundled_scenario(window, qtbot, path, tmp_path):
     if path.stem == "attention_store_sharegpt":
