@@ -59,11 +59,6 @@ def bundled_small(bundled) -> BundledResults:
     return BundledResults(SMALLER, full=bundled)
 
 
-def bundled_params(names=BUNDLED):
-    """The bundled names for parametrize, the ones slow to simulate as shipped marked `slow`."""
-    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_TO_SIMULATE else n for n in names]
-
-
 def pytest_collection_modifyitems(config, items):
     """A test that takes a Qt fixture but is not marked `gui` would run with the core tests."""
     unmarked = [item.nodeid for item in items

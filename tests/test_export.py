@@ -12,7 +12,7 @@ from kvviz.export.perfetto import perfetto_events, sublanes
 from kvviz.export.svg import timeline_svg
 from kvviz.trace import TraceBuilder
 
-from .conftest import SCENARIOS, bundled_params
+from .conftest import BUNDLED, SCENARIOS
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
@@ -56,9 +56,12 @@ def test_axis_labels_of_a_narrow_range_differ(seed_result):
     assert len(labels) >= 3 and len(set(labels)) == len(labels) and labels[0] == "30.0000"
 
 
-@pytest.mark.parametrize("name", bundled_params())
-def test_every_bundled_scenario_exports(name, tmp_path, bundled):
-    r = bundled[name]
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_bundled_scenario_exports(name, tmp_path, bundled_small):
+    # each kind's lanes and marks, not its size: ShareGPT with 30 conversations (1,000 spans, and
+    # coverage bars already) rather than 320,000 spans, whose Perfetto and CSV round trips alone
+    # took ~10 s; the full run goes through every view in test_views
+    r = bundled_small[name]
     svg = timeline_svg(r)
     merged = '<g class="coverage">' in svg  # many sub-pixel spans on a lane: coverage bars
     drawn = len(_spans_in_svg(svg))
