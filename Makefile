@@ -48,7 +48,10 @@ test-libs:
 run: setup
 	$(PY) -m app.main
 
+# The boundaries first (lint, import contracts in pyproject.toml), then every test.
 test: setup test-libs
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 bench: setup

@@ -18,6 +18,7 @@ from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, MISS
 
 from .conftest import SCENARIOS
 
+
 # A tiny world in which every stored session is exactly one block: 256-token blocks, a
 # 256-token window, 64 tokens per turn (60 in, 4 out), 1 MB of KV per token. One session =
 # 256 MB, and 0.512 GB of DRAM = exactly two session slots. No SSD: a DRAM victim is dropped.

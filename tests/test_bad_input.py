@@ -84,6 +84,7 @@ def test_sweep_ranges_must_be_finite(capsys, values):
     assert "must be finite numbers" in line
 
 
+@pytest.mark.gui
 def test_gui_refuses_a_bad_kind_and_bad_sizes_with_exit_2(tmp_path):
     f = tmp_path / "k.toml"
     f.write_text('kind = ["rope_window"]\n')
@@ -96,9 +97,10 @@ def test_gui_refuses_a_bad_kind_and_bad_sizes_with_exit_2(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+@pytest.mark.gui
 def test_the_panel_opens_a_file_whose_kind_is_a_list(tmp_path, qtbot):
-    from kvviz import ScenarioError
     from app.params import ParameterPanel
+    from kvviz import ScenarioError
     f = tmp_path / "k.toml"
     f.write_text('kind = ["rope_window"]\n')
     panel = ParameterPanel()
@@ -167,6 +169,7 @@ def test_replay_refuses_an_empty_capacity_entry(tmp_path, capsys):
     assert "an empty entry" in _one_error_line(capsys, ["replay", str(trace), "--capacities", "10,,20"])
 
 
+@pytest.mark.gui
 def test_a_panel_field_typed_hundreds_deep_is_marked_not_raised(qtbot):
     from app.params.values import _ParseError, field_spec, parse_text
     from kvviz.mechanisms.ladder import LadderScenario

@@ -260,7 +260,7 @@ def test_invariants(data):
         seen = []
         orig_iterate = g._iterate
 
-        def watch(orig=orig_iterate, g=g):
+        def watch(orig=orig_iterate, g=g, seen=seen):
             seen.append((g.tok_run, g.cached_tok, len(g.batch)))
             orig()
         g._iterate = watch
@@ -307,6 +307,7 @@ def test_figure_24_tiers_shape():
     assert hit["hbm"] <= hit["hbm_dram"] < 0.25 < 0.6 < hit["hbm_dram_ssd"]
 
 
+@pytest.mark.slow  # 2,000 conversations, serial and then on a pool
 def test_parallel_runs_equal_serial(monkeypatch):
     from kvviz import load_scenario
     from kvviz.mechanisms.attention_store import PARALLEL_TURNS

@@ -15,6 +15,7 @@ from kvviz.sweep import Axis, run_sweep
 from .conftest import SCENARIOS
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (pip install 'kvviz[cluster]')")
+pytestmark = pytest.mark.cluster
 
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
 # Rope runs are fast; 40 points of a 400k-token sequence take a few seconds in all.

@@ -10,7 +10,6 @@ from kvviz.trace import TraceBuilder
 
 from .conftest import SCENARIOS
 
-
 QT_RENDER = "kvviz.export.qt_render"  # the one kvviz module that imports Qt (run as a child process)
 QT_PACKAGES = ("PySide6", "pyqtgraph", "shiboken6")
 
@@ -92,12 +91,12 @@ def test_result_metrics_are_read_only(seed16):
     assert isinstance(r.metrics_dict()["queries"], list)
 
 
-def test_every_bundled_scenario_runs():
-    from kvviz import load_scenario, simulate
+@pytest.mark.slow  # the AttentionStore ShareGPT run as shipped (shared with the other bundled-run tests)
+def test_every_bundled_scenario_runs(bundled):
     files = sorted(SCENARIOS.glob("*.toml"))
     assert files
     for f in files:
-        r = simulate(load_scenario(f))
+        r = bundled[f.stem]
         assert len(r.trace.lanes) and r.metrics, f
 
 

@@ -5,23 +5,22 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from kvviz import load_scenario, simulate
+from kvviz import load_scenario
 from kvviz.cli import main
 from kvviz.export.csv import csv_paths, read_trace_csv, trace_csv
 from kvviz.export.perfetto import perfetto_events, sublanes
 from kvviz.export.svg import timeline_svg
 from kvviz.trace import TraceBuilder
 
-from .conftest import SCENARIOS
+from .conftest import BUNDLED, SCENARIOS
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
-BUNDLED = sorted(SCENARIOS.glob("*.toml"))
 
 
-@pytest.fixture(scope="module")
-def seed_result():
-    return simulate(load_scenario(SEED))
+@pytest.fixture
+def seed_result(bundled):
+    return bundled["rope_prefetch_16"]
 
 
 def _spans_in_svg(svg: str) -> list:
@@ -57,9 +56,12 @@ def test_axis_labels_of_a_narrow_range_differ(seed_result):
     assert len(labels) >= 3 and len(set(labels)) == len(labels) and labels[0] == "30.0000"
 
 
-@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
-def test_every_bundled_scenario_exports(path, tmp_path):
-    r = simulate(load_scenario(path))
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_bundled_scenario_exports(name, tmp_path, bundled_small):
+    # each kind's lanes and marks, not its size: ShareGPT with 30 conversations (1,000 spans, and
+    # coverage bars already) rather than 320,000 spans, whose Perfetto and CSV round trips alone
+    # took ~10 s; the full run goes through every view in test_views
+    r = bundled_small[name]
     svg = timeline_svg(r)
     merged = '<g class="coverage">' in svg  # many sub-pixel spans on a lane: coverage bars
     drawn = len(_spans_in_svg(svg))
@@ -110,6 +112,7 @@ def test_overlapping_spans_get_sub_lanes():
     assert threads == ["CXL / pool", "CXL / pool #2", "CXL / pool #3"]
 
 
+@pytest.mark.gui  # PNG and PDF come from Qt's renderer (a child process)
 def test_cli_png_pdf_size_and_match_svg(tmp_path, qapp):
     from PySide6.QtCore import QByteArray, QRectF
     from PySide6.QtGui import QColor, QImage, QPainter

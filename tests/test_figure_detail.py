@@ -10,7 +10,7 @@ from kvviz import load_scenario
 from kvviz.export.svg import timeline_svg
 from kvviz.level_of_detail import merge_to_pixels, thin_marks
 from kvviz.palette import all_instant_colors, all_span_colors
-from kvviz.trace import SPAN_DTYPE, INSTANT_KINDS, SPAN_KINDS, TraceBuilder
+from kvviz.trace import INSTANT_KINDS, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
 
 from .conftest import SCENARIOS
 

@@ -15,6 +15,7 @@ from .input_mutations import KNOWN_VALIDATOR_BUGS, cases, mutate, outcome
 @settings(max_examples=int(os.environ.get("KVVIZ_FUZZ_EXAMPLES", 300)), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
+@pytest.mark.slow  # hundreds of runs and a child process
 def test_every_mutation_runs_or_is_refused_in_one_line(case):
     name, path, op, value, data = case
     result = outcome(data)

@@ -11,10 +11,15 @@ import pytest
 
 from kvviz import load_scenario, parse_scenario, simulate
 from kvviz.cli import main
-from kvviz.mechanisms.rope_window.attention_profile import calibrate_decay
 from kvviz.mechanisms.ladder import ACCESSES_SHOWN, LadderScenario, Tiers, arrival_hit_shares, ladder_figures
-from kvviz.mechanisms.rope_window.rope_bound import (bound_vs_assumption, rope_envelope, rope_frequencies,
-                                                     rope_relative_bound, scenario_profile)
+from kvviz.mechanisms.rope_window.attention_profile import calibrate_decay
+from kvviz.mechanisms.rope_window.rope_bound import (
+    bound_vs_assumption,
+    rope_envelope,
+    rope_frequencies,
+    rope_relative_bound,
+    scenario_profile,
+)
 from kvviz.scenario_data import read_toml
 from kvviz.trace import SPAN_KINDS
 
@@ -53,7 +58,7 @@ def seed():
 def test_seed_rungs_match_hand_computation(seed):
     rungs = seed.metrics_dict()["rungs"]
     assert [r["hbm_hit_pct"] for r in rungs] == [72, 80, 87, 93, 97]
-    for r, (pct, hbm, cxl, flash, mean) in zip(rungs, HAND):
+    for r, (_, hbm, cxl, flash, mean) in zip(rungs, HAND):
         # Exact fractions inside, so these are equalities, not approximations.
         assert r["contrib_ns"] == {"hbm": hbm, "cxl": cxl, "flash": flash}
         assert hbm + cxl + flash == pytest.approx(mean, abs=1e-12)
@@ -85,7 +90,7 @@ def test_seed_flash_tail_summary(seed):
 def test_seed_trace_stacks_tiers_per_rung(seed):
     tr = seed.trace
     assert len(tr.lanes) == 5
-    for i, (pct, hbm, cxl, flash, mean) in enumerate(HAND):
+    for i, (_, hbm, cxl, flash, mean) in enumerate(HAND):
         s = tr.spans[tr.spans["lane"] == i]
         assert [SPAN_KINDS[k] for k in s["kind"]] == ["load", "fetch", "stall"]  # HBM, CXL, flash
         # Back to back from 0, each tier's summed latency over 1,000 accesses.

@@ -2,6 +2,7 @@
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtGui import QFont, QFontMetrics  # noqa: E402
 

@@ -4,6 +4,10 @@ in a fresh process, and require a clean exit."""
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.gui
+
 CODE = r"""
 import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -14,6 +14,7 @@ import pytest
 from .conftest import ROOT, SCENARIOS
 
 pytest.importorskip("PySide6")
+pytestmark = [pytest.mark.gui, pytest.mark.xvfb]
 
 
 @pytest.fixture(scope="module")

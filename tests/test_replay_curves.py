@@ -199,6 +199,7 @@ def test_a_vanished_trace_file_is_a_message_not_an_abort():
 
 def test_python_kernels_carry_their_requests_too(tmp_path):
     import pickle
+
     from kvviz.replay import _PythonTrace
     reqs = read_csv(SAMPLE)
     t = _PythonTrace(reqs, str(tmp_path))

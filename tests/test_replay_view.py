@@ -2,6 +2,7 @@
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from app.views.replay import ReplayView  # noqa: E402
 
@@ -117,6 +118,7 @@ def test_any_policy_from_the_list_with_descriptions(view, qtbot):
     assert sorted(view.curves) == ["arc", "lirs"] and {r.engine for r in view.results} == {"libcachesim"}
 
 
+@pytest.mark.slow  # the bundled 20,000-request trace, every default policy
 def test_opens_with_the_bundled_curve_drawn(qtbot):
     v = ReplayView()
     qtbot.addWidget(v)

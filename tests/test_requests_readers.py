@@ -328,6 +328,7 @@ def test_hostile_trace_files_are_read_or_refused_never_crash(tmp_path):
     """Random splices of trace fragments in every format: each file is read, or refused with a
     ScenarioError (the CLI's one line and exit 2); nothing else escapes."""
     import random
+
     from kvviz.errors import ScenarioError
     rng = random.Random(14)
     pieces = [b"time,id,size\n", b"0,a,4\n", b"1,b,3\n", b",", b"\n", b"\r", b"\r\n", b'"', b"nan", b"-1",
@@ -337,7 +338,7 @@ def test_hostile_trace_files_are_read_or_refused_never_crash(tmp_path):
     names = ["t.csv", "t.txt", "t.tsv", "t.jsonl", "t.oracleGeneral", "t.bin", "t.csv.zst", "t"]
     formats = ["auto"] * 5 + ["csv", "txt", "oracleGeneral", "mooncake", "qwen"]
     read = 0
-    for case in range(400):
+    for _ in range(400):
         p = write(tmp_path, rng.choice(names), b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))))
         try:
             layout = parse_layout(rng.choice(["id=1", "id=2,size=3", "time=1,id=2,size=3", None]),

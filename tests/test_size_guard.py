@@ -3,8 +3,8 @@
 import pytest
 
 from kvviz import ScenarioError, load_scenario, simulate
-from kvviz.cli import main as cli
 from kvviz.bundled import bundled_scenarios
+from kvviz.cli import main as cli
 from kvviz.mechanisms import mechanisms
 from kvviz.size_guard import DEFAULT_MAX_MEMORY_GB
 

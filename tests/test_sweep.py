@@ -73,6 +73,7 @@ def test_cli_sweep_bad_input(args, field, capsys):
     assert f": {field}: " in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a sweep in a child process, interrupted once it has run a while with its pool
 def test_ctrl_c_stops_cleanly():
     import signal
     import subprocess

@@ -5,15 +5,15 @@ import pyqtgraph as pg
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QRectF  # noqa: E402
-from PySide6.QtGui import QFontMetrics, QFont, QTransform  # noqa: E402
+from PySide6.QtGui import QFont, QFontMetrics, QTransform  # noqa: E402
 
-from kvviz import load_scenario, simulate  # noqa: E402
 from app.views.timeline import SpanLayer, TimelineView  # noqa: E402
+from kvviz import load_scenario, simulate  # noqa: E402
 
-from .conftest import SCENARIOS, park_mouse  # noqa: E402
-from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
+from .conftest import SCENARIOS, park_mouse, wait_new_result  # noqa: E402
 
 
 class _RecordingPainter:
@@ -77,7 +77,7 @@ def test_one_check_is_said_in_the_singular(window, qtbot, tmp_path):
     f.write_text('kind = "rope_window"\n[[expect]]\nmetric = "speedup"\nequals = 8.0\n')
     old = window.result
     window.open(str(f))
-    _wait_new_result(qtbot, window, old)
+    wait_new_result(qtbot, window, old)
     assert window.status.text().endswith("; 1 check passes")
 
 
@@ -154,8 +154,9 @@ def test_long_lane_names_take_at_most_a_third_of_the_plot(qtbot):
     b = TraceBuilder()
     lane = b.lane("PCIe · layer loads of turn 14623's iteration, and then some more words", "PCIe")
     b.span(lane, 0, 1000, "fetch", "x")
-    from kvviz.result import Result
     from types import SimpleNamespace
+
+    from kvviz.result import Result
     tl = on_screen(qtbot, Result(scenario=SimpleNamespace(kind="synthetic", name="s"), trace=b.build(), metrics={}),
                    size=(640, 400))
     axis = tl.lane_axis
@@ -168,6 +169,7 @@ def test_a_current_view_figure_leaves_out_the_hover_line(qtbot):
     """The Timeline's "Current View as PNG" ended in the grey strip of the hover line, and its
     cursor label said "0.00" with no unit."""
     from PySide6.QtGui import QImage
+
     from app.exporting import render_widget
     tl = on_screen(qtbot, "engram_qwen3_32b_cxl", size=(700, 500))
     tl.info.setText("a hover line")

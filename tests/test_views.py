@@ -5,33 +5,31 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 import pyqtgraph as pg  # noqa: E402
 from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from kvviz import load_scenario, simulate  # noqa: E402
-from kvviz.palette import span_color  # noqa: E402
-from kvviz.result import Result  # noqa: E402
-from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
-
-from app.views.timeline import TimelineView  # noqa: E402
 from app.tabs import BarsTab, TabContext  # noqa: E402
 from app.views import CountersView, LadderView, OccupancyView, PoliciesView, RopeBoundView  # noqa: E402
 from app.views.counters import step_xy  # noqa: E402
 from app.views.ladder import PCT_COL  # noqa: E402
-from app.views.occupancy import (EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index,  # noqa: E402
-                                  item_rgba, occupancy_grid)
+from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index, item_rgba, occupancy_grid  # noqa: E402
+from app.views.timeline import TimelineView  # noqa: E402
+from kvviz.palette import span_color  # noqa: E402
+from kvviz.result import Result  # noqa: E402
+from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
 
-from .conftest import SCENARIOS, park_mouse  # noqa: E402
+from .conftest import BUNDLED, park_mouse  # noqa: E402
 
-BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.toml"))
-VIEWS = (OccupancyView, CountersView, LadderView, PoliciesView, RopeBoundView)
+# the timeline too: the window opens a smaller ShareGPT run (test_app), so the full one is drawn here
+VIEWS = (OccupancyView, CountersView, LadderView, PoliciesView, RopeBoundView, TimelineView)
 
 
-@pytest.fixture(scope="module")
-def results():
-    return {name: simulate(load_scenario(SCENARIOS / f"{name}.toml")) for name in BUNDLED}
+@pytest.fixture
+def results(bundled):
+    return bundled  # by name, each simulated on first use, once a session (conftest.py)
 
 
 def shown(qtbot, cls, result=None, size=(1200, 700)):
@@ -85,12 +83,14 @@ def non_white_share(px: np.ndarray) -> float:
 
 # --- every view, every bundled scenario -------------------------------------------------------
 
+@pytest.mark.slow  # every bundled run as shipped: the ShareGPT one takes ~20 s (once a session)
 def test_every_bundled_check_holds(results):
     # the seeds' claims the bundled scenarios check ([[expect]]), as `kvviz check scenarios/*.toml`
-    checks = [(name, c) for name, r in results.items() for c in r.metrics.get("checks", ())]
+    checks = [(name, c) for name in BUNDLED for c in results[name].metrics.get("checks", ())]
     assert len(checks) >= 15 and [f"{n}: {c['metric']} = {c['actual']}" for n, c in checks if not c["ok"]] == []
 
 
+@pytest.mark.slow  # every bundled run as shipped, once a session
 @pytest.mark.parametrize("cls", VIEWS, ids=lambda c: c.__name__)
 def test_each_view_accepts_every_bundled_result(qtbot, results, cls):
     v = shown(qtbot, cls)
@@ -287,8 +287,8 @@ def test_policy_rows_split_hits_by_tier():
     assert (rows[2]["hbm"], rows[2]["dram"], rows[2]["ssd"]) == pytest.approx((0.1, 0.3, 0.1))
 
 
-def test_policies_view_and_bars_tab(qtbot, results):
-    r = results["attention_store_sharegpt"]
+def test_policies_view_and_bars_tab(qtbot, results, bundled_small):
+    r = bundled_small["attention_store_sharegpt"]  # a policy comparison; its size does not matter here
     pol = r.metrics["policies"]
     v = shown(qtbot, PoliciesView, r)
     assert not v.stack.showing_note and [row["name"] for row in v.rows] == list(pol)

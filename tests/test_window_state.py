@@ -4,12 +4,12 @@ scenario's leftovers beside another's parameters (issue 12, "data loss and broke
 import pytest
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
-from .conftest import SCENARIOS  # noqa: E402
-from .test_app import _wait_new_result, settings, window  # noqa: E402,F401  (fixtures)
+from .conftest import SCENARIOS, wait_new_result  # noqa: E402
 
 SMALL_STORE = ('kind = "attention_store"\npolicies = ["recompute", "scheduler_aware"]\n'
                '[workload]\nconversations = {n}\n[serving]\ncompare_truncation = false\n')
@@ -18,7 +18,7 @@ SMALL_STORE = ('kind = "attention_store"\npolicies = ["recompute", "scheduler_aw
 def _open(window, qtbot, path):
     old = window.result
     assert window.open(str(path))
-    return _wait_new_result(qtbot, window, old)
+    return wait_new_result(qtbot, window, old)
 
 
 def test_ladder_drag_keeps_every_rungs_overrides(window, qtbot, tmp_path):
@@ -27,7 +27,7 @@ def test_ladder_drag_keeps_every_rungs_overrides(window, qtbot, tmp_path):
     assert any(overrides)
     window.show_view("ladder")
     window.tab("ladder").ladder.drag_rung(0, 52.5, finish=True)
-    r = _wait_new_result(qtbot, window, first)
+    r = wait_new_result(qtbot, window, first)
     rungs = window.panel.data()["rungs"]
     assert [x["overrides"] for x in rungs] == overrides
     assert rungs[0]["hbm_hit_pct"] == 52.5 and [x["hbm_hit_pct"] for x in rungs[1:]] == [80, 87, 93, 97]
@@ -102,7 +102,7 @@ def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
     old = window.result
     window.panel.set_value("storage.latency_us", 30)
     window.panel.flush()
-    r = _wait_new_result(qtbot, window, old)
+    r = wait_new_result(qtbot, window, old)
     assert r.metrics["naive_stall_us"] == 480.0
     assert vb.viewRange()[0] == pytest.approx([100.0, 150.0])
     window.show_view("occupancy")  # the linked view, drawn now, keeps it too
@@ -141,11 +141,11 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     old = window.result
     from kvviz.mechanisms.attention_store import GPU_LANE
     window.view("timeline").picked.emit(GPU_LANE, 120)
-    picked = _wait_new_result(qtbot, window, old)
+    picked = wait_new_result(qtbot, window, old)
     assert window.panel.data()["serving"]["detail_job"] == 120 and picked.metrics["detail"]["turn_row"] == 120
     window.panel.set_value("workload.conversations", 5)  # far fewer than 120 turns
     window.panel.flush()
-    r = _wait_new_result(qtbot, window, picked)
+    r = wait_new_result(qtbot, window, picked)
     assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
     assert r.scenario.workload.conversations == 5
     assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
@@ -194,7 +194,7 @@ def test_new_scenario_clears_the_previous_ones_leftovers(window, qtbot, tmp_path
     window.open(str(f))
     # while the new run is pending, the window says the views are the previous scenario's
     assert window.stale_note.isVisible() and "rope_prefetch_16" in window.stale_note.text()
-    _wait_new_result(qtbot, window, old)
+    wait_new_result(qtbot, window, old)
     assert not window.stale_note.isVisible()
     window.show_view("timeline")  # (a policy comparison opens on the Policies tab)
     assert window.view("timeline").info.text().strip() == ""
@@ -215,10 +215,11 @@ def test_an_invalid_file_opens_with_its_values_and_the_field_marked(window, qtbo
     old = window.result
     window.panel.set_value("cache.slots", 8)  # fixed where it is shown
     window.panel.flush()
-    r = _wait_new_result(qtbot, window, old)
+    r = wait_new_result(qtbot, window, old)
     assert r.scenario.storage.latency_us == 7 and not window.stale_note.isVisible()
 
 
+@pytest.mark.slow  # the bundled 20,000-request trace, every default policy
 def test_the_replay_tab_opens_with_the_bundled_curves_drawn(window, qtbot):
     with qtbot.waitSignal(window.view("replay").finished, timeout=60_000):
         window.show_view("replay")
@@ -267,7 +268,7 @@ def test_an_edit_after_save_as_is_no_new_scenario(window, qtbot, tmp_path):
     old = window.result
     window.panel.set_value("storage.latency_us", 30)
     window.panel.flush()
-    _wait_new_result(qtbot, window, old)
+    wait_new_result(qtbot, window, old)
     assert window.view("sweep").result is not None and window.view("sweep").p1.currentText() == "storage.latency_us"
 
 
@@ -353,3 +354,11 @@ def test_reset_asks_before_it_drops_edits(window, qtbot):
     window.ask_reset = lambda: asked.append(2) or QMessageBox.Cancel
     window.reset_to_file()  # nothing to drop: no question
     assert asked == [1]
+
+
+def test_an_edit_still_debouncing_when_the_window_closes_runs_nowhere(window, qtbot):
+    window.panel.set_value("cache.slots", 4)  # the edit waits in the panel's debounce
+    window.ask_unsaved = lambda: QMessageBox.Discard
+    window.close()
+    window.panel.flush()  # what the debounce sends after the close: no runner to take it
+    assert window.runner._proc is None and not window.runner.busy()

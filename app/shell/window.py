@@ -50,6 +50,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1440, 860)
         self.result = None
+        self._closed = False
         self.panel = ParameterPanel()
         self.metrics = MetricsView()
 
@@ -188,6 +189,8 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
 
     # --- running and showing ------------------------------------------------------------
     def _run(self, scenario):
+        if self._closed:
+            return
         est = mechanisms()[scenario.kind].estimate(scenario)  # a long run says how long before it starts
         self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
@@ -309,5 +312,6 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.settings.sync()
         for tab in self.tab_list:
             tab.shutdown()
+        self._closed = True  # an edit still in the panel's debounce must not reach the runner
         self.runner.shutdown()  # no worker may outlive the window
         super().closeEvent(event)
