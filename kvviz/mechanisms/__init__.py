@@ -1,6 +1,6 @@
 """The mechanisms kvviz simulates: each is one package exporting one record, `MECHANISM`.
 
-Adding a mechanism means adding its package and one line to `_PACKAGES`. Nothing outside a
+Adding a mechanism means adding its package and one line to `PACKAGES`. Nothing outside a
 mechanism's package names its kind: the CLI, sweeps, the size guard and the app ask the record.
 The packages are imported on first use (pydantic and each model take a moment to load), so
 commands that need no scenario, such as `kvviz replay`, start quickly.
@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import Any, Callable
 
 # One line per mechanism: its package under kvviz.mechanisms.
-_PACKAGES = (
+PACKAGES = (
     "rope_window",
     "engram",
     "ladder",
@@ -45,6 +45,6 @@ class Mechanism:
 
 @cache
 def mechanisms() -> dict[str, Mechanism]:
-    """Every mechanism by kind, in `_PACKAGES` order."""
-    records = (import_module(f"{__name__}.{p}").MECHANISM for p in _PACKAGES)
+    """Every mechanism by kind, in `PACKAGES` order."""
+    records = (import_module(f"{__name__}.{p}").MECHANISM for p in PACKAGES)
     return {m.kind: m for m in records}
