@@ -217,7 +217,8 @@ def _sweep_table(res) -> str:
         heads = list(res.series) or [res.metric]
         w = max(len(a.path), *(len(format_value(x)) for x in a.values))
         cw = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-        lines = ([f"{res.metric}:"] if res.series else []) + \
+        title = res.metric if not res.paths else res.paths[0][:-len(res.series[0])].rstrip(".")  # shared prefix
+        lines = ([f"{title}:"] if res.series and title else []) + \
             [f"{a.path:>{w}}  " + "  ".join(f"{h:>{n}}" for h, n in zip(heads, cw))]
         lines += [f"{format_value(x):>{w}}  " + "  ".join(f"{v:>{n}}" for v, n in zip(c, cw))
                   for x, c in zip(a.values, cells)]
@@ -394,7 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="field path to vary (repeat for more axes; three or more print one row per point)")
     w.add_argument("--values", action="append", metavar="V1,V2,...|START:STOP[:STEP]", required=True,
                    help="values for the matching --param (a range includes STOP)")
-    w.add_argument("--metric", required=True, help="metric to collect (dotted path for nested ones)")
+    w.add_argument("--metric", required=True, action="append",
+                   help="metric to collect (dotted path for nested ones); repeat for several (one --param "
+                        "axis: one column per metric)")
     out = w.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the grid as JSON")
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")

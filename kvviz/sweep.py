@@ -1,5 +1,6 @@
 """Sweeps: run one scenario over a grid of `--set` overrides (any number of axes), collect one
-metric (or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy).
+metric (or, on a 1-D grid, a family of them: `policies.*.hit_rate` gives one series per policy,
+or several metrics named one by one: one series per metric).
 
 The first grid point runs here first (it checks the metric and times one run); the rest go to
 an executor (kvviz.executor: a local process pool or a Dask cluster) in chunks of about a
@@ -42,6 +43,8 @@ class SweepResult:
                   # more axes: the flat list in row-major order (the long form)
     series: tuple[str, ...] = ()  # a wildcard metric: the names `*` matched; each value is then a
                                   # list with one entry per series
+    paths: tuple[str, ...] = ()   # several metrics: their full paths (series: the same paths
+                                  # without the segments they all begin with)
 
     def points(self):
         """(values of every axis, result) per grid point, row-major (the long form)."""
@@ -55,6 +58,8 @@ class SweepResult:
             out["layout"] = "row-major"
         if self.series:
             out["series"] = list(self.series)
+        if self.paths:
+            out["metrics"] = list(self.paths)
         return out
 
     def to_csv(self) -> str:
@@ -165,8 +170,26 @@ def _scalar(value) -> Any:
     return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
 
 
-def _pick(metrics: dict, metric: str, series: tuple[str, ...]) -> Any:
-    """The swept value(s) of one run: the metric, or the family's members in `series` order."""
+def _has(metrics: dict, path: str) -> bool:
+    try:
+        metric_value(metrics, path)
+        return True
+    except KeyError:
+        return False
+
+
+def _get(metrics: dict, path: str) -> Any:
+    try:
+        return _scalar(metric_value(metrics, path))
+    except KeyError:
+        return None
+
+
+def _pick(metrics: dict, metric: str | tuple, series: tuple[str, ...]) -> Any:
+    """The swept value(s) of one run: the metric, the family's members in `series` order, or
+    (metric a tuple of paths) each of several metrics, None where a run has not got it."""
+    if isinstance(metric, tuple):
+        return [_get(metrics, p) for p in metric]
     if series:
         family = metric_family(metrics, metric)
         return [_scalar(family.get(name)) for name in series]
@@ -180,14 +203,31 @@ def _run_chunk(task) -> list:
     return [(i, _pick(simulate(point(i), max_memory_gb).metrics_dict(), metric, series)) for i in range(start, stop)]
 
 
-def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>",
+def _short_names(paths: list[str]) -> tuple[str, ...]:
+    """Metric paths without the leading segments they all share (at least one segment kept)."""
+    parts = [p.split(".") for p in paths]
+    k = 0
+    while all(len(x) > k + 1 and x[k] == parts[0][k] for x in parts):
+        k += 1
+    return tuple(".".join(x[k:]) for x in parts)
+
+
+def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str = "<sweep>",
               workers: int | None = None, progress: Callable[[int, int], None] | None = None,
               executor: str | None = None, on_result: Callable[[int, Any], None] | None = None,
               max_memory_gb: float | None = None) -> SweepResult:
     """`progress(done, total)` may raise to cancel: queued work is dropped at once and local
-    workers stopped (runs already on a cluster finish there, their results unused)."""
+    workers stopped (runs already on a cluster finish there, their results unused).
+    `metric`: one path, or a list of several (one --param axis; a series per metric)."""
     if not axes:
         raise ScenarioError("give at least one --param axis", source, "--param")
+    several: tuple[str, ...] = ()
+    if isinstance(metric, (list, tuple)):
+        several = tuple(metric) if len(metric) > 1 else ()
+        metric = ", ".join(metric)
+    if several and (len(axes) > 1 or "*" in metric or len(set(several)) < len(several)):
+        raise ScenarioError("several --metric take one --param axis, each metric once and none with `*`",
+                            source, "--metric")
     if "*" in metric and (metric.count("*") > 1 or "*" not in metric.split(".") or len(axes) > 1):
         raise ScenarioError("a metric family takes one `*` as a whole path segment (policies.*.hit_rate) "
                             "and one --param axis (one line per match)", source, "--metric")
@@ -205,17 +245,22 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
     first = simulate(point(0), max_memory_gb).metrics_dict()
     t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
-    try:
-        if "*" in metric:
+    if several:
+        series = _short_names(list(several))
+        missing = [p for p in several if not _has(first, p)]
+    elif "*" in metric:
+        try:
             series = tuple(metric_family(first, metric))
-            if not series:
-                raise KeyError(metric)
-        else:
-            metric_value(first, metric)
-    except KeyError:
+        except KeyError:
+            pass
+        missing = [] if series else [metric]
+    else:
+        missing = [] if _has(first, metric) else [metric]
+    if missing:
         names = ", ".join(k for k, v in first.items() if not isinstance(v, (dict, list)))
-        raise ScenarioError(f"unknown metric {metric!r} (scalar metrics: {names}; nested ones by path, "
-                            f"e.g. policies.lru.hit_rate or policies.*.hit_rate)", source, "--metric") from None
+        raise ScenarioError(f"unknown metric {missing[0]!r} (scalar metrics: {names}; nested ones by path, "
+                            f"e.g. policies.lru.hit_rate or policies.*.hit_rate)", source, "--metric")
+    label, metric = metric, several or metric  # what _pick takes: a path, or the tuple of several
 
     flat: list = [None] * n
     done = 0
@@ -240,7 +285,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str, source: str = "<sweep>"
             got(*_run_chunk((point, metric, series, max_memory_gb, i, i + 1))[0])
     elif n > 1:
         _stream(point, metric, series, max_memory_gb, n, t_first, spec, min(workers, n - 1), got)
-    return SweepResult(axes_t, metric, shaped(axes_t, flat), series)
+    return SweepResult(axes_t, label, shaped(axes_t, flat), series, several)
 
 
 def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got):

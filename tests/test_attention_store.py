@@ -38,7 +38,7 @@ TINY = {
     "kind": "attention_store",
     "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 256,
               "params_b": _G["params_b"]},
-    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 0, "pcie_gbps": 1000,
+    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 0, "host_link_gbps": 1000,
                  "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 256, **_G["hw"]},
     "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 1},
 }
@@ -148,7 +148,7 @@ def test_compare_truncation_reports_both_modes(tmp_path):
 
 def test_formulas_pinned(tmp_path):
     sc = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru",
-              hardware__ssd_gb=1.024, hardware__pcie_gbps=2.0)
+              hardware__ssd_gb=1.024, hardware__host_link_gbps=2.0)
     f = simulate(sc).metrics_dict()["formulas"]
     s_kv = 256_000_000                    # every stored session is one 256-token block
     assert f["S_kv_bytes"] == s_kv
@@ -156,14 +156,14 @@ def test_formulas_pinned(tmp_path):
     assert f["L_ew"] == (512_000_000 + 1_024_000_000) // s_kv == 6       # (C_mem + C_disk) / S_kv
     # S_buf = B·(T_load·L_hist − T_pref·L_new) for the turn with the largest one: A3 (row 2 of
     # the sorted table: A1 A2 A3 ...), 128 history tokens, 60 new. B is the aggregate
-    # HBM↔DRAM bandwidth, gpus × pcie_gbps = 4 × 2 = 8 B/ns (default gpus = 4), T_load = 1e6 B
+    # HBM↔DRAM bandwidth, gpus × host_link_gbps = 4 × 2 = 8 B/ns (default gpus = 4), T_load = 1e6 B
     # / 8 B/ns = 125,000 ns per token:
     # 8 B/ns · (125,000 ns · 128 − 1000 ns · 60) = 128e6 − 480e3 bytes.
     assert f["S_buf_turn"] == 2
     assert f["S_buf_bytes"] == 128_000_000 - 8 * 1000 * 60
     # One link (gpus = 1): B = 2 B/ns: 2 · (500,000 ns · 128 − 1000 ns · 60) = 128e6 − 120e3.
     sc1 = tiny(tmp_path, ABC, policies=["lru"], trace_policy="lru", hardware__ssd_gb=1.024,
-               hardware__pcie_gbps=2.0, **{f"hardware__{k}": v for k, v in unit_gpu(gpus=1)["hw"].items()})
+               hardware__host_link_gbps=2.0, **{f"hardware__{k}": v for k, v in unit_gpu(gpus=1)["hw"].items()})
     assert simulate(sc1).metrics_dict()["formulas"]["S_buf_bytes"] == 128_000_000 - 2 * 1000 * 60
     # CCpUT = DSpUT · CCpS: 3 conversations start at 0, 1, 2 s: 2 gaps in 2 s = 1/s, × one
     # full-window session (256 tokens = 256 MB).
@@ -302,7 +302,7 @@ def test_jsonl_import(tmp_path):
 SCEN_BAD = {
     "dram too small": (["--set", "hardware.dram_gb=1"], "hardware.dram_gb", "cannot hold one session"),
     "ssd too small": (["--set", "hardware.ssd_gb=1"], "hardware.ssd_gb", "cannot hold one session"),
-    "negative bandwidth": (["--set", "hardware.pcie_gbps=-26"], "hardware.pcie_gbps", "greater than 0"),
+    "negative bandwidth": (["--set", "hardware.host_link_gbps=-26"], "hardware.host_link_gbps", "greater than 0"),
     "negative ssd bandwidth": (["--set", "hardware.ssd_read_gbps=-1"], "hardware.ssd_read_gbps", "greater than 0"),
     "unknown policy": (["--set", "policies=[\"lru\",\"mru\"]"], "policies[1]", "unknown policy 'mru'"),
     "trace policy not run": (["--set", "trace_policy=belady", "--set", "policies=[\"lru\"]"], "trace_policy",
@@ -350,7 +350,7 @@ SSD_WORLD = {
     "kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
     "model": {"preset": "custom", "kv_bytes_per_token": 1_000_000, "layers": 4, "context_window": 512,
               "params_b": _G["params_b"]},
-    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 4.096, "pcie_gbps": 1000,
+    "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 4.096, "host_link_gbps": 1000,
                  "ssd_read_gbps": 1000, "ssd_write_gbps": 1000,
                  "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 64, **_G["hw"]},
     "serving": {"arrivals": "recorded", "compare_truncation": False, "truncation_ratio": 0.25, "max_batch": 1},
@@ -455,35 +455,7 @@ def test_relative_trace_file_is_next_to_the_scenario(tmp_path, monkeypatch):
     assert sc.workload.trace_file == str(tmp_path / "log.csv")
 
 
-# --- per-GPU host links and SSD request priority ---------------------------------------------------
-
-def test_per_gpu_links_load_time(tmp_path):
-    # LLaMA-13B (819,200 B of KV per token, 40 layers): one conversation, turn 2 a DRAM hit on
-    # 64 history tokens (turn 1: 60 in + 4 out), the GPU idle, no read buffer.
-    # gpus = 1 (the old model, one 26 GB/s link): 819,200 B / 26 B/ns = 31,507.7 ns = 31.5 µs
-    # per token. Per layer: 64 × 819,200 / 40 = 1,310,720 B / 26 = 50,412 ns (truncated);
-    # 40 layers: 2,016,480 ns (= 64 × 31.5077 µs).
-    # gpus = 4: four links, each moving its quarter: 104 B/ns: 12,603 ns per layer; 504,120 ns.
-    from kvviz.mechanisms.attention_store import workload_of
-    from kvviz.mechanisms.attention_store.serving import Prepared, Run
-    p = tmp_path / "two.csv"
-    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\na,1,0,60,4\na,2,10,60,4\n")
-    spans = {}
-    for gpus in (1, 4):
-        sc = parse_scenario({"kind": "attention_store", "policies": ["lru"], "trace_policy": "lru",
-                             "workload": {"trace_file": str(p)}, "hardware": {"gpus": gpus},
-                             "serving": {"arrivals": "recorded", "compare_truncation": False}})
-        assert sc.model.kv_bytes_per_token == 819_200 and sc.hardware.pcie_gbps == 26
-        run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
-        assert run.batcher.pcie == 26 * gpus
-        assert abs(819_200 / run.batcher.pcie - 31_507.7 / gpus) < 0.1    # ns per token
-        assert run.batcher.outcome[1] == HIT_DRAM
-        load = run.tb.build().spans_of("PCIe · load DRAM→HBM")
-        assert len(load) == 1
-        spans[gpus] = int(load["end"][0] - load["start"][0])
-    assert spans[1] == 40 * 50_412 == 2_016_480
-    assert spans[4] == 40 * 12_603 == 504_120 == spans[1] // 4
-
+# --- SSD request priority --------------------------------------------------------------------------
 
 def test_ssd_read_priority_by_hand(tmp_path):
     # 1 MB of KV per token, 4 layers, 64-token blocks, 512-token window, DRAM 512 MB, SSD

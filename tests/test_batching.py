@@ -64,7 +64,7 @@ def world(tmp_path, turns, policy="lru", n_in=60, n_out=4, record=True, **over):
             "workload": {"trace_file": str(p)},
             "model": {"preset": "custom", "kv_bytes_per_token": 1000, "layers": 4, "context_window": 256,
                       "params_b": G10["params_b"]},
-            "hardware": {"hbm_free_gb": 0.01, "dram_gb": 0.000512, "ssd_gb": 0, "pcie_gbps": 1,
+            "hardware": {"hbm_free_gb": 0.01, "dram_gb": 0.000512, "ssd_gb": 0, "host_link_gbps": 1,
                          "read_buffer_gb": 0, "write_buffer_gb": 0.001, "block_tokens": 256, **G10["hw"]},
             "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 2}}
     for k, v in over.items():
@@ -115,7 +115,7 @@ def test_hbm_pool_holds_two_kept_sessions(tmp_path):
     # One job at a time, turns a second apart: A1 B1 C1 C2 B2 (rows A1 B1 B2 C1 C2).
     r = world(tmp_path, [("A", 0), ("B", 1), ("C", 2), ("C", 3), ("B", 4)],
               hardware__dram_gb=0, hardware__hbm_free_gb=0.00029, hardware__write_buffer_gb=0.0001,
-              hardware__pcie_gbps=1000, store__tiers="hbm", model__context_window=128,
+              hardware__host_link_gbps=1000, store__tiers="hbm", model__context_window=128,
               hardware__block_tokens=128)
     g = r.batcher
     A1, B1, B2, C1, C2 = range(5)
@@ -140,7 +140,7 @@ def test_preemption_recomputes_the_youngest(tmp_path):
     # prefill) and waits at the head of the queue until A1 ends; then it prefills 128 tokens
     # again and finishes its 39 − 28 = 11 remaining iterations.
     r = world(tmp_path, [("A", 0), ("B", 0)], n_in=100, n_out=40, record=False, hardware__hbm_free_gb=0.000257,
-              hardware__write_buffer_gb=0.000001, hardware__pcie_gbps=1000)
+              hardware__write_buffer_gb=0.000001, hardware__host_link_gbps=1000)
     g = r.batcher
     assert g.cap_tok == 256 and g.preemptions == 1
     # A1: prefill 0–100 µs; B1: 100–200 µs; 28 iterations of both, 11,200 + 20 i ... (context

@@ -168,6 +168,22 @@ def test_defaults_follow_the_preset_the_section_picks(panel, tmp_path, qtbot):
     assert (kv.value(), layers.value()) == (327_680, 7)
 
 
+def test_free_hbm_shown_in_grey_follows_the_preset_of_another_section(panel, tmp_path, qtbot):
+    # hardware.hbm_free_gb is not set in the bundled file: it is computed from the model preset
+    # and the GPUs (4 × 80 − 2 × params), and the panel shows that value as the default.
+    path = tmp_path / "as.toml"
+    shutil.copy(SCENARIOS / "attention_store_sharegpt.toml", path)
+    panel.load(str(path))
+    free, gpus = panel.widget_for("hardware.hbm_free_gb"), panel.widget_for("hardware.gpus")
+    assert "hbm_free_gb" not in panel.data()["hardware"] and float(free.text()) == pytest.approx(189.6)
+    panel.set_value("model.preset", "mistral-7b")  # one A100: 80 − 14.48
+    assert float(free.text()) == pytest.approx(65.52) and gpus.value() == 1
+    panel.set_value("hardware.gpus", 2)
+    assert float(free.text()) == pytest.approx(160 - 14.48)
+    assert "hbm_free_gb" not in panel.data()["hardware"] and panel.scenario().hardware.hbm_free_gb == \
+        pytest.approx(145.52)
+
+
 # --- edits -----------------------------------------------------------------------------------
 
 def test_spin_box_edit_emits_the_new_model(rope, qtbot):

@@ -118,6 +118,29 @@ def test_wildcard_metric_one_series_per_match(capsys):
     assert "one --param axis" in capsys.readouterr().err
 
 
+def test_several_metrics_one_column_each(capsys):
+    # one run per point, both metrics of it: the naive stall scales with latency (test_one_axis),
+    # the prefetch stall is 20 and 40 µs (test_each_grid_point_runs_once)
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10,20",
+                 "--metric", "naive_stall_us", "--metric", "prefetch_stall_us", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"] == out["series"] == ["naive_stall_us", "prefetch_stall_us"]
+    assert out["values"] == [[160.0, 20.0], [320.0, 40.0]]
+    # nested paths print without the segments they share
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
+                 "--metric", "queries.0.stall_us", "--metric", "queries.1.stall_us"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "queries:" and lines[1].split() == ["storage.latency_us", "0.stall_us", "1.stall_us"]
+    for bad in (["--metric", "queries.*.stall_us"], ["--metric", "naive_stall_us"],
+                ["--metric", "prefetch_stall_us", "--param", "cache.slots", "--values", "8"]):
+        assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
+                     "--metric", "naive_stall_us", *bad]) == 2
+        assert "several --metric take one --param axis" in capsys.readouterr().err
+    assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",
+                 "--metric", "naive_stall_us", "--metric", "nope"]) == 2
+    assert "unknown metric 'nope'" in capsys.readouterr().err
+
+
 def test_family_skips_tables_and_csv_quotes(capsys):
     from kvviz.cli import main
     assert main(["sweep", "rope_prefetch_16", "--param", "storage.latency_us", "--values", "10",

@@ -266,6 +266,7 @@ class ParameterPanel(QWidget):
         self._defaults.clear()
         self._sections.clear()
         self._labels.clear()
+        self._whole_now = self._whole()
         content = QWidget()
         content.setObjectName("parameter-form")
         vbox = QVBoxLayout(content)
@@ -322,7 +323,7 @@ class ParameterPanel(QWidget):
                 g = self._group(name, path, spec.description or _doc(spec.item), chain, add_block)
                 self._sections[path] = spec.item
                 inherited_here = {**(default if isinstance(default, dict) else {}),
-                                  **self._section_defaults(spec.item, path)}
+                                  **self._section_defaults(spec.item, path, self._whole_now)}
                 self._populate(spec.item, path, inherited_here, g.form, g.form.addRow, chain + [g])
             elif spec.kind == "table":
                 g = self._group(name, path, spec.description, chain, add_block)
@@ -348,15 +349,30 @@ class ParameterPanel(QWidget):
                 self._fields[path] = f
                 f.show(value)
 
-    def _section_defaults(self, model, path: tuple) -> dict:
+    def _whole(self):
+        """The scenario as validated now, or None while invalid."""
+        try:
+            return parse_scenario(copy.deepcopy(self._data), self._path or "<panel>")
+        except Exception:
+            return None
+
+    def _section_defaults(self, model, path: tuple, whole=None) -> dict:
         """What each field of a section defaults to given the rest of the section, as the
         section's own validators fill it in (a model `preset` fills the model's numbers): the
-        section validated without that field. Fields it cannot tell (invalid rest) are left out."""
+        section validated without that field. A field not set takes its value from `whole` (the
+        validated scenario) when given, so a default another section decides shows too (free HBM
+        from the model preset). Fields it cannot tell (invalid rest) are left out."""
         data = self._get(path)
         data = data if isinstance(data, dict) else {}
+        node = whole
+        for p in path:
+            node = getattr(node, p, None) if isinstance(p, str) else None
         out = {}
         for name, info in model.model_fields.items():
             if field_spec(name, info).kind in ("section", "table"):
+                continue
+            if name not in data and isinstance(node, model):
+                out[name] = _plain(getattr(node, name))
                 continue
             try:
                 out[name] = _plain(getattr(model.model_validate({k: copy.deepcopy(v) for k, v in data.items()
@@ -366,19 +382,16 @@ class ParameterPanel(QWidget):
         return out
 
     def _refresh_defaults(self, parts: tuple):
-        """After an edit inside a section, re-derive that section's defaults (a new preset
-        changes the numbers shown in grey)."""
-        for n in range(len(parts) - 1, 0, -1):
-            model = self._sections.get(parts[:n])
-            if model is None:
-                continue
-            for name, v in self._section_defaults(model, parts[:n]).items():
-                f = self._fields.get(parts[:n] + (name,))
+        """After an edit, re-derive the sections' defaults (a new preset changes the numbers
+        shown in grey, in its own section and in others: the hardware's free HBM)."""
+        whole = self._whole()
+        for path, model in self._sections.items():
+            for name, v in self._section_defaults(model, path, whole).items():
+                f = self._fields.get(path + (name,))
                 if f is not None and not isinstance(f, _TableField) and not _same(v, f.default):
                     f.default = self._defaults[f.path] = v
                     if self._get(f.path) is _MISSING:
                         f.show(_MISSING)
-            return
 
     def _needs_rebuild(self, parts: tuple) -> bool:
         for p, kind in self._embedded.items():

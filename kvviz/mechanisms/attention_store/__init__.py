@@ -129,6 +129,16 @@ def workload_of(sc: AttentionStoreScenario):
     return wl
 
 
+def gpu_setup(sc: AttentionStoreScenario) -> dict:
+    """The GPU group and host links the run used (metrics.gpu): free HBM as used, and as the
+    preset and hardware compute it (they differ only when hardware.hbm_free_gb is given)."""
+    m, h = sc.model, sc.hardware
+    return {"gpus": h.gpus, "hbm_gb_per_gpu": h.hbm_gb_per_gpu, "weights_gb": m.weights_gb,
+            "activation_reserve_gb_per_gpu": h.activation_reserve_gb_per_gpu,
+            "hbm_free_gb": h.hbm_free_gb, "hbm_free_computed_gb": h.free_hbm_computed_gb(m), "mfu": h.mfu,
+            "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
+
+
 def simulate(sc: AttentionStoreScenario) -> Result:
     wl = workload_of(sc)
     if len(wl) > MAX_TURNS:
@@ -172,6 +182,7 @@ def simulate(sc: AttentionStoreScenario) -> Result:
         "policies": {p: per_policy[p] for p in sc.policies},
         "workload": workload,
         "gpu": {
+            **gpu_setup(sc),
             "prefill_ms_per_1k_tokens": g.prefill_ns(1000) / 1e6,
             "decode_step_ms_1_job_1k_ctx": g.decode_step_ns(1, 1000) / 1e6,
             "decode_step_ms_32_jobs_32k_ctx": g.decode_step_ns(32, 32_000) / 1e6,

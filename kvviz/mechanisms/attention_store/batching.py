@@ -68,7 +68,7 @@ class Batcher:
         self.gpu = prep.gpu  # the roofline (one per scenario: Prepared builds it)
         self.kv = m.kv_bytes_per_token
         self.L = m.layers
-        self.pcie = h.host_link_gbps
+        self.pcie = h.host_bw_gbps
         self.ssd_stream = min(h.ssds * h.ssd_read_gbps, self.pcie)  # SSD→DRAM→HBM on demand
         self.buf = int(h.read_buffer_gb * GB)
         self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ValidationInfo, field_validator, model_validator
+from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
 from .placement import PLACEMENTS
-from .presets import MFU_PAPER, PRESETS
+from .presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, PRESETS, fp16_weights_gb, free_hbm_gb
 
 GB = 10**9
 
@@ -56,8 +56,9 @@ class Workload(Section):
 
 
 class Model(Section):
-    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "custom"] = param(
-        "llama-13b", description="Fills the fields below that are not given (see presets.py for sources)")
+    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
+        DEFAULT_PRESET, description="Fills the fields below that are not given, and the GPU count and MFU of "
+                                    "[hardware] (see presets.py for sources)")
     kv_bytes_per_token: int = param(ge=1, unit="B", description="KV-cache bytes per token, all layers")
     layers: int = param(ge=1, le=1000, description="Transformer layers (the unit of layer-wise pre-loading)")
     context_window: int = param(ge=2, unit="tokens", description="Context window")
@@ -70,36 +71,55 @@ class Model(Section):
     def _fill_preset(cls, data):
         # A preset supplies defaults; anything written in the file or by --set wins.
         if isinstance(data, dict):
-            preset = data.get("preset", "llama-13b")
+            preset = data.get("preset", DEFAULT_PRESET)
             if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
                 data = {**PRESETS[preset], **data}
         return data
 
+    @property
+    def weights_gb(self) -> float:
+        """FP16 weights: 2 bytes per parameter."""
+        return fp16_weights_gb(self.params_b)
+
 
 class Hardware(Section):
-    hbm_free_gb: float = param(190.0, gt=0, unit="GB",
-                               description="HBM free for KV after the weights (paper §2.4: 190 GB for LLaMA-65B on "
-                                           "4×A100): the running batch's KV blocks, the read and write buffers, "
-                                           "and (store.tiers with hbm) finished sessions")
+    hbm_gb_per_gpu: float = param(80.0, gt=0, le=100_000, unit="GB",
+                                  description="HBM of ONE GPU (A100-80GB: 80)")
+    activation_reserve_gb_per_gpu: float = param(
+        0.0, ge=0, le=100_000, unit="GB",
+        description="HBM of each GPU kept for activations and the runtime, not for KV. ASSUMPTION (the "
+                    "paper's arithmetic): §2.4's 190 GB free for LLaMA-65B is 4 × 80 − 130 GB of weights, no "
+                    "reserve. vLLM's default (gpu_memory_utilization 0.9) would keep 8 GB per A100-80GB")
+    hbm_free_gb: float | None = param(
+        None, gt=0, unit="GB",
+        description="HBM free for KV after the weights: the running batch's KV blocks, the read and write "
+                    "buffers, and (store.tiers with hbm) finished sessions. Not set: computed as gpus × "
+                    "(hbm_gb_per_gpu − activation_reserve_gb_per_gpu) − the model's FP16 weights (LLaMA-65B "
+                    "on 4×A100-80GB: 320 − 130.4 = 189.6 GB; paper §2.4: 190 GB)")
     gpu_peak_tflops: float = param(312.0, gt=0, unit="TFLOP/s",
                                    description="Peak dense FP16 tensor throughput of ONE GPU (A100 datasheet: 312)")
     mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
-                       description="Model FLOP utilisation of prefill. Default: calibrated on the paper's one "
-                                   "figure, a 2K-token LLaMA-65B prefill on 4×A100 in ≈ 360 ms (§2.4); the "
-                                   "same utilisation is ASSUMED for every model")
+                       description="Model FLOP utilisation of prefill (each model preset sets it). Calibrated on "
+                                   "the paper's one figure, a 2K-token LLaMA-65B prefill on 4×A100 in ≈ 360 ms "
+                                   "(§2.4); the same utilisation is ASSUMED for every model (presets.py says why)")
     hbm_tbps: float = param(2.039, gt=0, unit="TB/s", description="HBM bandwidth of ONE GPU (A100-80GB datasheet: 2,039 GB/s)")
     hbm_efficiency: float = param(0.7, gt=0, le=1, unit="share",
                                   description="Share of HBM bandwidth a decode iteration achieves (ASSUMPTION)")
     dram_gb: float = param(128.0, ge=0, unit="GB", description="Host DRAM for AttentionStore (paper: 128 GB)")
     ssd_gb: float = param(10_000.0, ge=0, unit="GB", description="SSD for AttentionStore (paper: 10 TB); 0 = none")
     gpus: int = param(4, ge=1, le=64, unit="GPUs",
-                      description="GPUs of the tensor-parallel group (paper: 4×A100-80GB). Each has its own "
-                                  "PCIe link and holds 1/gpus of every layer's KV, so a job's HBM↔DRAM loads and "
-                                  "saves run on `gpus` links at once: gpus × pcie_gbps. ASSUMPTION: host DRAM "
-                                  "bandwidth (and the root complex) is not the bottleneck at that rate")
-    pcie_gbps: float = param(26.0, gt=0, unit="GB/s",
-                             description="HBM↔DRAM bandwidth of ONE GPU's link, each way (paper §2.4: PCIe Gen4 "
-                                         "×16 ≈ 26 GB/s effective); a job uses gpus links in parallel")
+                      description="GPUs of the tensor-parallel group (paper: 4×A100-80GB; the model preset sets "
+                                  "it: 1 for mistral-7b). Each holds 1/gpus of every layer's KV, so a job's "
+                                  "HBM↔DRAM loads and saves are spread over all the group's host links")
+    host_link_gbps: float = param(26.0, gt=0, unit="GB/s",
+                                  description="HBM↔DRAM bandwidth of ONE host link, each way (paper §2.4: PCIe "
+                                              "Gen4 ×16 ≈ 26 GB/s effective)")
+    gpus_per_host_link: int = param(
+        1, ge=1, le=64, unit="GPUs",
+        description="GPUs sharing one host link; must divide gpus. 1: every GPU has its own ×16 link, a job "
+                    "moves KV at gpus × host_link_gbps (4×A100: 104 GB/s). 4: the four GPUs share one uplink "
+                    "(a PCIe switch), 26 GB/s in all, the paper's own arithmetic (§2.4: a 2K-token 65B KV, "
+                    "5 GB, loads in 192 ms). ASSUMPTION: host DRAM and the root complex keep up")
     ssds: int = param(1, ge=1, le=64, unit="SSDs",
                       description="SSD devices holding the ssd_gb tier. A session's blocks are striped over "
                                   "all of them, so a read or write runs at ssds × the per-device bandwidth "
@@ -115,10 +135,28 @@ class Hardware(Section):
     block_tokens: int = param(16, ge=1, unit="tokens",
                               description="Storage block (vLLM-like); a session occupies whole blocks")
 
+    @model_validator(mode="after")
+    def _check(self):
+        if self.activation_reserve_gb_per_gpu >= self.hbm_gb_per_gpu:
+            raise FieldError("activation_reserve_gb_per_gpu", f"{self.activation_reserve_gb_per_gpu:g} GB leaves "
+                                                              f"nothing of hbm_gb_per_gpu ({self.hbm_gb_per_gpu:g} GB)")
+        if self.gpus % self.gpus_per_host_link:
+            raise FieldError("gpus_per_host_link", f"{self.gpus_per_host_link} does not divide hardware.gpus "
+                                                   f"({self.gpus}): every host link serves as many GPUs")
+        return self
+
     @property
-    def host_link_gbps(self) -> float:
-        """HBM↔DRAM bandwidth for one job's KV: each GPU moves its 1/gpus shard on its own link."""
-        return self.gpus * self.pcie_gbps
+    def host_links(self) -> int:
+        return self.gpus // self.gpus_per_host_link
+
+    @property
+    def host_bw_gbps(self) -> float:
+        """HBM↔DRAM bandwidth for one job's KV: each GPU moves its 1/gpus shard, all the links at once."""
+        return self.host_links * self.host_link_gbps
+
+    def free_hbm_computed_gb(self, model: Model) -> float:
+        """Free HBM as computed from the GPUs and the model's weights (hbm_free_gb not set)."""
+        return free_hbm_gb(self.gpus, self.hbm_gb_per_gpu, model.params_b, self.activation_reserve_gb_per_gpu)
 
 
 class Serving(Section):
@@ -181,6 +219,26 @@ class AttentionStoreScenario(ScenarioBase):
     serving: Serving = Serving()
     store: Store = Store()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _hardware_of_the_model(cls, data):
+        # The model preset supplies [hardware] defaults (gpus, mfu), and free HBM not given is
+        # computed from the GPUs and the weights; anything written in the file or by --set wins.
+        if not isinstance(data, dict) or not isinstance(data.get("model", {}), dict) \
+                or not isinstance(data.get("hardware", {}), dict):
+            return data
+        model = data.get("model", {})
+        hw = {**HARDWARE.get(model.get("preset", DEFAULT_PRESET), {}), **data.get("hardware", {})}
+        if hw.get("hbm_free_gb") is None:
+            try:
+                free = Hardware.model_validate(hw).free_hbm_computed_gb(Model.model_validate(model))
+            except ValidationError:  # the sections' own validation reports it
+                free = None
+            hw.pop("hbm_free_gb", None)
+            if free is not None and free > 0:  # else _check says why
+                hw["hbm_free_gb"] = free
+        return {**data, "hardware": hw}
+
     @model_validator(mode="after")
     def _check(self):
         for i, p in enumerate(self.policies):
@@ -208,7 +266,11 @@ class AttentionStoreScenario(ScenarioBase):
         if self.store.lookahead == "job_list" and self.serving.arrivals == "closed_loop":
             raise FieldError("store.lookahead", "job_list needs serving.arrivals = recorded or interleaved: with "
                                                 "closed_loop no turn is known before its user sends it")
+        if h.hbm_free_gb is None:
+            raise FieldError("hardware.gpus", f"the weights ({m.weights_gb:.4g} GB) leave no HBM for KV on "
+                                              f"{h.gpus} × ({h.hbm_gb_per_gpu:g} − {h.activation_reserve_gb_per_gpu:g}"
+                                              f" reserved) GB: add GPUs or set hardware.hbm_free_gb")
         if h.hbm_free_gb * GB < ccps + (h.read_buffer_gb + h.write_buffer_gb) * GB:
-            raise FieldError("hardware.hbm_free_gb", f"{h.hbm_free_gb} GB cannot hold one running session plus "
-                                                     f"the read and write buffers: {need}")
+            raise FieldError("hardware.hbm_free_gb", f"{h.hbm_free_gb:.4g} GB cannot hold one running session "
+                                                     f"plus the read and write buffers: {need}")
         return self

@@ -98,13 +98,13 @@ class Prepared:
         self.L_pw = max(1, int(self.dram_cap // self.S_kv))
         self.L_ew = max(self.L_pw, int((self.dram_cap + self.ssd_cap) // self.S_kv))
         # Paper Eq. 4: S_buf = B·(T_load·L_hist − T_pref·L_new); B·T_load is bytes per token.
-        # B is the aggregate HBM↔DRAM bandwidth of the job's KV, gpus × pcie_gbps: each GPU of
-        # the tensor-parallel group loads its 1/gpus shard on its own PCIe link (so T_load =
-        # kv_bytes_per_token / B), and S_buf is the read buffer summed over the GPUs.
+        # B is the aggregate HBM↔DRAM bandwidth of the job's KV, host links × host_link_gbps:
+        # each GPU of the tensor-parallel group loads its 1/gpus shard, all links at once (so
+        # T_load = kv_bytes_per_token / B), and S_buf is the read buffer summed over the GPUs.
         self.gpu = Roofline(m.params_b * 1e9, h.gpus, h.gpu_peak_tflops, h.mfu, h.hbm_tbps, h.hbm_efficiency,
                             m.kv_bytes_per_token)
         pref_ns = self.gpu.prefill_ns_per_token
-        sbuf = self.keep * self.kv - h.host_link_gbps * pref_ns * self.inn
+        sbuf = self.keep * self.kv - h.host_bw_gbps * pref_ns * self.inn
         if sc.serving.detail_job >= 0:
             self.detail = sc.serving.detail_job
         else:

@@ -48,7 +48,7 @@ class Store:
         self.kv = prep.kv
         self.block = prep.block
         self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
-        self.load_bw = h.host_link_gbps
+        self.load_bw = h.host_bw_gbps
         self.ssd_prio = sc.store.ssd_read_priority
         self.inclusive = sc.store.ssd_inclusive
         self.ssd_q: list[list] = []
