@@ -353,7 +353,7 @@ class ParameterPanel(QWidget):
         """The scenario as validated now, or None while invalid."""
         try:
             return parse_scenario(copy.deepcopy(self._data), self._path or "<panel>")
-        except Exception:
+        except ScenarioError:
             return None
 
     def _section_defaults(self, model, path: tuple, whole=None) -> dict:
