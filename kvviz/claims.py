@@ -24,6 +24,7 @@ from .metric_paths import metric_value
 
 VERDICTS = ("reproduced", "same_shape", "not_reproduced", "not_expressible")
 ERROR = "error"  # a claim the run cannot evaluate: an unknown override or metric
+NOT_RUN = "not run"  # a claim whose run was not asked for yet (the app runs `set` groups on demand)
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def value_matches(claim, v) -> bool | None:
         return None
     if claim.abs_tol is not None:
         return abs(v - paper) <= claim.abs_tol
-    return math.isclose(v, paper, rel_tol=claim.rel_tol if claim.rel_tol is not None else 1e-9, abs_tol=1e-12)
+    rel = claim.rel_tol if claim.rel_tol is not None else 1e-9
+    return abs(v - paper) <= rel * abs(paper) + 1e-12  # relative to the paper's value
 
 
 _SHAPE = {"greater_than": (">", lambda a, b: a > b), "at_least": ("≥", lambda a, b: a >= b),
@@ -169,11 +171,15 @@ def _row(c, runs: dict, file: str) -> Row:
                    paper_text(c))
     if c.metric is None:
         return row(None, "not_expressible", c.why)
-    own = runs.get(tuple(c.set))
-    needed = [own] + [runs.get(g) for g in _extra_groups(c)]
+    groups = [tuple(c.set), *_extra_groups(c)]
+    if any(g not in runs for g in groups):
+        return row(None, NOT_RUN, "needs a run with " + "; ".join(", ".join(g) or "the file as is" for g in groups
+                                                                   if g not in runs))
+    own = runs[groups[0]]
+    needed = [own] + [runs[g] for g in groups[1:]]
     broken = next((r for r in needed if not isinstance(r, dict)), None)
     if broken is not None:
-        return row(None, ERROR, f"the run could not be made: {broken or 'not run'}")
+        return row(None, ERROR, f"the run could not be made: {broken}")
     other = needed[1]
     try:
         v = metric_value(own, c.metric)

@@ -19,7 +19,7 @@ HEADS = ("seed", "claim", "paper", "model", "verdict", "why")
 MARKER = re.compile(r"<!-- claims:begin(?P<names>[^>]*?)-->\n(?P<body>.*?)<!-- claims:end -->", re.S)
 
 
-def _cells(row) -> list[str]:
+def cells(row) -> list[str]:
     from .claims import fmt
     return [row.seed, row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model), row.verdict, row.why]
 
@@ -30,9 +30,9 @@ def as_json(rows) -> str:
 
 def as_text(rows) -> str:
     """Aligned columns; the claim and why columns as they are (they are one line each)."""
-    cells = [list(HEADS)] + [_cells(r) for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADS) - 1)]
-    return "\n".join(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip() for row in cells)
+    table = [list(HEADS)] + [cells(r) for r in rows]
+    widths = [max(len(c[i]) for c in table) for i in range(len(HEADS) - 1)]
+    return "\n".join(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip() for row in table)
 
 
 def _md(text: str) -> str:
@@ -42,9 +42,9 @@ def _md(text: str) -> str:
 def as_markdown(rows) -> str:
     out = ["| " + " | ".join(HEADS) + " |", "|" + " --- |" * len(HEADS)]
     for r in rows:
-        cells = _cells(r)
-        cells[4] = f"**{cells[4]}**" if r.verdict in ("not_reproduced", "error") else cells[4]
-        out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        line = cells(r)
+        line[4] = f"**{line[4]}**" if r.verdict in ("not_reproduced", "error") else line[4]
+        out.append("| " + " | ".join(_md(c) for c in line) + " |")
     return "\n".join(out)
 
 
