@@ -3,11 +3,13 @@ runs of that scenario, one run per distinct `set` of overrides, into rows of the
 paper-vs-model table (`kvviz claims`, the app's Claims tab, the README's tables).
 
 The verdict is computed, never written:
-- reproduced: the model's value matches the paper's (within rel_tol / abs_tol, in `between`,
-  or equal for text and true/false); a claim with no comparable value (text such as "wider")
-  is judged by its shape condition alone;
+- reproduced: the model's value matches the paper's (within rel_tol / abs_tol, relative to the
+  paper's value, in `between`, or equal for text and true/false) and the shape condition, if
+  the claim states one, holds too (a value near 77% that does not fall with the rate is not the
+  paper's trend); a claim with no comparable value (text such as "wider") is judged by its
+  shape condition alone;
 - same_shape: the value does not match, but the shape condition holds;
-- not_reproduced: neither;
+- not_reproduced: otherwise;
 - not_expressible: the claim has no metric (its `why` says what the model lacks).
 A broken claim, an unknown override or a metric the run does not report, is `error` with the
 message: a broken path never passes for an honest verdict. `why` is shown for every verdict
@@ -109,10 +111,10 @@ def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
     if matched is None and shape is None:
         return ERROR, (f"the paper's {type(claim.paper).__name__} cannot be compared with the model's "
                        f"{type(v).__name__}, and no shape condition is given")
-    if matched:
-        return "reproduced", ""
     if matched is None:  # a claim of shape only (text such as "wider")
         return ("reproduced", "") if shape else ("not_reproduced", _reason(claim))
+    if matched and shape is not False:
+        return "reproduced", ""
     return ("same_shape" if shape else "not_reproduced"), _reason(claim)
 
 
@@ -179,7 +181,7 @@ def _row(c, runs: dict, file: str) -> Row:
     needed = [own] + [runs[g] for g in groups[1:]]
     broken = next((r for r in needed if not isinstance(r, dict)), None)
     if broken is not None:
-        return row(None, ERROR, f"the run could not be made: {broken}")
+        return row(None, ERROR, f"the run could not be made: {broken.removeprefix(file + ': ')}")
     other = needed[1]
     try:
         v = metric_value(own, c.metric)
