@@ -13,7 +13,7 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
 # A virtual X server for the tests that drive the app in a real window (they skip without it).
 TEST_DEB_LIBS := xvfb
 
-.PHONY: run test setup system-libs test-libs bench screenshots clean
+.PHONY: run test setup system-libs test-libs bench screenshots clean claims-table
 
 setup: $(STAMP)
 
@@ -56,6 +56,11 @@ test: setup test-libs
 
 bench: setup
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
+
+# The README's paper-vs-model tables: every bundled scenario's [[claim]] rows, pasted between the
+# <!-- claims:begin NAMES --> / <!-- claims:end --> markers (several minutes: seed 003 runs ~14 times).
+claims-table: setup
+	$(PY) -m kvviz claims --readme README.md
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

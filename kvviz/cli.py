@@ -1,4 +1,4 @@
-"""kvviz command line: run, validate, list, schema.
+"""kvviz command line: run, check, claims, sweep, replay, validate, list, schema.
 
 Exit codes: 0 success, 2 bad input (one clear message naming file and field; nothing written).
 """
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .bundled import bundled_scenarios, resolve_scenario
+from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .format import format_value
 from .io import atomic_write
@@ -447,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="PATH=VALUE", help="override a field in every file")
     memory_arg(c)
     c.set_defaults(fn=cmd_check)
+
+    add_claims_parser(sub)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

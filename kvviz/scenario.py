@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -157,12 +157,79 @@ class Expectation(Section):
 
 
 
+class Claim(Section):
+    """A `[[claim]]` table: what a seed paper states, beside what the run gives (kvviz.claims).
+    Never a check: `kvviz check` ignores it; `kvviz claims` computes its verdict."""
+
+    seed: Literal["000", "001", "003"] = param(description="The seed the claim comes from")
+    claim: str = param(description="The claim, one line", min_length=1)
+    paper: bool | int | float | str = param(description="The paper's value: a number in the metric's unit (compared "
+                                                        "within rel_tol/abs_tol), or text shown as written")
+    metric: str | None = param(None, description="The metric path that answers it; absent: the model cannot "
+                                                 "express the claim (then `why` says why)", min_length=1)
+    set: list[str] = param([], description='Overrides of the run it needs, as --set takes them, e.g. '
+                                           '["model.preset=llama-13b"]; claims with the same set share one run')
+    rel_tol: float | None = param(None, ge=0, le=10, description="Reproduced when within this relative tolerance "
+                                                                  "of a numeric `paper` (default: exact)")
+    abs_tol: float | None = param(None, ge=0, description="Reproduced when within this absolute tolerance")
+    between: list[float] | None = param(None, description="Reproduced when the model is in [low, high] (a paper "
+                                                          "range such as 9–16.4%)")
+    greater_than: str | None = param(None, description="Shape: the model exceeds this metric", min_length=1)
+    at_least: str | None = param(None, description="Shape: the model is not below this metric", min_length=1)
+    less_than: str | None = param(None, description="Shape: the model is below this metric", min_length=1)
+    at_most: str | None = param(None, description="Shape: the model is not above this metric", min_length=1)
+    sign: Literal["positive", "negative"] | None = param(None, description="Shape: the model's sign")
+    than_set: list[str] | None = param(None, description="The overrides of the run the shape metrics are read "
+                                                         "from (default: the claim's own `set`; [] = the file as is)")
+    relative_to_set: list[str] | None = param(None, description="The model's value is the relative change of the "
+                                                                "metric against the run with these overrides: "
+                                                                "value / reference − 1 (e.g. −0.35 for a 35% cut)")
+    why: str = param("", description="For a claim not reproduced or not expressible: the reason, one line")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_paper(cls, data):
+        if isinstance(data, dict) and "paper" in data and not isinstance(data["paper"], (bool, int, float, str)):
+            raise FieldError("paper", f"must be a number, true/false or a string (got {data['paper']!r:.60})")
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if isinstance(self.paper, float) and not math.isfinite(self.paper):
+            raise FieldError("paper", "must be a finite number")
+        for name in ("set", "than_set", "relative_to_set"):
+            for i, s in enumerate(getattr(self, name) or ()):
+                if "=" not in s or not s.split("=", 1)[0].strip():
+                    raise FieldError(f"{name}[{i}]", f"expected PATH=VALUE (got {s!r:.60})")
+        if self.rel_tol is not None and self.abs_tol is not None:
+            raise FieldError("abs_tol", "give rel_tol or abs_tol, not both")
+        if self.between is not None:
+            if len(self.between) != 2 or self.between[0] > self.between[1]:
+                raise FieldError("between", f"must be [low, high] with low <= high (got {self.between})")
+            if isinstance(self.paper, bool):
+                raise FieldError("between", "a true/false paper value has no range")
+        if self.metric is None:
+            if not self.why.strip():
+                raise FieldError("why", "a claim without a metric needs the reason the model cannot express it")
+            if self.set or self.shape_paths() or self.sign or self.than_set is not None or self.relative_to_set:
+                raise FieldError("metric", "a claim without a metric has nothing to run or compare")
+        elif self.than_set is not None and not self.shape_paths():
+            raise FieldError("than_set", "give greater_than, at_least, less_than or at_most to read from it")
+        return self
+
+    def shape_paths(self) -> dict[str, str]:
+        """The shape conditions that name another metric: {condition: metric path}."""
+        return {k: getattr(self, k) for k in ("greater_than", "at_least", "less_than", "at_most") if getattr(self, k)}
+
+
 class ScenarioBase(Section):
     kind: str
     name: str = Field("untitled", description="Title shown in the app and in figures")
     description: str = Field("", description="Free text: where the numbers come from")
     expect: list[Expectation] = Field([], description="Checks on the results, run after every simulation "
                                                       "(kvviz check); they never change the run")
+    claim: list[Claim] = Field([], description="What a seed paper states, with the metric that answers it "
+                                               "(kvviz claims); never a check, never an input")
 
 
 def loc_to_path(loc: tuple) -> str:

@@ -258,7 +258,7 @@ class ParameterPanel(QWidget):
     # --- building ----------------------------------------------------------------------
     def _rebuild(self, keep_state: bool):
         # a fresh file opens with its checks folded away: they are read less often than the parameters
-        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else {("expect",)}
+        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else {("expect",), ("claim",)}
         scroll = self._scroll.verticalScrollBar().value() if keep_state else 0
         self._fields.clear()
         self._groups.clear()
@@ -310,8 +310,8 @@ class ParameterPanel(QWidget):
         return g
 
     def _populate(self, model, prefix: tuple, inherited: dict | None, form: QFormLayout, add_block, chain):
-        # the [[expect]] checks (a base field, so first in the model) go after the parameters
-        for name, info in sorted(model.model_fields.items(), key=lambda kv: kv[0] == "expect"):
+        # the [[expect]] checks and [[claim]] rows (base fields, so first in the model) go after the parameters
+        for name, info in sorted(model.model_fields.items(), key=lambda kv: kv[0] in ("expect", "claim")):
             if name == "kind":
                 continue
             spec = field_spec(name, info)

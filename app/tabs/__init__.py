@@ -2,6 +2,7 @@
 The timeline comes first: it is the default tab, and the views that follow its zoom link to it."""
 from .bars import BarsTab
 from .base import Tab, TabContext
+from .claims import ClaimsTab
 from .compare import CompareTab
 from .counters import CountersTab
 from .occupancy import OccupancyTab
@@ -19,6 +20,7 @@ TABS: list[type[Tab]] = [
     CompareTab,
     SweepTab,
     ReplayTab,
+    ClaimsTab,
 ]
 
 

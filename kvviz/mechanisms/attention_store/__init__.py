@@ -22,6 +22,7 @@ from .. import Mechanism
 from .arrivals import interleaved
 from .model import AttentionStoreScenario
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
+from .sizing import sizing
 from .workload import load_trace, synthetic
 from .workload_figures import workload_figures
 
@@ -200,6 +201,7 @@ def simulate(sc: AttentionStoreScenario) -> Result:
             "read_buffer_bytes": int(h.read_buffer_gb * 1e9),
         },
         "truncation": truncation,
+        "sizing": sizing(sc, g),  # the paper's §2.4 figures, as this model gives them
         "detail": detail,
     }
     return Result(scenario=sc, trace=trace, metrics=round_metrics(metrics), events=events)

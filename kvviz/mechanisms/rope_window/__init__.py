@@ -126,6 +126,19 @@ class RopeWindowScenario(ScenarioBase):
         return self
 
 
+def positions_text(positions: list[int]) -> str:
+    """Sorted positions as the seed writes them: runs of three or more as a range
+    ([5, 6, 7, 8] -> "5–8", [6, 9, 10] -> "6, 9, 10"); none -> ""."""
+    parts, i = [], 0
+    while i < len(positions):
+        j = i
+        while j + 1 < len(positions) and positions[j + 1] == positions[j] + 1:
+            j += 1
+        parts += [f"{positions[i]}–{positions[j]}"] if j - i >= 2 else [str(p) for p in positions[i:j + 1]]
+        i = j + 1
+    return ", ".join(parts)
+
+
 def priority(d: int, scale: float) -> float:
     return 1.0 / (1.0 + d / scale)
 
@@ -154,6 +167,7 @@ class _Run:
         self.hits = self.misses = self.evictions = 0
         self.stall_ns = 0
         self.per_query: list[dict] = []
+        self.read_steps: list[dict] = []  # one per timed [[reads]] step
         self.decay: dict[int, float] = {}
 
     # --- slots -------------------------------------------------------------------------
@@ -235,9 +249,12 @@ class _Run:
         self.q = q
         wait = self._read(q, demand=False)
         lo, hi = self._window(q)
+        evicted = []
         if sc.prefetch.eviction == "outside_window":
-            for p in [p for p in self.order if p < lo or p > hi]:
+            evicted = [p for p in self.order if p < lo or p > hi]
+            for p in evicted:
                 self._evict(p)
+        kept = self.order[bisect.bisect_left(self.order, lo):bisect.bisect_right(self.order, hi)]
         # Candidates by priority (distance), ties lower position first: a stable sort on
         # distance of an ascending range gives exactly that order.
         cands = sorted((p for p in range(lo, hi + 1)
@@ -254,7 +271,10 @@ class _Run:
         ready = t + wait
         self.stall_ns += wait
         self.per_query.append({"position": q, "t_us": ns_to_us(t), "window": [lo, hi],
-                               "fetched": len(chosen), "stall_us": ns_to_us(wait)})
+                               "fetched": len(chosen), "stall_us": ns_to_us(wait),
+                               # which positions, as the seed words its timeline ("keeps 9-11")
+                               "kept": positions_text(kept), "evicted": positions_text(evicted),
+                               "fetched_positions": positions_text(sorted(chosen))})
         if wait:
             self.tb.span(self.gpu, t, ready, "stall", f"q{q} waits", ref=q)
         self.loop.at(ready, self._serve, i, priority=3)
@@ -275,7 +295,11 @@ class _Run:
         return calibrate_decay(q - first, last - q, a.radius, a.concentration)
 
     def reads(self, positions: list[int]):
+        hits0 = self.hits
+        resident = [p for p in positions if p in self.resident]
         waits = [self._read(p, demand=True) for p in positions]
+        self.read_steps.append({"t_us": ns_to_us(self.loop.now), "reads": len(positions),
+                                "hits": self.hits - hits0, "hit": positions_text(sorted(resident))})
         wait = max(waits, default=0)  # one read step: its misses are fetched concurrently
         if wait:
             t = self.loop.now
@@ -363,6 +387,7 @@ def simulate(sc: RopeWindowScenario) -> Result:
                                  f"within ±{sc.attention.radius}" if sc.attention.profile == "exponential"
                                  else "uniform over attended positions"),
         "queries": run.per_query,
+        "read_steps": run.read_steps,
     }
     return Result(scenario=sc, trace=trace, metrics=metrics, events=run.loop.processed)
 

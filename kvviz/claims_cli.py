@@ -1,0 +1,53 @@
+"""`kvviz claims [FILE...]`: the seed claims of scenarios (kvviz.claims), as a table.
+
+Exit 0 whatever the verdicts (claims are not checks; `kvviz check` gates on [[expect]]), 2 for
+bad claim data, 1 when a claim could not be evaluated (verdict `error`)."""
+from __future__ import annotations
+
+import sys
+
+from .bundled import bundled_scenarios, resolve_scenario
+
+CLAIM_ERROR = 1
+
+
+def cmd_claims(args) -> int:
+    from .claims import ERROR, evaluate_file
+    from .claims_table import as_json, as_markdown, as_text, paste, summary
+    from .loading import load_scenario
+
+    files = [resolve_scenario(f) for f in args.files] or [str(p) for p in bundled_scenarios()]
+    if not args.files:  # every bundled scenario that states claims
+        files = [f for f in files if load_scenario(f).claim]
+    for f in files:  # all data checked before the first (possibly long) run
+        load_scenario(f)
+    rows = []
+    for f in files:
+        def progress(done, total, f=f):
+            print(f"{f}: {done}/{total} runs", file=sys.stderr)
+        rows += evaluate_file(f, None if args.quiet else progress)
+    if args.readme:
+        for names in paste(args.readme, rows):
+            print(f"{args.readme}: left the block of {names} as it was (not evaluated here)", file=sys.stderr)
+        print(f"wrote {args.readme}", file=sys.stderr)
+    if args.json:
+        print(as_json(rows))
+    elif args.markdown:
+        print(as_markdown(rows))
+    elif not args.readme:
+        print(as_text(rows))
+    print(summary(rows), file=sys.stderr)
+    return CLAIM_ERROR if any(r.verdict == ERROR for r in rows) else 0
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("claims", help="the seed papers' claims against the model: paper, model, verdict, why")
+    c.add_argument("files", nargs="*", help="scenario TOML files (or bundled names); none: every bundled scenario "
+                                            "with [[claim]] tables")
+    out = c.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="a list of {seed, claim, paper, model, verdict, why}")
+    out.add_argument("--markdown", action="store_true", help="a Markdown table")
+    c.add_argument("--readme", metavar="README.md", help="replace the tables between <!-- claims:begin NAMES --> "
+                                                         "and <!-- claims:end --> with these rows")
+    c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    c.set_defaults(fn=cmd_claims)

@@ -1,0 +1,24 @@
+"""The paper's §2.4 sizing figures, as this model gives them (metrics.sizing), so each can be
+set beside the paper's number (seed 003: a 2K-token LLaMA-65B KV is 5 GB, loads in 192 ms over
+PCIe, prefills in 360 ms; KV is generated at ~13.9 GB/s and fills 190 GB of free HBM in 14 s).
+All follow from the scenario's model and hardware; nothing here is fitted to those numbers.
+"""
+from __future__ import annotations
+
+TOKENS = 2048  # the paper's example: a 2K-token context
+
+
+def sizing(sc, gpu) -> dict:
+    """`gpu`: the run's roofline (kvviz.mechanisms.attention_store.gpu.Roofline)."""
+    h, kv = sc.hardware, sc.model.kv_bytes_per_token
+    prefill_s = gpu.prefill_ns(TOKENS) / 1e9
+    # KV written per second while the GPU prefills flat out (compute-bound, at the calibrated MFU)
+    fill_bps = TOKENS * kv / prefill_s
+    return {
+        "kv_2k_gb": TOKENS * kv / 1e9,
+        # one job's KV over the HBM↔DRAM links the store loads it on (store.Store.load_bw)
+        "load_2k_ms": TOKENS * kv / (h.host_bw_gbps * 1e9) * 1e3,
+        "prefill_2k_ms": prefill_s * 1e3,
+        "kv_fill_gbps": fill_bps / 1e9,
+        "hbm_fill_s": h.hbm_free_gb * 1e9 / fill_bps,
+    }
