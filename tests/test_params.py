@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QAbstractSpinBox, QCheckBox, QComboBox, QLabel, QLineEdit, QTableWidget  # noqa: E402
 
 import app.params as params  # noqa: E402
+import app.params.field_tree  # noqa: E402,F401  (params.field_tree is patched below)
 import app.params.panel  # noqa: E402,F401  (params.panel is patched below)
 import kvviz.io  # noqa: E402
 import kvviz.loading  # noqa: E402
@@ -510,6 +511,7 @@ def test_a_new_mechanism_gets_a_form_without_app_changes(panel, tmp_path, monkey
     kinds["toy"] = Mechanism("toy", _Toy, lambda sc: None, lambda sc: None)
     monkeypatch.setattr(kvviz.loading, "mechanisms", lambda: kinds)
     monkeypatch.setattr(params.panel, "mechanisms", lambda: kinds)
+    monkeypatch.setattr(params.field_tree, "mechanisms", lambda: kinds)
     path = tmp_path / "toy.toml"
     path.write_text('kind = "toy"\n\n[knobs]\nrate = 0.25  # a comment\n\n[[parts]]\nsize = 2\n', encoding="utf-8")
     panel.load(str(path))

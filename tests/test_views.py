@@ -14,8 +14,8 @@ from PySide6.QtGui import QImage  # noqa: E402
 from app.tabs import BarsTab, TabContext  # noqa: E402
 from app.views import CountersView, LadderView, OccupancyView, PoliciesView, RopeBoundView  # noqa: E402
 from app.views.counters import step_xy  # noqa: E402
-from app.views.ladder import PCT_COL  # noqa: E402
 from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index, item_rgba, occupancy_grid  # noqa: E402
+from app.views.rung_table import PCT_COL  # noqa: E402
 from app.views.timeline import TimelineView  # noqa: E402
 from kvviz.palette import span_color  # noqa: E402
 from kvviz.result import Result  # noqa: E402

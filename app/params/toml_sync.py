@@ -1,11 +1,32 @@
 """Style-preserving TOML update: rewrite only the changed values, keep comments and layout."""
 from __future__ import annotations
 
+import tomllib
+import warnings
+
 import tomlkit
 
 from .values import _same
 
 # --- style-preserving TOML update --------------------------------------------------------
+
+def render_toml(file_text: str, file_data: dict, data: dict) -> str:
+    """`file_text` (which holds `file_data`) with the values that differ in `data` rewritten in
+    place (tomlkit); written afresh when tomlkit cannot follow the edit."""
+    try:
+        doc = tomlkit.parse(file_text)
+        _sync_table(doc, file_data, data)
+        text = tomlkit.dumps(doc)
+        if _same(tomllib.loads(text), data):
+            return text
+        warnings.warn("kvviz: could not keep the file's layout for this edit; writing it afresh", stacklevel=2)
+    except Exception as e:  # tomlkit could not follow this edit; never lose the user's data
+        warnings.warn(f"kvviz: could not keep the file's layout ({e}); writing it afresh", stacklevel=2)
+    text = tomlkit.dumps(data)
+    if not _same(tomllib.loads(text), data):
+        raise RuntimeError("kvviz: the scenario cannot be written as TOML")
+    return text
+
 
 def _sync_table(container, old: dict, new: dict):
     """Make tomlkit `container` (holding `old`) hold `new`, touching only what changed."""
