@@ -203,9 +203,9 @@ class Cost(Section):
         description="One GB of host DRAM for an hour (ASSUMPTION: Google Compute Engine's N1 memory SKU, "
                     "us-central1, on-demand list price 2023-24)")
     ssd_usd_per_gb_hour: float = param(
-        0.08 / 730, ge=0, le=1e4, unit="USD/GB·h",
+        0.0001096, ge=0, le=1e4, unit="USD/GB·h",
         description="One GB of SSD for an hour (ASSUMPTION: Google Compute Engine Local SSD at about "
-                    "$0.08 per GB-month, US list price, over 730 hours a month)")
+                    "$0.08 per GB-month, US list price, over 730 hours a month, rounded)")
 
 
 class AttentionStoreScenario(ScenarioBase):
