@@ -19,7 +19,7 @@ from ...executor import map_indexed, workers
 from ...result import Result
 from ...size_guard import Estimate
 from .. import Mechanism
-from .arrivals import interleaved
+from .arrivals import conversation_poisson, interleaved, mean_turns, saturated
 from .model import AttentionStoreScenario
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
 from .sizing import sizing
@@ -53,10 +53,25 @@ GENERATOR_FIELDS = ("conversations", "multi_turn_share", "mean_turns_multi", "ma
 
 
 def inactive(data: dict) -> dict[str, str]:
+    out = {}
     w = data.get("workload")
     if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
-        return {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
-    return {}
+        out = {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
+
+    def get(section, field, default):
+        d = data.get(section)
+        return d.get(field, default) if isinstance(d, dict) else default
+
+    rule = get("serving", "arrivals", "closed_loop")
+    if rule != "conversation_poisson":
+        for f in ("think_time_median_s", "think_time_sigma"):
+            out[f"workload.{f}"] = "not used: only serving.arrivals = conversation_poisson draws these gaps"
+        out["store.lookahead_horizon_s"] = "not used: only serving.arrivals = conversation_poisson bounds the job list"
+    elif get("store", "lookahead", "waiting_queue") != "job_list":
+        out["store.lookahead_horizon_s"] = "not used: store.lookahead = waiting_queue lists only arrived jobs"
+    if rule == "saturated":
+        out["workload.arrival_rate_per_s"] = "not used: serving.arrivals = saturated releases turns as replies end"
+    return out
 
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
@@ -125,8 +140,13 @@ def workload_of(sc: AttentionStoreScenario):
             raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
                                 f"reduce workload.conversations", field="workload.conversations")
         wl = synthetic(w)
-    if sc.serving.arrivals == "interleaved":
+    rule = sc.serving.arrivals
+    if rule == "interleaved":
         wl = interleaved(wl, w.arrival_rate_per_s, w.seed)
+    elif rule == "saturated":
+        wl = saturated(wl)
+    elif rule == "conversation_poisson":
+        wl = conversation_poisson(wl, w.arrival_rate_per_s, w.think_time_median_s, w.think_time_sigma, w.seed)
     return wl
 
 
@@ -138,6 +158,16 @@ def gpu_setup(sc: AttentionStoreScenario) -> dict:
             "activation_reserve_gb_per_gpu": h.activation_reserve_gb_per_gpu,
             "hbm_free_gb": h.hbm_free_gb, "hbm_free_computed_gb": h.free_hbm_computed_gb(m), "mfu": h.mfu,
             "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
+
+
+def release_metrics(sc: AttentionStoreScenario, wl) -> dict:
+    """How turns were released: the rule, and for conversation_poisson the rates it used."""
+    out = {"rule": sc.serving.arrivals}
+    if sc.serving.arrivals == "conversation_poisson":
+        mt = mean_turns(wl)
+        out.update(turns_per_s=sc.workload.arrival_rate_per_s, mean_turns_per_conversation=mt,
+                   conversation_starts_per_s=sc.workload.arrival_rate_per_s / mt)
+    return out
 
 
 def simulate(sc: AttentionStoreScenario) -> Result:
@@ -180,6 +210,7 @@ def simulate(sc: AttentionStoreScenario) -> Result:
         "turns": len(wl),
         "multi_turn_share": float((wl.turn == 1).sum() / first) if first else 0.0,
         "overflow_turn_share": float(prep.overflow.mean()) if len(wl) else 0.0,
+        "arrivals": release_metrics(sc, wl),
         "policies": {p: per_policy[p] for p in sc.policies},
         "workload": workload,
         "gpu": {

@@ -21,6 +21,12 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
 - A job's new KV saves asynchronously to DRAM from the end of its prefill. When it finishes,
   what is not yet saved must fit in the write buffer; otherwise its HBM blocks stay held until
   it does (the GPU does not stall: the other jobs go on).
+- GPU time as work (`gpu_ns`, per job): every busy ns is attributed to the jobs of its
+  iteration, once. A prefill iteration (its load waits included) is split by each job's share
+  of the tokens it computes there (new tokens; after a miss its history too; after a
+  preemption what it recomputes): the compute-share rule. A decode iteration, or a segment of
+  k identical ones, is divided evenly among its running jobs: the even-split rule, kept as a
+  running per-job share (`dec_share`, like G) so a segment costs O(1), not O(batch).
 """
 from __future__ import annotations
 
@@ -108,6 +114,10 @@ class Batcher:
         self.end = [0] * n
         self.outcome = [0] * n
         self.busy_ns = self.prefill_ns = 0
+        self.load_wait_ns = 0                 # prefill iterations' layers waiting on their KV
+        self.gpu_ns = [0.0] * n               # GPU time attributed to each job
+        self.dec_share = 0.0                  # decode ns per running job so far (Σ segment / n)
+        self.d0 = [0.0] * n                   # dec_share when the job joined decoding
         self.dec_iters = self.dec_job_iters = 0
         self.max_seen = 0
         self.prefill_tokens = self.resume_tokens = 0  # computed in prefill iterations (all; after preemption)
@@ -201,6 +211,7 @@ class Batcher:
         self.busy_ns += now - T_s
         self.dec_iters += k
         self.dec_job_iters += n * k
+        self.dec_share += (now - T_s) / n
         self.run.decode_span(T_s, now, n, k, next(iter(self.batch)))
         self.G += k
         self.ctx_dec += n * k
@@ -219,6 +230,7 @@ class Batcher:
         j = next(x for x in reversed(self.batch) if self.decoding[x])
         ctx = self.ctx0[j] + self.G - self.g0[j]
         self.decoding[j] = False
+        self.gpu_ns[j] += self.dec_share - self.d0[j]
         self.left[j] = self.left[j] - (self.G - self.g0[j])
         self.resume[j] = ctx
         self.n_dec -= 1
@@ -233,15 +245,19 @@ class Batcher:
         comp = dram = ssd = 0
         ready = 0
         loads = []
+        work = []  # tokens each job computes here: its share of the iteration's GPU time
         for j in jobs:
             if self.resume[j]:  # preempted earlier: recompute what it held, load nothing
                 comp += self.resume[j]
+                work.append(self.resume[j])
                 self.resume_tokens += self.resume[j]
                 continue
             self.first_admit[j] = S
             outcome, d, s_, r = store.admit(j, self.hbm_hit[j])
             self.outcome[j] = outcome
-            comp += self.inn[j] if outcome >= HIT_HBM else self.keep[j] + self.inn[j]
+            w = self.inn[j] if outcome >= HIT_HBM else self.keep[j] + self.inn[j]
+            work.append(w)
+            comp += w
             if d or s_:
                 loads.append(j)
                 dram += d
@@ -259,22 +275,33 @@ class Batcher:
             if ssd:  # read on demand once the job runs
                 T0 = store.demand_read(ssd, self.ssd_stream, max(T0, S), self.conv[loads[0]])
             pe, le_last = prefill_end(S, T0, a, c_layer, L, k)
+            wait = pe - S - L * c_layer  # layers waiting on loads: the gaps of Figure 7(a)
             self.pcie_load_free = le_last
             self.run.load_span(min(T0, le_last), le_last, loads)
             layer = (T0, a, c_layer, k)
         else:
             pe = S + round(comp * self.gpu.prefill_ns_per_token)
             layer = None
+            wait = 0
         self.state, self.seg = PREFILL, None
         self.max_seen = max(self.max_seen, len(self.batch))
         self.run.gpu_state(S, len(self.batch))
         self.run.prefill_span(S, pe, jobs, layer)
-        self.loop.at(pe, self._prefill_done, jobs, S, priority=1)
+        self.loop.at(pe, self._prefill_done, jobs, S, work, wait, priority=1)
 
-    def _prefill_done(self, jobs: list[int], S: int):
+    def _prefill_done(self, jobs: list[int], S: int, work: list[int], wait: int):
         now = self.loop.now
         self.busy_ns += now - S
         self.prefill_ns += now - S
+        self.load_wait_ns += wait
+        tot = sum(work)
+        if tot:
+            per_token = (now - S) / tot
+            for j, w in zip(jobs, work):
+                self.gpu_ns[j] += w * per_token
+        else:  # nothing computed (empty turns): the loads' time is shared evenly
+            for j in jobs:
+                self.gpu_ns[j] += (now - S) / len(jobs)
         for j in jobs:
             ctx = self._need(j)
             if self.resume[j]:
@@ -293,6 +320,7 @@ class Batcher:
                 continue
             self.decoding[j] = True
             self.g0[j], self.ctx0[j] = self.G, ctx
+            self.d0[j] = self.dec_share
             self.n_dec += 1
             self.ctx_dec += ctx
             self.fin_at[j] = self.G + self.left[j]
@@ -303,6 +331,7 @@ class Batcher:
     def _finish(self, j: int):
         ctx = self.ctx0[j] + self.G - self.g0[j]
         self.decoding[j] = False
+        self.gpu_ns[j] += self.dec_share - self.d0[j]
         self.n_dec -= 1
         self.ctx_dec -= ctx
         self._finish_now(j, ctx)

@@ -36,8 +36,9 @@ class Workload(Section):
                                description="Conversations generated (paper: ~9K ShareGPT conversations)")
     arrival_rate_per_s: float = param(1.0, gt=0, le=1e6, unit="1/s",
                                       description="Poisson rate (paper: λ = 1.0). serving.arrivals = closed_loop: "
-                                                  "new conversations per second; interleaved: turns per second "
-                                                  "(our reading of the paper's λ)")
+                                                  "new conversations per second; interleaved and "
+                                                  "conversation_poisson: turns per second (our reading of the "
+                                                  "paper's λ); saturated: not used")
     multi_turn_share: float = param(0.73, ge=0, le=1, unit="share",
                                     description="Share of conversations with more than one turn (paper: 73%)")
     mean_turns_multi: float = param(7.6, ge=2, le=1000, unit="turns",
@@ -53,6 +54,14 @@ class Workload(Section):
                                  description="Cap on a turn's input and on its output (assumption)")
     think_time_mean_s: float = param(60.0, ge=0, le=1e7, unit="s",
                                      description="Mean user think time between turns (exponential; assumption)")
+    think_time_median_s: float = param(
+        30.0, gt=0, le=1e6, unit="s",
+        description="serving.arrivals = conversation_poisson only: median gap between a conversation's "
+                    "consecutive turns (lognormal; ASSUMPTION, ours: the paper gives no think times)")
+    think_time_sigma: float = param(
+        1.5, ge=0, le=4, description="serving.arrivals = conversation_poisson only: lognormal sigma of that gap "
+                                     "(ASSUMPTION, ours: 1.5 makes a heavy tail, mean = median · e^(σ²/2) ≈ 3.1 × "
+                                     "the median, p99 ≈ 33 × the median)")
 
 
 class Model(Section):
@@ -165,12 +174,18 @@ class Serving(Section):
                                  "coupled invalidates it (the history is recomputed)")
     truncation_ratio: float = param(0.5, ge=0, lt=1, unit="share",
                                     description="Share of the window dropped on overflow (paper: 0.5)")
-    arrivals: Literal["closed_loop", "recorded", "interleaved"] = param(
+    arrivals: Literal["closed_loop", "recorded", "interleaved", "saturated", "conversation_poisson"] = param(
         "closed_loop", description="When turns are released (each an ASSUMPTION about users). closed_loop: a "
                                    "think time after the previous reply ends. recorded: at the trace's time. "
                                    "interleaved: all turns of all conversations in one random order (order kept "
                                    "within a conversation), Poisson at workload.arrival_rate_per_s turns/s. "
-                                   "recorded and interleaved never release a turn before its previous reply ends")
+                                   "saturated: every first turn at t = 0, each later turn the moment the "
+                                   "previous reply ends (no think time; the rate is not used): the engine runs "
+                                   "flat out and makespan_s is the work. conversation_poisson: conversations "
+                                   "start as a Poisson process at arrival_rate_per_s / (mean turns per "
+                                   "conversation of the workload), a lognormal gap (workload.think_time_median_s, "
+                                   "think_time_sigma) between a conversation's turns. recorded, interleaved and "
+                                   "conversation_poisson never release a turn before its previous reply ends")
     max_batch: int = param(256, ge=1, le=4096, unit="jobs",
                            description="Most jobs in the running batch (ASSUMPTION: vLLM's default max_num_seqs)")
     compare_truncation: bool = param(True, description="Also run trace_policy with the other truncation mode "
@@ -206,6 +221,29 @@ class Store(Section):
                           "the tokens not yet on SSD; the copy occupies SSD space until SSD eviction or "
                           "invalidation removes it. false: exclusive tiers, a session lives in DRAM or on SSD, "
                           "never both, and every demotion writes its whole KV")
+    lookahead_horizon_s: float = param(
+        3600.0, ge=0, le=1e7, unit="s",
+        description="lookahead = job_list with serving.arrivals = conversation_poisson: the job list holds the "
+                    "turns whose release time is at most this far ahead of now (ASSUMPTION, ours: an hour, the "
+                    "order of the paper's L_ew at 1 turn/s). The other release rules ignore it: under "
+                    "recorded and interleaved job_list holds the whole job list; waiting_queue holds only "
+                    "jobs that have arrived")
+
+
+class Cost(Section):
+    """Prices for `cost_per_turn` (economics.py). The seed gives no prices, so all are ours."""
+    gpu_usd_per_gpu_hour: float = param(
+        4.096, ge=0, le=1e4, unit="USD/GPU·h",
+        description="One GPU for an hour (ASSUMPTION: AWS EC2 p4d.24xlarge, 8×A100, on-demand US East "
+                    "$32.77/h as listed in 2024, divided by 8; the paper gives no prices)")
+    dram_usd_per_gb_hour: float = param(
+        0.004237, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of host DRAM for an hour (ASSUMPTION: Google Compute Engine's N1 memory SKU, "
+                    "us-central1, on-demand list price 2023-24)")
+    ssd_usd_per_gb_hour: float = param(
+        0.0001096, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of SSD for an hour (ASSUMPTION: Google Compute Engine Local SSD at about "
+                    "$0.08 per GB-month, US list price, over 730 hours a month, rounded)")
 
 
 class AttentionStoreScenario(ScenarioBase):
@@ -218,6 +256,7 @@ class AttentionStoreScenario(ScenarioBase):
     hardware: Hardware = Hardware()
     serving: Serving = Serving()
     store: Store = Store()
+    cost: Cost = Cost()
 
     @model_validator(mode="before")
     @classmethod
@@ -263,9 +302,10 @@ class AttentionStoreScenario(ScenarioBase):
         if h.ssd_gb > 0 and h.dram_gb == 0 and "dram" in self.store.tiers:
             raise FieldError("hardware.ssd_gb", "an SSD tier needs DRAM (sessions reach the SSD through DRAM): "
                                                 "set hardware.dram_gb or ssd_gb = 0")
-        if self.store.lookahead == "job_list" and self.serving.arrivals == "closed_loop":
-            raise FieldError("store.lookahead", "job_list needs serving.arrivals = recorded or interleaved: with "
-                                                "closed_loop no turn is known before its user sends it")
+        if self.store.lookahead == "job_list" and self.serving.arrivals in ("closed_loop", "saturated"):
+            raise FieldError("store.lookahead", f"job_list needs serving.arrivals = recorded, interleaved or "
+                                                f"conversation_poisson: with {self.serving.arrivals} no turn's "
+                                                f"release time is known before the previous reply ends")
         if h.hbm_free_gb is None:
             raise FieldError("hardware.gpus", f"the weights ({m.weights_gb:.4g} GB) leave no HBM for KV on "
                                               f"{h.gpus} × ({h.hbm_gb_per_gpu:g} − {h.activation_reserve_gb_per_gpu:g}"

@@ -4,9 +4,9 @@
 turn release (`serving.arrivals`), the trace, and the per-policy metrics.
 
 Job life, for turn j of conversation c:
-- It is released (closed_loop: a think time after the previous reply; recorded/interleaved:
-  at its nominal time, never before the previous reply ends) and joins the waiting queue; the
-  store lists it for look-ahead.
+- It is released (closed_loop: a think time after the previous reply; saturated: as the
+  previous reply ends; recorded/interleaved/conversation_poisson: at its nominal time, never
+  before the previous reply ends) and joins the waiting queue; the store lists it for look-ahead.
 - The batch scheduler admits it when the batch and the HBM pool have room. Its history is an
   HBM hit (kept in free HBM blocks), a DRAM hit (loaded layer by layer during the prefill
   iteration), an SSD hit (a prefetch still in flight, or read on demand on the critical path),
@@ -25,6 +25,7 @@ import numpy as np
 from ...engine import EventLoop
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
+from . import economics
 from .batching import Batcher
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
@@ -136,7 +137,7 @@ class Run:
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
-        self.closed = sc.serving.arrivals == "closed_loop"
+        self.closed = sc.serving.arrivals in ("closed_loop", "saturated")  # saturated: think times are 0
         self.L = sc.model.layers
         # Plain lists: the per-job path is pure Python, and list indexing beats numpy scalars.
         self.conv = wl.conv.tolist()
@@ -297,7 +298,7 @@ class Run:
             "mean_batch": g.dec_job_iters / g.dec_iters if g.dec_iters else 0.0,
             "max_batch_seen": g.max_seen,
             "preemptions": g.preemptions,
-            "gpu_busy_s": busy_s,
+            "gpu_busy_s": busy_s,  # wall clock in iterations (= gpu_time_s summed over jobs: economics.py)
             "prefill_gpu_s": prefill_s,
             # Extras: what the headline numbers are made of.
             "hits": hits,
@@ -317,6 +318,7 @@ class Run:
             "ssd_read_gb": st.ssd_read_bytes / 1e9,
             "ssd_busy_share": st.ssd_busy_ns / float(en.max()) if some and en.max() > 0 else 0.0,
         }
+        m.update(economics.work_and_cost(self, m["makespan_s"]))
         return m
 
 
@@ -330,6 +332,7 @@ def versus(m: dict, baseline: dict | None) -> dict:
         m["prefill_speedup_vs_recompute"] = baseline["prefill_gpu_s"] / prefill if prefill else None
         if baseline["mean_ttft_ms"]:
             m["ttft_reduction_vs_recompute"] = 1 - m["mean_ttft_ms"] / baseline["mean_ttft_ms"]
+        economics.versus(m, baseline)
     return m
 
 

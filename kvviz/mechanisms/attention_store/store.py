@@ -12,7 +12,10 @@ The store's narrow interface to the batch scheduler (batching.py):
 The look-ahead (`store.lookahead`) is a list of jobs in arrival order: the waiting queue
 (jobs are listed as they arrive) or the whole job list (listed up front). `key[c]` is the
 list position of session c's next job if the list shows it, else INF; `lo` is the number of
-jobs admitted, so the next L jobs are the positions below lo + L.
+jobs admitted, so the next L jobs are the positions below lo + L. Under
+`serving.arrivals = conversation_poisson` the job list holds only the turns whose nominal
+release is within `store.lookahead_horizon_s` of now (`shown`: positions below it are listed);
+it is brought up to date at every store event (an arrival, an admission, the end of a turn).
 
 SSD copies (`store.ssd_inclusive`):
 - inclusive (default): a session's KV written to SSD stays valid there. Reading it back does
@@ -67,6 +70,11 @@ class Store:
         self.rank = prep.rank.tolist() if self.job_list else [INF] * len(prep.wl)
         self.key = [INF] * n_conv
         self.lo = 0
+        poisson = self.job_list and sc.serving.arrivals == "conversation_poisson"
+        self.horizon = int(sc.store.lookahead_horizon_s * 1e9) if poisson else -1
+        self.shown = 0 if poisson else len(prep.wl)
+        self.nominal = prep.wl.arrival_ns[prep.order].tolist() if poisson else []
+        self.upcoming = [-1] * n_conv  # the session's next job not yet admitted (horizon only)
         self.pf_scan = 0
 
         self.where = [NONE] * n_conv     # the best tier with a full copy (DRAM/PREFETCHING/SSD/NONE)
@@ -101,6 +109,8 @@ class Store:
     def arrived(self, j: int):
         c = self.conv[j]
         self.queued[c] = True
+        if self.horizon >= 0:
+            self._reveal()
         if not self.job_list:  # the waiting queue shows a job from its arrival on
             self.rank[j] = len(self.jobs)
             self.jobs.append(j)
@@ -116,7 +126,10 @@ class Store:
         self.queued[c] = False
         self.running[c] = True
         nxt = self.next_row[j]
-        self._set_key(c, self.rank[nxt] if self.job_list and nxt >= 0 else INF)
+        if self.horizon >= 0:
+            self._reveal()
+            self.upcoming[c] = nxt
+        self._set_key(c, self.rank[nxt] if self.job_list and 0 <= nxt and self.rank[nxt] < self.shown else INF)
         keep, where = self.keep[j], self.where[c]
         dram = ssd = ready = 0
         if keep == 0:
@@ -174,6 +187,8 @@ class Store:
         """j's turn ended: the session's KV (history + the turn) is in DRAM, making room."""
         c = self.conv[j]
         self.running[c] = False
+        if self.horizon >= 0:
+            self._reveal()
         if not self.stores:
             self._remove(c)
             return
@@ -201,10 +216,21 @@ class Store:
             self.key[c] = k
             self.policy.on_key(c)
 
+    def _reveal(self):
+        """List the jobs whose nominal release came within the horizon; a job that is its
+        session's next one gives the session its key."""
+        t, jobs, nominal, conv, i = self.loop.now + self.horizon, self.jobs, self.nominal, self.conv, self.shown
+        while i < len(jobs) and nominal[i] <= t:
+            j = jobs[i]
+            if self.upcoming[conv[j]] == j:
+                self._set_key(conv[j], i)
+            i += 1
+        self.shown = i
+
     def _prefetch(self):
         """Fetch SSD→DRAM the sessions of the next L_pw listed jobs."""
         jobs, conv, where, key = self.jobs, self.conv, self.where, self.key
-        end = min(len(jobs), self.lo + self.L_pw)
+        end = min(len(jobs) if self.horizon < 0 else self.shown, self.lo + self.L_pw)
         i = max(self.pf_scan, self.lo)
         while i < end:
             c = conv[jobs[i]]
