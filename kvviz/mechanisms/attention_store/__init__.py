@@ -52,10 +52,16 @@ GENERATOR_FIELDS = ("conversations", "multi_turn_share", "mean_turns_multi", "ma
 
 
 def inactive(data: dict) -> dict[str, str]:
+    out = {}
     w = data.get("workload")
     if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
-        return {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
-    return {}
+        out = {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
+    s = data.get("store")
+    if isinstance(s, dict) and s.get("preload") == "none":
+        out["hardware.read_buffer_gb"] = "not used: store.preload = none (nothing pre-loads)"
+    if isinstance(s, dict) and s.get("save") == "sync":
+        out["hardware.write_buffer_gb"] = "not used: store.save = sync (every save ends before the blocks go)"
+    return out
 
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).

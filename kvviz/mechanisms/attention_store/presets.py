@@ -23,22 +23,34 @@ Which numbers are the paper's and which are ours:
 - params_b: LLaMA-1 Table 2 gives 13.0B and 65.2B; LLaMA-2 70B has ≈ 69.0B; Falcon-40B ≈ 41.8B
   (its HF model card). They set prefill time (2·params FLOPs per token, gpu.py) and the weight
   bytes read by every decode iteration.
+- d_model (the attention term of prefill, gpu.py: 4·layers·d_model FLOPs per new token and context
+  position) = query heads × head dim, the width of QK^T and AV: LLaMA-13B 5,120 and LLaMA-65B
+  8,192 (LLaMA-1 Table 2, "dimension"); LLaMA-2 70B 8,192 (HF config meta-llama/Llama-2-70b-hf:
+  hidden_size = 8192, 64 heads × 128; grouped-query attention shares K/V heads but every query
+  head still attends); Falcon-40B 8,192 (HF config tiiuae/falcon-40b: hidden_size = 8192,
+  128 heads × 64).
 - MFU_PAPER: the one timing the paper states (§2.4: 2K tokens of LLaMA-65B prefill in ≈ 360 ms
-  on 4×A100 at 312 TFLOP/s each) turned into a utilisation, used for every model (ASSUMPTION).
+  on 4×A100 at 312 TFLOP/s each) turned into a utilisation, counting the matmuls and the causal
+  attention term of those 2,048 tokens, used for every model (ASSUMPTION).
 """
 from __future__ import annotations
 
 from .gpu import calibrated_mfu
 
-MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12), 4)
+MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12,
+                                 layers=80, d_model=8192), 4)
 
 PRESETS: dict[str, dict] = {
     # LLaMA-1 13B: 40 layers × 5120 (40 MHA heads × 128), 2K window.
-    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048, "params_b": 13.0},
+    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048,
+                  "d_model": 5120, "params_b": 13.0},
     # LLaMA-1 65B: 80 layers × 8192 (64 MHA heads × 128), 2K window; 2.5 MiB/token (paper §2.4).
-    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048, "params_b": 65.2},
+    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048,
+                  "d_model": 8192, "params_b": 65.2},
     # LLaMA-2 70B: 80 layers, GQA with 8 KV heads × 128, 4K window.
-    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096, "params_b": 69.0},
+    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096,
+                  "d_model": 8192, "params_b": 69.0},
     # Falcon-40B: 60 layers, multigroup attention with 8 KV heads × 64, 2K window.
-    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048, "params_b": 41.8},
+    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048,
+                  "d_model": 8192, "params_b": 41.8},
 }

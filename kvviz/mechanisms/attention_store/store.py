@@ -33,9 +33,12 @@ from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
 
 INF = 1 << 62
-FIRST, MISS, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4  # job outcomes (hits are >= HIT_HBM)
+# Job outcomes; hits are >= HIT_HBM. RECOMPUTE_FASTER: the history was on SSD, but recomputing it
+# beat loading it (store.load_if_faster): a miss of its own kind.
+FIRST, MISS, RECOMPUTE_FASTER, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4, 5
 P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2                  # SSD request priorities (store.ssd_read_priority)
-OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
+OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)",
+           RECOMPUTE_FASTER: "on SSD, but recomputing it was faster", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
            HIT_SSD: "SSD hit"}
 
 
@@ -50,6 +53,10 @@ class Store:
         self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
         self.load_bw = h.host_link_gbps
         self.ssd_prio = sc.store.ssd_read_priority
+        self.load_if_faster = sc.store.load_if_faster
+        self.gpu = prep.gpu
+        self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as batching.py streams it
+        self.pending_at, self.pending_ns = -1, 0      # demand reads chosen at this instant, not yet booked
         self.inclusive = sc.store.ssd_inclusive
         self.ssd_q: list[list] = []
         self.ssd_free = 0
@@ -136,24 +143,31 @@ class Store:
             self._truncated(j, c)
             nbytes = keep * self.kv
             if where == SSD:
-                outcome, ssd = HIT_SSD, nbytes
-                self.ssd_read_bytes += nbytes
+                read = int(nbytes / self.stream)
+                if self._loads(keep, self._demand_start(c) - self.loop.now + read, read):
+                    outcome, ssd = HIT_SSD, nbytes
+                    self.ssd_read_bytes += nbytes
+                else:
+                    outcome = RECOMPUTE_FASTER
                 if self.inclusive:
                     self.policy.on_access(SSD, c)  # the SSD copy stays valid
                 else:
                     self._remove(c)
-            else:
-                outcome, dram = HIT_DRAM, nbytes
-                if where == PREFETCHING:
+            elif where == PREFETCHING:
+                # A prefetch in flight: it lands at pf_end (as queued now), then loads over the link.
+                if self._loads(keep, max(0, self.pf_end[c] - self.loop.now) + int(nbytes / self.load_bw)):
                     if self.ssd_prio:
                         self._ssd_promote(c)  # the job now waits on it: a demand read
+                    outcome, dram = HIT_SSD, nbytes
                     ready = self.pf_end[c]   # not before it is in DRAM (it may still be ahead)
                     self.late_prefetch += 1
-                    outcome = HIT_SSD
-                    self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
-                    self.where[c] = SSD if self.ssd_size[c] else NONE
                 else:
-                    self.policy.on_hit(c)
+                    outcome = RECOMPUTE_FASTER
+                self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
+                self.where[c] = SSD if self.ssd_size[c] else NONE
+            else:
+                outcome, dram = HIT_DRAM, nbytes
+                self.policy.on_hit(c)
         if self.prefetches:
             self._prefetch()
         return outcome, dram, ssd, ready
@@ -161,6 +175,7 @@ class Store:
     def demand_read(self, nbytes: int, bw: float, earliest: int, c: int) -> int:
         """An on-demand SSD read streamed at `bw` from `earliest` at the soonest: its start."""
         dur = int(nbytes / bw)
+        self.pending_ns = 0
         if self.ssd_prio:  # ahead of every queued prefetch and write
             return self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
         t0 = max(earliest, self.ssd_free)
@@ -194,6 +209,33 @@ class Store:
     def protected(self, c: int) -> bool:
         """Inside the eviction window: the session's next job is among the next L_ew jobs."""
         return self.key[c] < self.lo + self.L_ew
+
+    # --- load or recompute (store.load_if_faster) -------------------------------------------
+    def _loads(self, keep: int, load_ns: int, demand_ns: int = 0) -> bool:
+        """The rule: load the history only if that takes less time than recomputing it, the
+        prefill of its `keep` tokens alone under the roofline. `load_ns` counts from now: the
+        wait for the SSD (its queued IO, and the reads chosen by jobs admitted with this one)
+        and the transfer. The PCIe link's own queue is not counted (loads of one iteration share
+        it anyway). `demand_ns`: the SSD time of the read, if it is one. Off: every history on
+        SSD loads."""
+        if not self.load_if_faster:
+            return True
+        now = self.loop.now
+        if self.pending_at != now:
+            self.pending_at, self.pending_ns = now, 0
+        if load_ns + self.pending_ns < self.gpu.prefill_ns(keep):
+            self.pending_ns += demand_ns
+            return True
+        return False
+
+    def _demand_start(self, c: int) -> int:
+        """When a demand read of session c issued now would start (the SSD's queue as it stands)."""
+        now = self.loop.now
+        if not self.ssd_prio:
+            return max(now, self.ssd_free)
+        self._ssd_retire()
+        i = self._ssd_slot(P_DEMAND, c)
+        return max(now, self.ssd_q[i - 1][1]) if i else now
 
     # --- look-ahead ----------------------------------------------------------------------
     def _set_key(self, c: int, k: int):
@@ -316,9 +358,10 @@ class Store:
                     self._pf_retimed(o)
             prev = o[1]
 
-    def _ssd_insert(self, op) -> None:
-        """Place `op` by priority among the queued ops and re-time the ops from there on."""
-        q, now, prio, c = self.ssd_q, self.loop.now, op[2], op[4]
+    def _ssd_slot(self, prio: int, c: int) -> int:
+        """Where an op of priority `prio` for session c goes in the queue: behind the ops started
+        and the queued ones of its own or a more urgent priority, and behind c's own queued write."""
+        q, now = self.ssd_q, self.loop.now
         i = len(q)
         while i > 0 and q[i - 1][0] > now and q[i - 1][2] > prio:
             i -= 1
@@ -327,6 +370,12 @@ class Store:
                 if q[k][4] == c and q[k][2] == P_WRITE:
                     i = k + 1
                     break
+        return i
+
+    def _ssd_insert(self, op) -> None:
+        """Place `op` by priority among the queued ops and re-time the ops from there on."""
+        q, now = self.ssd_q, self.loop.now
+        i = self._ssd_slot(op[2], op[4])
         q.insert(i, op)
         prev = q[i - 1][1] if i else now
         dur = op[1] - op[0]
