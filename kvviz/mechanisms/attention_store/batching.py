@@ -4,9 +4,9 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
 - Waiting queue, first come first served. At every iteration boundary the scheduler admits
   waiting jobs in order while the batch has fewer than `serving.max_batch` jobs and the job's
   prompt KV (its history plus new tokens, and a token of growth per decoding job) fits in the
-  HBM pool; the first job that does not
-  fit stops admission (no overtaking). The pool is `hbm_free_gb` less the read buffer (with
-  layer-wise pre-loading) and the write buffer (with async saving); finished sessions kept in HBM (`store.tiers` with hbm) give way first.
+  HBM pool; the first job that does not fit stops admission (no overtaking). The pool is
+  `hbm_free_gb` less the read buffer (with layer-wise pre-loading) and the write buffer (with
+  async saving); finished sessions kept in HBM (`store.tiers` with hbm) give way first.
 - Newly admitted jobs run one prefill iteration together, which pauses decoding (vLLM without
   chunked prefill: ASSUMPTION, named). Its compute is the sum of each job's prefill (gpu.py:
   matmuls plus causal attention over the job's own context). Their histories load layer by
