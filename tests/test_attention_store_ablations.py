@@ -264,3 +264,18 @@ def test_unused_buffers_are_marked_inactive():
     assert "hardware.read_buffer_gb" in inactive({"store": {"preload": "none"}})
     assert "hardware.write_buffer_gb" in inactive({"store": {"save": "sync"}})
     assert inactive({"store": {"preload": "layerwise", "save": "async"}}) == {}
+
+
+def test_load_rule_counts_reads_chosen_at_the_same_instant():
+    # Recomputing 10 tokens takes 10 ns (1 ns per token). A read of 6 ns loads; a second job
+    # admitted at the same instant would wait for it: 6 + 6 = 12 > 10, it recomputes. Once
+    # booked (or at another instant) the pending reads are the SSD queue's business.
+    from kvviz.mechanisms.attention_store.load_rule import LoadRule
+    g = Roofline(500, 1, 1.0, 1.0, 1.0, 1.0, 1)
+    rule = LoadRule(True, g)
+    assert rule.loads(10, 6, 6, now=5) and not rule.loads(10, 6, 6, now=5)
+    assert rule.loads(10, 6, 6, now=7)
+    rule.booked()
+    assert rule.loads(10, 6, 6, now=7)
+    assert not rule.loads(10, 10, 10, now=9)  # a tie recomputes: loading is not faster
+    assert LoadRule(False, g).loads(10, 1e9, 1e9, now=0)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 
+from .load_rule import LoadRule
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
 
@@ -53,10 +54,8 @@ class Store:
         self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
         self.load_bw = h.host_link_gbps
         self.ssd_prio = sc.store.ssd_read_priority
-        self.load_if_faster = sc.store.load_if_faster
-        self.gpu = prep.gpu
+        self.rule = LoadRule(sc.store.load_if_faster, prep.gpu)
         self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as batching.py streams it
-        self.pending_at, self.pending_ns = -1, 0      # demand reads chosen at this instant, not yet booked
         self.inclusive = sc.store.ssd_inclusive
         self.ssd_q: list[list] = []
         self.ssd_free = 0
@@ -144,7 +143,7 @@ class Store:
             nbytes = keep * self.kv
             if where == SSD:
                 read = int(nbytes / self.stream)
-                if self._loads(keep, self._demand_start(c) - self.loop.now + read, read):
+                if self.rule.loads(keep, self._demand_start(c) - self.loop.now + read, read, self.loop.now):
                     outcome, ssd = HIT_SSD, nbytes
                     self.ssd_read_bytes += nbytes
                 else:
@@ -155,7 +154,8 @@ class Store:
                     self._remove(c)
             elif where == PREFETCHING:
                 # A prefetch in flight: it lands at pf_end (as queued now), then loads over the link.
-                if self._loads(keep, max(0, self.pf_end[c] - self.loop.now) + int(nbytes / self.load_bw)):
+                land = max(0, self.pf_end[c] - self.loop.now)
+                if self.rule.loads(keep, land + int(nbytes / self.load_bw), 0, self.loop.now):
                     if self.ssd_prio:
                         self._ssd_promote(c)  # the job now waits on it: a demand read
                     outcome, dram = HIT_SSD, nbytes
@@ -175,7 +175,7 @@ class Store:
     def demand_read(self, nbytes: int, bw: float, earliest: int, c: int) -> int:
         """An on-demand SSD read streamed at `bw` from `earliest` at the soonest: its start."""
         dur = int(nbytes / bw)
-        self.pending_ns = 0
+        self.rule.booked()
         if self.ssd_prio:  # ahead of every queued prefetch and write
             return self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
         t0 = max(earliest, self.ssd_free)
@@ -210,25 +210,7 @@ class Store:
         """Inside the eviction window: the session's next job is among the next L_ew jobs."""
         return self.key[c] < self.lo + self.L_ew
 
-    # --- load or recompute (store.load_if_faster) -------------------------------------------
-    def _loads(self, keep: int, load_ns: int, demand_ns: int = 0) -> bool:
-        """The rule: load the history only if that takes less time than recomputing it, the
-        prefill of its `keep` tokens alone under the roofline. `load_ns` counts from now: the
-        wait for the SSD (its queued IO, and the reads chosen by jobs admitted with this one)
-        and the transfer. The PCIe link's own queue is not counted (loads of one iteration share
-        it anyway). `demand_ns`: the SSD time of the read, if it is one. Off: every history on
-        SSD loads."""
-        if not self.load_if_faster:
-            return True
-        now = self.loop.now
-        if self.pending_at != now:
-            self.pending_at, self.pending_ns = now, 0
-        if load_ns + self.pending_ns < self.gpu.prefill_ns(keep):
-            self.pending_ns += demand_ns
-            return True
-        return False
-
-    def _demand_start(self, c: int) -> int:
+    def _demand_start(self, c: int) -> int:  # for store.load_if_faster (load_rule.py)
         """When a demand read of session c issued now would start (the SSD's queue as it stands)."""
         now = self.loop.now
         if not self.ssd_prio:
