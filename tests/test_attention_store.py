@@ -41,6 +41,7 @@ TINY = {
     "hardware": {"hbm_free_gb": 10, "dram_gb": 0.512, "ssd_gb": 0, "host_link_gbps": 1000,
                  "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 256, **_G["hw"]},
     "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 1},
+    "store": {"load_if_faster": False},  # these cases test SSD traffic: every SSD hit loads
 }
 
 
@@ -354,6 +355,7 @@ SSD_WORLD = {
                  "ssd_read_gbps": 1000, "ssd_write_gbps": 1000,
                  "read_buffer_gb": 0, "write_buffer_gb": 1, "block_tokens": 64, **_G["hw"]},
     "serving": {"arrivals": "recorded", "compare_truncation": False, "truncation_ratio": 0.25, "max_batch": 1},
+    "store": {"load_if_faster": False},  # these cases test SSD traffic: every SSD hit loads
 }
 
 
@@ -364,7 +366,7 @@ def ssd_run(tmp_path, turns, inclusive=True, truncation="decoupled", ssd_gb=4.09
     p = write_turns(tmp_path / "ssd.csv", turns, 200, 56)
     data = json.loads(json.dumps(SSD_WORLD))
     data["workload"] = {"trace_file": str(p)}
-    data["store"] = {"ssd_inclusive": inclusive}
+    data["store"]["ssd_inclusive"] = inclusive
     data["serving"]["truncation"] = truncation
     data["hardware"]["ssd_gb"] = ssd_gb
     sc = parse_scenario(data)
@@ -483,7 +485,7 @@ def test_ssd_read_priority_by_hand(tmp_path):
         data = json.loads(json.dumps(SSD_WORLD))
         data["workload"] = {"trace_file": str(p)}
         data["hardware"].update(ssd_read_gbps=1, ssd_write_gbps=1, **unit_gpu(gpus=1)["hw"])
-        data["store"] = {"ssd_read_priority": prio}
+        data["store"]["ssd_read_priority"] = prio
         sc = parse_scenario(data)
         run = Run(sc, Prepared(sc, workload_of(sc)), "lru", "decoupled", record=True).run()
         assert run.batcher.outcome[1] == HIT_SSD and run.batcher.first_admit[1] == E   # A2: SSD hit, admitted at E

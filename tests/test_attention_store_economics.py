@@ -98,6 +98,9 @@ def with_rule(draw):
     if data["hardware"]["dram_gb"] == 0:
         data["hardware"]["ssd_gb"] = 0
     data["trace_policy"] = data["policies"][-1]
+    # the ablations too: a synchronous save's stall is busy time and must be someone's work
+    data.setdefault("store", {})["save"] = draw(st.sampled_from(["async", "sync"]))
+    data["store"]["preload"] = draw(st.sampled_from(["layerwise", "none"]))
     return data
 
 

@@ -71,6 +71,11 @@ def inactive(data: dict) -> dict[str, str]:
         out["store.lookahead_horizon_s"] = "not used: store.lookahead = waiting_queue lists only arrived jobs"
     if rule == "saturated":
         out["workload.arrival_rate_per_s"] = "not used: serving.arrivals = saturated releases turns as replies end"
+    s = data.get("store")
+    if isinstance(s, dict) and s.get("preload") == "none":
+        out["hardware.read_buffer_gb"] = "not used: store.preload = none (nothing pre-loads)"
+    if isinstance(s, dict) and s.get("save") == "sync":
+        out["hardware.write_buffer_gb"] = "not used: store.save = sync (every save ends before the blocks go)"
     return out
 
 

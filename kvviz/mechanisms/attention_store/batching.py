@@ -4,12 +4,14 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
 - Waiting queue, first come first served. At every iteration boundary the scheduler admits
   waiting jobs in order while the batch has fewer than `serving.max_batch` jobs and the job's
   prompt KV (its history plus new tokens, and a token of growth per decoding job) fits in the
-  HBM pool; the first job that does not
-  fit stops admission (no overtaking). The pool is `hbm_free_gb` less the read and write
-  buffers; finished sessions kept in HBM (`store.tiers` with hbm) give way first.
+  HBM pool; the first job that does not fit stops admission (no overtaking). The pool is
+  `hbm_free_gb` less the read buffer (with layer-wise pre-loading) and the write buffer (with
+  async saving); finished sessions kept in HBM (`store.tiers` with hbm) give way first.
 - Newly admitted jobs run one prefill iteration together, which pauses decoding (vLLM without
-  chunked prefill: ASSUMPTION, named). Their histories load layer by layer over PCIe while
-  the batch computes (`prefill_end`, with the read buffer); the iteration emits each job's
+  chunked prefill: ASSUMPTION, named). Its compute is the sum of each job's prefill (gpu.py:
+  matmuls plus causal attention over the job's own context). Their histories load layer by
+  layer over PCIe while the batch computes (`prefill_end`, with the read buffer; or, with
+  `store.preload = none`, all of it before the compute starts); the iteration emits each job's
   first token. Then decode iterations emit one token per running job each (gpu.py's roofline).
 - Between admissions, completions and arrivals, decode iterations are identical but for the
   growing context, so they are advanced many at once in closed form.
@@ -18,9 +20,13 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
   would outgrow the pool, the youngest job is preempted by recomputation (vLLM's default):
   its blocks are freed, it goes back to the head of the queue, and on re-admission its prompt
   and the tokens it had generated are prefilled again.
-- A job's new KV saves asynchronously to DRAM from the end of its prefill. When it finishes,
-  what is not yet saved must fit in the write buffer; otherwise its HBM blocks stay held until
-  it does (the GPU does not stall: the other jobs go on).
+- `store.save = async`: a job's new KV saves to DRAM from the end of its prefill. When it
+  finishes, what is not yet saved must fit in the write buffer; otherwise its HBM blocks stay
+  held until it does (the GPU does not stall: the other jobs go on). `sync`: when it finishes,
+  its whole new KV is written then, on the GPU's critical path: the save stall. Its blocks are
+  released when the write ends, and the next iteration boundary (where the scheduler admits the
+  next waiting job and the running jobs decode on) waits for it; jobs ending together write one
+  after another. The stall is GPU busy time. Policies that store nothing save nothing.
 - GPU time as work (`gpu_ns`, per job): every busy ns is attributed to the jobs of its
   iteration, once. A prefill iteration (its load waits included) is split by each job's share
   of the tokens it computes there (new tokens; after a miss its history too; after a
@@ -36,7 +42,7 @@ from collections import OrderedDict, deque
 from .model import GB
 from .store import HIT_HBM
 
-IDLE, PREFILL, DECODE = 0, 1, 2
+IDLE, PREFILL, DECODE, SAVE_STALL = 0, 1, 2, 3
 
 
 def prefill_end(S: int, T0: int, a: int, c: int, L: int, k: int) -> tuple[int, int]:
@@ -78,8 +84,13 @@ class Batcher:
         self.ssd_stream = min(h.ssds * h.ssd_read_gbps, self.pcie)  # SSD→DRAM→HBM on demand
         self.buf = int(h.read_buffer_gb * GB)
         self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
-        self.cap_tok = int((h.hbm_free_gb - h.read_buffer_gb - h.write_buffer_gb) * GB) // self.kv
         self.max_batch = s.max_batch
+        self.saves = run.store.stores        # a policy that stores nothing has nothing to save
+        self.sync_save = sc.store.save == "sync"
+        self.preload = sc.store.preload == "layerwise"
+        # The buffers take HBM only where their mechanism runs (pre-loading; async saving).
+        buffers = h.read_buffer_gb * self.preload + h.write_buffer_gb * (not self.sync_save)
+        self.cap_tok = int((h.hbm_free_gb - buffers) * GB) // self.kv
         self.hbm_cache = sc.store.tiers.startswith("hbm")
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
@@ -107,6 +118,7 @@ class Batcher:
         self.seg = None                       # the decode run in progress: [T_s, n, ctx, k, version]
         self.version = 0
         self.pcie_load_free = self.pcie_save_free = 0
+        self.stall_from = self.stall_end = 0  # sync save: the GPU waits on writes until stall_end
 
         # Outputs.
         self.first_admit = [-1] * n
@@ -122,6 +134,7 @@ class Batcher:
         self.max_seen = 0
         self.prefill_tokens = self.resume_tokens = 0  # computed in prefill iterations (all; after preemption)
         self.preemptions = 0
+        self.save_stall_ns = 0
 
     # --- the run's calls -------------------------------------------------------------------
     def arrive(self, j: int):
@@ -174,6 +187,10 @@ class Batcher:
     def _iterate(self):
         """At an iteration boundary: a prefill iteration for newly admitted jobs, else decode."""
         now = self.loop.now
+        if self.stall_end > now:  # sync save: nothing runs until the writes end
+            self.state, self.seg, self.stall_from = SAVE_STALL, None, now
+            self.loop.at(self.stall_end, self._stall_done, priority=1)
+            return
         jobs = self._admit()
         if jobs:
             self._prefill(jobs, now)
@@ -196,6 +213,13 @@ class Batcher:
         self.seg = [now, self.n_dec, self.ctx_dec, k, 0]
         self._schedule_segment(k)
         self.run.gpu_state(now, len(self.batch))
+
+    def _stall_done(self):
+        now = self.loop.now
+        self.busy_ns += now - self.stall_from
+        self.save_stall_ns += now - self.stall_from
+        self.run.stall_span(self.stall_from, now)
+        self._iterate()
 
     def _schedule_segment(self, k: int):
         T_s, n, ctx = self.seg[0], self.seg[1], self.seg[2]
@@ -241,46 +265,60 @@ class Batcher:
         self.preemptions += 1
 
     def _prefill(self, jobs: list[int], S: int):
-        store, L = self.store, self.L
+        store, L, gpu = self.store, self.L, self.gpu
         comp = dram = ssd = 0
+        comp_ns = 0.0
         ready = 0
         loads = []
-        work = []  # tokens each job computes here: its share of the iteration's GPU time
+        work = []  # each job's compute here (ns): its share of the iteration's GPU time
         for j in jobs:
             if self.resume[j]:  # preempted earlier: recompute what it held, load nothing
                 comp += self.resume[j]
-                work.append(self.resume[j])
+                w = gpu.prefill_ns(self.resume[j])
+                work.append(w)
+                comp_ns += w
                 self.resume_tokens += self.resume[j]
                 continue
             self.first_admit[j] = S
             outcome, d, s_, r = store.admit(j, self.hbm_hit[j])
             self.outcome[j] = outcome
-            w = self.inn[j] if outcome >= HIT_HBM else self.keep[j] + self.inn[j]
-            work.append(w)
-            comp += w
+            if outcome >= HIT_HBM:  # the new tokens, attending over the history in HBM
+                comp += self.inn[j]
+                w = gpu.prefill_ns(self.inn[j], self.keep[j])
+            else:
+                comp += self.keep[j] + self.inn[j]
+                w = gpu.prefill_ns(self.keep[j] + self.inn[j])
+            work.append(w)  # its compute: its share of the iteration's GPU time
+            comp_ns += w
             if d or s_:
                 loads.append(j)
                 dram += d
                 ssd += s_
                 ready = max(ready, r, self.run.arrival[j])
         self.prefill_tokens += comp
-        c_layer = int(comp * self.gpu.prefill_ns_per_token / L)
+        c_layer = int(comp_ns / L)
         layer_bytes = (dram + ssd) / L
         if layer_bytes:
             a = int((dram / self.pcie + ssd / self.ssd_stream) / L)
-            k = int(self.buf // layer_bytes)
             # With a read buffer, the first k layers may load before the iteration starts,
             # once the data is in DRAM (the job was admitted: it heads the queue now).
             T0 = max(self.pcie_load_free, ready)
             if ssd:  # read on demand once the job runs
                 T0 = store.demand_read(ssd, self.ssd_stream, max(T0, S), self.conv[loads[0]])
-            pe, le_last = prefill_end(S, T0, a, c_layer, L, k)
+            if self.preload:
+                k = int(self.buf // layer_bytes)
+                pe, le_last = prefill_end(S, T0, a, c_layer, L, k)
+                layer = (T0, a, c_layer, k, S)
+            else:  # no pre-loading: every layer loads from the start, then the compute runs
+                T0 = max(T0, S)
+                le_last = T0 + L * a
+                pe = le_last + L * c_layer
+                layer = (T0, a, c_layer, L, le_last)
             wait = pe - S - L * c_layer  # layers waiting on loads: the gaps of Figure 7(a)
             self.pcie_load_free = le_last
             self.run.load_span(min(T0, le_last), le_last, loads)
-            layer = (T0, a, c_layer, k)
         else:
-            pe = S + round(comp * self.gpu.prefill_ns_per_token)
+            pe = S + round(comp_ns)
             layer = None
             wait = 0
         self.state, self.seg = PREFILL, None
@@ -289,16 +327,16 @@ class Batcher:
         self.run.prefill_span(S, pe, jobs, layer)
         self.loop.at(pe, self._prefill_done, jobs, S, work, wait, priority=1)
 
-    def _prefill_done(self, jobs: list[int], S: int, work: list[int], wait: int):
+    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int):
         now = self.loop.now
         self.busy_ns += now - S
         self.prefill_ns += now - S
         self.load_wait_ns += wait
         tot = sum(work)
         if tot:
-            per_token = (now - S) / tot
+            per_ns = (now - S) / tot  # the iteration's time per ns of compute (waits included)
             for j, w in zip(jobs, work):
-                self.gpu_ns[j] += w * per_token
+                self.gpu_ns[j] += w * per_ns
         else:  # nothing computed (empty turns): the loads' time is shared evenly
             for j in jobs:
                 self.gpu_ns[j] += (now - S) / len(jobs)
@@ -309,12 +347,12 @@ class Batcher:
             else:
                 self.first_token[j] = now
                 self.left[j] = self.out[j] - 1  # the prefill emitted the first token
-                # Asynchronous saving: the turn's new KV (all of it after a miss) streams to
-                # DRAM from now, the decode KV as it is made.
-                new = (self.inn[j] if self.outcome[j] >= HIT_HBM else self.keep[j] + self.inn[j]) + self.out[j]
-                s0 = max(now, self.pcie_save_free)
-                self.pcie_save_free = self.save_end[j] = s0 + int(new * self.kv / self.pcie)
-                self.run.save_span(s0, self.save_end[j], j)
+                if self.saves and not self.sync_save:
+                    # Asynchronous saving: the turn's new KV (all of it after a miss) streams
+                    # to DRAM from now, the decode KV as it is made.
+                    s0 = max(now, self.pcie_save_free)
+                    self.pcie_save_free = self.save_end[j] = s0 + int(self._new_kv(j) / self.pcie)
+                    self.run.save_span(s0, self.save_end[j], j)
             if self.left[j] <= 0:
                 self._finish_now(j, ctx)
                 continue
@@ -328,6 +366,10 @@ class Batcher:
         self._iterate()
 
     # --- completion ------------------------------------------------------------------------
+    def _new_kv(self, j: int) -> int:
+        """Bytes of KV the turn adds to its stored session (its history too after a miss)."""
+        return ((self.inn[j] if self.outcome[j] >= HIT_HBM else self.keep[j] + self.inn[j]) + self.out[j]) * self.kv
+
     def _finish(self, j: int):
         ctx = self.ctx0[j] + self.G - self.g0[j]
         self.decoding[j] = False
@@ -340,8 +382,15 @@ class Batcher:
         now = self.loop.now
         del self.batch[j]
         self.end[j] = now
-        # What is not yet saved must fit in the write buffer; until then the blocks stay held.
-        release = max(now, self.save_end[j] - self.wb_ns)
+        if self.saves and self.sync_save:  # written now, the GPU waiting (after earlier writes)
+            s0 = max(now, self.stall_end)
+            self.stall_end = self.save_end[j] = s0 + int(self._new_kv(j) / self.pcie)
+            self.gpu_ns[j] += self.stall_end - s0  # the GPU waits on this job's write: its work
+            self.run.save_span(s0, self.stall_end, j)
+            release = self.stall_end
+        else:
+            # What is not yet saved must fit in the write buffer; until then the blocks stay held.
+            release = max(now, self.save_end[j] - self.wb_ns)
         if release > now:
             self.loop.at(release, self._release, j, ctx, priority=0)
         else:

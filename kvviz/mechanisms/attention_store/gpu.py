@@ -1,12 +1,27 @@
 """How long one iteration of the serving engine takes: a roofline over the tensor-parallel group.
 
-- Prefill is compute-bound: 2 · params FLOPs per token (the matrix multiplies; the attention
-  term, quadratic in context, is left out: at a 2K window it is a few per cent of the FLOPs),
-  at `gpus · peak · MFU`. MFU is calibrated on the paper's one measured figure (§2.4: a
-  2,048-token LLaMA-65B prefill on 4×A100 takes ≈ 360 ms), see `calibrated_mfu`.
+- Prefill is compute-bound. Its FLOPs for a job that computes n new tokens on top of h
+  history tokens already in HBM (loaded, or none after a miss):
+    matmuls:   MATMUL_FLOPS_PER_PARAM · params · n  (= 2 · params per token: one multiply-add
+               per weight; the weights are the model's parameters)
+    attention: per layer, the token at context position t (it sees t keys, itself included)
+               costs QK^T, a q·k dot product of head_dim per key and query head, 2·head_dim·t
+               FLOPs per head, so 2·d_model·t with d_model = query heads × head_dim; and AV the
+               same again: ATTN_FLOPS_PER_DMODEL · d_model · t = 4 · d_model · t per layer.
+               Causal masking: the new tokens sit at positions h+1 .. h+n, so
+                 attention FLOPs = 4 · layers · d_model · (n·h + n(n+1)/2),
+               about half of 4·layers·d_model·n·(h+n) a full (unmasked) square would cost.
+  both at `gpus · peak · MFU`. Softmax, norms and the rest are left out (O(d_model) per
+  token: far below either term). MFU is calibrated on the paper's one measured figure (§2.4:
+  a 2,048-token LLaMA-65B prefill on 4×A100 takes ≈ 360 ms), counting both terms, see
+  `calibrated_mfu`. A consequence: recomputing h history tokens costs exactly
+  prefill(h, 0) = prefill(h + n, 0) − prefill(n, h), the prefill of those tokens alone.
 - A decode iteration emits one token for each of the n running jobs and costs the larger of
   compute (n tokens · 2 · params FLOPs) and memory: reading the weights once plus every running
   job's KV, (weight bytes + Σ context · KV bytes per token) / (gpus · HBM bandwidth · efficiency).
+  ASSUMPTION (ours): decode's attention FLOPs (4·layers·d_model per context token, about one
+  FLOP per byte of KV read for multi-head attention, two orders below the A100's ridge point)
+  are left out of the compute side; decode attention is paid through its KV reads.
 
 Every running job's context grows by one token per decode iteration, so k iterations of an
 unchanged batch cost a closed-form sum: the engine advances many identical iterations at once
@@ -16,23 +31,38 @@ from __future__ import annotations
 
 import math
 
+MATMUL_FLOPS_PER_PARAM = 2   # a multiply-add per weight, per token
+ATTN_FLOPS_PER_DMODEL = 4    # per layer, per (query token, key) pair: QK^T 2·d_model + AV 2·d_model
+FP16_BYTES = 2               # weights read per parameter by a decode iteration
 
-def calibrated_mfu(params: float, tokens: int, seconds: float, gpus: int, peak_flops: float) -> float:
-    """Model FLOP utilisation implied by one measured prefill: 2·params·tokens FLOPs in `seconds`."""
-    return 2 * params * tokens / (seconds * gpus * peak_flops)
+
+def prefill_flops(params: float, tokens, history=0, layers: int = 0, d_model: int = 0):
+    """FLOPs of prefilling `tokens` new tokens after `history` cached ones (arrays work too)."""
+    attn = ATTN_FLOPS_PER_DMODEL * layers * d_model * (tokens * history + tokens * (tokens + 1) / 2)
+    return MATMUL_FLOPS_PER_PARAM * params * tokens + attn
+
+
+def calibrated_mfu(params: float, tokens: int, seconds: float, gpus: int, peak_flops: float,
+                   layers: int = 0, d_model: int = 0) -> float:
+    """Model FLOP utilisation implied by one measured prefill of `tokens` from scratch."""
+    return prefill_flops(params, tokens, 0, layers, d_model) / (seconds * gpus * peak_flops)
 
 
 class Roofline:
     def __init__(self, params: float, gpus: int, peak_tflops: float, mfu: float, hbm_tbps: float,
-                 hbm_efficiency: float, kv_bytes_per_token: int):
+                 hbm_efficiency: float, kv_bytes_per_token: int, layers: int = 0, d_model: int = 0):
         flop_per_ns = gpus * peak_tflops * 1e12 * mfu / 1e9
-        self.prefill_ns_per_token = 2 * params / flop_per_ns
+        self.prefill_ns_per_token = MATMUL_FLOPS_PER_PARAM * params / flop_per_ns  # the matmuls
+        # The attention term: ns per (new token, context position) pair, before causal halving.
+        self.attn_ns_per_pair = ATTN_FLOPS_PER_DMODEL * layers * d_model / flop_per_ns
         bytes_per_ns = gpus * hbm_tbps * 1e12 * hbm_efficiency / 1e9
-        self.weights_ns = 2 * params / bytes_per_ns       # FP16 weights read once per iteration
+        self.weights_ns = FP16_BYTES * params / bytes_per_ns       # FP16 weights read once per iteration
         self.kv_ns_per_token = kv_bytes_per_token / bytes_per_ns
 
-    def prefill_ns(self, tokens: int) -> float:
-        return tokens * self.prefill_ns_per_token
+    def prefill_ns(self, tokens, history=0):
+        """Prefill of `tokens` new tokens after `history` cached ones (causal; arrays work too)."""
+        return tokens * self.prefill_ns_per_token + \
+            self.attn_ns_per_pair * (tokens * history + tokens * (tokens + 1) / 2)
 
     def decode_step_ns(self, n: int, ctx: int) -> float:
         """One decode iteration of n jobs holding `ctx` context tokens in all."""

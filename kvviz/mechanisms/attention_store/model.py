@@ -74,6 +74,10 @@ class Model(Section):
     params_b: float = param(gt=0, le=10_000, unit="B params",
                             description="Parameters, in billions: 2·params FLOPs per token computed, and "
                                         "2·params bytes of FP16 weights read per decode iteration")
+    d_model: int = param(0, ge=0, le=1_000_000,
+                         description="Query heads × head dim: prefill's attention term, 4·layers·d_model FLOPs "
+                                     "per new token and context position it attends to (causal; gpu.py). "
+                                     "0 = leave the attention term out (matmuls only)")
 
     @model_validator(mode="before")
     @classmethod
@@ -215,6 +219,27 @@ class Store(Section):
                            "overtakes that session's own queued write. The paper does not say how "
                            "AttentionStore orders SSD IO (it names only separate IO threads for DRAM↔SSD), "
                            "so the default keeps the simple FIFO queue")
+    save: Literal["async", "sync"] = param(
+        "async", description="async (paper §3.2.2): a job's new KV streams to DRAM from the end of its prefill, "
+                             "overlapping its decode; what is not saved when it ends waits in the write "
+                             "buffer. sync (the ablation of async saving; the paper's gain: 13–15%): when a job's last token is out, its whole "
+                             "new KV is written HBM→DRAM on the GPU's critical path (a save stall): its HBM "
+                             "blocks are released, and the engine's next iteration boundary, where the "
+                             "scheduler admits the next waiting job and the running jobs go on decoding, "
+                             "comes only when the write ends. Policies that store nothing save nothing")
+    preload: Literal["layerwise", "none"] = param(
+        "layerwise", description="layerwise (paper §3.2.1): a prefill iteration's history loads layer by layer "
+                                 "while the layers before compute; hardware.read_buffer_gb lets the first "
+                                 "layers load before the iteration starts. none (NO-PL, Figure 19): the whole "
+                                 "history loads from the iteration's start, and compute begins once it is in")
+    load_if_faster: bool = param(
+        True, description="true: a job whose history is on SSD (a demand read, or a prefetch still in flight) "
+                          "loads it only if that is faster than recomputing it: the rule compares the load "
+                          "time (the wait for the SSD's queued IO, as the SSD would serve the read, plus "
+                          "the history's bytes streamed SSD→DRAM→HBM at min(SSD read, host link); for a "
+                          "prefetch in flight, until it lands plus the host-link load) with the prefill "
+                          "time of the history tokens alone under the roofline. Else it recomputes "
+                          "(outcome recompute_faster: a miss). false: every SSD hit loads")
     ssd_inclusive: bool = param(
         True, description="true: a session's KV, once written to SSD, stays valid there while the session is "
                           "also in DRAM (reading it back does not delete it), so demoting it again writes only "

@@ -31,23 +31,31 @@ Which numbers are the paper's and which are ours:
   (its HF model card); Mistral-7B 7.24B (its HF model card). They set prefill time (2·params
   FLOPs per token, gpu.py), the weight bytes every decode iteration reads, and the weights'
   share of HBM (FP16: 2 bytes per parameter, `fp16_weights_gb`).
+- d_model (the attention term of prefill, gpu.py: 4·layers·d_model FLOPs per new token and context
+  position) = query heads × head dim, the width of QK^T and AV: LLaMA-13B 5,120 and LLaMA-65B
+  8,192 (LLaMA-1 Table 2, "dimension"); LLaMA-2 70B 8,192 (HF config meta-llama/Llama-2-70b-hf:
+  hidden_size = 8192, 64 heads × 128; grouped-query attention shares K/V heads but every query
+  head still attends); Falcon-40B 8,192 (HF config tiiuae/falcon-40b: hidden_size = 8192,
+  128 heads × 64); Mistral-7B 4,096 (its paper's Table 1: dim 4096 = 32 heads × 128).
 
 HARDWARE holds each preset's defaults for the `[hardware]` section (a value the file gives
 wins): the GPUs it is served on and its prefill MFU.
 - gpus: 4 for the paper's four models (§4.1: 4×A100-80GB), 1 for Mistral-7B (Figure 4: "on 1
   A100").
 - mfu: the one timing the paper states (§2.4: 2K tokens of LLaMA-65B prefill in ≈ 360 ms on
-  4×A100 at 312 TFLOP/s each) turned into a utilisation, MFU_PAPER. ASSUMPTION (ours): the same
-  utilisation for every model. The paper gives no other timing to calibrate on, and any scaling
-  rule (smaller GEMMs per GPU at 13B, no tensor-parallel all-reduce on one GPU for Mistral)
-  would be a guess whose direction is not even clear; one shared figure at least keeps the
-  models comparable and is one `--set hardware.mfu=...` away from another reading.
+  4×A100 at 312 TFLOP/s each) turned into a utilisation, MFU_PAPER, counting the matmuls and the
+  causal attention term of those 2,048 tokens. ASSUMPTION (ours): the same utilisation for every
+  model. The paper gives no other timing to calibrate on, and any scaling rule (smaller GEMMs per
+  GPU at 13B, no tensor-parallel all-reduce on one GPU for Mistral) would be a guess whose
+  direction is not even clear; one shared figure at least keeps the models comparable and is one
+  `--set hardware.mfu=...` away from another reading.
 """
 from __future__ import annotations
 
 from .gpu import calibrated_mfu
 
-MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12), 4)
+MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12,
+                                 layers=80, d_model=8192), 4)
 
 BYTES_PER_PARAM = 2  # FP16 weights (the paper serves FP16)
 
@@ -55,16 +63,21 @@ DEFAULT_PRESET = "llama-13b"
 
 PRESETS: dict[str, dict] = {
     # LLaMA-1 13B: 40 layers × 5120 (40 MHA heads × 128), 2K window.
-    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048, "params_b": 13.0},
+    "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048,
+                  "d_model": 5120, "params_b": 13.0},
     # LLaMA-1 65B: 80 layers × 8192 (64 MHA heads × 128), 2K window; 2.5 MiB/token (paper §2.4).
-    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048, "params_b": 65.2},
+    "llama-65b": {"kv_bytes_per_token": 2 * 80 * 8192 * 2, "layers": 80, "context_window": 2048,
+                  "d_model": 8192, "params_b": 65.2},
     # LLaMA-2 70B: 80 layers, GQA with 8 KV heads × 128, 4K window.
-    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096, "params_b": 69.0},
+    "llama-70b": {"kv_bytes_per_token": 2 * 80 * 8 * 128 * 2, "layers": 80, "context_window": 4096,
+                  "d_model": 8192, "params_b": 69.0},
     # Falcon-40B: 60 layers, multigroup attention with 8 KV heads × 64, 2K window.
-    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048, "params_b": 41.8},
-    # Mistral-7B v0.1: 32 layers, GQA with 8 KV heads × 128, 8K context (sliding window ignored).
+    "falcon-40b": {"kv_bytes_per_token": 2 * 60 * 8 * 64 * 2, "layers": 60, "context_window": 2048,
+                   "d_model": 8192, "params_b": 41.8},
+    # Mistral-7B v0.1: 32 layers × 4096 (32 heads × 128), GQA with 8 KV heads × 128, 8K context
+    # (sliding window ignored).
     "mistral-7b": {"kv_bytes_per_token": 2 * 32 * 8 * 128 * 2, "layers": 32, "context_window": 8192,
-                   "params_b": 7.24},
+                   "d_model": 4096, "params_b": 7.24},
 }
 
 HARDWARE: dict[str, dict] = {

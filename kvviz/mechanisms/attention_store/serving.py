@@ -29,7 +29,7 @@ from . import economics
 from .batching import Batcher
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
-from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, MISS, OUTCOME, Store
+from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
 # The chosen turn's layer-by-layer lanes (a view of the run opens on them: initial_range).
@@ -103,9 +103,9 @@ class Prepared:
         # each GPU of the tensor-parallel group loads its 1/gpus shard, all links at once (so
         # T_load = kv_bytes_per_token / B), and S_buf is the read buffer summed over the GPUs.
         self.gpu = Roofline(m.params_b * 1e9, h.gpus, h.gpu_peak_tflops, h.mfu, h.hbm_tbps, h.hbm_efficiency,
-                            m.kv_bytes_per_token)
-        pref_ns = self.gpu.prefill_ns_per_token
-        sbuf = self.keep * self.kv - h.host_bw_gbps * pref_ns * self.inn
+                            m.kv_bytes_per_token, m.layers, m.d_model)
+        # T_pref·L_new: the new tokens' prefill, attending over the history too (gpu.py).
+        sbuf = self.keep * self.kv - h.host_bw_gbps * self.gpu.prefill_ns(self.inn, self.keep)
         if sc.serving.detail_job >= 0:
             self.detail = sc.serving.detail_job
         else:
@@ -208,7 +208,7 @@ class Run:
         tb = self.tb
         for j in jobs:
             o = self.batcher.outcome[j]
-            tb.instant(self.l_gpu, S, "miss" if o == MISS else "hit" if o >= HIT_HBM else "arrive", self.conv[j])
+            tb.instant(self.l_gpu, S, "hit" if o >= HIT_HBM else "arrive" if o == FIRST else "miss", self.conv[j])
             if self.over[j]:
                 tb.instant(self.l_gpu, S, "overflow", self.conv[j])
         shown = self.detail if self.detail in jobs else jobs[0]
@@ -229,13 +229,17 @@ class Run:
         if self.tb is not None:
             self.tb.span(self.l_save, t0, t1, "save", "save new KV", ref=self.conv[j])
 
+    def stall_span(self, t0: int, t1: int):
+        if self.tb is not None:
+            self.tb.span(self.l_gpu, t0, t1, "stall", "save stall (store.save = sync)")
+
     def _draw_layers(self, S, pe, jobs, layer):
         tb, L, j = self.tb, self.L, self.detail
         if layer is None:  # nothing to load: compute only, evenly over the layers
-            T0, a, c_layer, k = S, 0, (pe - S) // L, L
-        else:
-            T0, a, c_layer, k = layer
-        ls, le, cs, ce = layer_schedule(S, T0, a, c_layer, L, k)
+            T0, a, c_layer, k, S_c = S, 0, (pe - S) // L, L, S
+        else:  # S_c: when the compute may start (S; after every load without pre-loading)
+            T0, a, c_layer, k, S_c = layer
+        ls, le, cs, ce = layer_schedule(S_c, T0, a, c_layer, L, k)
         gaps = 0
         for i in range(L):
             if a:
@@ -270,6 +274,7 @@ class Run:
         hits, n_hist = int(hit.sum()), int(hist_jobs.sum())
         late = hist_jobs & (arr >= np.median(arr)) if self.n else hist_jobs
         by_tier = {name: int((out == o).sum()) for name, o in (("hbm", HIT_HBM), ("dram", HIT_DRAM), ("ssd", HIT_SSD))}
+        dram_hit = out == HIT_DRAM
         ttft = (ft - arr) / 1e6
         wait = (adm - arr) / 1e6
         multi = self.prep.out > 1
@@ -305,6 +310,12 @@ class Run:
             "jobs_with_history": n_hist,
             "mean_ttft_later_turns_ms": float(ttft[hist_jobs].mean()) if n_hist else None,
             "mean_prefill_ms": float((ft - adm).mean()) / 1e6 if some else None,
+            # Figure 19's measure: prefill time (admission to first token) of the DRAM hits.
+            "prefill_time_dram_hits_ms": float((ft - adm)[dram_hit].mean()) / 1e6 if dram_hit.any() else None,
+            # store.load_if_faster: jobs whose history was on SSD, by what they did with it.
+            "ssd_loads": by_tier["ssd"],
+            "ssd_recomputes": int((out == RECOMPUTE_FASTER).sum()),
+            "save_stall_s": g.save_stall_ns / 1e9,  # store.save = sync: GPU time spent waiting on writes
             "makespan_s": float(en.max()) / 1e9 if some else 0.0,
             "overflow_jobs": n_over,
             "overflow_hit_rate": float(hit[over].mean()) if n_over else None,

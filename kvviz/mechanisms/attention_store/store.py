@@ -32,13 +32,17 @@ from __future__ import annotations
 
 import heapq
 
+from .load_rule import LoadRule
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
 
 INF = 1 << 62
-FIRST, MISS, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4  # job outcomes (hits are >= HIT_HBM)
+# Job outcomes; hits are >= HIT_HBM. RECOMPUTE_FASTER: the history was on SSD, but recomputing it
+# beat loading it (store.load_if_faster): a miss of its own kind.
+FIRST, MISS, RECOMPUTE_FASTER, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4, 5
 P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2                  # SSD request priorities (store.ssd_read_priority)
-OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
+OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)",
+           RECOMPUTE_FASTER: "on SSD, but recomputing it was faster", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
            HIT_SSD: "SSD hit"}
 
 
@@ -53,6 +57,8 @@ class Store:
         self.ssd_r, self.ssd_w = h.ssds * h.ssd_read_gbps, h.ssds * h.ssd_write_gbps
         self.load_bw = h.host_bw_gbps
         self.ssd_prio = sc.store.ssd_read_priority
+        self.rule = LoadRule(sc.store.load_if_faster, prep.gpu)
+        self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as batching.py streams it
         self.inclusive = sc.store.ssd_inclusive
         self.ssd_q: list[list] = []
         self.ssd_free = 0
@@ -149,24 +155,32 @@ class Store:
             self._truncated(j, c)
             nbytes = keep * self.kv
             if where == SSD:
-                outcome, ssd = HIT_SSD, nbytes
-                self.ssd_read_bytes += nbytes
+                read = int(nbytes / self.stream)
+                if self.rule.loads(keep, self._demand_start(c) - self.loop.now + read, read, self.loop.now):
+                    outcome, ssd = HIT_SSD, nbytes
+                    self.ssd_read_bytes += nbytes
+                else:
+                    outcome = RECOMPUTE_FASTER
                 if self.inclusive:
                     self.policy.on_access(SSD, c)  # the SSD copy stays valid
                 else:
                     self._remove(c)
-            else:
-                outcome, dram = HIT_DRAM, nbytes
-                if where == PREFETCHING:
+            elif where == PREFETCHING:
+                # A prefetch in flight: it lands at pf_end (as queued now), then loads over the link.
+                land = max(0, self.pf_end[c] - self.loop.now)
+                if self.rule.loads(keep, land + int(nbytes / self.load_bw), 0, self.loop.now):
                     if self.ssd_prio:
                         self._ssd_promote(c)  # the job now waits on it: a demand read
+                    outcome, dram = HIT_SSD, nbytes
                     ready = self.pf_end[c]   # not before it is in DRAM (it may still be ahead)
                     self.late_prefetch += 1
-                    outcome = HIT_SSD
-                    self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
-                    self.where[c] = SSD if self.ssd_size[c] else NONE
                 else:
-                    self.policy.on_hit(c)
+                    outcome = RECOMPUTE_FASTER
+                self._drop_dram(c)  # it is re-saved to DRAM when the turn ends
+                self.where[c] = SSD if self.ssd_size[c] else NONE
+            else:
+                outcome, dram = HIT_DRAM, nbytes
+                self.policy.on_hit(c)
         if self.prefetches:
             self._prefetch()
         return outcome, dram, ssd, ready
@@ -174,6 +188,7 @@ class Store:
     def demand_read(self, nbytes: int, bw: float, earliest: int, c: int) -> int:
         """An on-demand SSD read streamed at `bw` from `earliest` at the soonest: its start."""
         dur = int(nbytes / bw)
+        self.rule.booked()
         if self.ssd_prio:  # ahead of every queued prefetch and write
             return self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
         t0 = max(earliest, self.ssd_free)
@@ -209,6 +224,15 @@ class Store:
     def protected(self, c: int) -> bool:
         """Inside the eviction window: the session's next job is among the next L_ew jobs."""
         return self.key[c] < self.lo + self.L_ew
+
+    def _demand_start(self, c: int) -> int:  # for store.load_if_faster (load_rule.py)
+        """When a demand read of session c issued now would start (the SSD's queue as it stands)."""
+        now = self.loop.now
+        if not self.ssd_prio:
+            return max(now, self.ssd_free)
+        self._ssd_retire()
+        i = self._ssd_slot(P_DEMAND, c)
+        return max(now, self.ssd_q[i - 1][1]) if i else now
 
     # --- look-ahead ----------------------------------------------------------------------
     def _set_key(self, c: int, k: int):
@@ -342,9 +366,10 @@ class Store:
                     self._pf_retimed(o)
             prev = o[1]
 
-    def _ssd_insert(self, op) -> None:
-        """Place `op` by priority among the queued ops and re-time the ops from there on."""
-        q, now, prio, c = self.ssd_q, self.loop.now, op[2], op[4]
+    def _ssd_slot(self, prio: int, c: int) -> int:
+        """Where an op of priority `prio` for session c goes in the queue: behind the ops started
+        and the queued ones of its own or a more urgent priority, and behind c's own queued write."""
+        q, now = self.ssd_q, self.loop.now
         i = len(q)
         while i > 0 and q[i - 1][0] > now and q[i - 1][2] > prio:
             i -= 1
@@ -353,6 +378,12 @@ class Store:
                 if q[k][4] == c and q[k][2] == P_WRITE:
                     i = k + 1
                     break
+        return i
+
+    def _ssd_insert(self, op) -> None:
+        """Place `op` by priority among the queued ops and re-time the ops from there on."""
+        q, now = self.ssd_q, self.loop.now
+        i = self._ssd_slot(op[2], op[4])
         q.insert(i, op)
         prev = q[i - 1][1] if i else now
         dur = op[1] - op[0]
