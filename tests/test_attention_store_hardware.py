@@ -19,10 +19,10 @@ def scenario(**sections):
 def test_free_hbm_of_65b_on_four_a100_by_hand():
     # 4 × 80 GB − 65.2e9 params × 2 B (FP16) = 320 − 130.4 = 189.6 GB: the paper's "190 GB" (§2.4).
     h = scenario(model={"preset": "llama-65b"}).hardware
-    assert h.gpus == 4 and h.hbm_gb_per_gpu == 80 and h.activation_reserve_gb_per_gpu == 0
+    assert h.gpus == 4 and h.hbm_gb_per_gpu == 80 and h.hbm_reserve_gb_per_gpu == 0
     assert h.hbm_free_gb == pytest.approx(189.6, abs=1e-9)
     # A reserve of 8 GB per GPU (vLLM's 10%): 4 × 72 − 130.4 = 157.6 GB.
-    h = scenario(model={"preset": "llama-65b"}, hardware={"activation_reserve_gb_per_gpu": 8}).hardware
+    h = scenario(model={"preset": "llama-65b"}, hardware={"hbm_reserve_gb_per_gpu": 8}).hardware
     assert h.hbm_free_gb == pytest.approx(157.6, abs=1e-9)
     # Given: used as given, whatever the model.
     assert scenario(model={"preset": "llama-65b"}, hardware={"hbm_free_gb": 190}).hardware.hbm_free_gb == 190
@@ -103,7 +103,7 @@ BAD = {
                                       "hardware.gpus_per_host_link", "does not divide hardware.gpus (2)"),
     "zero links": (["hardware.gpus_per_host_link=0"], "hardware.gpus_per_host_link", "greater than or equal to 1"),
     "weights do not fit": (["hardware.gpus=1"], "hardware.gpus", "the weights (130.4 GB) leave no HBM for KV"),
-    "reserve all of HBM": (["hardware.activation_reserve_gb_per_gpu=80"], "hardware.activation_reserve_gb_per_gpu",
+    "reserve all of HBM": (["hardware.hbm_reserve_gb_per_gpu=80"], "hardware.hbm_reserve_gb_per_gpu",
                            "leaves nothing of hbm_gb_per_gpu (80 GB)"),
     "no HBM": (["hardware.hbm_gb_per_gpu=0"], "hardware.hbm_gb_per_gpu", "greater than 0"),
     "given free HBM too small": (["hardware.hbm_free_gb=5"], "hardware.hbm_free_gb", "cannot hold one running session"),

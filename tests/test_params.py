@@ -584,3 +584,18 @@ def test_fields_another_field_overrides_are_greyed_saying_why(panel, qtbot):
     assert step.isEnabled()
     panel.set_value("model.layer_times_us", [1.0] * panel.value("model.layers"))
     assert not step.isEnabled() and "layer_times_us" in step.toolTip()
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_bundled_form_fits_the_docks_first_width(qtbot, path):
+    # A long field name or choice widened the whole form past the dock: every value was cut
+    # at the right, behind a horizontal scroll bar (AttentionStore, after its economics fields).
+    from app.shell.window import PARAMS_DOCK_WIDTH
+    panel = ParameterPanel()
+    qtbot.addWidget(panel)
+    panel.load(path, strict=False)
+    panel.resize(PARAMS_DOCK_WIDTH, 800)
+    panel.show()
+    qtbot.waitExposed(panel)
+    content = panel._scroll.widget()
+    assert content.minimumSizeHint().width() <= panel._scroll.viewport().width()

@@ -33,6 +33,8 @@ from .values import (
     path_str,
 )
 
+LABEL_MAX_CHARS = 18  # a label's width cap, in characters of the label font (the longest names before 2026-12)
+
 
 class FieldTree(QWidget):
     """The generated form and the data it edits; see the module docstring of panel.py."""
@@ -125,6 +127,13 @@ class FieldTree(QWidget):
     def _label(self, text: str, tip: str, depth: int, height: int = 0) -> QLabel:
         label = QLabel(text)
         label.setToolTip(tip)
+        # One long field name widened every group's label column and pushed the values out of a
+        # 320-px dock: a name past ~18 characters is cut in the middle, whole in its tooltip.
+        fm = label.fontMetrics()
+        cap = fm.horizontalAdvance("x" * LABEL_MAX_CHARS)
+        if fm.horizontalAdvance(text) > cap:
+            label.setText(fm.elidedText(text, Qt.TextElideMode.ElideMiddle, cap))
+            label.setToolTip(f"{text}: {tip}" if tip else text)
         if height:
             label.setFixedHeight(height)  # text centred on its editor even when a message shows below
         self._labels.append((label, depth))

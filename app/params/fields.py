@@ -184,6 +184,10 @@ class _ComboBox(QComboBox):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        # sized by eight characters, not its longest choice ("conversation_poisson" pushed
+        # every value of the panel out of a 320-px dock); the open list still shows them whole
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(8)
 
     def wheelEvent(self, event):
         if self.hasFocus():

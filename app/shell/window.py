@@ -40,6 +40,9 @@ def app_settings() -> QSettings:
     return QSettings(QSettings.IniFormat, QSettings.UserScope, "kvviz", "kvviz")
 
 
+PARAMS_DOCK_WIDTH = 320  # the Parameters dock's first width (px): every bundled scenario's form fits
+
+
 class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
     result_ready = Signal(object)
 
@@ -83,7 +86,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.setCentralWidget(centre)
 
         self.docks = DockLayout(self)
-        self.params_dock = self.docks.add("Parameters", self.panel, Qt.LeftDockWidgetArea, 320)
+        self.params_dock = self.docks.add("Parameters", self.panel, Qt.LeftDockWidgetArea, PARAMS_DOCK_WIDTH)
         self.metrics_dock = self.docks.add("Metrics", self.metrics, Qt.RightDockWidgetArea, 300)
         self._shown_path: str | None = None  # the file whose result is on screen
         self._new_scenario = False  # the next result is the first of a newly opened file

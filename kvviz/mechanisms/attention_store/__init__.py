@@ -160,7 +160,7 @@ def gpu_setup(sc: AttentionStoreScenario) -> dict:
     preset and hardware compute it (they differ only when hardware.hbm_free_gb is given)."""
     m, h = sc.model, sc.hardware
     return {"gpus": h.gpus, "hbm_gb_per_gpu": h.hbm_gb_per_gpu, "weights_gb": m.weights_gb,
-            "activation_reserve_gb_per_gpu": h.activation_reserve_gb_per_gpu,
+            "hbm_reserve_gb_per_gpu": h.hbm_reserve_gb_per_gpu,
             "hbm_free_gb": h.hbm_free_gb, "hbm_free_computed_gb": h.free_hbm_computed_gb(m), "mfu": h.mfu,
             "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
 

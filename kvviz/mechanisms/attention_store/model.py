@@ -98,7 +98,7 @@ class Model(Section):
 class Hardware(Section):
     hbm_gb_per_gpu: float = param(80.0, gt=0, le=100_000, unit="GB",
                                   description="HBM of ONE GPU (A100-80GB: 80)")
-    activation_reserve_gb_per_gpu: float = param(
+    hbm_reserve_gb_per_gpu: float = param(
         0.0, ge=0, le=100_000, unit="GB",
         description="HBM of each GPU kept for activations and the runtime, not for KV. ASSUMPTION (the "
                     "paper's arithmetic): §2.4's 190 GB free for LLaMA-65B is 4 × 80 − 130 GB of weights, no "
@@ -107,7 +107,7 @@ class Hardware(Section):
         None, gt=0, unit="GB",
         description="HBM free for KV after the weights: the running batch's KV blocks, the read and write "
                     "buffers, and (store.tiers with hbm) finished sessions. Not set: computed as gpus × "
-                    "(hbm_gb_per_gpu − activation_reserve_gb_per_gpu) − the model's FP16 weights (LLaMA-65B "
+                    "(hbm_gb_per_gpu − hbm_reserve_gb_per_gpu) − the model's FP16 weights (LLaMA-65B "
                     "on 4×A100-80GB: 320 − 130.4 = 189.6 GB; paper §2.4: 190 GB)")
     gpu_peak_tflops: float = param(312.0, gt=0, unit="TFLOP/s",
                                    description="Peak dense FP16 tensor throughput of ONE GPU (A100 datasheet: 312)")
@@ -150,8 +150,8 @@ class Hardware(Section):
 
     @model_validator(mode="after")
     def _check(self):
-        if self.activation_reserve_gb_per_gpu >= self.hbm_gb_per_gpu:
-            raise FieldError("activation_reserve_gb_per_gpu", f"{self.activation_reserve_gb_per_gpu:g} GB leaves "
+        if self.hbm_reserve_gb_per_gpu >= self.hbm_gb_per_gpu:
+            raise FieldError("hbm_reserve_gb_per_gpu", f"{self.hbm_reserve_gb_per_gpu:g} GB leaves "
                                                               f"nothing of hbm_gb_per_gpu ({self.hbm_gb_per_gpu:g} GB)")
         if self.gpus % self.gpus_per_host_link:
             raise FieldError("gpus_per_host_link", f"{self.gpus_per_host_link} does not divide hardware.gpus "
@@ -169,7 +169,7 @@ class Hardware(Section):
 
     def free_hbm_computed_gb(self, model: Model) -> float:
         """Free HBM as computed from the GPUs and the model's weights (hbm_free_gb not set)."""
-        return free_hbm_gb(self.gpus, self.hbm_gb_per_gpu, model.params_b, self.activation_reserve_gb_per_gpu)
+        return free_hbm_gb(self.gpus, self.hbm_gb_per_gpu, model.params_b, self.hbm_reserve_gb_per_gpu)
 
 
 class Serving(Section):
@@ -333,7 +333,7 @@ class AttentionStoreScenario(ScenarioBase):
                                                 f"release time is known before the previous reply ends")
         if h.hbm_free_gb is None:
             raise FieldError("hardware.gpus", f"the weights ({m.weights_gb:.4g} GB) leave no HBM for KV on "
-                                              f"{h.gpus} × ({h.hbm_gb_per_gpu:g} − {h.activation_reserve_gb_per_gpu:g}"
+                                              f"{h.gpus} × ({h.hbm_gb_per_gpu:g} − {h.hbm_reserve_gb_per_gpu:g}"
                                               f" reserved) GB: add GPUs or set hardware.hbm_free_gb")
         if h.hbm_free_gb * GB < ccps + (h.read_buffer_gb + h.write_buffer_gb) * GB:
             raise FieldError("hardware.hbm_free_gb", f"{h.hbm_free_gb:.4g} GB cannot hold one running session "
