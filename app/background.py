@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QSizePolicy
 
 from kvviz import ScenarioError
 
+from .gui_gc import collect_on_gui_thread
+
 
 class Cancelled(Exception):
     pass
@@ -78,6 +80,7 @@ class JobControls(QObject):
     def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
         if self.job is not None:
             return
+        collect_on_gui_thread()  # no collection may start on the job's thread (gui_gc.py)
         job = BackgroundJob(work, what)
         job.progress.connect(self._on_progress)
         job.done.connect(self._on_done)

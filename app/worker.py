@@ -15,6 +15,8 @@ import traceback
 
 from PySide6.QtCore import QObject, Signal
 
+from .gui_gc import collect_on_gui_thread
+
 
 def _child(conn):
     """Child process: simulate each scenario received, send back the Result or a message."""
@@ -71,6 +73,7 @@ class SimulationRunner(QObject):
         self._proc = self._conn = self._reader = None
         self.last_seconds = 0.0     # simulate() time of the last delivered run
         self._arrived.connect(self._on_arrived)
+        collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
         self._start()
 
     def _start(self):

@@ -531,3 +531,25 @@ def test_ladder_drag_edits_the_scenario_and_reruns(window, qtbot):
     assert r.metrics["rungs"][0]["hbm_hit_pct"] == 75.0
     # 0.75·100 + 0.25·0.9·200 + 0.25·0.1·25000 = 75 + 45 + 625 ns
     assert r.metrics["rungs"][0]["mean_latency_ns"] == pytest.approx(745.0)
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(qtbot):
+    # A collection started on a worker thread destroyed Qt objects there and hung the app
+    # (app/gui_gc.py): automatic collection is off and the GUI thread's timer collects.
+    import gc
+    import weakref
+
+    from app.gui_gc import collect_on_gui_thread
+    collect_on_gui_thread()
+    assert not gc.isenabled()
+
+    class Node:
+        pass
+    cycle = Node()
+    cycle.me = cycle
+    ref = weakref.ref(cycle)
+    del cycle
+    garbage = [[] for _ in range(gc.get_threshold()[0] + 1)]  # the youngest generation is due
+    assert ref() is not None  # nothing collects it off the event loop
+    qtbot.waitUntil(lambda: ref() is None, timeout=5_000)
+    del garbage
