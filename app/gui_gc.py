@@ -7,7 +7,10 @@ destructors run off the GUI thread. Seen here as a hang of the whole app: a repl
 pyarrow triggered a collection that destroyed a QObject, whose shiboken hook then waited for the
 GIL held by the GUI thread (py-spy: gc_collect_main → QObject::~QObject →
 Shiboken::GilState::acquire). So automatic collection is switched off and a GUI-thread timer
-collects as the automatic collector would, by the same generation thresholds.
+collects the youngest generation at every tick, and an older one when as many younger
+collections have passed as CPython's thresholds say. (Not "when the young count passes its
+threshold": that count also falls as objects are freed, so a timer that samples it can miss the
+moment and leave a cycle uncollected; a test caught exactly that.)
 """
 from __future__ import annotations
 
@@ -34,8 +37,8 @@ def collect_on_gui_thread() -> None:
 
 def _collect() -> None:
     counts, thresholds = gc.get_count(), gc.get_threshold()
-    if counts[0] <= thresholds[0]:
-        return
+    if counts[0] <= 0:
+        return  # nothing allocated since the last collection
     generation = 0  # the oldest generation whose count passed its threshold, as CPython picks
     while generation < 2 and counts[generation + 1] > thresholds[generation + 1]:
         generation += 1
