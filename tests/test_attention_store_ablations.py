@@ -2,21 +2,18 @@
 load-or-recompute for histories on SSD (`store.load_if_faster`), synchronous vs asynchronous
 saving (`store.save`) and no pre-loading vs layer-wise pre-loading (`store.preload`), each on a
 hand-computed small case."""
-import json
 
 import numpy as np
 import pytest
 
-from kvviz import parse_scenario
 from kvviz.cli import main
-from kvviz.mechanisms.attention_store import workload_of
 from kvviz.mechanisms.attention_store.batching import prefill_end
 from kvviz.mechanisms.attention_store.gpu import Roofline, calibrated_mfu, prefill_flops
-from kvviz.mechanisms.attention_store.serving import Prepared, Run
 from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, RECOMPUTE_FASTER
 
 from .conftest import SCENARIOS
 from .test_attention_store import unit_gpu
+from .test_batching import run_trace
 
 # --- the attention term -----------------------------------------------------------------------
 
@@ -69,10 +66,10 @@ def test_attention_term_in_the_engine(tmp_path):
 
 # --- the small world of these cases -----------------------------------------------------------
 
-# unit_gpu: 1 µs per prefill token (d_model 0: matmuls only unless a case sets it); a decode
-# iteration reads the weights in 10 µs and each context token's KV (1,000 B at 100 B/ns) in
-# 10 ns. KV of 1,000 B per token; PCIe 4 links × 1 GB/s = 4 B/ns; 4 layers; 256-token blocks.
-G10 = unit_gpu(weights_ns=10_000)
+# test_batching.run_trace's world: 1 µs per prefill token (d_model 0: matmuls only unless a case
+# sets it); a decode iteration reads the weights in 10 µs and each context token's KV (1,000 B at
+# 100 B/ns) in 10 ns. KV of 1,000 B per token; PCIe 4 links × 1 GB/s = 4 B/ns; 4 layers;
+# 256-token blocks.
 
 
 def one_conversation(tmp_path, turns, n_in=60, n_out=4, policy="lru", rows=None, **over):
@@ -85,18 +82,7 @@ def one_conversation(tmp_path, turns, n_in=60, n_out=4, policy="lru", rows=None,
             seen[conv] = seen.get(conv, 0) + 1
             rows.append(f"{conv},{seen[conv]},{t},{n_in},{n_out}")
     p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
-    data = {"kind": "attention_store", "policies": [policy], "trace_policy": policy,
-            "workload": {"trace_file": str(p)},
-            "model": {"preset": "custom", "kv_bytes_per_token": 1000, "layers": 4, "context_window": 256,
-                      "params_b": G10["params_b"]},
-            "hardware": {"hbm_free_gb": 0.01, "dram_gb": 0.000512, "ssd_gb": 0, "host_link_gbps": 1,
-                         "read_buffer_gb": 0, "write_buffer_gb": 0.001, "block_tokens": 256, **G10["hw"]},
-            "serving": {"arrivals": "recorded", "compare_truncation": False, "max_batch": 2}}
-    for k, v in over.items():
-        section, field = k.split("__")
-        data.setdefault(section, {})[field] = v
-    sc = parse_scenario(json.loads(json.dumps(data)))
-    return Run(sc, Prepared(sc, workload_of(sc)), policy, "decoupled", record=True).run()
+    return run_trace(p, policy, True, **over)
 
 
 # --- store.save: async vs sync ----------------------------------------------------------------

@@ -60,7 +60,12 @@ G10 = unit_gpu(weights_ns=10_000)
 
 
 def world(tmp_path, turns, policy="lru", n_in=60, n_out=4, record=True, **over):
-    p = write_turns(tmp_path / "t.csv", turns, n_in, n_out)
+    return run_trace(write_turns(tmp_path / "t.csv", turns, n_in, n_out), policy, record, **over)
+
+
+def run_trace(p, policy="lru", record=True, **over):
+    """`policy` alone on the turns of trace `p`, on the unit GPU G10, tiny tiers; `over`:
+    section__field=value overrides."""
     data = {"kind": "attention_store", "policies": [policy], "trace_policy": policy,
             "workload": {"trace_file": str(p)},
             "model": {"preset": "custom", "kv_bytes_per_token": 1000, "layers": 4, "context_window": 256,
