@@ -12,6 +12,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 BUNDLED = tuple(sorted(p.stem for p in SCENARIOS.glob("*.toml")))
 SLOW_TO_SIMULATE = {"attention_store_sharegpt"}  # ~20 s as shipped (9,000 conversations, 6 runs)
+
+
+def quicker_copy(path: Path, folder: Path) -> Path:
+    """A bundled scenario as shipped, or, for ShareGPT, a copy in `folder` with 2,000 of its 9,000
+    conversations: 11,800 turns, still past PARALLEL_TURNS (so a window's child still starts its
+    pool of runs), for tests of the window rather than of the full run (test_views takes that)."""
+    if path.stem != "attention_store_sharegpt":
+        return path
+    text = path.read_text(encoding="utf-8")
+    assert text.count("conversations = 9000 ") == 1
+    copy = folder / path.name
+    copy.write_text(text.replace("conversations = 9000 ", "conversations = 2000 "), encoding="utf-8")
+    return copy
 # Fixtures that only a test needing Qt widgets asks for: such a test must say `gui`.
 QT_FIXTURES = {"qtbot", "qapp"}
 
@@ -35,7 +48,15 @@ class BundledResults(dict):
         if name not in self.overrides and self.full is not None:
             return self.full[name]  # nothing to make smaller: the very same result
         sets = [f"{k}={json.dumps(v)}" for k, v in _dotted(self.overrides.get(name, {}))]  # --set form
-        self[name] = result = simulate(load_scenario(SCENARIOS / f"{name}.toml", sets))
+        workers = os.environ.get("KVVIZ_WORKERS")
+        os.environ["KVVIZ_WORKERS"] = str(os.cpu_count() or 1)  # a large run's policies on every core
+        try:
+            self[name] = result = simulate(load_scenario(SCENARIOS / f"{name}.toml", sets))
+        finally:
+            if workers is None:
+                del os.environ["KVVIZ_WORKERS"]
+            else:
+                os.environ["KVVIZ_WORKERS"] = workers
         return result
 
 

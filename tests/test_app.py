@@ -17,7 +17,7 @@ from app.tabs import TABS  # noqa: E402
 from app.views.metrics import metric_rows  # noqa: E402
 from app.views.timeline import SpanLayer, merge_runs  # noqa: E402
 
-from .conftest import SCENARIOS, SLOW_TO_SIMULATE, wait_new_result  # noqa: E402
+from .conftest import SCENARIOS, SLOW_TO_SIMULATE, quicker_copy, wait_new_result  # noqa: E402
 
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
 BUNDLED = sorted(SCENARIOS.glob("*.toml"))
@@ -56,14 +56,7 @@ def test_time_axis_labels_never_run_into_each_other(window):
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] * (p.stem in SLOW_TO_SIMULATE))
                                   for p in BUNDLED])
 def test_open_every_bundled_scenario(window, qtbot, path, tmp_path):
-    if path.stem == "attention_store_sharegpt":
-        # Its 9,000 conversations take ~20 s to simulate and say nothing more about the window
-        # than 2,000 do (the views take the full run in test_views): 11,800 turns, still past
-        # PARALLEL_TURNS, so the window's child process still starts its pool of runs.
-        text = path.read_text()
-        assert text.count("conversations = 9000 ") == 1
-        path = tmp_path / path.name
-        path.write_text(text.replace("conversations = 9000 ", "conversations = 2000 "))
+    path = quicker_copy(path, tmp_path)
     old = window.result
     assert window.open(str(path))
     qtbot.waitUntil(lambda: window.result is not old, timeout=180_000)
