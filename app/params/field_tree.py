@@ -217,12 +217,12 @@ class FieldTree(QWidget):
                 pass
         return out
 
-    def _refresh_defaults(self, parts: tuple):
+    def _refresh_defaults(self):
         """After an edit, re-derive the sections' defaults (a new preset changes the numbers
-        shown in grey, in its own section and in others: the hardware's free HBM)."""
-        whole = self._whole()
+        shown in grey, in its own section and in others: the hardware's free HBM), from the
+        model the edit's validation just made (not parsed again)."""
         for path, model in self._sections.items():
-            for name, v in self._section_defaults(model, path, whole).items():
+            for name, v in self._section_defaults(model, path, self._model).items():
                 f = self._fields.get(path + (name,))
                 if f is not None and not isinstance(f, _TableField) and not _same(v, f.default):
                     f.default = self._defaults[f.path] = v
@@ -293,7 +293,6 @@ class FieldTree(QWidget):
         elif not (self._get(field.path) is _MISSING and _same(value, field.default)):
             self._write(field.path, value)
         field.set_default_look(self._get(field.path) is _MISSING)
-        self._refresh_defaults(field.path)
         self._after_edit()
 
     def _local_error(self, field: _Field, errors: dict[str, str]):
@@ -304,6 +303,7 @@ class FieldTree(QWidget):
     def _after_edit(self):
         self._update_dirty()
         self._validate(emit_edited=True)
+        self._refresh_defaults()
 
     def _update_dirty(self):
         dirty = bool(self._local) or not _same(self._data, self._file_data)

@@ -161,7 +161,6 @@ class ParameterPanel(FieldTree):
             for f in self._fields.values():
                 if _related(f.path, parts):
                     f.show(self._get(f.path))
-            self._refresh_defaults(parts)
         self._after_edit()
 
     def value(self, field_path: str, of_file: bool = False):
