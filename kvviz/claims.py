@@ -17,12 +17,11 @@ but `reproduced` (a written reason beside a reproduced value would be stale).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ScenarioError
-from .metric_paths import metric_value
+from .metric_paths import COMPARISONS, finite_number, metric_value
 
 VERDICTS = ("reproduced", "same_shape", "not_reproduced", "not_expressible")
 ERROR = "error"  # a claim the run cannot evaluate: an unknown override or metric
@@ -49,10 +48,6 @@ class Row:
                 "verdict": self.verdict, "why": self.why}
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def fmt(v) -> str:
     """A value as the table prints it: four significant digits for fractions and ratios."""
     if v is None:
@@ -70,7 +65,7 @@ def value_matches(claim, v) -> bool | None:
     """Whether the model's value `v` is the paper's; None when they cannot be compared (text
     against a number with no `between`)."""
     paper = claim.paper
-    if claim.between is not None and _number(v):
+    if claim.between is not None and finite_number(v):
         lo, hi = claim.between
         return lo <= v <= hi
     if isinstance(paper, bool) or isinstance(v, bool):
@@ -79,16 +74,12 @@ def value_matches(claim, v) -> bool | None:
         return v == paper if isinstance(v, str) else None
     if v is None:  # a ratio with nothing to divide by: no value, so no match
         return False
-    if not _number(v):
+    if not finite_number(v):
         return None
     if claim.abs_tol is not None:
         return abs(v - paper) <= claim.abs_tol
     rel = claim.rel_tol if claim.rel_tol is not None else 1e-9
     return abs(v - paper) <= rel * abs(paper) + 1e-12  # relative to the paper's value
-
-
-_SHAPE = {"greater_than": (">", lambda a, b: a > b), "at_least": ("≥", lambda a, b: a >= b),
-          "less_than": ("<", lambda a, b: a < b), "at_most": ("≤", lambda a, b: a <= b)}
 
 
 def shape_holds(claim, v, others: dict[str, Any]) -> bool | None:
@@ -97,11 +88,11 @@ def shape_holds(claim, v, others: dict[str, Any]) -> bool | None:
     conditions = claim.shape_paths()
     if not conditions and claim.sign is None:
         return None
-    if not _number(v):
+    if not finite_number(v):
         return False
     if claim.sign == "positive" and not v > 0 or claim.sign == "negative" and not v < 0:
         return False
-    return all(_number(others.get(path)) and _SHAPE[cond][1](v, others[path]) for cond, path in conditions.items())
+    return all(finite_number(others.get(path)) and COMPARISONS[cond][1](v, others[path]) for cond, path in conditions.items())
 
 
 def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
@@ -126,8 +117,8 @@ def _shown(claim, v, others: dict) -> str:
     text = fmt(v)
     parts = []
     for c, p in claim.shape_paths().items():
-        symbol, holds = _SHAPE[c]
-        ok = _number(v) and _number(others.get(p)) and holds(v, others[p])
+        symbol, holds = COMPARISONS[c]
+        ok = finite_number(v) and finite_number(others.get(p)) and holds(v, others[p])
         parts.append(f"{'' if ok else 'not '}{symbol} {fmt(others.get(p))}")
     return f"{text} ({', '.join(parts)})" if parts else text
 
@@ -160,9 +151,9 @@ def paper_text(c) -> str:
     text = fmt(c.paper)
     if c.between is not None:
         return f"{text} (in [{fmt(c.between[0])}, {fmt(c.between[1])}])"
-    if _number(c.paper) and c.abs_tol is not None:
+    if finite_number(c.paper) and c.abs_tol is not None:
         return f"{text} ± {fmt(c.abs_tol)}"
-    if _number(c.paper) and c.rel_tol:
+    if finite_number(c.paper) and c.rel_tol:
         return f"{text} ± {c.rel_tol * 100:g}%"
     return text
 
@@ -192,7 +183,7 @@ def _row(c, runs: dict, file: str) -> Row:
     if isinstance(v, (dict, list, tuple)):
         return row(None, ERROR, f"{c.metric} is a table, not a value")
     if c.relative_to_set is not None:
-        if not (_number(v) and _number(ref) and ref):
+        if not (finite_number(v) and finite_number(ref) and ref):
             return row(None, ERROR, f"{c.metric} = {fmt(v)} against {fmt(ref)}: no relative change")
         v = v / ref - 1
     verdict_, why = verdict(c, v, others)

@@ -4,7 +4,18 @@ the app lists and compares them by the same paths.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
+
+# How a metric is held against another one: `[[expect]]` (greater_than, at_least) and a claim's
+# shape (all four) read the same table.
+COMPARISONS = {"greater_than": (">", lambda a, b: a > b), "at_least": ("≥", lambda a, b: a >= b),
+               "less_than": ("<", lambda a, b: a < b), "at_most": ("≤", lambda a, b: a <= b)}
+
+
+def finite_number(x) -> bool:
+    """A metric that can be compared: an int or float, finite, not a bool."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def metric_paths(metrics: dict, prefix: str = "") -> dict[str, Any]:

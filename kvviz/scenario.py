@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from .errors import ScenarioError, ValidatorBug
 from .format import format_value
 from .limits import unrepresentable
+from .metric_paths import COMPARISONS, finite_number
 
 
 class Section(BaseModel):
@@ -146,13 +147,9 @@ class Expectation(Section):
         if not number or not math.isfinite(v):
             return False
         others = others or {}
-
-        def num(x):
-            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-        if self.greater_than and not (num(others.get(self.greater_than)) and v > others[self.greater_than]):
-            return False
-        if self.at_least and not (num(others.get(self.at_least)) and v >= others[self.at_least]):
-            return False
+        for name, path in (("greater_than", self.greater_than), ("at_least", self.at_least)):
+            if path and not (finite_number(others.get(path)) and COMPARISONS[name][1](v, others[path])):
+                return False
         return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
 
 
