@@ -75,6 +75,7 @@ class JobControls(QObject):
         self.job: BackgroundJob | None = None
         self.succeeded = False  # the last job finished with a result (not failed or cancelled)
         self.cancel_note = ""   # said with "cancelling…" (e.g. what a cluster still finishes)
+        self._result, self._deliver = None, None
         self.t0 = 0.0
 
     def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
@@ -84,10 +85,10 @@ class JobControls(QObject):
         job = BackgroundJob(work, what)
         job.progress.connect(self._on_progress)
         job.done.connect(self._on_done)
-        job.done.connect(on_done)
         job.failed.connect(lambda m: self.status.setText(f"⚠ {m}"))
         job.finished.connect(self._on_end)
-        self.job, self.succeeded = job, False
+        self.job, self.succeeded, self._result = job, False, None
+        self._deliver = on_done
         self.t0 = time.monotonic()
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
@@ -114,12 +115,17 @@ class JobControls(QObject):
         eta = f", about {left:.0f} s left" if left >= 1 else ""
         self.status.setText(f"{done}/{total} {self.unit}{eta}")
 
-    def _on_done(self, _result):
-        self.succeeded = True
+    def _on_done(self, result):
+        self.succeeded, self._result = True, result
 
     def _on_end(self):
+        # the result is delivered only once the thread has ended and the controls are reset:
+        # whoever reacts to it (a test, a chained run) may start the next job at once
         self.job = None
         self.run_btn.setEnabled(True)
         self.cancel_btn.setEnabled(False)
         self.progress.setVisible(False)
+        result, self._result = self._result, None
+        if self.succeeded:
+            self._deliver(result)
         self.stopped.emit()
