@@ -50,7 +50,7 @@ class Row:
 
 def fmt(v) -> str:
     """A value as the table prints it: four significant digits for fractions and ratios."""
-    if v is None:
+    if v is None or v == "":  # an empty metric (e.g. no position hit) reads as "none", not blank
         return "—"
     if isinstance(v, bool):
         return "yes" if v else "no"

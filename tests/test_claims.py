@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kvviz.claims import ERROR, NOT_RUN, VERDICTS, evaluate_file, rows_from_runs, run_groups, verdict
+from kvviz.claims import ERROR, NOT_RUN, VERDICTS, evaluate_file, fmt, rows_from_runs, run_groups, verdict
 from kvviz.claims_table import paste
 from kvviz.cli import main
 from kvviz.scenario import Claim, validate
@@ -51,6 +51,11 @@ def test_text_claims_compare_as_text_or_by_shape_or_range():
     assert verdict(claim(paper=4.0, metric="m"), None)[0] == "not_reproduced"  # no value: no match
     # text against a number, with nothing to judge it by, is a broken claim, not a verdict
     assert verdict(claim(paper="about 5", metric="m"), 5.0)[0] == ERROR
+
+
+def test_values_print_for_people_and_no_value_is_a_dash():
+    assert [fmt(v) for v in (None, "", True, 0.86123, 12345.6, 12, 123456, "9–11")] == \
+        ["—", "—", "yes", "0.8612", "12,346", "12", "123,456", "9–11"]
 
 
 def test_rows_give_not_expressible_errors_and_pending_runs():

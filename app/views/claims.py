@@ -46,11 +46,12 @@ class ClaimsView(QWidget):
         buttons = QHBoxLayout()
         for w in (self.jobs.run_btn, self.jobs.cancel_btn):
             buttons.addWidget(w)
-        buttons.addWidget(self.jobs.progress, 1)
+        buttons.addWidget(self.jobs.progress)
+        # the status beside the buttons: on its own row it left a blank strip above the table
+        buttons.addWidget(self.jobs.status, 1)
         lay = QVBoxLayout(self)
         lay.addWidget(self.note)
         lay.addLayout(buttons)
-        lay.addWidget(self.jobs.status)
         lay.addWidget(self.table, 1)
         self.claims: list = []
         self.data: dict = {}
