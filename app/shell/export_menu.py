@@ -27,6 +27,8 @@ class ExportMenu:
         menu.addSeparator()
         for fmt in ("png", "svg"):  # any tab as drawn: ladder, policies, counters, replay curves
             menu.addAction(f"Current View as {fmt.upper()}…", lambda f=fmt: self.export_view_dialog(f))
+        # any tab's numbers (a sweep grid, curves, tables): each tab offers its rows (Tab.data_rows)
+        self.act_export_data = menu.addAction("Data as CSV (current view)…", self.export_data_dialog)
 
     def export_dialog(self, fmt: str, visible_range: bool = False):
         if self.result is None:
@@ -69,3 +71,32 @@ class ExportMenu:
             return
         remember(self.settings, path)
         self._say(f"wrote {path}")
+
+    def export_data_dialog(self):
+        tab = self.current_tab()
+        if tab.data_rows() is None:
+            self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now"
+                      + (" (run it first)" if tab.on_demand else "; Trace as CSV writes the run's events"))
+            return
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, "Export the view's data as CSV",
+                                              start_path(self.settings, f"{stem}_{tab.name}.csv"), "CSV (*.csv)")
+        if path:
+            self.export_data(path)
+
+    def export_data(self, path: str) -> bool:
+        """The current tab's numbers as CSV (Tab.data_rows); False, said, when it has none."""
+        from kvviz.export.table import table_csv
+        tab = self.current_tab()
+        table = tab.data_rows()
+        if table is None:
+            self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now")
+            return False
+        try:
+            atomic_write(path, table_csv(*table))
+        except OSError as e:
+            self._fail(f"export failed: {e.strerror or e}")
+            return False
+        remember(self.settings, path)
+        self._say(f"wrote {path} ({len(table[1]):,} rows)")
+        return True

@@ -1,0 +1,124 @@
+"""Numbers from every chart (issue 22, item 5): hover readouts, Data as CSV through the tab
+protocol, stable colours per policy, the heat map's colour map, ticks and threshold contour."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from kvviz.export.colours import POLICY_COLOURS, heat_levels, series_colour, threshold_of
+from kvviz.format import readable_bytes, readable_number
+
+
+def test_series_colour_is_fixed_by_name_not_order():
+    assert series_colour("lru") == POLICY_COLOURS["lru"]
+    assert series_colour("lru (SHARDS R=0.01 stack distances)") == POLICY_COLOURS["lru"]
+    assert series_colour("some_new_policy") == series_colour("some_new_policy")  # stable outside the table
+    assert len(set(POLICY_COLOURS[p] for p in ("lru", "fifo", "belady", "s3fifo", "sieve", "arc"))) == 6
+
+
+def test_thresholded_metric_is_centred_on_its_threshold():
+    assert threshold_of("slack_us") == 0.0 and threshold_of("layers.3.slack_us") == 0.0
+    assert threshold_of("hit_rate") is None
+    assert heat_levels("slack_us", -40.05, 23.95) == (-40.05, 40.05)  # 0 is the middle colour
+    assert heat_levels("hit_rate", 0.2, 0.9) == (0.2, 0.9)
+
+
+def test_contour_follows_the_sign_change_and_ticks_thin():
+    from app.views.heat_map import contour_segments, thinned_ticks
+    grid = np.array([[-1.0, 1.0], [-1.0, -1.0]])
+    x, y = contour_segments(grid, 0.0)
+    # one vertical edge between (0,0) and (0,1), one horizontal between (0,1) and (1,1)
+    segs = {tuple(sorted(((x[k], y[k]), (x[k + 1], y[k + 1])))) for k in range(0, len(x), 2)}
+    assert segs == {((0.5, -0.5), (0.5, 0.5)), ((0.5, 0.5), (1.5, 0.5))}
+    ticks = thinned_ticks(list(range(62)), 600, 46)
+    assert 5 <= len(ticks) <= 14 and ticks[0] == (0, "0")
+
+
+def test_numbers_for_people():
+    assert readable_number(1e8) == "100,000,000"
+    assert readable_bytes(7_369_224_355_840) == "6.7 TiB"
+    assert readable_bytes(512) == "512 B"
+
+
+@pytest.fixture
+def swept(window, qtbot):
+    window.show_view("sweep")
+    sw = window.view("sweep")
+    sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
+    with qtbot.waitSignal(sw.finished, timeout=60_000):
+        sw.run()
+    return sw
+
+
+@pytest.mark.gui
+def test_a_sweep_cells_hover_shows_its_value(swept):
+    from PySide6.QtCore import QPointF
+    res = swept.result
+    vb = swept.plot.getPlotItem().getViewBox()
+    i, j = 2, 1  # cache.slots = 8, prefetch.window = 2
+    scene = vb.mapViewToScene(QPointF(j + 0.3, i - 0.2))  # anywhere inside the cell
+    swept.plot.scene().sigMouseMoved.emit(scene)
+    text = swept.info.text()
+    assert "cache.slots = 8" in text and "prefetch.window = 2" in text
+    assert text.endswith(f"prefetch_stall_us = {readable_number(res.values[i][j])}")
+
+
+@pytest.mark.gui
+def test_export_data_writes_the_sweep_grid_as_csv(window, swept, tmp_path):
+    out = tmp_path / "grid.csv"
+    assert window.export_data(str(out))
+    rows = list(csv.reader(out.open()))
+    assert rows[0] == ["cache.slots", "prefetch.window", "prefetch_stall_us"]
+    assert len(rows) == 1 + 9
+    got = {(int(r[0]), int(r[1])): float(r[2]) for r in rows[1:]}
+    res = swept.result
+    for i, slots in enumerate((2, 4, 8)):
+        for j, window_ in enumerate((1, 2, 3)):
+            assert got[(slots, window_)] == pytest.approx(res.values[i][j])
+
+
+@pytest.mark.gui
+def test_the_heat_map_is_vector_cells_with_thinned_ticks(swept):
+    from app.views.heat_map import HeatCells
+    items = swept.plot.getPlotItem().items
+    cells = [it for it in items if isinstance(it, HeatCells)]
+    assert len(cells) == 1 and cells[0].grid.shape == (3, 3)
+    assert not any(type(it).__name__ == "ImageItem" for it in items)
+
+
+@pytest.mark.gui
+def test_a_policy_keeps_its_colour_when_another_is_ticked(qtbot):
+    from app.views.replay import ReplayView
+    from kvviz.replay.model import ReplayResult
+    view = ReplayView()
+    qtbot.addWidget(view)
+
+    def curves(names):
+        view.results = [ReplayResult(p, cap, 100, 100 - cap // 10 - k, 100, 50, "python")
+                        for k, p in enumerate(names) for cap in (10, 100, 1000)]
+        view._draw()
+        return {p: c.opts["pen"].color().name().upper() for p, c in view.curves.items()}
+    before = curves(["lru", "fifo", "sieve"])
+    after = curves(["arc", "lru", "fifo", "sieve"])  # ticked, and listed first
+    assert all(after[p] == before[p] for p in before)
+    assert after["arc"] not in before.values()
+
+
+@pytest.mark.gui
+def test_a_replay_points_hover_names_policy_capacity_and_ratio(qtbot):
+    from PySide6.QtCore import QPointF
+
+    from app.views.replay import ReplayView
+    from kvviz.replay.model import ReplayResult
+    view = ReplayView()
+    qtbot.addWidget(view)
+    view.resize(900, 600)
+    view.show()
+    view.results = [ReplayResult("lru", cap, 100, m, 100, m, "python") for cap, m in ((10, 90), (1000, 40))]
+    view._draw()
+    qtbot.wait(50)
+    vb = view.plot.getPlotItem().getViewBox()
+    view.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(3.0, 0.40)))  # log10(1000)
+    assert view.info.text().startswith("lru · capacity 1000 B · request miss ratio 0.4000")
