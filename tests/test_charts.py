@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from kvviz.export.colours import POLICY_COLOURS, heat_levels, series_colour, threshold_of
+from kvviz.export.colours import POLICY_COLOURS, heat_levels, series_colour, threshold_of, threshold_stop
 from kvviz.format import readable_bytes, readable_number
 
 
@@ -21,7 +21,10 @@ def test_series_colour_is_fixed_by_name_not_order():
 def test_thresholded_metric_is_centred_on_its_threshold():
     assert threshold_of("slack_us") == 0.0 and threshold_of("layers.3.slack_us") == 0.0
     assert threshold_of("hit_rate") is None
-    assert heat_levels("slack_us", -40.05, 23.95) == (-40.05, 40.05)  # 0 is the middle colour
+    assert heat_levels("slack_us", -40.05, 23.95) == (-40.05, 23.95)
+    assert heat_levels("slack_us", 5.0, 23.0) == (0.0, 23.0)  # the threshold stays on the scale
+    assert threshold_stop("slack_us", (-40.0, 3640.0)) == pytest.approx(40 / 3680)  # white at 0
+    assert threshold_stop("hit_rate", (0.0, 1.0)) is None
     assert heat_levels("hit_rate", 0.2, 0.9) == (0.2, 0.9)
 
 
@@ -122,3 +125,34 @@ def test_a_replay_points_hover_names_policy_capacity_and_ratio(qtbot):
     vb = view.plot.getPlotItem().getViewBox()
     view.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(3.0, 0.40)))  # log10(1000)
     assert view.info.text().startswith("lru · capacity 1000 B · request miss ratio 0.4000")
+
+
+@pytest.mark.gui
+def test_cancel_clears_the_status_and_marks_the_shown_run(window, qtbot):
+    shown = window.result
+    cancelled = []
+
+    def cancel_at_start(busy):
+        if busy and not cancelled:
+            cancelled.append(True)
+            window.cancel_run()
+    window.runner.busy_changed.connect(cancel_at_start)
+    window.panel.set_value("cache.slots", 6)
+    qtbot.waitUntil(lambda: bool(cancelled), timeout=10_000)
+    assert not window.runner.busy()
+    assert "simulating" not in window.status.text() and "cancelled" in window.status.text()
+    assert not window.stale_note.isHidden() and "before the last edit" in window.stale_note.text()
+    assert window.result is shown
+    assert window.cancel_btn.focusPolicy() == 0  # Qt.NoFocus: hiding it never moves the focus
+
+
+@pytest.mark.gui
+def test_run_and_cancel_keep_their_place_when_a_run_starts(window, qtbot):
+    window.show_view("sweep")
+    sw = window.view("sweep")
+    qtbot.wait(50)
+    before = (sw.jobs.run_btn.geometry(), sw.jobs.cancel_btn.geometry())
+    sw.jobs.progress.setVisible(True)  # as a run starting shows it
+    sw.layout().activate()
+    qtbot.wait(20)
+    assert (sw.jobs.run_btn.geometry(), sw.jobs.cancel_btn.geometry()) == before

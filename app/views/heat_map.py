@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QPainter
 
-from kvviz.export.colours import DIVERGING, SEQUENTIAL, heat_levels, threshold_of
+from kvviz.export.colours import DIVERGING, SEQUENTIAL, heat_levels, threshold_of, threshold_stop
 from kvviz.format import format_value
 
 MISSING = QColor("#e6e6e6")  # a cell not run yet, or with no number
@@ -17,11 +17,17 @@ MIN_TICK_GAP_PX = 46  # pixels between labelled ticks on the bottom axis (a labe
 MIN_TICK_GAP_PY = 18  # and on the left axis (a line of text)
 
 
-def metric_colour_map(metric: str) -> pg.ColorMap:
-    """One colour map per metric, whatever its values so far: a sweep never switches maps."""
-    if threshold_of(metric) is not None:
-        return pg.ColorMap([0, 0.5, 1], list(DIVERGING))
-    return pg.colormap.get(SEQUENTIAL)
+def metric_colour_map(metric: str, levels: tuple[float, float]) -> pg.ColorMap:
+    """One kind of colour map per metric, whatever its values so far (a sweep never switches
+    maps): orange-white-blue with white at the threshold where the metric has one, else viridis."""
+    stop = threshold_stop(metric, levels)
+    if stop is None:
+        return pg.colormap.get(SEQUENTIAL)
+    if stop <= 0.0:  # all at or above the threshold: white to blue
+        return pg.ColorMap([0, 1], list(DIVERGING[1:]))
+    if stop >= 1.0:  # all below: orange to white
+        return pg.ColorMap([0, 1], list(DIVERGING[:2]))
+    return pg.ColorMap([0, stop, 1], list(DIVERGING))
 
 
 class HeatCells(pg.GraphicsObject):
@@ -74,10 +80,10 @@ def thinned_ticks(values, room_px: float, gap_px: float) -> list[tuple[int, str]
 
 def draw_heat_map(pi: pg.PlotItem, grid: np.ndarray, metric: str) -> tuple[pg.ColorMap, tuple, list]:
     """Cells (and the threshold's contour) into `pi`; returns the map, its levels and the items."""
-    cmap = metric_colour_map(metric)
     finite = grid[np.isfinite(grid)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     levels = heat_levels(metric, lo, hi)
+    cmap = metric_colour_map(metric, levels)
     items = [HeatCells(grid, cmap, levels)]
     t = threshold_of(metric)
     if t is not None:

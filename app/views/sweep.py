@@ -369,6 +369,8 @@ class SweepView(QWidget):
         vb = pi.getViewBox()
         room_x = vb.width() if vb.width() > 50 else self.plot.width() * 0.75
         room_y = vb.height() if vb.height() > 50 else self.plot.height() * 0.75
+        for side in ("bottom", "left"):  # the first value's label sits at the edge: never hidden
+            pi.getAxis(side).setStyle(hideOverlappingLabels=False)
         pi.getAxis("bottom").setTicks([thinned_ticks(b.values, room_x, MIN_TICK_GAP_PX)])
         pi.getAxis("left").setTicks([thinned_ticks(a.values, room_y, MIN_TICK_GAP_PY)])
         texts = [[_cell(v) for v in row] for row in res.values]
@@ -381,14 +383,14 @@ class SweepView(QWidget):
                     t.setPos(j, i)
                     pi.addItem(t)
         if self.bar is None:
-            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, label=res.metric, interactive=False)
+            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False)
             pi.layout.addItem(self.bar, 2, 5)  # right of the plot, as setImageItem(insert_in=) puts it
             pi.layout.setColumnFixedWidth(4, 5)
         self.bar.setColorMap(cmap)
         self.bar.setLevels(levels)
         self.bar.axis.setLabel(res.metric)
         self.bar.show()
-        pi.autoRange()
+        pi.setRange(xRange=(-0.5, len(b.values) - 0.5), yRange=(-0.5, len(a.values) - 0.5), padding=0)
 
     # --- numbers: hover and the data table --------------------------------------------------
     def _on_move(self, pos):

@@ -53,7 +53,7 @@ def series_colour(name: str) -> str:
 # ASSUMPTION (ours): slack is feasible at >= 0 (kvviz.mechanisms.engram: feasible = slack_us >= 0).
 THRESHOLDS = {"slack_us": 0.0, "slack_ms": 0.0, "slack_ns": 0.0}
 
-DIVERGING = ((213, 94, 0), (247, 247, 247), (0, 114, 178))  # orange below, blue above the threshold
+DIVERGING = ((213, 94, 0), (247, 247, 247), (0, 114, 178))  # orange below, white at, blue above the threshold
 SEQUENTIAL = "viridis"
 
 
@@ -63,10 +63,20 @@ def threshold_of(metric: str) -> float | None:
 
 
 def heat_levels(metric: str, lo: float, hi: float) -> tuple[float, float]:
-    """The colour scale's ends for values in [lo, hi]: for a thresholded metric, symmetric
-    about the threshold (its colour is the middle one) — ±the larger side."""
+    """The colour scale's ends for values in [lo, hi]; a thresholded metric's scale always
+    includes its threshold (the map's middle colour sits there, see threshold_stop)."""
+    t = threshold_of(metric)
+    if t is not None:
+        lo, hi = min(lo, t), max(hi, t)
+    return (lo, hi if hi > lo else lo + 1)
+
+
+def threshold_stop(metric: str, levels: tuple[float, float]) -> float | None:
+    """Where on the 0..1 colour scale a thresholded metric's threshold falls, or None. Each
+    side of it gets the whole of its colour ramp: slack from −40 to +3,640 µs drew −40 as a
+    near-white orange when the scale was symmetric (±3,640), and the boundary washed out."""
     t = threshold_of(metric)
     if t is None:
-        return (lo, hi if hi > lo else lo + 1)
-    m = max(abs(lo - t), abs(hi - t)) or 1.0
-    return (t - m, t + m)
+        return None
+    lo, hi = levels
+    return min(max((t - lo) / (hi - lo), 0.0), 1.0)
