@@ -156,3 +156,44 @@ def test_run_and_cancel_keep_their_place_when_a_run_starts(window, qtbot):
     sw.layout().activate()
     qtbot.wait(20)
     assert (sw.jobs.run_btn.geometry(), sw.jobs.cancel_btn.geometry()) == before
+
+
+def test_change_from_a_negative_or_zero_base_is_absolute():
+    from app.views.compare import change_text, metric_diff
+    assert change_text(-40.05, 23.95) == "+64.00"  # not "+159.8%"
+    assert change_text(0.0, 5.0) == "+5.00"
+    assert change_text(50.0, 75.0) == "+50.0%"
+    row = dict((r[0], r) for r in metric_diff({"slack_us": -40.05}, {"slack_us": 23.95}))["slack_us"]
+    assert row[4] == "+64.00"
+
+
+@pytest.mark.gui
+def test_compare_shows_what_differs(window, qtbot):
+    window.tab("compare").pin()
+    old = window.result
+    window.panel.set_value("cache.slots", 6)
+    qtbot.waitUntil(lambda: window.result is not old, timeout=30_000)
+    window.show_view("compare")
+    view = window.view("compare")
+    assert view.diff == [("cache.slots", "8", "6")]
+    assert "cache.slots: 8 → <b>6</b>" in view.diff_label.text()
+    assert "cache.slots = 8" in view.a_label.text() and "cache.slots = 6" in view.b_label.text()
+    head, rows = window.current_tab().data_rows()
+    assert head[0] == "metric" and rows
+
+
+@pytest.mark.gui
+def test_compare_opens_on_the_mechanisms_region(qtbot, bundled):
+    from app.views.compare import CompareView
+    from kvviz.mechanisms import mechanisms
+    res = bundled["engram_qwen3_32b_cxl"]
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.pin(res)
+    view.set_result(res)
+    lo, hi = mechanisms()["engram_window"].initial_range(res)
+    (x0, x1), _ = view.a.plot.getPlotItem().getViewBox().viewRange()
+    assert x0 == pytest.approx(lo / view.a.scale) and x1 == pytest.approx(hi / view.a.scale)
+    (b0, b1), _ = view.b.plot.getPlotItem().getViewBox().viewRange()
+    assert (b0, b1) == pytest.approx((x0, x1))  # one time axis
+    assert view.diff_label.text() == "A and B have the same parameters."
