@@ -61,16 +61,57 @@ class ExportMenu:
             self.export_view(fmt, path)
 
     def export_view(self, fmt: str, path: str):
-        """The current tab as drawn: PNG at twice the screen's pixels (for print), or SVG with
-        the plots' lines and text as vectors."""
-        from ..exporting import render_widget
+        """The current tab as a figure: its plots alone, under a caption line (app.figure):
+        PNG at twice the screen's pixels (for print), or SVG with clip paths and vectors."""
         try:
-            atomic_write(path, render_widget(self.tabs.currentWidget(), fmt))
+            atomic_write(path, self.view_figure(fmt))
         except (OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
         remember(self.settings, path)
         self._say(f"wrote {path}")
+
+    def view_figure(self, fmt: str, scale: float = 2.0) -> bytes:
+        """The current tab's figure as bytes; a tab with no plot (a table) as drawn."""
+        from ..exporting import render_widget
+        from ..figure import figure_plots, figure_png, figure_svg
+        tab = self.current_tab()
+        widget = tab.figure_widget()
+        if not figure_plots(widget):
+            return render_widget(widget, fmt)
+        caption = self.figure_caption()
+        if fmt == "svg":
+            return figure_svg(widget, caption)
+        if fmt != "png":
+            raise ValueError(f"unknown view format {fmt!r} (png or svg)")
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+        data = QByteArray()
+        buf = QBuffer(data)
+        buf.open(QIODevice.WriteOnly)
+        if not figure_png(widget, caption, scale).save(buf, "PNG"):
+            raise ValueError("could not encode the PNG")
+        return bytes(data)
+
+    def figure_caption(self) -> str:
+        """One line: the view, the scenario, and the parameters changed from its file."""
+        from ..views.compare import _flat
+        tab = self.current_tab()
+        note = getattr(tab.figure_widget(), "figure_note", None)
+        if callable(note) and note():  # a view that does not show the scenario (Replay) says what it shows
+            return f"{tab.title(self.result)} · {note()}"
+        name = self.result.scenario.name if self.result is not None else "kvviz"
+        file = Path(self.panel.path()).name if self.panel.path() else "unsaved"
+        edited = _flat(self.panel.data())
+        changed = [f"{k} = {_brief(v)} (file: {_brief(self.panel.value(k, of_file=True))})"
+                   for k, v in edited.items() if v != self.panel.value(k, of_file=True)]
+        changed += [f"{k} unset (file: {_brief(self.panel.value(k, of_file=True))})"
+                    for k in self._file_keys() if k not in edited]
+        tail = "; changed from the file: " + ", ".join(changed) if changed else "; as in its file"
+        return f"{tab.title(self.result)} · {name} ({file}){tail}"
+
+    def _file_keys(self) -> list[str]:
+        from ..views.compare import _flat
+        return list(_flat(self.panel.file_data()))
 
     def export_data_dialog(self):
         tab = self.current_tab()
@@ -100,3 +141,8 @@ class ExportMenu:
         remember(self.settings, path)
         self._say(f"wrote {path} ({len(table[1]):,} rows)")
         return True
+
+
+def _brief(v) -> str:
+    text = str(v) if not isinstance(v, float) else f"{v:g}"
+    return text if len(text) <= 30 else text[:29] + "…"

@@ -305,6 +305,10 @@ class ReplayView(QWidget):
         self.info.setText(text)
         hover_tip(self.plot, pos, text)
 
+    def figure_note(self) -> str:
+        """A figure's caption: the trace replayed (not the scenario in the panel)."""
+        return f"miss-ratio curves of {Path(self.path.text()).name}" if self.results else ""
+
     def data_rows(self) -> tuple[list[str], list[list]] | None:
         """The curves as a table (File → Export → Data as CSV, and Save CSV)."""
         done = [r for r in self.results if r is not None]
