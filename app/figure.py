@@ -69,7 +69,7 @@ def figure_svg(widget, caption: str = "") -> bytes:
     box = _bounds(plots)
     top = CAPTION_H if caption else 0
     w, h = box.width(), box.height() + top
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+    parts = ['<?xml version="1.0" encoding="UTF-8"?>', f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
              f'width="{w / PX_PER_IN:.3f}in" height="{h / PX_PER_IN:.3f}in" viewBox="0 0 {w} {h}">',
              f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
     if caption:
