@@ -63,7 +63,11 @@ class JobControls(QObject):
         self.progress.setMaximumWidth(200)
         # its minimum width is not the tab's: a bar appearing for a run must not widen the tab
         # and so push the docks narrower (seen in a real window)
-        self.progress.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        policy = QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        # its room kept while hidden: the Run and Cancel buttons beside it keep their place when
+        # a run starts (they re-flowed, and a second click on Run landed on Cancel)
+        policy.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(policy)
         self.progress.setVisible(False)
         self.status = QLabel()
         self.status.setStyleSheet("color:#444;")

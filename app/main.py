@@ -152,9 +152,8 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
             from kvviz.io import atomic_write
 
-            from .exporting import render_widget
             fmt = "svg" if out.lower().endswith(".svg") else "png"
-            atomic_write(out, render_widget(win.tabs.currentWidget(), fmt))
+            atomic_write(out, win.view_figure(fmt))
             ok = True
         else:
             Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -128,10 +128,11 @@ def test_bad_file_shows_message_not_traceback(window, tmp_path):
 def test_export_current_view_png_and_svg(window, tmp_path):
     from PySide6.QtGui import QImage
     window.show_view("counters")
-    view = window.tabs.currentWidget()
+    from app.figure import CAPTION_H, _bounds, figure_plots
+    box = _bounds(figure_plots(window.tabs.currentWidget()))  # the plots alone, under a caption line
     window.export_view("png", str(tmp_path / "v.png"))
     img = QImage(str(tmp_path / "v.png"))
-    assert (img.width(), img.height()) == (2 * view.width(), 2 * view.height())  # twice the pixels, for print
+    assert (img.width(), img.height()) == (2 * box.width(), 2 * (box.height() + CAPTION_H))  # twice, for print
     window.export_view("svg", str(tmp_path / "v.svg"))
     svg = (tmp_path / "v.svg").read_text()
     assert svg.startswith("<?xml") and "<svg" in svg and "slots" in svg  # the axis label stays text

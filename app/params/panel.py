@@ -78,6 +78,10 @@ class ParameterPanel(FieldTree):
         """The current plain data (file keys plus touched fields), as parse_scenario takes."""
         return copy.deepcopy(self._data) if self._data is not None else {}
 
+    def file_data(self) -> dict:
+        """The scenario as its file has it (a copy): what edits are measured against."""
+        return copy.deepcopy(self._file_data or {})
+
     def path(self) -> str | None:
         return self._path
 

@@ -27,6 +27,8 @@ class ExportMenu:
         menu.addSeparator()
         for fmt in ("png", "svg"):  # any tab as drawn: ladder, policies, counters, replay curves
             menu.addAction(f"Current View as {fmt.upper()}…", lambda f=fmt: self.export_view_dialog(f))
+        # any tab's numbers (a sweep grid, curves, tables): each tab offers its rows (Tab.data_rows)
+        self.act_export_data = menu.addAction("Data as CSV (current view)…", self.export_data_dialog)
 
     def export_dialog(self, fmt: str, visible_range: bool = False):
         if self.result is None:
@@ -59,13 +61,88 @@ class ExportMenu:
             self.export_view(fmt, path)
 
     def export_view(self, fmt: str, path: str):
-        """The current tab as drawn: PNG at twice the screen's pixels (for print), or SVG with
-        the plots' lines and text as vectors."""
-        from ..exporting import render_widget
+        """The current tab as a figure: its plots alone, under a caption line (app.figure):
+        PNG at twice the screen's pixels (for print), or SVG with clip paths and vectors."""
         try:
-            atomic_write(path, render_widget(self.tabs.currentWidget(), fmt))
+            atomic_write(path, self.view_figure(fmt))
         except (OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
         remember(self.settings, path)
         self._say(f"wrote {path}")
+
+    def view_figure(self, fmt: str, scale: float = 2.0) -> bytes:
+        """The current tab's figure as bytes; a tab with no plot (a table) as drawn."""
+        from ..exporting import render_widget
+        from ..figure import figure_plots, figure_png, figure_svg
+        tab = self.current_tab()
+        widget = tab.figure_widget()
+        if not figure_plots(widget):
+            return render_widget(widget, fmt)
+        caption = self.figure_caption()
+        if fmt == "svg":
+            return figure_svg(widget, caption)
+        if fmt != "png":
+            raise ValueError(f"unknown view format {fmt!r} (png or svg)")
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+        data = QByteArray()
+        buf = QBuffer(data)
+        buf.open(QIODevice.WriteOnly)
+        if not figure_png(widget, caption, scale).save(buf, "PNG"):
+            raise ValueError("could not encode the PNG")
+        return bytes(data)
+
+    def figure_caption(self) -> str:
+        """One line: the view, the scenario, and the parameters changed from its file."""
+        from ..views.compare import _flat
+        tab = self.current_tab()
+        note = getattr(tab.figure_widget(), "figure_note", None)
+        if callable(note) and note():  # a view that does not show the scenario (Replay) says what it shows
+            return f"{tab.title(self.result)} · {note()}"
+        name = self.result.scenario.name if self.result is not None else "kvviz"
+        file = Path(self.panel.path()).name if self.panel.path() else "unsaved"
+        edited = _flat(self.panel.data())
+        changed = [f"{k} = {_brief(v)} (file: {_brief(self.panel.value(k, of_file=True))})"
+                   for k, v in edited.items() if v != self.panel.value(k, of_file=True)]
+        changed += [f"{k} unset (file: {_brief(self.panel.value(k, of_file=True))})"
+                    for k in self._file_keys() if k not in edited]
+        tail = "; changed from the file: " + ", ".join(changed) if changed else "; as in its file"
+        return f"{tab.title(self.result)} · {name} ({file}){tail}"
+
+    def _file_keys(self) -> list[str]:
+        from ..views.compare import _flat
+        return list(_flat(self.panel.file_data()))
+
+    def export_data_dialog(self):
+        tab = self.current_tab()
+        if tab.data_rows() is None:
+            self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now"
+                      + (" (run it first)" if tab.on_demand else "; Trace as CSV writes the run's events"))
+            return
+        stem = Path(self.panel.path() or "kvviz").stem
+        path, _ = QFileDialog.getSaveFileName(self, "Export the view's data as CSV",
+                                              start_path(self.settings, f"{stem}_{tab.name}.csv"), "CSV (*.csv)")
+        if path:
+            self.export_data(path)
+
+    def export_data(self, path: str) -> bool:
+        """The current tab's numbers as CSV (Tab.data_rows); False, said, when it has none."""
+        from kvviz.export.table import table_csv
+        tab = self.current_tab()
+        table = tab.data_rows()
+        if table is None:
+            self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now")
+            return False
+        try:
+            atomic_write(path, table_csv(*table))
+        except OSError as e:
+            self._fail(f"export failed: {e.strerror or e}")
+            return False
+        remember(self.settings, path)
+        self._say(f"wrote {path} ({len(table[1]):,} rows)")
+        return True
+
+
+def _brief(v) -> str:
+    text = str(v) if not isinstance(v, float) else f"{v:g}"
+    return text if len(text) <= 30 else text[:29] + "…"

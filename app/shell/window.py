@@ -155,7 +155,10 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(160)
         self.cancel_btn = QPushButton("Cancel")
-        self.cancel_btn.clicked.connect(self.runner.cancel)
+        # never takes focus: hidden under the focus at the run's end, it handed focus on to the
+        # scenario's name with its text selected, and the next key overwrote the name
+        self.cancel_btn.setFocusPolicy(Qt.NoFocus)
+        self.cancel_btn.clicked.connect(self.cancel_run)
         self.statusBar().addWidget(self.status, 1)
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.cancel_btn)
@@ -206,6 +209,20 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self._progress_timer.stop()
             self.progress.hide()
             self.cancel_btn.hide()
+
+    def cancel_run(self):
+        """Stop the running simulation: the views keep the last finished run, and say so."""
+        if not self.runner.busy():
+            return
+        self.runner.cancel()
+        if self.result is None:
+            self._say("simulation cancelled")
+            return
+        self._say("simulation cancelled: the views show the run before the last edit")
+        self.stale_note.setText("Showing the run before the last edit: its simulation was cancelled "
+                                "(edit a value or Reset to run again).")
+        self.stale_note.show()
+        self.metrics_dock.setWindowTitle("Metrics — the run before the last edit")
 
     def _show_progress(self):
         if self.runner.busy():

@@ -46,6 +46,9 @@ class BarsTab(Tab):
         self.widget.setCurrentWidget(view)
         view.set_result(result)
 
+    def data_rows(self):
+        return self.widget.currentWidget().data_rows()  # the ladder's rungs or the policies' bars
+
     def _rungs_edited(self, rungs: list[dict]):
         """The ladder changed a label or hit rate: write only what changed, so every other key
         of a rung (its `overrides`) stays as the file has it."""

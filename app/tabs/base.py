@@ -76,6 +76,17 @@ class Tab:
     def set_result(self, result: Result) -> None:
         self.widget.set_result(result)
 
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """The numbers the tab shows, as a table: (header, rows), or None when it has none now.
+        File → Export → Data as CSV writes it, for any tab, with no code of its own: by default
+        the tab's widget is asked (a view with a `data_rows` method offers its data)."""
+        rows = getattr(self.widget, "data_rows", None)
+        return rows() if callable(rows) else None
+
+    def figure_widget(self):
+        """The widget a "Current View" figure shows: the tab's widget unless it says otherwise."""
+        return self.widget
+
     def toolbar_actions(self) -> list[tuple[str, str, Callable]]:
         """(text, tooltip, slot) for the window's toolbar."""
         return []

@@ -245,3 +245,20 @@ def hover_point(plot: pg.PlotWidget, scene_pos):
     if not vb.sceneBoundingRect().contains(scene_pos):
         return None
     return vb.mapSceneToView(scene_pos)
+
+
+def nearest_point(plot: pg.PlotWidget, scene_pos, series: dict, max_px: float = 12.0):
+    """(name, index) of the drawn point nearest the mouse within `max_px` screen pixels, or
+    None. `series` maps a name to (xs, ys) in the plot's view coordinates (log10 on a log axis)."""
+    from PySide6.QtCore import QPointF
+    vb = plot.getPlotItem().getViewBox()
+    best, best_d = None, max_px
+    for name, (xs, ys) in series.items():
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if not (x == x and y == y):  # NaN: a point not run yet
+                continue
+            at = vb.mapViewToScene(QPointF(float(x), float(y)))
+            d = ((at.x() - scene_pos.x()) ** 2 + (at.y() - scene_pos.y()) ** 2) ** 0.5
+            if d <= best_d:
+                best, best_d = (name, i), d
+    return best

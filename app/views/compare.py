@@ -6,11 +6,49 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from kvviz.format import format_value
+from kvviz.mechanisms import mechanisms
 from kvviz.metric_paths import metric_paths
 from kvviz.result import Result
 
 from ._common import stack_vertically
 from .timeline import TimelineView
+
+
+def _flat(tree, prefix: str = "") -> dict:
+    """A scenario's fields by dotted path (lists stay whole values)."""
+    out = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def parameter_diff(a, b) -> list[tuple[str, str, str]]:
+    """(field path, A's value, B's value) for every scenario field that differs between two
+    runs' scenarios (pydantic models), in the scenario's order; the name and description are
+    not parameters."""
+    fa, fb = _flat(a.model_dump(mode="json")), _flat(b.model_dump(mode="json"))
+    keys = list(fa) + [k for k in fb if k not in fa]
+    return [(k, _short(fa.get(k)), _short(fb.get(k))) for k in keys
+            if fa.get(k) != fb.get(k) and k not in ("name", "description")]
+
+
+def _short(v) -> str:
+    text = format_value(v) if not isinstance(v, (list, dict)) else str(v)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def change_text(va: float, vb: float) -> str:
+    """B relative to A: a percentage from a positive base; from a zero or negative base a
+    percentage means nothing (slack −40.05 → 23.95 is not "+159.8%"), so the absolute
+    difference, signed."""
+    if va > 0:
+        return f"{100 * (vb - va) / va:+.1f}%"
+    if vb == va:
+        return ""
+    return f"{vb - va:+,.2f}"
 
 
 def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:
@@ -26,7 +64,7 @@ def metric_diff(a: dict, b: dict) -> list[tuple[str, str, str, str, str]]:
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (va, vb))
         if numeric:
             delta = format_value(vb - va)
-            pct = f"{100 * (vb - va) / abs(va):+.1f}%" if va else ""
+            pct = change_text(va, vb)
         rows.append((k, format_value(va), format_value(vb), delta, pct))
     return rows
 
@@ -37,10 +75,14 @@ class CompareView(QWidget):
         self.a_label, self.b_label = QLabel(), QLabel()
         for lab in (self.a_label, self.b_label):
             lab.setStyleSheet("font-weight:bold; padding:4px 6px; color:#222;")
+        # what differs between A and B, above the plots (the titles name it too)
+        self.diff_label = QLabel()
+        self.diff_label.setWordWrap(True)
+        self.diff_label.setStyleSheet("background:#eef4fb; color:#102a43; padding:4px 8px;")
         self.a, self.b = TimelineView(), TimelineView()
         self.b.plot.setXLink(self.a.plot)  # one time axis for both
         self.table = QTableWidget(0, 5)
-        self.table.setHorizontalHeaderLabels(["metric", "A (pinned)", "B (current)", "B − A", "change"])
+        self.table.setHorizontalHeaderLabels(["metric", "A (pinned)", "B (current)", "B − A", "change (% or abs.)"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # capped in _refresh
@@ -62,10 +104,13 @@ class CompareView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.hint)
+        lay.addWidget(self.diff_label)
         lay.addWidget(split, 1)
         self.split = split
         self.pinned: Result | None = None
         self.current: Result | None = None
+        self.diff: list[tuple[str, str, str]] = []
+        self._opened_on = None  # the pinned run the view last opened on its region of interest
         self._refresh()
 
     def pin(self, result: Result):
@@ -84,6 +129,7 @@ class CompareView(QWidget):
         ready = self.pinned is not None and self.current is not None
         self.hint.setVisible(not ready)
         self.split.setVisible(ready)
+        self.diff_label.setVisible(ready)
         if not ready:
             return
         span = max(self.pinned.trace.t_end, self.current.trace.t_end)
@@ -95,8 +141,19 @@ class CompareView(QWidget):
         width = max(self.a.lane_axis.wanted, self.b.lane_axis.wanted)
         for view in (self.a, self.b):
             view.lane_axis.set_names(view.lane_axis.names, width)
-        self.a_label.setText(f"A (pinned): {self.pinned.scenario.name}")
-        self.b_label.setText(f"B (current): {self.current.scenario.name}")
+        self.diff = parameter_diff(self.pinned.scenario, self.current.scenario)
+        shown = self.diff[:4]
+        more = f" and {len(self.diff) - 4} more" if len(self.diff) > 4 else ""
+        if self.diff:
+            self.diff_label.setText("<b>B differs from A in</b> " + "; ".join(
+                f"{k}: {va} → <b>{vb}</b>" for k, va, vb in self.diff) + ".")
+        else:
+            self.diff_label.setText("A and B have the same parameters.")
+        self.a_label.setText(f"A (pinned): {self.pinned.scenario.name}"
+                             + (" · " + ", ".join(f"{k} = {va}" for k, va, _ in shown) + more if shown else ""))
+        self.b_label.setText(f"B (current): {self.current.scenario.name}"
+                             + (" · " + ", ".join(f"{k} = {vb}" for k, _, vb in shown) + more if shown else ""))
+        self._open_on_region()
         rows = metric_diff(self.pinned.metrics_dict(), self.current.metrics_dict())
         self.table.setRowCount(len(rows))
         for r, cells in enumerate(rows):
@@ -114,3 +171,23 @@ class CompareView(QWidget):
         name_cap = max(200, int(self.table.viewport().width() * 0.45))
         for c, cap in enumerate((name_cap, 120, 120, 100)):
             self.table.setColumnWidth(c, min(self.table.sizeHintForColumn(c) + 12, cap))
+
+    def _open_on_region(self):
+        """A newly pinned comparison opens where the mechanism's point is (its initial range,
+        e.g. Engram's first decode step), not on the whole run where A and B look the same;
+        later re-runs of B keep the user's zoom."""
+        if self._opened_on is self.pinned:
+            return
+        self._opened_on = self.pinned
+        record = mechanisms().get(self.pinned.scenario.kind)
+        rng = record.initial_range(self.pinned) if record is not None and record.initial_range else None
+        if rng is not None:
+            lo, hi = rng
+            self.a.plot.getPlotItem().getViewBox().setXRange(lo / self.a.scale, hi / self.a.scale, padding=0)
+
+    def data_rows(self):
+        """The metric diff table (File → Export → Data as CSV)."""
+        if self.pinned is None or self.current is None:
+            return None
+        return (["metric", "A", "B", "B - A", "change"],
+                [list(r) for r in metric_diff(self.pinned.metrics_dict(), self.current.metrics_dict())])

@@ -4,8 +4,6 @@ it has). It does not depend on the loaded scenario. Replays run in a background 
 progress and Cancel, and each point is drawn as it arrives; the curve can be saved as CSV."""
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,9 @@ from PySide6.QtWidgets import (
 
 from kvviz.bundled import resources_dir
 from kvviz.executor import cluster_executor
+from kvviz.export.colours import series_colour
+from kvviz.export.table import table_csv
+from kvviz.format import readable_bytes
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
 from kvviz.replay.engines import has_libcachesim
@@ -36,15 +37,15 @@ from kvviz.requests.reader import read_trace
 from ..background import JobControls
 from ..run_on import RunOn
 from ..save_dir import remember, start_path
-from ._common import LINE_COLOURS, style_plot
+from ._common import hover_point, hover_tip, info_label, nearest_point, style_plot
 from .log_axis import LogAxis
 
 RESOURCES = resources_dir()
 SAMPLE = RESOURCES / "traces" / "zipf_20k.csv"
 METRICS = {"request miss ratio": "request_miss_ratio", "byte miss ratio": "byte_miss_ratio"}
 # Ticked when the tab opens: the classic three and the two that recent work compares them with.
+CSV_HEAD = ["policy", "capacity", "requests", "misses", "request_miss_ratio", "byte_miss_ratio", "engine"]
 DEFAULT_POLICIES = ("lru", "fifo", "belady", "s3fifo", "sieve")
-SYMBOLS = ("o", "s", "t", "d", "+", "x", "star", "p")
 
 
 class ReplayView(QWidget):
@@ -131,14 +132,21 @@ class ReplayView(QWidget):
         side = QVBoxLayout()
         side.addWidget(QLabel("policies (hover for a description)"))
         side.addWidget(self.policy_list, 1)
+        self.info = info_label()  # the point under the mouse: policy, capacity, ratio
+        self.plot.scene().sigMouseMoved.connect(self._on_move)
+        plot_col = QVBoxLayout()
+        plot_col.setSpacing(0)
+        plot_col.addWidget(self.plot, 1)
+        plot_col.addWidget(self.info)
         body = QHBoxLayout()
         body.addLayout(side)
-        body.addWidget(self.plot, 1)
+        body.addLayout(plot_col, 1)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addLayout(body, 1)
         self.results: list = []
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self._points: dict[str, tuple] = {}  # policy -> (capacities, ratios) as drawn, for hover
         self._opened = False  # shown once already
         self._ran = False     # a run was asked for (the sample is then not started on its own)
         self._replacing = False  # a run has started and none of its points has arrived yet
@@ -243,7 +251,7 @@ class ReplayView(QWidget):
         self.results, self._replacing = [r for r in results if r is not None], False
         self.save_btn.setEnabled(bool(self.results))
         engines = sorted({r.engine for r in self.results})
-        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {reqs.footprint:,} B · "
+        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {readable_bytes(reqs.footprint)} · "
                 f"{len(self.results)} replays · {', '.join(engines)}")
         if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
             policy, cap, why = skipped[0]
@@ -258,7 +266,7 @@ class ReplayView(QWidget):
         pi = self.plot.getPlotItem()
         for c in self.curves.values():
             pi.removeItem(c)
-        self.curves = {}
+        self.curves, self._points = {}, {}
         done = [r for r in self.results if r is not None]
         if not done:
             return
@@ -266,27 +274,52 @@ class ReplayView(QWidget):
         pi.setLabel("left", self.ratio_box.currentText())
         # an estimated curve says so on the plot: "lru (SHARDS R=0.01 stack distances)"
         sampled = {r.policy: r.engine for r in done if r.engine.startswith("SHARDS")}
-        for i, p in enumerate(dict.fromkeys(r.policy for r in done)):
+        for p in dict.fromkeys(r.policy for r in done):
             rows = sorted((r for r in done if r.policy == p), key=lambda r: r.capacity)
             x = np.array([r.capacity for r in rows], dtype=float)
             y = np.array([getattr(r, key) for r in rows], dtype=float)
-            colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-            symbol = SYMBOLS[(i // len(LINE_COLOURS)) % len(SYMBOLS)]  # beyond 8 policies, colours repeat
-            self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=6,
+            self._points[p] = (x, y)
+            colour = series_colour(p)  # by name: ticking another policy recolours none
+            self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
                                      symbolBrush=colour, symbolPen="w",
                                      name=f"{p} ({sampled[p]})" if p in sampled else p)
         pi.enableAutoRange(x=True, y=False)  # a ratio: always the whole 0..1 scale
         pi.setYRange(0, 1.05, padding=0)
 
+    def point_text(self, policy: str, capacity: int) -> str:
+        """The hover line of one curve point."""
+        r = next(r for r in self.results if r is not None and r.policy == policy and r.capacity == capacity)
+        return (f"{policy} · capacity {readable_bytes(r.capacity)} · request miss ratio "
+                f"{r.request_miss_ratio:.4f} · byte miss ratio {r.byte_miss_ratio:.4f} · "
+                f"{r.misses:,} of {r.requests:,} missed · {r.engine}")
+
+    def _on_move(self, pos):
+        # view coordinates of the points: x is log10 of the capacity (the axis is logarithmic)
+        series = {p: (np.log10(caps), ys) for p, (caps, ys) in self._points.items()}
+        hit = None if hover_point(self.plot, pos) is None else nearest_point(self.plot, pos, series)
+        if hit is None:
+            hover_tip(self.plot, pos, None)
+            return
+        policy, i = hit
+        text = self.point_text(policy, int(self._points[policy][0][i]))
+        self.info.setText(text)
+        hover_tip(self.plot, pos, text)
+
+    def figure_note(self) -> str:
+        """A figure's caption: the trace replayed (not the scenario in the panel)."""
+        return f"miss-ratio curves of {Path(self.path.text()).name}" if self.results else ""
+
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """The curves as a table (File → Export → Data as CSV, and Save CSV)."""
+        done = [r for r in self.results if r is not None]
+        if not done:
+            return None
+        return CSV_HEAD, [[r.policy, r.capacity, r.requests, r.misses, r.request_miss_ratio, r.byte_miss_ratio,
+                       r.engine] for r in done]
+
     def csv_text(self) -> str:
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(["policy", "capacity", "requests", "misses", "request_miss_ratio", "byte_miss_ratio", "engine"])
-        for r in self.results:
-            if r is not None:
-                w.writerow([r.policy, r.capacity, r.requests, r.misses, r.request_miss_ratio, r.byte_miss_ratio,
-                            r.engine])
-        return out.getvalue()
+        head, rows = self.data_rows() or (CSV_HEAD, [])
+        return table_csv(head, rows)
 
     def _save_dialog(self):
         path, _ = QFileDialog.getSaveFileName(self, "Save the miss-ratio curve",

@@ -24,13 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz import ScenarioError
-from kvviz.format import format_value
+from kvviz.export.colours import series_colour
+from kvviz.format import format_value, readable_number
 from kvviz.metric_paths import metric_family, metric_paths
 from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, shaped
 
 from ..background import JobControls
 from ..run_on import RunOn
-from ._common import LINE_COLOURS, no_si_prefix
+from ._common import hover_point, hover_tip, info_label, nearest_point, no_si_prefix
+from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 REDRAW_MS = 100      # a sweep filling in redraws at most ten times a second
@@ -125,6 +127,10 @@ class SweepView(QWidget):
         lay.addLayout(form)
         lay.addLayout(self.sliders_box)
         lay.addWidget(self.plot, 1)
+        self.info = info_label()  # the point or cell under the mouse
+        lay.addWidget(self.info)
+        self.plot.scene().sigMouseMoved.connect(self._on_move)
+        self._shown = None  # the (sliced) sweep drawn now, for hover
         self.data: dict | None = None
         self.source = "<scenario>"
         self.result = None
@@ -174,7 +180,8 @@ class SweepView(QWidget):
         """Forget the last sweep's plot and result (a running sweep is cancelled)."""
         if self.job is not None:
             self.jobs.cancel()
-        self.result = None
+        self.result = self._shown = None
+        self.info.setText(" ")
         self._make_sliders(())
         self.more.clear()
         pi = self.plot.getPlotItem()
@@ -323,6 +330,7 @@ class SweepView(QWidget):
             res = self._slice(res)
         pi = self.plot.getPlotItem()
         pi.clear()
+        self._shown = res
         if self.bar is not None:
             self.bar.hide()
         a = res.axes[0]
@@ -337,8 +345,8 @@ class SweepView(QWidget):
             if res.series and self.legend is None:
                 self.legend = pi.addLegend(offset=(-10, 8), brush=pg.mkBrush(255, 255, 255, 230),
                                            pen=pg.mkPen("#cccccc"), labelTextColor="#222222")
-            for i, (name, col) in enumerate(zip(names, columns)):
-                colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+            for name, col in zip(names, columns):
+                colour = series_colour(name) if res.series else "#0072B2"  # a policy's own colour
                 y = np.array([_num(v) for v in col], dtype=float)
                 if np.isnan(y).all():  # e.g. recompute has no DRAM share: no line, no legend entry
                     continue
@@ -354,24 +362,17 @@ class SweepView(QWidget):
             return
         b = res.axes[1]
         grid = np.array([[_num(v) for v in row] for row in res.values], dtype=float)  # rows = axis a
-        img = pg.ImageItem(axisOrder="row-major")  # rows are the y axis (first parameter)
-        img.setImage(grid, autoLevels=False)
-        lo, hi = np.nanmin(grid), np.nanmax(grid)
-        if lo < 0 < hi:  # a sign change (e.g. slack): diverging colours centred on 0
-            m = max(-lo, hi)
-            cmap = pg.ColorMap([0, 0.5, 1], [(213, 94, 0), (255, 255, 255), (0, 114, 178)])
-            levels = (-m, m)
-        else:
-            cmap = pg.colormap.get("viridis")
-            levels = (lo, hi if hi > lo else lo + 1)
-        img.setColorMap(cmap)
-        img.setLevels(levels)
-        img.setRect(-0.5, -0.5, len(b.values), len(a.values))
-        pi.addItem(img)
+        cmap, levels, _ = draw_heat_map(pi, grid, res.metric)
+        self._shown = res
         pi.setLabel("bottom", b.path)
         pi.setLabel("left", a.path)
-        pi.getAxis("bottom").setTicks([[(i, format_value(v)) for i, v in enumerate(b.values)]])
-        pi.getAxis("left").setTicks([[(i, format_value(v)) for i, v in enumerate(a.values)]])
+        vb = pi.getViewBox()
+        room_x = vb.width() if vb.width() > 50 else self.plot.width() * 0.75
+        room_y = vb.height() if vb.height() > 50 else self.plot.height() * 0.75
+        for side in ("bottom", "left"):  # the first value's label sits at the edge: never hidden
+            pi.getAxis(side).setStyle(hideOverlappingLabels=False)
+        pi.getAxis("bottom").setTicks([thinned_ticks(b.values, room_x, MIN_TICK_GAP_PX)])
+        pi.getAxis("left").setTicks([thinned_ticks(a.values, room_y, MIN_TICK_GAP_PY)])
         texts = [[_cell(v) for v in row] for row in res.values]
         longest = max(len(t) for row in texts for t in row)
         cell_px = self.plot.width() * 0.8 / len(b.values)  # the image takes most of the plot
@@ -382,12 +383,72 @@ class SweepView(QWidget):
                     t.setPos(j, i)
                     pi.addItem(t)
         if self.bar is None:
-            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, label=res.metric, interactive=False)
+            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False)
+            pi.layout.addItem(self.bar, 2, 5)  # right of the plot, as setImageItem(insert_in=) puts it
+            pi.layout.setColumnFixedWidth(4, 5)
         self.bar.setColorMap(cmap)
         self.bar.setLevels(levels)
-        self.bar.setImageItem(img, insert_in=pi)
+        self.bar.axis.setLabel(res.metric)
         self.bar.show()
-        pi.autoRange()
+        pi.setRange(xRange=(-0.5, len(b.values) - 0.5), yRange=(-0.5, len(a.values) - 0.5), padding=0)
+
+    # --- numbers: hover and the data table --------------------------------------------------
+    def _on_move(self, pos):
+        text = self.text_at(pos)
+        if text:
+            self.info.setText(text)
+        hover_tip(self.plot, pos, text)
+
+    def text_at(self, scene_pos) -> str | None:
+        """What the point or cell under `scene_pos` holds, as its hover line."""
+        res = self._shown
+        at = hover_point(self.plot, scene_pos)
+        if res is None or at is None:
+            return None
+        a = res.axes[0]
+        if len(res.axes) == 1:
+            names = res.series or (res.metric,)
+            x = _numeric(a.values)
+            cols = ([[row[k] for row in res.values] for k in range(len(res.series))] if res.series
+                    else [res.values])
+            hit = nearest_point(self.plot, scene_pos, {n: (x, [_num(v) for v in c]) for n, c in zip(names, cols)})
+            if hit is None:
+                return None
+            name, i = hit
+            col = cols[names.index(name)]
+            metric = res.metric.replace("*", name) if res.series else res.metric
+            return f"{a.path} = {format_value(a.values[i])} · {metric} = {_hover_value(col[i])}"
+        b = res.axes[1]
+        i, j = round(at.y()), round(at.x())
+        if not (0 <= i < len(a.values) and 0 <= j < len(b.values)):
+            return None
+        extra = "".join(f" · {axis.path} = {format_value(axis.values[slider.value()])}"
+                        for (slider, _), axis in zip(self.sliders, self.result_axes[2:]))
+        return (f"{a.path} = {format_value(a.values[i])} · {b.path} = {format_value(b.values[j])}{extra} · "
+                f"{res.metric} = {_hover_value(res.values[i][j])}")
+
+    @property
+    def result_axes(self) -> tuple:
+        return self._axes or (self.result.axes if self.result is not None else ())
+
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """The whole grid (every slice), one row per point: the axes' values, then the metric
+        (or one column per series of a `*` metric). File → Export → Data as CSV."""
+        res = self.result
+        if res is None:
+            return None
+        head = [a.path for a in res.axes] + ([res.metric.replace("*", s) for s in res.series] or [res.metric])
+        rows = []
+        flat = res.values
+        for _ in res.axes[1:]:  # shaped (one or two axes) back to one row per grid point
+            flat = [v for row in flat for v in row]
+        for index, value in enumerate(flat):
+            coords, k = [], index
+            for axis in reversed(res.axes):  # row-major: the last axis varies fastest
+                coords.append(axis.values[k % len(axis.values)])
+                k //= len(axis.values)
+            rows.append(coords[::-1] + (list(value) if res.series else [value]))
+        return head, rows
 
 
 def cell_text_colour(cmap: pg.ColorMap, levels: tuple, v: float) -> str:
@@ -406,6 +467,12 @@ def _cell(v) -> str:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return format_value(v)
     return f"{v:.3g}"
+
+
+def _hover_value(v) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return format_value(v)
+    return readable_number(v)
 
 
 def _num(v) -> float:

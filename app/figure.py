@@ -1,0 +1,109 @@
+"""A tab's plots as a clean figure ("Current View as SVG/PNG"): only the plots — no combo
+boxes, buttons, hover or status lines — each at its place in the tab, under one caption line
+naming the scenario and the parameters changed from its file.
+
+SVG: each plot's scene goes through pyqtgraph's SVG exporter, which writes a clip path for
+every view box (Qt's own SVG generator drops clipping, so a zoomed timeline's bars spilled over
+the lane names) and draws items such as the Sweep heat map's cells as vector rectangles. The
+scenes are nested as <svg> elements at their offsets; their ids are prefixed so one plot's clip
+path is never another's. PNG: the same plots, painted at the same offsets, `scale` × pixels.
+Width and height attributes are in inches at 96 px per inch, as the CLI's figures
+(kvviz.export.svg), so a figure has a physical size."""
+from __future__ import annotations
+
+import re
+from html import escape
+
+import pyqtgraph as pg
+import pyqtgraph.exporters  # noqa: F401 (pg.exporters.SVGExporter)
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
+
+from kvviz.export.svg import FONT, PX_PER_IN
+
+from .figure_flatten import cut_to_clips, flatten_transforms
+from .views._common import SCREEN_ONLY
+
+CAPTION_H = 24  # px for the caption line above the plots
+CAPTION_PT = 9.5
+
+
+def figure_plots(widget) -> list[tuple[pg.GraphicsView, QRect]]:
+    """The visible plots inside `widget` (pyqtgraph views) and their rectangles in its
+    coordinates, top to bottom and left to right."""
+    out = []
+    for view in widget.findChildren(pg.GraphicsView):
+        if not view.isVisibleTo(widget) or view.property(SCREEN_ONLY) or view.width() < 4 or view.height() < 4:
+            continue
+        out.append((view, QRect(view.mapTo(widget, QPoint(0, 0)), view.size())))
+    if widget.isVisible():  # a hidden tab's children report visible to it; one on screen must be drawn
+        out = [(v, r) for v, r in out if v.isVisible()]
+    return sorted(out, key=lambda vr: (vr[1].top(), vr[1].left()))
+
+
+def _bounds(plots) -> QRect:
+    box = QRect()
+    for _, r in plots:
+        box = box.united(r)
+    return box
+
+
+def _nested(view: pg.GraphicsView, k: int, x: int, y: int) -> str:
+    """One plot's scene as a nested <svg> at (x, y), its ids prefixed `p{k}-`."""
+    xml = pg.exporters.SVGExporter(view.scene()).export(toBytes=True).decode("utf-8")
+    xml = cut_to_clips(flatten_transforms(xml))  # pixels, not data coordinates: any renderer draws the same
+    xml = re.sub(r'\bid="([^"]+)"', lambda m: f'id="p{k}-{m.group(1)}"', xml)
+    xml = re.sub(r'url\(#([^)]+)\)', lambda m: f'url(#p{k}-{m.group(1)})', xml)
+    body = xml[xml.index(">", xml.index("<svg")) + 1:xml.rindex("</svg>")]
+    body = re.sub(r"<(title|desc|style)>.*?</\1>", "", body, flags=re.S)
+    body = re.sub(r'<rect width="100%" height="100%"[^>]*/>', "", body)  # the figure has one background
+    # a group, not a nested <svg>: renderers without nested viewports (ImageMagick's) drew nothing
+    # (the view boxes inside carry their own clip paths; the plot's edge needs none)
+    return f'<g id="plot-{k}" transform="translate({x},{y})">{body}</g>'
+
+
+def figure_svg(widget, caption: str = "") -> bytes:
+    plots = figure_plots(widget)
+    if not plots:
+        raise ValueError("this view has no plot to export as a figure")
+    box = _bounds(plots)
+    top = CAPTION_H if caption else 0
+    w, h = box.width(), box.height() + top
+    parts = ['<?xml version="1.0" encoding="UTF-8"?>', f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+             f'width="{w / PX_PER_IN:.3f}in" height="{h / PX_PER_IN:.3f}in" viewBox="0 0 {w} {h}">',
+             f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
+    if caption:
+        parts.append(f'<text x="8" y="{CAPTION_H - 8}" font-family="{FONT}" font-size="{CAPTION_PT * 4 / 3:.1f}" '
+                     f'fill="#222222">{escape(caption)}</text>')
+    for k, (view, r) in enumerate(plots):
+        parts.append(_nested(view, k, r.left() - box.left(), r.top() - box.top() + top))
+    parts.append("</svg>\n")
+    return "\n".join(parts).encode("utf-8")
+
+
+def figure_png(widget, caption: str = "", scale: float = 2.0) -> QImage:
+    """The same figure as an image, `scale` × the screen's pixels, on white."""
+    plots = figure_plots(widget)
+    if not plots:
+        raise ValueError("this view has no plot to export as a figure")
+    box = _bounds(plots)
+    top = CAPTION_H if caption else 0
+    img = QImage(round(box.width() * scale), round((box.height() + top) * scale), QImage.Format_ARGB32)
+    img.fill(QColor("white"))
+    p = QPainter(img)
+    try:
+        p.scale(scale, scale)
+        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.TextAntialiasing)
+        if caption:
+            f = QFont(FONT.split(",")[0])
+            f.setPointSizeF(CAPTION_PT)
+            p.setFont(f)
+            p.setPen(QColor("#222222"))
+            p.drawText(8, CAPTION_H - 8, caption)
+        for view, r in plots:
+            at = QPoint(r.left() - box.left(), r.top() - box.top() + top)
+            view.render(p, QRect(at, view.size()), view.rect())
+    finally:
+        p.end()  # a painter left open on a paint device aborts the process when it is freed
+    return img

@@ -1,0 +1,82 @@
+"""Fixed colours for named series and one colour map per metric, shared by the app and the
+exporters (no Qt here).
+
+A policy keeps its colour wherever it is drawn — Replay curves, Sweep lines of a
+`policies.*.…` family, figures, any run — because the colour comes from its name, never from
+its place in a list (ticking `arc` used to recolour every other policy).
+
+A heat map's colours come from the metric, not from the values so far: a metric with a
+threshold (slack: feasible at ≥ 0) gets a diverging map centred on it, every other metric a
+sequential one; so a sweep filling in never switches maps mid-run."""
+from __future__ import annotations
+
+import zlib
+
+# Okabe-Ito, colour-blind safe; the first names get the clearest colours.
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+
+POLICY_COLOURS = {
+    # cache replay (libCacheSim's names) and AttentionStore placement, one table for both
+    "lru": "#0072B2",
+    "fifo": "#D55E00",
+    "belady": "#009E73",
+    "s3fifo": "#CC79A7",
+    "sieve": "#E69F00",
+    "arc": "#56B4E9",
+    "scheduler_aware": "#000000",
+    "recompute": "#9A9A9A",
+    "lfu": "#999933",
+    "clock": "#882255",
+    "twoq": "#44AA99",
+    "wtinylfu": "#AA4499",
+    "lirs": "#117733",
+    "slru": "#332288",
+    "gdsf": "#DDCC77",
+    "lecar": "#661100",
+    "cacheus": "#6699CC",
+    "beladysize": "#88CCEE",
+}
+# names outside the table: a stable pick by name (a hash, not an order) from these
+EXTRA = ("#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#CC6677", "#AA4499", "#882255",
+         "#661100", "#6699CC", "#999933", "#888888")
+
+
+def series_colour(name: str) -> str:
+    """The colour of a named series (a policy, a rung): the same name, the same colour, always."""
+    base = name.split(" ")[0].lower()  # "lru (SHARDS …)" is lru
+    if base in POLICY_COLOURS:
+        return POLICY_COLOURS[base]
+    return EXTRA[zlib.crc32(base.encode("utf-8")) % len(EXTRA)]
+
+
+# Metrics with a threshold that separates good from bad: (last path part, threshold).
+# ASSUMPTION (ours): slack is feasible at >= 0 (kvviz.mechanisms.engram: feasible = slack_us >= 0).
+THRESHOLDS = {"slack_us": 0.0, "slack_ms": 0.0, "slack_ns": 0.0}
+
+DIVERGING = ((213, 94, 0), (247, 247, 247), (0, 114, 178))  # orange below, white at, blue above the threshold
+SEQUENTIAL = "viridis"
+
+
+def threshold_of(metric: str) -> float | None:
+    """The threshold a metric path has (policies.lru.slack_us → 0.0), or None."""
+    return THRESHOLDS.get(metric.rsplit(".", 1)[-1])
+
+
+def heat_levels(metric: str, lo: float, hi: float) -> tuple[float, float]:
+    """The colour scale's ends for values in [lo, hi]; a thresholded metric's scale always
+    includes its threshold (the map's middle colour sits there, see threshold_stop)."""
+    t = threshold_of(metric)
+    if t is not None:
+        lo, hi = min(lo, t), max(hi, t)
+    return (lo, hi if hi > lo else lo + 1)
+
+
+def threshold_stop(metric: str, levels: tuple[float, float]) -> float | None:
+    """Where on the 0..1 colour scale a thresholded metric's threshold falls, or None. Each
+    side of it gets the whole of its colour ramp: slack from −40 to +3,640 µs drew −40 as a
+    near-white orange when the scale was symmetric (±3,640), and the boundary washed out."""
+    t = threshold_of(metric)
+    if t is None:
+        return None
+    lo, hi = levels
+    return min(max((t - lo) / (hi - lo), 0.0), 1.0)

@@ -1,0 +1,16 @@
+"""A table of numbers (a sweep grid, miss-ratio curves, a metric diff) as CSV text: the app's
+File → Export → Data as CSV writes what a tab offers through this."""
+from __future__ import annotations
+
+import csv
+import io
+
+
+def table_csv(head: list[str], rows: list[list]) -> str:
+    """RFC 4180 CSV with a header line; None is an empty cell, floats keep all their digits."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(head)
+    for row in rows:
+        w.writerow(["" if v is None else v for v in row])
+    return out.getvalue()
