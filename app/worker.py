@@ -123,6 +123,9 @@ class SimulationRunner(QObject):
             self._stop_child()
             self._start()
             self._running = 0
+            # a result the child sent just before it was stopped may still be queued for the GUI
+            # thread: a new id makes _on_arrived drop it (a cancelled run never arrives)
+            self._latest += 1
             self.busy_changed.emit(False)
 
     def busy(self) -> bool:
