@@ -10,8 +10,9 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
             libfreetype6 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 \
             libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 \
             libxcb-xkb1 libx11-xcb1 fonts-dejavu-core
-# A virtual X server for the tests that drive the app in a real window (they skip without it).
-TEST_DEB_LIBS := xvfb
+# A virtual X server for the tests that drive the app in a real window, and librsvg to render an
+# exported SVG independently of Qt (those tests skip without them).
+TEST_DEB_LIBS := xvfb librsvg2-bin
 
 .PHONY: run test setup system-libs test-libs bench screenshots clean claims-table
 
