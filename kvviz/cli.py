@@ -16,7 +16,7 @@ from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .format import format_value
 from .io import atomic_write
-from .limits import MAX_NS
+from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -276,7 +276,8 @@ def cmd_replay(args) -> int:
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
     with cluster_executor(args.executor) as executor:  # connected before a long read
-        reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
+        reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout, args.max_decompressed_ratio,
+                          None if args.max_decompressed_gb is None else int(args.max_decompressed_gb * 1e9))
         caps = [parse_size(args.capacity, "--capacity", reqs.footprint)] if args.capacity else []
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
         skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
@@ -441,6 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--sample-rate", default=None, metavar="R",
                     help="LRU curve from a SHARDS sample of rate R in (0, 1], e.g. 0.01: faster, an estimate "
                          "(its engine says so); default exact")
+    rp.add_argument("--max-decompressed-ratio", type=_positive_float, default=None, metavar="X",
+                    help=f"a .zst trace may expand to X times its size (default {MAX_DECOMPRESSED_RATIO})")
+    rp.add_argument("--max-decompressed-gb", type=_positive_float, default=None, metavar="GB",
+                    help=f"and to at most GB (default {MAX_DECOMPRESSED_BYTES / 1e9:g})")
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
@@ -11,16 +12,65 @@ from pathlib import Path
 from typing import Iterator
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
     """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is). A
-    byte-order mark, which some Windows editors write, is dropped."""
+    byte-order mark, which some Windows editors write, is dropped. At most `limit` bytes
+    (default: the cap limits.py names for `what`)."""
     from .errors import ScenarioError
+    data = read_capped(path, what, limit)
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"cannot read {what}: not UTF-8 text (byte {e.start})", str(path)) from None
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: str | Path, what: str = "file", limit: int | None = None):
+    """A binary file object for `path` if it is a regular file of at most `limit` bytes, else a
+    ScenarioError naming it. Opened without blocking, then checked on the open descriptor: a
+    FIFO, a device (/dev/zero) or a folder is refused at once, whatever the path's name says."""
+    from .errors import ScenarioError
+    from .limits import read_cap
+    limit = read_cap(what) if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise ScenarioError(f"{what} not found", str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"cannot read {what}: {e}", str(path)) from None
+    except OSError as e:
+        raise ScenarioError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
+    try:
+        st = os.fstat(fd)
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
+        if kind or not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(f"is {kind or 'not a regular file'}: kvviz reads a {what} only from a regular file",
+                                str(path))
+        if st.st_size > limit:
+            raise ScenarioError(f"{what} of {st.st_size:,} bytes: kvviz reads at most {limit:,}", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
+    """All bytes of a regular file of at most `limit` bytes (see open_regular); a file that grew
+    past the cap while being read is refused too."""
+    from .errors import ScenarioError
+    from .limits import read_cap
+    limit = read_cap(what) if limit is None else limit
+    with open_regular(path, what, limit) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise ScenarioError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
+    if len(data) > limit:
+        raise ScenarioError(f"{what} is longer than kvviz reads ({limit:,} bytes)", str(path))
+    return data
 
 
 def _umask() -> int:
