@@ -1,6 +1,8 @@
 """One error type for everything a user can get wrong in a scenario or on the command line."""
 from __future__ import annotations
 
+MAX_MESSAGES = 20  # problems listed for one input; the rest are counted ("… and N more")
+
 
 class ScenarioError(Exception):
     """Bad input: names the file and the field path; the CLI prints it and exits 2."""
@@ -8,6 +10,7 @@ class ScenarioError(Exception):
     def __init__(self, message: str, file: str | None = None, field: str | None = None):
         self.message, self.file, self.field = message, file, field
         self.others: list[ScenarioError] = []  # further problems found in the same input
+        self.unlisted = 0  # and how many more were found but not made into messages
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -15,7 +18,11 @@ class ScenarioError(Exception):
         return f"{where}: {self.message}" if where else self.message
 
     def all_messages(self) -> list[str]:
-        return [str(self)] + [str(o) for o in self.others]
+        """At most MAX_MESSAGES lines, then one that counts the rest."""
+        lines = [str(self)] + [str(o) for o in self.others[:MAX_MESSAGES - 1]]
+        more = len(self.others) - (MAX_MESSAGES - 1) + self.unlisted if len(self.others) >= MAX_MESSAGES \
+            else self.unlisted
+        return lines + ([f"… and {more:,} more"] if more > 0 else [])
 
 
 class ValidatorBug(ScenarioError):
