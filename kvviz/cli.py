@@ -15,7 +15,6 @@ from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .format import format_value
-from .io import atomic_write
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
@@ -123,34 +122,20 @@ def _outputs(args, result) -> list[tuple[str, str]]:
 
 
 def cmd_run(args) -> int:
-    from .export.raster import ExportError, render
     from .loading import load_scenario
+    from .outputs import check_target, write_run_outputs
 
     _check_figure_args(args)
+    rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
+    for path in [p for p, _ in rasters] + [args.svg, args.perfetto, args.json_out, args.csv and args.csv + "_"]:
+        if path:
+            check_target(path)  # before a long run
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [])
     result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
-    staged = []  # rasters go to temporary names first, renamed only when all succeeded
-    try:
-        for path, fmt in ((args.png, "png"), (args.pdf, "pdf")):
-            if path:
-                tmp = str(Path(path).with_name(f".{Path(path).name}.kvviz-tmp"))
-                render(svg, tmp, fmt, args.dpi)
-                staged.append((tmp, path))
-    except ExportError as e:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    for tmp, path in staged:
-        os.replace(tmp, path)
-        print(f"wrote {path}", file=sys.stderr)
-    for path, data in outputs:
-        if path:
-            atomic_write(path, data)
-            print(f"wrote {path}", file=sys.stderr)
+    write_run_outputs(rasters, svg, args.dpi, outputs)
     if args.json:
         print(result.to_json(indent=2))
     else:

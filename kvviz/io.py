@@ -2,7 +2,9 @@
 files go to memory where there is room, and what a killed process left there is removed."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -84,11 +86,15 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     the old file or the new one. An existing file keeps its permissions."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     try:
         mode = path.stat().st_mode & 0o777
     except OSError:
         mode = 0o666 & ~_umask()  # mkstemp makes 0600; a new file should read like any file
+    remove_stale_partials(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    lock = _lock(tmp)  # held while writing: a later save leaves a live partial alone
     try:
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
@@ -99,7 +105,45 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        if lock is not None:
+            os.close(lock)
     return path
+
+
+def partial_names(path: Path) -> re.Pattern:
+    """The temporary names a save of `path` writes beside it (atomic_write's `.NAME.xxxxxxxx`,
+    the CLI's rasters' `.NAME.kvviz-tmp`)."""
+    return re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|kvviz-tmp)")
+
+
+def remove_stale_partials(path: Path) -> list[str]:
+    """Remove what a killed save of `path` left beside it: a partial no live writer holds
+    (atomic_write locks its own while writing; a raster's is left to its renderer for
+    ORPHAN_AFTER_S). Returns the removed paths."""
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(path.parent) if partial_names(path).fullmatch(n)]
+    except OSError:
+        return removed
+    for name in names:
+        p = os.path.join(path.parent, name)
+        try:
+            if name.endswith(".kvviz-tmp") and time.time() - os.stat(p).st_mtime < ORPHAN_AFTER_S:
+                continue
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(p)
+            removed.append(p)
+        except OSError:  # a live save holds it, or it is not ours to remove
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def scratch_dir(nbytes: int) -> str | None:
