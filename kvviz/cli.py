@@ -15,7 +15,7 @@ from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .format import format_value
-from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
+from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -257,6 +257,9 @@ def cmd_replay(args) -> int:
     if args.capacity:  # their form, before a long read
         parse_size(args.capacity, "--capacity")
     if args.capacities:
+        if args.capacities.count(",") >= MAX_CAPACITIES:  # each is a replay of the whole trace
+            raise ScenarioError(f"at most {MAX_CAPACITIES:,} capacities (got {args.capacities.count(',') + 1:,})",
+                                "kvviz replay", "--capacities")
         parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
@@ -335,6 +338,19 @@ def _worker_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if not 1 <= n <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {n}")
+    return n
+
+
+MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
+
+
+def _bytes_per_token(text: str) -> int:
+    """A decimal whole number of bytes, as a scenario's sizes (no 0x10, no overflow past int64)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}")
+    n = int(text)
+    if not 1 <= n <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_BYTES:,} bytes, got {text}")
     return n
 
 
@@ -418,9 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--delimiter", metavar="C", help="CSV field separator: , tab space ; | (default: the most frequent of , tab ; | in line 1)")
     rp.add_argument("--header", choices=HEADER_CHOICES,
                     help="with --columns: is line 1 a header? (auto: if its time or size is not a number)")
-    rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
+    rp.add_argument("--kv-bytes-per-token", type=_bytes_per_token, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
                     help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
-    rp.add_argument("--workers", type=int, default=None, help="processes for the per-capacity runs (default: one per core)")
+    rp.add_argument("--workers", type=_worker_count, default=None,
+                    help=f"processes for the per-capacity runs, 1 to {MAX_WORKERS} (default: one per core)")
     rp.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                     help="where the per-capacity runs go: this computer (default; KVVIZ_EXECUTOR sets it) or a Dask "
                          "scheduler, whose workers each get the trace once (pip install 'kvviz[cluster]')")
