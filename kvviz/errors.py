@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 MAX_MESSAGES = 20  # problems listed for one input; the rest are counted ("… and N more")
+MAX_MESSAGE_CHARS = 400  # a message quoting a value (a trace's line) is cut here: one line, not a file
 
 
 class ScenarioError(Exception):
     """Bad input: names the file and the field path; the CLI prints it and exits 2."""
 
     def __init__(self, message: str, file: str | None = None, field: str | None = None):
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS] + "…"
+        message = " ".join(message.splitlines()) if "\n" in message else message
         self.message, self.file, self.field = message, file, field
         self.others: list[ScenarioError] = []  # further problems found in the same input
         self.unlisted = 0  # and how many more were found but not made into messages
