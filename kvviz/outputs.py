@@ -22,7 +22,14 @@ def output_error(path: str | Path, e: OSError) -> ScenarioError:
 
 def check_target(path: str | Path) -> None:
     """Refuse at once what cannot be written, before a run's outputs are rendered."""
-    p = Path(path)
+    try:
+        _check_target(Path(path))
+    except OSError as e:  # a name too long, a loop of links
+        raise output_error(path, e) from None
+
+
+def _check_target(p: Path) -> None:
+    path = str(p)
     if p.is_dir():
         raise ScenarioError("cannot write the file: it is a folder", str(path))
     parent = next((a for a in p.absolute().parents if a.exists()), None)
