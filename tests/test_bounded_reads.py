@@ -106,3 +106,13 @@ def test_a_zstd_bomb_is_refused_before_it_writes_past_the_cap(tmp_path, monkeypa
     assert main(["replay", str(bomb), "--capacity", "10", "--max-decompressed-ratio", "100000",
                  "--max-decompressed-gb", "0.01"]) == 2
     assert "10,000,000 bytes" in _err_lines(capsys)[0]
+
+
+def test_a_jsonl_trace_with_a_byte_order_mark_reads_like_one_without(tmp_path):
+    lines = ('{"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}\n'
+             '{"timestamp": 1, "input_length": 1024, "output_length": 4, "hash_ids": [1, 3]}\n').encode()
+    plain, bom = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    plain.write_bytes(lines)
+    bom.write_bytes(b"\xef\xbb\xbf" + lines)
+    a, b = read_trace(plain), read_trace(bom)
+    assert a.ids.tolist() == b.ids.tolist() and a.sizes.tolist() == b.sizes.tolist() and len(a) == 4
