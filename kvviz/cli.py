@@ -15,8 +15,7 @@ from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .format import format_value
-from .io import atomic_write
-from .limits import MAX_NS
+from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -123,34 +122,20 @@ def _outputs(args, result) -> list[tuple[str, str]]:
 
 
 def cmd_run(args) -> int:
-    from .export.raster import ExportError, render
     from .loading import load_scenario
+    from .outputs import check_target, write_run_outputs
 
     _check_figure_args(args)
+    rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
+    for path in [p for p, _ in rasters] + [args.svg, args.perfetto, args.json_out, args.csv and args.csv + "_"]:
+        if path:
+            check_target(path)  # before a long run
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [])
     result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
-    staged = []  # rasters go to temporary names first, renamed only when all succeeded
-    try:
-        for path, fmt in ((args.png, "png"), (args.pdf, "pdf")):
-            if path:
-                tmp = str(Path(path).with_name(f".{Path(path).name}.kvviz-tmp"))
-                render(svg, tmp, fmt, args.dpi)
-                staged.append((tmp, path))
-    except ExportError as e:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    for tmp, path in staged:
-        os.replace(tmp, path)
-        print(f"wrote {path}", file=sys.stderr)
-    for path, data in outputs:
-        if path:
-            atomic_write(path, data)
-            print(f"wrote {path}", file=sys.stderr)
+    write_run_outputs(rasters, svg, args.dpi, outputs)
     if args.json:
         print(result.to_json(indent=2))
     else:
@@ -272,11 +257,15 @@ def cmd_replay(args) -> int:
     if args.capacity:  # their form, before a long read
         parse_size(args.capacity, "--capacity")
     if args.capacities:
+        if args.capacities.count(",") >= MAX_CAPACITIES:  # each is a replay of the whole trace
+            raise ScenarioError(f"at most {MAX_CAPACITIES:,} capacities (got {args.capacities.count(',') + 1:,})",
+                                "kvviz replay", "--capacities")
         parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
     with cluster_executor(args.executor) as executor:  # connected before a long read
-        reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout)
+        reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout, args.max_decompressed_ratio,
+                          None if args.max_decompressed_gb is None else int(args.max_decompressed_gb * 1e9))
         caps = [parse_size(args.capacity, "--capacity", reqs.footprint)] if args.capacity else []
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
         skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
@@ -349,6 +338,19 @@ def _worker_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if not 1 <= n <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {n}")
+    return n
+
+
+MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
+
+
+def _bytes_per_token(text: str) -> int:
+    """A decimal whole number of bytes, as a scenario's sizes (no 0x10, no overflow past int64)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}")
+    n = int(text)
+    if not 1 <= n <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_BYTES:,} bytes, got {text}")
     return n
 
 
@@ -432,15 +434,20 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--delimiter", metavar="C", help="CSV field separator: , tab space ; | (default: the most frequent of , tab ; | in line 1)")
     rp.add_argument("--header", choices=HEADER_CHOICES,
                     help="with --columns: is line 1 a header? (auto: if its time or size is not a number)")
-    rp.add_argument("--kv-bytes-per-token", type=int, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
+    rp.add_argument("--kv-bytes-per-token", type=_bytes_per_token, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
                     help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
-    rp.add_argument("--workers", type=int, default=None, help="processes for the per-capacity runs (default: one per core)")
+    rp.add_argument("--workers", type=_worker_count, default=None,
+                    help=f"processes for the per-capacity runs, 1 to {MAX_WORKERS} (default: one per core)")
     rp.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                     help="where the per-capacity runs go: this computer (default; KVVIZ_EXECUTOR sets it) or a Dask "
                          "scheduler, whose workers each get the trace once (pip install 'kvviz[cluster]')")
     rp.add_argument("--sample-rate", default=None, metavar="R",
                     help="LRU curve from a SHARDS sample of rate R in (0, 1], e.g. 0.01: faster, an estimate "
                          "(its engine says so); default exact")
+    rp.add_argument("--max-decompressed-ratio", type=_positive_float, default=None, metavar="X",
+                    help=f"a .zst trace may expand to X times its size (default {MAX_DECOMPRESSED_RATIO})")
+    rp.add_argument("--max-decompressed-gb", type=_positive_float, default=None, metavar="GB",
+                    help=f"and to at most GB (default {MAX_DECOMPRESSED_BYTES / 1e9:g})")
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")

@@ -10,10 +10,13 @@ default. Results stream to `on_result(index, value)` as they arrive, and `on_res
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import platform
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
@@ -127,8 +130,8 @@ def open_executor(spec: str | None = None, workers: int | None = None,
         with local_pool(workers or pool_size()) as pool:
             yield pool
         return
-    with _dask_client(spec, timeout_s) as client:
-        yield client.get_executor()
+    with _dask_client(spec, timeout_s) as executor:
+        yield executor
 
 
 @contextmanager
@@ -149,36 +152,141 @@ def describe_executor(spec: str | None = None, timeout_s: float | None = None) -
     spec = (spec or default_spec()).strip()
     if spec == "local":
         return f"this computer: {pool_size()} worker processes"
-    with _dask_client(spec, timeout_s) as client:
-        n = len(client.scheduler_info().get("workers", {}))
+    with _dask_client(spec, timeout_s) as executor:
+        n = len(executor._client.scheduler_info().get("workers", {}))
     return f"{spec}: {n} worker{'s' * (n != 1)}, same kvviz, Python, numpy and pydantic"
+
+
+def connect_timeout_s() -> float:
+    """KVVIZ_CONNECT_TIMEOUT_S, or the default when it is unset or no positive number."""
+    try:
+        t = float(os.environ.get("KVVIZ_CONNECT_TIMEOUT_S", CONNECT_TIMEOUT_S))
+    except ValueError:
+        return CONNECT_TIMEOUT_S
+    return t if 0 < t <= 3600 else CONNECT_TIMEOUT_S
 
 
 @contextmanager
 def _dask_client(address: str, timeout_s: float | None):
-    if "://" not in address:
-        raise ScenarioError(f"unknown executor {address!r}: give local or a Dask scheduler address "
-                            f"such as tcp://10.0.0.5:8786", "--executor")
-    if timeout_s is None:
-        try:
-            timeout_s = float(os.environ.get("KVVIZ_CONNECT_TIMEOUT_S", CONNECT_TIMEOUT_S))
-        except ValueError:
-            timeout_s = CONNECT_TIMEOUT_S
+    """A connected, checked Client: the address parsed, the greeting read by us (tcp://), then
+    Dask's connect, handshake and the version check in a daemon thread, all within `timeout_s`.
+    A thread, because Dask bounds only its connect: one stuck later is left behind (daemon: it
+    never holds the process) rather than waited for. Failures while the caller works with the
+    cluster (the scheduler lost) become one ScenarioError naming how many results had arrived."""
+    from .dask_handshake import parse_address, probe
+    timeout_s = connect_timeout_s() if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    scheme, host, port = parse_address(address)
     try:
         import distributed
     except ImportError:
         raise ScenarioError(f"{address} is a Dask scheduler, and Dask is not installed: "
                             f"pip install 'kvviz[cluster]'", "--executor") from None
-    try:
-        client = distributed.Client(address, timeout=f"{timeout_s}s", set_as_default=False)
-    except (OSError, TimeoutError) as e:
-        raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
-                            f"({type(e).__name__}: {e})", "--executor") from None
+    if scheme == "tcp":
+        probe(address, host, port, deadline)
+    with _quiet_dask():
+        client = _bounded(lambda: _connect(distributed, address, deadline), address, deadline, timeout_s)
+        counted = _CountingExecutor(client)
+        try:
+            yield counted
+        except (ScenarioError, KeyboardInterrupt, GeneratorExit):
+            raise
+        except BaseException as e:
+            if isinstance(e, CancelledError) or getattr(client, "status", "running") != "running":
+                raise ScenarioError(f"lost the Dask scheduler at {address} mid-run ({type(e).__name__}): "
+                                    f"{counted.done} of {counted.submitted} tasks had returned their results, "
+                                    f"none written; the run can be repeated", "--executor") from None
+            raise
+        finally:
+            threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
+
+
+def _connect(distributed, address: str, deadline: float):
+    left = max(deadline - time.monotonic(), 0.1)
+    client = distributed.Client(address, timeout=f"{left}s", set_as_default=False)
     try:
         check_workers(client, address)
-        yield client
+    except BaseException:
+        _close_quietly(client)
+        raise
+    return client
+
+
+def _bounded(fn: Callable, address: str, deadline: float, timeout_s: float):
+    """fn() in a daemon thread, its result or its exception as a ScenarioError, by `deadline`."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="kvviz-dask-connect", daemon=True)
+    t.start()
+    t.join(max(deadline - time.monotonic(), 0))
+    if t.is_alive():
+        raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
+                            f"(it accepted the connection but did not finish Dask's handshake)", "--executor")
+    e = box.get("error")
+    if e is None:
+        return box["value"]
+    if isinstance(e, ScenarioError):
+        raise e
+    raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
+                        f"({type(e).__name__}: {_one_line(e)})", "--executor") from None
+
+
+def _one_line(e: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(e).split()) or "no message"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _close_quietly(client) -> None:
+    try:
+        client.close(timeout=2)
+    except BaseException:  # noqa: BLE001 - a lost scheduler cannot be told goodbye
+        pass
+
+
+@contextmanager
+def _quiet_dask():
+    """Dask logs its reconnect attempts and their tracebacks on stderr; kvviz says in one line
+    what went wrong, so they are silenced while a cluster is in use."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
     finally:
-        client.close()
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+class _CountingExecutor(Executor):
+    """The cluster's executor, counting the tasks sent and those whose results came back, so a
+    lost scheduler can say how far the run got."""
+
+    def __init__(self, client):
+        self._client = client  # share() scatters through it, as through distributed's own executor
+        self._inner = client.get_executor()
+        self.submitted = self.done = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = self._inner.submit(fn, *args, **kwargs)
+        self.submitted += 1
+        future.add_done_callback(self._arrived)
+        return future
+
+    def _arrived(self, future) -> None:
+        if not future.cancelled() and future.exception() is None:
+            with self._lock:
+                self.done += 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._inner.shutdown(wait=wait)
 
 
 def check_workers(client, address: str) -> None:

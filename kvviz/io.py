@@ -2,8 +2,11 @@
 files go to memory where there is room, and what a killed process left there is removed."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
@@ -11,16 +14,65 @@ from pathlib import Path
 from typing import Iterator
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
     """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is). A
-    byte-order mark, which some Windows editors write, is dropped."""
+    byte-order mark, which some Windows editors write, is dropped. At most `limit` bytes
+    (default: the cap limits.py names for `what`)."""
     from .errors import ScenarioError
+    data = read_capped(path, what, limit)
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"cannot read {what}: not UTF-8 text (byte {e.start})", str(path)) from None
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: str | Path, what: str = "file", limit: int | None = None):
+    """A binary file object for `path` if it is a regular file of at most `limit` bytes, else a
+    ScenarioError naming it. Opened without blocking, then checked on the open descriptor: a
+    FIFO, a device (/dev/zero) or a folder is refused at once, whatever the path's name says."""
+    from .errors import ScenarioError
+    from .limits import read_cap
+    limit = read_cap(what) if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise ScenarioError(f"{what} not found", str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"cannot read {what}: {e}", str(path)) from None
+    except OSError as e:
+        raise ScenarioError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
+    try:
+        st = os.fstat(fd)
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
+        if kind or not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(f"is {kind or 'not a regular file'}: kvviz reads a {what} only from a regular file",
+                                str(path))
+        if st.st_size > limit:
+            raise ScenarioError(f"{what} of {st.st_size:,} bytes: kvviz reads at most {limit:,}", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
+    """All bytes of a regular file of at most `limit` bytes (see open_regular); a file that grew
+    past the cap while being read is refused too."""
+    from .errors import ScenarioError
+    from .limits import read_cap
+    limit = read_cap(what) if limit is None else limit
+    with open_regular(path, what, limit) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise ScenarioError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
+    if len(data) > limit:
+        raise ScenarioError(f"{what} is longer than kvviz reads ({limit:,} bytes)", str(path))
+    return data
 
 
 def _umask() -> int:
@@ -34,11 +86,15 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     the old file or the new one. An existing file keeps its permissions."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     try:
         mode = path.stat().st_mode & 0o777
     except OSError:
         mode = 0o666 & ~_umask()  # mkstemp makes 0600; a new file should read like any file
+    remove_stale_partials(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    lock = _lock(tmp)  # held while writing: a later save leaves a live partial alone
     try:
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
@@ -49,7 +105,45 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        if lock is not None:
+            os.close(lock)
     return path
+
+
+def partial_names(path: Path) -> re.Pattern:
+    """The temporary names a save of `path` writes beside it (atomic_write's `.NAME.xxxxxxxx`,
+    the CLI's rasters' `.NAME.kvviz-tmp`)."""
+    return re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|kvviz-tmp)")
+
+
+def remove_stale_partials(path: Path) -> list[str]:
+    """Remove what a killed save of `path` left beside it: a partial no live writer holds
+    (atomic_write locks its own while writing; a raster's is left to its renderer for
+    ORPHAN_AFTER_S). Returns the removed paths."""
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(path.parent) if partial_names(path).fullmatch(n)]
+    except OSError:
+        return removed
+    for name in names:
+        p = os.path.join(path.parent, name)
+        try:
+            if name.endswith(".kvviz-tmp") and time.time() - os.stat(p).st_mtime < ORPHAN_AFTER_S:
+                continue
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(p)
+            removed.append(p)
+        except OSError:  # a live save holds it, or it is not ours to remove
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def scratch_dir(nbytes: int) -> str | None:

@@ -12,6 +12,25 @@ MAX_NS = 2 ** 62
 MAX_BYTES = 2 ** 62
 MAX_DEPTH = 32  # tables and arrays nested deeper than this are no scenario (and would recurse)
 
+# Inputs are read whole into memory: each kind has a cap, far above any real one, so a wrong
+# path (a disk image, a log) is refused in one line before it fills the memory (ours).
+MAX_SCENARIO_BYTES = 16 * 2 ** 20  # the bundled scenarios are under 20 KB
+MAX_TOKEN_FILE_BYTES = 1 * 2 ** 30  # token IDs as text: ~100M tokens
+MAX_TRACE_BYTES = 16 * 2 ** 30  # a 10M-request CSV is ~240 MB; the size guard sizes the run itself
+READ_CAPS = {"file": MAX_SCENARIO_BYTES, "scenario": MAX_SCENARIO_BYTES, "token file": MAX_TOKEN_FILE_BYTES,
+             "trace file": MAX_TRACE_BYTES, "trace": MAX_TRACE_BYTES}
+# A zstd trace stops decompressing at the smaller of these (kvviz replay --max-decompressed-ratio,
+# --max-decompressed-gb): libCacheSim's oracleGeneral traces compress 3-10x, text traces
+# rarely beyond 30x (ours); a zstd bomb (16 GiB from 512 KB, 32,768x) is refused.
+MAX_DECOMPRESSED_RATIO = 200
+MAX_DECOMPRESSED_BYTES = MAX_TRACE_BYTES
+
+
+def read_cap(what: str) -> int:
+    """How many bytes kvviz reads of an input of this kind (read_text's `what`)."""
+    return READ_CAPS.get(what, MAX_TRACE_BYTES)
+
+
 NS_PER = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 BYTES_PER = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
              "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}

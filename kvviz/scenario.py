@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .errors import ScenarioError, ValidatorBug
+from .errors import MAX_MESSAGES, ScenarioError, ValidatorBug
 from .format import format_value
 from .limits import unrepresentable
 from .metric_paths import COMPARISONS, finite_number
@@ -239,7 +239,7 @@ def loc_to_path(loc: tuple) -> str:
 
 def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
     problems: list[ScenarioError] = []
-    for e in err.errors(include_url=False):
+    for e in err.errors(include_url=False)[:MAX_MESSAGES]:
         path = loc_to_path(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         cause = (e.get("ctx") or {}).get("error")
@@ -252,11 +252,30 @@ def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
         elif e["type"] == "missing":
             msg = "required field is missing"
         elif "input" in e and not isinstance(e["input"], (dict, list)):
-            msg = f"{msg} (got {e['input']!r})"
+            msg = f"{msg} (got {_excerpt(e['input'])})"
         problems.append(ScenarioError(msg, file, path or "<top>"))
     first = problems[0]
     first.others = problems[1:]
+    first.unlisted = max(err.error_count() - len(problems), 0)
     return first
+
+
+def _excerpt(value, limit: int = 60) -> str:
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit]) + "…"
+    return text if len(text) <= limit + 10 else text[:limit] + "…"
+
+
+PRUNING_MAY_CAUSE = {"value_error", "assertion_error", "too_short", "missing"}
+
+
+def _pruned(data, keep: int):
+    """`data` with every array cut to its first `keep` items: validating it finds the first
+    problems of a huge array without pydantic listing (slowly) every one of a million."""
+    if isinstance(data, dict):
+        return {k: _pruned(v, keep) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_pruned(v, keep) for v in data[:keep]]
+    return data
 
 
 def relative_to_source(path: str, context: dict | None) -> Path:
@@ -284,6 +303,21 @@ def validate(model: type[BaseModel], data: dict, source: str):
         # integer may still fill a float field)
         return model.model_validate(data, strict=True, context={"source": source})
     except ValidationError as e:
+        if e.error_count() > MAX_MESSAGES:  # the first few messages, from the data's first items
+            try:
+                model.model_validate(_pruned(data, MAX_MESSAGES + 1), strict=True, context={"source": source})
+            except ValidationError as few:
+                # a cut array may break a whole-model rule the file keeps (its length): only
+                # problems of a value in itself (its type, its range) are the file's own
+                own = [x for x in few.errors(include_url=False) if x["type"] not in PRUNING_MAY_CAUSE]
+                if own:
+                    short = format_validation_error(ValidationError.from_exception_data(few.title, own), source)
+                    short.unlisted = e.error_count() - 1 - len(short.others)
+                    raise short from None
+            except (TypeError, KeyError, AttributeError, IndexError):
+                pass
+            raise ScenarioError(f"{e.error_count():,} values are invalid, all in arrays past their first "
+                                f"{MAX_MESSAGES + 1} items (a wrong type or range)", source) from None
         raise format_validation_error(e, source) from None
     except (TypeError, KeyError, AttributeError, IndexError) as e:  # a validator assumed a type
         raise ValidatorBug(f"this input is not of the shape the {data.get('kind')} model expects "

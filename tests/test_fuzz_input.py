@@ -42,3 +42,21 @@ def test_the_command_line_prints_one_error_line_for_them(tmp_path, text):
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) >= 1 and all(e.startswith("error: ") for e in err), p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("surface", ["trace", "flags", "output"])
+def test_a_fixed_sample_of_each_surface_runs_or_is_refused(surface, tmp_path):
+    """Issue 23: traces, flags and output paths; benchmarks/bench_fuzz_input.py draws thousands."""
+    import random
+
+    from .input_surfaces import SURFACES, run_case
+    rng = random.Random(23)
+    seen = set()
+    for i in range(12):
+        case_dir = tmp_path / str(i)
+        case_dir.mkdir()
+        argv = SURFACES[surface](rng, case_dir)
+        result = run_case(argv)
+        assert result in ("ran", "refused"), (argv, result)
+        seen.add(result)
+    assert seen == {"ran", "refused"} or surface != "output"  # the output sample reaches both ends

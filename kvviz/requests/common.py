@@ -9,17 +9,19 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ScenarioError
+from ..io import open_regular
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark (spreadsheets and Windows editors write one)
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The file's bytes (its first `limit`), or a ScenarioError naming it."""
-    try:
-        with open(path, "rb") as f:
+    """The file's bytes (its first `limit`), or a ScenarioError naming it. A trace must be a
+    regular file within kvviz.limits.MAX_TRACE_BYTES: a FIFO or a device is refused at once."""
+    with open_regular(path, "trace") as f:
+        try:
             return f.read(limit)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
+        except OSError as e:
+            raise ScenarioError(f"cannot read the trace: {e.strerror or e}", str(path)) from None
 
 
 def first_request_ids(values: np.ndarray) -> np.ndarray:

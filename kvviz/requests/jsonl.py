@@ -56,7 +56,7 @@ def first_record(path: Path):
     """The first non-blank line parsed as JSON, or None (unreadable, not JSON: the
     conversation-log reader reports such files as it always has)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             for line in f:
                 if line.strip():
                     return json.loads(line)

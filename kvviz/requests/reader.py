@@ -42,16 +42,18 @@ def detect_format(path: Path) -> str:
 
 
 def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
-               layout: CsvLayout | None = None) -> Requests:
+               layout: CsvLayout | None = None, max_ratio: float | None = None,
+               max_decompressed: int | None = None) -> Requests:
     """Any trace kvviz reads, by its content (or `fmt`); zstd-compressed ones (libCacheSim's
-    datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first."""
+    datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first, at most
+    `max_ratio` times their size and `max_decompressed` bytes (defaults: kvviz.limits)."""
     path = Path(path)
     if fmt not in FORMATS:
         raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
     says_csv = layout is not None and layout.says_csv
     if says_csv and fmt not in ("auto", "csv"):
         raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
-    with open_decompressed(path) as plain:
+    with open_decompressed(path, max_ratio, max_decompressed) as plain:
         kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
         try:
             if kind == "csv":

@@ -1,22 +1,26 @@
 """zstd-compressed traces (libCacheSim's public datasets ship as .oracleGeneral.zst): any format
 decompressed to a temporary file first, so every reader reads a plain file. A file cut short
-is refused, not read as a shorter trace."""
+is refused, not read as a shorter trace; decompression stops at a cap (a multiple of the
+compressed size and an absolute ceiling, kvviz.limits), refused before writing past it."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ScenarioError
-from ..io import scratch_tree
+from ..io import open_regular, scratch_tree
+from ..limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .common import read_bytes
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @contextmanager
-def open_decompressed(path: Path):
+def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int | None = None):
     """The path itself, or a temporary file holding its zstd-decompressed content (named as the
-    file without .zst, so the format is still told by name)."""
+    file without .zst, so the format is still told by name), at most the smaller of `max_ratio`
+    times the compressed size and `max_bytes` (defaults: kvviz.limits)."""
     if read_bytes(path, len(ZSTD_MAGIC)) != ZSTD_MAGIC:
         yield path
         return
@@ -27,9 +31,13 @@ def open_decompressed(path: Path):
                             str(path)) from None
     with scratch_tree(None) as d:  # on disk: the decompressed size is not known
         plain = Path(d) / (path.name[:-4] if path.name.lower().endswith(".zst") else path.name)
+        ratio = MAX_DECOMPRESSED_RATIO if max_ratio is None else max_ratio
+        ceiling = MAX_DECOMPRESSED_BYTES if max_bytes is None else max_bytes
         try:
-            with open(path, "rb") as src, open(plain, "wb") as dst:
-                _unzstd(zstandard, src, dst)
+            with open_regular(path, "trace") as src, open(plain, "wb") as dst:
+                size = os.fstat(src.fileno()).st_size
+                cap = int(min(ratio * size, ceiling))
+                _unzstd(zstandard, src, dst, cap, path, (ratio, ceiling))
         except zstandard.ZstdError as e:
             raise ScenarioError(f"not a readable zstd file: {e}", str(path)) from None
         except OSError as e:
@@ -37,14 +45,25 @@ def open_decompressed(path: Path):
         yield plain
 
 
-def _unzstd(zstandard, src, dst) -> None:
-    """Every frame of src into dst; a file cut short is an error, not a shorter trace."""
-    dobj, in_frame = None, False
-    for chunk in iter(lambda: src.read(1 << 22), b""):
+IN_CHUNK = 8 * 1024  # zstd expands at most ~32,768x (an RLE block), so one call's output is < 256 MiB
+
+
+def _unzstd(zstandard, src, dst, cap: int, path: Path, caps: tuple) -> None:
+    """Every frame of src into dst, at most `cap` bytes; a file cut short is an error, not a
+    shorter trace. Fed in small pieces, so what one call expands to is bounded too."""
+    dobj, in_frame, written = None, False, 0
+    for chunk in iter(lambda: src.read(IN_CHUNK), b""):
         while chunk:
             if dobj is None:
                 dobj = zstandard.ZstdDecompressor().decompressobj()
-            dst.write(dobj.decompress(chunk))
+            out = dobj.decompress(chunk)
+            if written + len(out) > cap:
+                ratio, ceiling = caps
+                raise ScenarioError(f"decompresses to more than {cap:,} bytes (the cap: {ratio:g}x its "
+                                    f"compressed size, at most {ceiling / 1e9:g} GB; kvviz replay "
+                                    "--max-decompressed-ratio and --max-decompressed-gb raise it)", str(path))
+            dst.write(out)
+            written += len(out)
             in_frame, chunk = not dobj.eof, b""
             if dobj.eof:  # a next frame may start in what this one left
                 chunk, dobj = dobj.unused_data, None

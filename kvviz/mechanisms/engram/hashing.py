@@ -83,11 +83,11 @@ def parse_token_file(path: str) -> list[list[int]]:
         if not line:
             continue
         row = []
-        for word in line.split():
+        for k, word in enumerate(line.split(), 1):
             try:
                 row.append(int(word))
-            except ValueError:
-                raise ValueError(f"{path}: line {lineno}: {word!r} is not a token ID (expected "
+            except ValueError:  # not quoted: a scenario may name any file, and must not show it
+                raise ValueError(f"{path}: line {lineno}: item {k} is not a token ID (expected "
                                  "integers separated by spaces or commas)") from None
         seqs.append(row)
     if not seqs:
