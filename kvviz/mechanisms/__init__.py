@@ -18,6 +18,7 @@ PACKAGES = (
     "engram",
     "ladder",
     "attention_store",
+    "prefix_cache",
 )
 
 

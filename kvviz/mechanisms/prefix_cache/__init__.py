@@ -1,0 +1,136 @@
+"""Block-level prefix caching over HBM, CXL, DRAM, SSD and a remote pool (issue 21), as the
+serving engines do it (vLLM's automatic prefix caching, SGLang's RadixAttention and HiCache,
+LMCache, Mooncake): requests carry chained block hashes, a hit is the longest resident prefix,
+and blocks move between an ordered list of tiers under named promotion, write, admission and
+eviction rules (engine.py says each).
+
+This is the untimed replay (`serving.timing = false`): hits, bytes and occupancy per tier, no
+serving times. Every listed eviction policy runs on the identical workload
+(`metrics.policies.<name>`); the Trace shows `trace_policy`'s run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ScenarioError
+from ...result import Result
+from ...size_guard import Estimate
+from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
+from .. import Mechanism
+from .engine import ceiling, prepare, replay
+from .metrics import run_metrics, tier_setup
+from .model import PrefixCacheScenario
+from .workload import GENERATOR_BLOCK_TOKENS, load
+
+# Above this many block lookups (block occurrences over all requests) a run is refused: each
+# costs about a microsecond and 200 bytes per run.
+MAX_LOOKUPS = 50_000_000
+BYTES_PER_LOOKUP, SECONDS_PER_LOOKUP_RUN = 200, 2e-6
+MAX_COUNTER_POINTS = 20_000  # occupancy samples per tier drawn (every k-th request beyond)
+REQUESTS_LANE = "requests · prefix hit or miss (untimed replay, at each arrival)"
+
+GENERATOR_FIELDS = ("seed", "requests", "session_rate_per_s", "system_prompts", "system_prompt_tokens",
+                    "system_zipf", "documents", "document_tokens", "document_share", "document_zipf",
+                    "multi_turn_share", "mean_turns", "user_tokens_mean", "output_tokens_mean", "think_time_s",
+                    "agent_share", "agent_steps_mean", "agent_step_tokens", "agent_gap_s", "tokens_sigma")
+
+
+def inactive(data: dict) -> dict[str, str]:
+    out = {}
+    w = data.get("workload")
+    if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
+        out = {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
+    else:
+        out["workload.max_requests"] = "not used: only a trace file is cut to its first requests"
+    c = data.get("cache")
+    if not (isinstance(c, dict) and c.get("admission") == "min_reuse"):
+        out["cache.min_reuse_count"] = "not used: only cache.admission = min_reuse reads it"
+    return out
+
+
+def _runs(sc: PrefixCacheScenario) -> int:
+    return len(sc.policies) + 1  # and the all-Belady reference of belady_gap (at most)
+
+
+def estimate(sc: PrefixCacheScenario) -> Estimate | None:
+    w = sc.workload
+    if w.trace_file:  # its size is known once read; simulate refuses too many lookups then
+        return None
+    tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
+    # a rough mean prompt: system prompt, a document for some, and a few turns of history
+    prompt = w.system_prompt_tokens + w.document_share * w.document_tokens + \
+        (w.multi_turn_share + w.agent_share) * w.mean_turns * (w.user_tokens_mean + w.output_tokens_mean)
+    lookups = w.requests * (prompt / tokens + 1)
+    return Estimate(lookups * BYTES_PER_LOOKUP, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN, "workload.requests")
+
+
+def simulate(sc: PrefixCacheScenario) -> Result:
+    blocks = load(sc)
+    if len(blocks.ids) > MAX_LOOKUPS:
+        raise ScenarioError(f"too large to simulate: {len(blocks.ids):,} block lookups (limit {MAX_LOOKUPS:,}); "
+                            f"set workload.max_requests or a larger workload.block_tokens",
+                            field="workload.trace_file" if sc.workload.trace_file else "workload.requests")
+    kv = sc.model.kv_bytes_per_token
+    block_bytes = blocks.block_tokens * kv
+    caps = [t.blocks(block_bytes) for t in sc.tiers]
+    for i, (t, c) in enumerate(zip(sc.tiers, caps)):
+        if c < 1:
+            raise ScenarioError(f"{t.capacity_gb:g} GB holds no block of {block_bytes / 1e6:.4g} MB "
+                                f"({blocks.block_tokens} tokens × {kv} B)", field=f"tiers[{i}].capacity_gb")
+    runs = {p: [p if t.eviction == "policy" else t.eviction for t in sc.tiers] for p in sc.policies}
+    reference = ["belady"] * len(sc.tiers)
+    used = {e for ev in runs.values() for e in ev} | {"belady"}
+    prep = prepare(blocks, used, sc.cache.admission)
+    c = sc.cache
+    shown = sc.shown_policy
+
+    def one(evictions, record=False):
+        return replay(prep, caps, evictions, c.promote == "move", c.write_policy == "through", c.admission,
+                      c.min_reuse_count, record=record)
+
+    outs = {p: one(ev, record=(p == shown)) for p, ev in runs.items()}
+    ref = next((outs[p] for p, ev in runs.items() if ev == reference), None) or one(reference)
+    names = [t.name for t in sc.tiers]
+    total_tokens = int(blocks.input_tokens.sum())
+    ref_rate = sum(ref.hit_tokens) / total_tokens if total_tokens else 0.0
+    policies = {p: run_metrics(o, names, blocks, block_bytes, ref_rate) for p, o in outs.items()}
+    hb, ht, hr = ceiling(prep)
+    R = len(blocks)
+    metrics = {
+        "trace_policy": shown,
+        "workload": {"source": blocks.source, "requests": R, "block_lookups": len(blocks.ids),
+                     "unique_blocks": int(len(np.unique(blocks.ids))), "input_tokens": total_tokens,
+                     "block_tokens": blocks.block_tokens, "kv_bytes_per_token": kv, "block_bytes": block_bytes},
+        "tiers": tier_setup(sc.tiers, caps, block_bytes),
+        "hit_rate_ceiling": ht / total_tokens if total_tokens else 0.0,
+        "block_hit_ceiling": hb / len(blocks.ids) if len(blocks.ids) else 0.0,
+        "request_hit_ceiling": hr / R if R else 0.0,
+        "belady_token_hit_rate": ref_rate,
+        "policies": policies,
+    }
+    trace = build_trace(blocks, outs[shown], names, block_bytes)
+    return Result(scenario=sc, trace=trace, metrics=metrics, events=len(blocks.ids) * (len(outs) + 1))
+
+
+def build_trace(blocks, out, names: list[str], block_bytes: int):
+    """Hit or miss per request on one lane, and each tier's occupancy (GB) after each request,
+    at the requests' arrival times (the replay has no serving times)."""
+    tb = TraceBuilder(item_name="block")
+    lane = tb.lane(REQUESTS_LANE, "requests")
+    t = np.rint(blocks.times_s * 1e9).astype(np.int64)
+    R = len(blocks)
+    inst = np.zeros(R, dtype=INSTANT_DTYPE)
+    inst["lane"], inst["t"], inst["ref"] = lane, t, np.arange(R)
+    inst["kind"] = np.where(out.hits > 0, INSTANT_KINDS.index("hit"), INSTANT_KINDS.index("miss"))
+    tb.add_block("instants", inst)
+    rows = np.arange(R) if R <= MAX_COUNTER_POINTS else \
+        np.unique(np.r_[np.linspace(0, R - 1, MAX_COUNTER_POINTS).astype(np.int64), R - 1])
+    for k, name in enumerate(names):
+        cid = tb.counter_id(f"{name} occupancy", "GB")
+        c = np.zeros(len(rows), dtype=COUNTER_DTYPE)
+        c["name"], c["t"], c["value"] = cid, t[rows], out.occupancy[rows, k] * (block_bytes / 1e9)
+        tb.add_block("counters", c)
+    return tb.build()
+
+
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive)

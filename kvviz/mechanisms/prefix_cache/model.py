@@ -1,0 +1,211 @@
+"""The `prefix_cache` scenario: a workload of requests with chained block hashes (a trace or the
+generator), the model's KV bytes per token, an ordered list of tiers, the cache's semantics, and
+the eviction policies compared on the identical workload.
+
+Sizes are GB (10^9 bytes), bandwidths GB/s, latencies µs.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ValidationInfo, field_validator, model_validator
+
+from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
+from ..attention_store.presets import PRESETS
+from .tiers import TIER_DEFAULTS, TIER_NAMES
+
+EVICTIONS = ("lru", "leaf_lru", "fifo", "belady")
+DEFAULT_PRESET = "llama-70b"
+
+
+class Workload(Section):
+    trace_file: str = param("", description="Mooncake or Qwen/Bailian JSONL request trace (hash_ids of chained "
+                                            "prompt blocks); empty = the generator below. A relative path is "
+                                            "taken from the scenario file's folder", file=True)
+
+    @field_validator("trace_file")
+    @classmethod
+    def _beside_the_scenario(cls, v: str, info: ValidationInfo) -> str:
+        if not v:
+            return v
+        p = relative_to_source(v, info.context)
+        if not p.is_file():
+            raise ValueError(f"trace file not found: {p}")
+        return str(p)
+
+    block_tokens: int = param(0, ge=0, le=1_000_000, unit="tokens",
+                              description="Tokens per cache block. 0 = the trace's own (Mooncake 512, Qwen/Bailian "
+                                          "16), or 16 for the generator (vLLM's default block size). With a trace, "
+                                          "a multiple of its own: m consecutive hash_ids make one block (the last "
+                                          "id of the group names it, the ids being chained)")
+    max_requests: int = param(0, ge=0, le=100_000_000, unit="requests",
+                              description="Read only the trace's first this many requests; 0 = all")
+    seed: int = param(1, ge=0, description="Seed of the generator (numpy Generator)")
+    requests: int = param(1000, ge=1, le=5_000_000, unit="requests", description="Requests generated")
+    session_rate_per_s: float = param(2.0, gt=0, le=1e6, unit="1/s",
+                                      description="Sessions starting per second (Poisson; ASSUMPTION, ours)")
+    system_prompts: int = param(8, ge=1, le=100_000, description="Distinct system prompts; each session uses "
+                                                                 "one, picked with Zipf popularity (system_zipf)")
+    system_prompt_tokens: int = param(1024, ge=0, le=1_000_000, unit="tokens",
+                                      description="Tokens of every system prompt (ASSUMPTION, ours)")
+    system_zipf: float = param(1.0, ge=0, le=5, description="Zipf exponent of system-prompt popularity "
+                                                            "(0 = uniform; ASSUMPTION, ours)")
+    documents: int = param(200, ge=1, le=10_000_000, description="Distinct documents sessions may carry after "
+                                                                 "the system prompt (shared across users)")
+    document_tokens: float = param(4000.0, gt=0, le=1e6, unit="tokens",
+                                   description="Mean document length (lognormal, tokens_sigma; fixed per document)")
+    document_share: float = param(0.4, ge=0, le=1, unit="share",
+                                  description="Share of sessions that carry a document")
+    document_zipf: float = param(1.1, ge=0, le=5, description="Zipf exponent of document popularity (0 = uniform; "
+                                                              "ASSUMPTION, ours)")
+    multi_turn_share: float = param(0.4, ge=0, le=1, unit="share",
+                                    description="Share of non-agent sessions that are multi-turn chats (the rest "
+                                                "ask once)")
+    mean_turns: float = param(4.0, ge=2, le=1000, unit="turns",
+                              description="Mean turns of a multi-turn chat (1 + geometric; ASSUMPTION, ours)")
+    user_tokens_mean: float = param(200.0, gt=0, le=1e6, unit="tokens",
+                                    description="Mean new user tokens per turn (lognormal)")
+    output_tokens_mean: float = param(300.0, gt=0, le=1e6, unit="tokens",
+                                      description="Mean reply tokens per turn (lognormal); the reply joins the "
+                                                  "next turn's prompt")
+    think_time_s: float = param(30.0, ge=0, le=1e6, unit="s",
+                                description="Mean gap between a chat's turns (exponential; ASSUMPTION, ours)")
+    agent_share: float = param(0.2, ge=0, le=1, unit="share",
+                               description="Share of sessions that are agent loops: each step re-sends the whole "
+                                           "growing context with the last reply and a tool result appended")
+    agent_steps_mean: float = param(8.0, ge=2, le=1000, unit="steps",
+                                    description="Mean steps of an agent loop (1 + geometric)")
+    agent_step_tokens: float = param(500.0, gt=0, le=1e6, unit="tokens",
+                                     description="Mean tool-result tokens appended per agent step (lognormal)")
+    agent_gap_s: float = param(2.0, ge=0, le=1e6, unit="s",
+                               description="Mean gap between an agent's steps (exponential; ASSUMPTION, ours)")
+    tokens_sigma: float = param(0.8, ge=0, le=4, description="Lognormal sigma of every generated length "
+                                                             "(ASSUMPTION, ours)")
+
+
+class Model(Section):
+    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
+        DEFAULT_PRESET, description="Model whose KV bytes per token size a block (attention_store's presets: "
+                                    "see kvviz/mechanisms/attention_store/presets.py for the sources)")
+    kv_bytes_per_token: int = param(ge=1, le=1 << 40, unit="B",
+                                    description="KV-cache bytes per token, all layers (the preset fills it)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_preset(cls, data):
+        if isinstance(data, dict):
+            preset = data.get("preset", DEFAULT_PRESET)
+            if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
+                data = {"kv_bytes_per_token": PRESETS[preset]["kv_bytes_per_token"], **data}
+        return data
+
+
+class Tier(Section):
+    name: Literal[TIER_NAMES] = param(description="hbm, cxl, dram, ssd or remote; tiers are listed top "
+                                                  "(nearest the GPU) to bottom in that order")
+    capacity_gb: float | None = param(None, ge=0, unit="GB",
+                                      description="Capacity for cached blocks (tiers.py names each default); "
+                                                  "give this or capacity_blocks")
+    capacity_blocks: int | None = param(None, ge=1, le=1 << 40, unit="blocks",
+                                        description="Capacity in blocks (instead of capacity_gb)")
+    read_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of reading one block "
+                                                                              "into HBM (timed engine, next)")
+    write_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of writing one block "
+                                                                               "here (timed engine, next)")
+    read_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Read bandwidth towards HBM")
+    write_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Write bandwidth into this tier")
+    eviction: Literal["policy", "lru", "leaf_lru", "fifo", "belady"] = param(
+        "policy", description="This tier's eviction; policy = the run's policy (each of `policies` in turn). "
+                              "lru, fifo; leaf_lru evicts only blocks with no child resident here, as a radix "
+                              "tree does; belady evicts the block used furthest in the future (offline bound)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_of_the_tier(cls, data):
+        # The tier's name supplies defaults (tiers.py); anything written in the file or by --set wins.
+        if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"] in TIER_DEFAULTS:
+            defaults = dict(TIER_DEFAULTS[data["name"]])
+            if data.get("capacity_blocks") is not None:
+                defaults.pop("capacity_gb")
+            data = {**defaults, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_capacity(self):
+        if self.capacity_gb is not None and self.capacity_blocks is not None:
+            raise FieldError("capacity_blocks", "give capacity_gb or capacity_blocks, not both")
+        if self.capacity_gb is None and self.capacity_blocks is None:
+            raise FieldError("capacity_gb", "give capacity_gb or capacity_blocks")
+        return self
+
+    def blocks(self, block_bytes: int) -> int:
+        """Capacity in whole blocks of `block_bytes`."""
+        return self.capacity_blocks if self.capacity_blocks is not None else int(self.capacity_gb * 1e9 // block_bytes)
+
+
+class Cache(Section):
+    promote: Literal["copy", "move"] = param(
+        "copy", description="A hit below HBM is brought up to HBM. copy: the lower copy stays (and is refreshed "
+                            "as used); move: it leaves the lower tier")
+    write_policy: Literal["back", "through"] = param(
+        "back", description="back: a block enters HBM only and goes down one tier when evicted, unless a lower "
+                            "tier holds it already (then it is dropped). through: a block entering HBM is "
+                            "written to every lower tier at once (one that holds it counts the write as a use); "
+                            "evictions drop it")
+    admission: Literal["always", "second_hit", "min_reuse"] = param(
+        "always", description="Which computed (missed) blocks enter the cache. always; second_hit: only a block "
+                              "some earlier request asked for (an unbounded history of ids: ASSUMPTION, ours); "
+                              "min_reuse: only a block the trace asks for at least min_reuse_count more times "
+                              "later (offline, clairvoyant like belady: a bound for admission filters)")
+    min_reuse_count: int = param(1, ge=1, le=1_000_000, description="admission = min_reuse: later requests a "
+                                                                    "block needs to be admitted")
+    partial_block: bool = param(
+        False, description="false: a prompt's last, partial block is never cached nor looked up (as vLLM); "
+                           "true: every hash id counts, the last too (as `kvviz replay --prefix`)")
+
+
+class Serving(Section):
+    timing: bool = param(False, description="false: replay the requests in time order for hits only (no "
+                                            "serving times). true: the timed engine (not built yet)")
+
+
+class PrefixCacheScenario(ScenarioBase):
+    kind: Literal["prefix_cache"]
+    policies: list[str] = param(["lru"], min_length=1,
+                                description=f"Eviction policies compared on the same workload, each a run "
+                                            f"applied to every tier whose eviction is `policy` (of: "
+                                            f"{', '.join(EVICTIONS)})")
+    trace_policy: str = param("", description="Whose run the timeline shows (one of `policies`; empty = the "
+                                              "first)")
+    workload: Workload = Workload()
+    model: Model = Model()
+    tiers: list[Tier] = param([Tier(name="hbm"), Tier(name="dram"), Tier(name="ssd")], min_length=1, max_length=5,
+                              description="The tiers, top (HBM side) to bottom, any subset of hbm, cxl, dram, "
+                                          "ssd, remote in that order")
+    cache: Cache = Cache()
+    serving: Serving = Serving()
+
+    @model_validator(mode="after")
+    def _check(self):
+        for i, p in enumerate(self.policies):
+            if p not in EVICTIONS:
+                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(EVICTIONS)})")
+            if p in self.policies[:i]:
+                raise FieldError(f"policies[{i}]", f"policy {p!r} is listed twice")
+        if self.trace_policy and self.trace_policy not in self.policies:
+            raise FieldError("trace_policy", f"{self.trace_policy!r} is not one of policies "
+                                             f"({', '.join(self.policies)})")
+        ranks = [TIER_NAMES.index(t.name) for t in self.tiers]
+        for i in range(1, len(ranks)):
+            if ranks[i] <= ranks[i - 1]:
+                what = "is listed twice" if ranks[i] == ranks[i - 1] else f"cannot sit below {self.tiers[i - 1].name}"
+                raise FieldError(f"tiers[{i}].name", f"{self.tiers[i].name} {what} (order, top to bottom: "
+                                                     f"{', '.join(TIER_NAMES)})")
+        if self.serving.timing:
+            raise FieldError("serving.timing", "the timed engine is not built yet (issue 21): set "
+                                               "serving.timing = false for the untimed replay")
+        return self
+
+    @property
+    def shown_policy(self) -> str:
+        return self.trace_policy or self.policies[0]
