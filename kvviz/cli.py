@@ -21,6 +21,7 @@ from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
+from .runs import DiskCache
 from .simulation import check_run_size, simulate
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
@@ -63,12 +64,16 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def _simulate(sc, file: str, max_memory_gb: float | None = None):
+def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
     try:
         est = check_run_size(sc, max_memory_gb)
         if est is not None and est.seconds >= 10:  # a long run says so before it starts
             print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
-        return simulate(sc, max_memory_gb)
+        try:
+            cache = DiskCache(cache_dir) if cache_dir else None
+        except OSError as e:
+            raise ScenarioError(f"--cache {cache_dir}: {e.strerror or e}") from None
+        return simulate(sc, max_memory_gb, cache=cache)
     except ScenarioError as e:  # refusals from the mechanism name the file too
         e.file = e.file or file
         raise
@@ -129,7 +134,7 @@ def cmd_run(args) -> int:
     _check_figure_args(args)
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [])
-    result = _simulate(sc, file, args.max_memory_gb)
+    result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
     staged = []  # rasters go to temporary names first, renamed only when all succeeded
@@ -388,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
     fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
     memory_arg(r)
+    r.add_argument("--cache", metavar="DIR", default=None,
+                   help="keep each independent part of the run (AttentionStore: one per policy) in DIR, keyed by "
+                        "the inputs it reads and kvviz's code, and reuse those an edit left unchanged (off by default)")
     r.set_defaults(fn=cmd_run)
 
     w = sub.add_parser("sweep", help="run a scenario over a grid of parameter values")
