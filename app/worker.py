@@ -55,7 +55,7 @@ def _child(conn):
             check_run_size(scenario)
             with representable():
                 run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
-                          lambda name, out: conn.send((request, "part", (name, out), time.perf_counter() - t)))
+                          lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)))
         except ScenarioError as e:  # the field too, so the window can mark it where it is edited
             conn.send((request, "error", (str(e), e.field or "", e.message), 0.0))
         except Exception as e:  # a bug: say so in one line; the details go to the terminal

@@ -21,7 +21,7 @@ from .workload_figures import workload_figures
 
 # Fields that say which parts exist rather than what one computes: each run's key names its own
 # policy, truncation mode and whether it records the trace instead.
-PLAN_FIELDS = ("policies", "trace_policy", "compare_truncation", "serving.truncation")
+PLAN_FIELDS = ("policies", "trace_policy", "serving.compare_truncation", "serving.truncation")
 # Read only by the recorded run (which prefill iteration it draws layer by layer) and by the
 # combine step (the formulas' S_buf turn), never by a run that records no trace.
 RECORDED_ONLY = ("serving.detail_job",)
