@@ -86,7 +86,8 @@ class _Job:
     def __init__(self, request: int, scenario, plan, outputs: dict):
         self.request, self.scenario, self.plan, self.outputs = request, scenario, plan, outputs
         self.reused = len(outputs)  # parts taken from memory, not run
-        self.delivered = False      # the whole Result has been emitted
+        self.delivered = False      # the whole Result has been emitted (or the run cancelled)
+        self.shown = 0              # parts in the last partial Result emitted
 
     def missing(self) -> list[str]:
         return [p.name for p in self.plan.parts if p.name not in self.outputs]
@@ -186,6 +187,11 @@ class SimulationRunner(QObject):
             self._start()
             self._running = 0
             self.busy_changed.emit(False)
+            job = self._job
+            if job is not None:
+                job.delivered = True  # what it sent before it stopped is kept, never shown
+            if job is not None and job.plan is not None and job.shown:  # say what the views now show
+                self.failed.emit(f"cancelled: the {job.shown} of {len(job.plan.parts)} parts that had ended are shown")
 
     def busy(self) -> bool:
         return bool(self._running)
@@ -197,15 +203,18 @@ class SimulationRunner(QObject):
 
     def _on_arrived(self, request: int, status: str, payload, secs: float):
         job = self._job if self._job is not None and self._job.request == request else None
-        if status == "part" and job is not None and not job.delivered:
+        if status == "part" and job is not None:
             name, output = payload
             job.outputs[name] = output
-            keep(self.kept, job.plan, job.plan.part(name), output)
+            keep(self.kept, job.plan, job.plan.part(name), output)  # kept even if cancelled: it is valid
+            if job.delivered:
+                return
             if job.missing():
                 self._combine(job, partial=True)
                 return
             status = "done"  # the last part: the run is whole
-        if request != self._latest or status == "part" or (job is not None and job.delivered):
+        if request != self._latest or status == "part" or (job is not None and job.delivered) \
+                or (status == "done" and job is None):
             return
         if status == "done" and job.missing():  # the child ended without them: a bug
             status, payload = "error", ("internal error: runs missing: " + ", ".join(job.missing()), "", "")
@@ -237,6 +246,7 @@ class SimulationRunner(QObject):
                 result = job.plan.combine(job.scenario, job.outputs)
                 if result is None or partial:
                     if result is not None:
+                        job.shown = len(job.outputs)
                         self.partial.emit(result, len(job.outputs), len(job.plan.parts))
                     return None
                 return with_checks(result)

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
+from .errors import ScenarioError
 from .executor import map_indexed
 
 # ScenarioBase's fields no simulation reads: titles, and the checks and claims held against the
@@ -192,6 +193,14 @@ class DiskCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def disk_cache(folder: str | None) -> DiskCache | None:
+    """`--cache DIR`: the folder (made if need be), or None without the flag."""
+    try:
+        return DiskCache(folder) if folder else None
+    except OSError as e:
+        raise ScenarioError(f"--cache {folder}: {e.strerror or e}") from None
 
 
 def lookup(cache, part: Part):

@@ -50,3 +50,11 @@ def test_a_display_only_edit_runs_nothing_and_a_one_policy_edit_runs_one(window,
     runner.submit(load_scenario(FLAGSHIP, [*base, "store.lookahead_horizon_s=900", "serving.detail_job=4"]))
     wait_new_result(qtbot, window, r2)
     assert runner.parts_run == count + 3  # only the recorded run draws the picked job
+
+
+def test_cancel_after_a_partial_says_what_is_shown(window, qtbot):
+    sc = load_scenario(FLAGSHIP, ["workload.conversations=400"])
+    with qtbot.waitSignal(window.runner.partial, timeout=60_000):
+        window.runner.submit(sc)
+    window.runner.cancel()
+    assert not window.runner.busy() and window.status.text().startswith("⚠ cancelled: the ")

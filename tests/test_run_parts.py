@@ -229,3 +229,17 @@ def test_memory_cache_drops_the_least_recently_used_beyond_its_bound():
     c.get("a")
     c.put("d", np.zeros(100_000))
     assert "a" in c and "b" not in c and "d" in c and c.bytes <= c.max_bytes
+
+
+def test_a_sweep_with_a_disk_cache_runs_each_part_once(tmp_path, capsys):
+    """Three look-ahead horizons: lru's recorded run and the workload are the same at each point."""
+    args = ["sweep", str(FLAGSHIP), "--param", "store.lookahead_horizon_s", "--values", "60,600,6000",
+            "--metric", "policies.scheduler_aware.hit_rate", "--json", "--workers", "1",
+            *(a for s in [*PRESSED, "serving.compare_truncation=false", "trace_policy=lru",
+                          'policies=["lru","scheduler_aware"]'] if not s.startswith("store.lookahead_h")
+              for a in ("--set", s))]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    assert main([*args, "--cache", str(tmp_path)]) == 0 and capsys.readouterr().out == plain
+    # the workload, lru recorded (and its metrics as the unrecorded run), scheduler_aware × 3
+    assert len(list(tmp_path.glob("*.pkl"))) == 1 + 2 + 3
