@@ -3,6 +3,11 @@
 A child process, not a thread, because a pure-Python simulation cannot be interrupted:
 Cancel (or a newer edit while a run is still going) terminates the child and starts a fresh
 one. Graphics items are never touched here: the window builds them when `finished` arrives.
+
+A run made of independent parts (Mechanism.plan: AttentionStore's policies) comes back part by
+part: this side keeps each part's output (by its key: the inputs it reads) in memory, combines
+what has arrived into a partial Result (`partial`) and the last into the final one (`finished`),
+and sends the child only the parts it does not already hold, so an edit re-runs what it changed.
 """
 from __future__ import annotations
 
@@ -13,9 +18,17 @@ import threading
 import time
 import traceback
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from kvviz.mechanisms import mechanisms
+from kvviz.runs import MemoryCache, keep
+from kvviz.size_guard import DEFAULT_MAX_MEMORY_GB
 
 from .gui_gc import collect_on_gui_thread
+
+# Parts kept for reuse: at most a quarter of the size guard's limit for one run (the flagship's
+# recorded run, its trace included, measures about 22 MB).
+KEEP_BYTES = DEFAULT_MAX_MEMORY_GB * 1e9 / 4
 
 
 def _child(conn):
@@ -26,21 +39,32 @@ def _child(conn):
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # its own process group: stopping it stops the pool it may start too
     from kvviz import ScenarioError, simulate
+    from kvviz.runs import run_parts
+    from kvviz.simulation import check_run_size, representable
     while True:
         try:
-            request, scenario = conn.recv()
+            request, scenario, parts = conn.recv()
         except (EOFError, OSError):
             return
         t = time.perf_counter()
         try:
-            result = simulate(scenario)
-            conn.send((request, "ok", result, time.perf_counter() - t))
+            if parts is None:  # one piece
+                result = simulate(scenario)
+                conn.send((request, "ok", result, time.perf_counter() - t))
+                continue
+            check_run_size(scenario)
+            with representable():
+                run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
+                          lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)))
         except ScenarioError as e:  # the field too, so the window can mark it where it is edited
             conn.send((request, "error", (str(e), e.field or "", e.message), 0.0))
         except Exception as e:  # a bug: say so in one line; the details go to the terminal
             traceback.print_exc()
             text = f"internal error while simulating: {e!r}"
             conn.send((request, "error", (text, "", text), 0.0))
+        else:
+            if parts is not None:
+                conn.send((request, "done", None, time.perf_counter() - t))
 
 
 def _context():
@@ -56,10 +80,24 @@ def _context():
     return ctx
 
 
+class _Job:
+    """The newest request: its scenario, its plan (None: one piece) and the parts' outputs so far."""
+
+    def __init__(self, request: int, scenario, plan, outputs: dict):
+        self.request, self.scenario, self.plan, self.outputs = request, scenario, plan, outputs
+        self.reused = len(outputs)  # parts taken from memory, not run
+        self.delivered = False      # the whole Result has been emitted (or the run cancelled)
+        self.shown = 0              # parts in the last partial Result emitted
+
+    def missing(self) -> list[str]:
+        return [p.name for p in self.plan.parts if p.name not in self.outputs]
+
+
 class SimulationRunner(QObject):
     """One run at a time; only the newest request's result is delivered."""
 
     finished = Signal(object)   # Result
+    partial = Signal(object, int, int)  # a Result of some parts, (parts done, parts in all)
     failed = Signal(str)
     refused = Signal(str, str)  # (field path, message): the simulation refused a field's value
     busy_changed = Signal(bool)
@@ -72,6 +110,10 @@ class SimulationRunner(QObject):
         self._running = 0           # request id in the child, 0 when idle
         self._proc = self._conn = self._reader = None
         self.last_seconds = 0.0     # simulate() time of the last delivered run
+        self.kept = MemoryCache(KEEP_BYTES)  # parts' outputs by key
+        self.parts_run = 0          # parts sent to the child to run, ever (tests count them)
+        self.last_reused = 0        # parts of the last delivered run taken from `kept`
+        self._job: _Job | None = None
         self._arrived.connect(self._on_arrived)
         collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
         self._start()
@@ -108,13 +150,34 @@ class SimulationRunner(QObject):
         self._reader.join(5)
         self._proc = self._conn = self._reader = None
 
+    def _plan(self, scenario):
+        """The scenario's plan and the outputs already kept for it, or (None, {})."""
+        make = mechanisms()[scenario.kind].plan
+        if make is None:
+            return None, {}
+        try:
+            plan = make(scenario)
+        except OSError:  # a trace file that went away: the child says so in one line
+            return None, {}
+        outputs = {p.name: out for p in plan.parts if (out := self.kept.get(p.key)) is not None}
+        return plan, outputs
+
     def submit(self, scenario) -> int:
         self._latest += 1
         if self._running:  # a stale run is in progress: stop it rather than wait for it
             self._stop_child()
             self._start()
+            self._running = 0
+        plan, outputs = self._plan(scenario)
+        job = self._job = _Job(self._latest, scenario, plan, outputs)
+        missing = job.missing() if plan is not None else None
+        if missing == []:  # every part kept: combined here, delivered as a run would be
+            request = self._latest
+            QTimer.singleShot(0, self, lambda: self._on_arrived(request, "done", None, 0.0))
+            return request
         self._running = self._latest
-        self._conn.send((self._latest, scenario))
+        self.parts_run += len(missing or ())
+        self._conn.send((self._latest, scenario, missing))
         self.busy_changed.emit(True)
         return self._latest
 
@@ -127,6 +190,11 @@ class SimulationRunner(QObject):
             # thread: a new id makes _on_arrived drop it (a cancelled run never arrives)
             self._latest += 1
             self.busy_changed.emit(False)
+            job = self._job
+            if job is not None:
+                job.delivered = True  # what it sent before it stopped is kept, never shown
+            if job is not None and job.plan is not None and job.shown:  # say what the views now show
+                self.failed.emit(f"cancelled: the {job.shown} of {len(job.plan.parts)} parts that had ended are shown")
 
     def busy(self) -> bool:
         return bool(self._running)
@@ -137,10 +205,32 @@ class SimulationRunner(QObject):
         self._stop_child()
 
     def _on_arrived(self, request: int, status: str, payload, secs: float):
-        if request != self._latest:
+        job = self._job if self._job is not None and self._job.request == request else None
+        if status == "part" and job is not None:
+            name, output = payload
+            job.outputs[name] = output
+            keep(self.kept, job.plan, job.plan.part(name), output)  # kept even if cancelled: it is valid
+            if job.delivered:
+                return
+            if job.missing():
+                self._combine(job, partial=True)
+                return
+            status = "done"  # the last part: the run is whole
+        if request != self._latest or status == "part" or (job is not None and job.delivered) \
+                or (status == "done" and job is None):
             return
-        self._running = 0
-        self.busy_changed.emit(False)
+        if status == "done" and job.missing():  # the child ended without them: a bug
+            status, payload = "error", ("internal error: runs missing: " + ", ".join(job.missing()), "", "")
+        if status == "done":
+            result = self._combine(job, partial=False)
+            if result is None:
+                return
+            job.delivered = True
+            status, payload = "ok", result
+        self.last_reused = job.reused if job is not None else 0
+        if self._running:
+            self._running = 0
+            self.busy_changed.emit(False)
         if status == "ok":
             self.last_seconds = secs
             self.finished.emit(payload)
@@ -149,3 +239,25 @@ class SimulationRunner(QObject):
             self.failed.emit(text)
             if field:
                 self.refused.emit(field, message)
+
+    def _combine(self, job: _Job, partial: bool):
+        """The parts so far as a Result: `partial` emitted (when the parts combine can do
+        without are missing) or returned whole, its checks evaluated; None on failure."""
+        from kvviz.simulation import representable, with_checks
+        try:
+            with representable():
+                result = job.plan.combine(job.scenario, job.outputs)
+                if result is None or partial:
+                    if result is not None:
+                        job.shown = len(job.outputs)
+                        self.partial.emit(result, len(job.outputs), len(job.plan.parts))
+                    return None
+                return with_checks(result)
+        except Exception as e:  # a bug: one line here, the details in the terminal
+            traceback.print_exc()
+            job.delivered = True
+            if self._running:
+                self._running = 0
+                self.busy_changed.emit(False)
+            self.failed.emit(f"internal error while combining the runs: {e!r}")
+            return None

@@ -20,6 +20,7 @@ from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
+from .runs import disk_cache
 from .simulation import check_run_size, simulate
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
@@ -62,12 +63,12 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def _simulate(sc, file: str, max_memory_gb: float | None = None):
+def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
     try:
         est = check_run_size(sc, max_memory_gb)
         if est is not None and est.seconds >= 10:  # a long run says so before it starts
             print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
-        return simulate(sc, max_memory_gb)
+        return simulate(sc, max_memory_gb, cache=disk_cache(cache_dir))
     except ScenarioError as e:  # refusals from the mechanism name the file too
         e.file = e.file or file
         raise
@@ -132,7 +133,7 @@ def cmd_run(args) -> int:
             check_target(path)  # before a long run
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [])
-    result = _simulate(sc, file, args.max_memory_gb)
+    result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
     write_run_outputs(rasters, svg, args.dpi, outputs)
@@ -181,7 +182,7 @@ def cmd_sweep(args) -> int:
         data = apply_override(data, assignment)
     axes = [Axis(p, parse_values(v, f"--values {v}")) for p, v in zip(args.param, args.values)]
     res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress(),
-                    executor=args.executor, max_memory_gb=args.max_memory_gb)
+                    executor=args.executor, max_memory_gb=args.max_memory_gb, cache=disk_cache(args.cache))
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     elif args.csv:
@@ -374,6 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--max-memory-gb", type=_positive_float, default=None, metavar="GB",
                         help=f"refuse a run estimated to need more memory (default {DEFAULT_MAX_MEMORY_GB:g})")
 
+    def cache_arg(sp):
+        sp.add_argument("--cache", metavar="DIR", help="keep each independent part of a run (AttentionStore: "
+                        "one per policy) in DIR, and reuse those whose inputs did not change (default: off)")
+
     r = sub.add_parser("run", help="simulate a scenario and print its metrics")
     scenario_args(r)
     r.add_argument("--json", action="store_true", help="print {kind, name, metrics} as JSON")
@@ -390,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
     fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
     memory_arg(r)
+    cache_arg(r)
     r.set_defaults(fn=cmd_run)
 
     w = sub.add_parser("sweep", help="run a scenario over a grid of parameter values")
@@ -410,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the runs go: this computer's processes (default; KVVIZ_EXECUTOR sets it) or a "
                         "Dask scheduler (pip install 'kvviz[cluster]')")
     memory_arg(w)
+    cache_arg(w)
     w.set_defaults(fn=cmd_sweep)
 
     rp = sub.add_parser("replay", help="replay a request trace through one cache tier (libCacheSim where installed)")

@@ -2,12 +2,15 @@
 and its `[[expect]]` checks evaluated on the metrics."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from .checks import evaluate
 from .errors import ScenarioError
 from .mechanisms import mechanisms
 from .result import Result
+from .runs import complete
 from .size_guard import Estimate, check_size
 
 
@@ -17,22 +20,39 @@ def check_run_size(scenario, max_memory_gb: float | None = None) -> Estimate | N
     return check_size(mechanisms()[scenario.kind].estimate(scenario), max_memory_gb)
 
 
-def simulate(scenario, max_memory_gb: float | None = None) -> Result:
-    """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
-    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`.
-    A run estimated to need more memory than `max_memory_gb` (default: kvviz.size_guard's
-    limit) is refused before it starts."""
-    check_run_size(scenario, max_memory_gb)
+@contextmanager
+def representable():
+    """Numpy overflow and invalid casts (a float beyond int64 cast to ns) raise instead of
+    warning and going on with garbage, and reach the user as one ScenarioError."""
     try:
-        # numpy overflow and invalid casts (a float beyond int64 cast to ns) raise instead of
-        # warning and going on with garbage
         with np.errstate(over="raise", invalid="raise"):
-            result = mechanisms()[scenario.kind].simulate(scenario)
+            yield
     except (OverflowError, ZeroDivisionError, FloatingPointError) as e:
         # validation bounds each value (kvviz.limits); values can still combine past int64 ns
         raise ScenarioError(f"the values combine beyond what the simulation can represent ({e}); "
                             "look for a time, size or count far too large or too small") from None
-    expect = getattr(scenario, "expect", ())
+
+
+def simulate(scenario, max_memory_gb: float | None = None, cache=None, ran: list | None = None) -> Result:
+    """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
+    `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`.
+    A run estimated to need more memory than `max_memory_gb` (default: kvviz.size_guard's
+    limit) is refused before it starts. `cache` (kvviz.runs.MemoryCache or DiskCache) keeps the
+    parts of a run made of parts (Mechanism.plan) and reuses those whose inputs are unchanged;
+    `ran`, if given, gets the names of the parts that ran."""
+    check_run_size(scenario, max_memory_gb)
+    record = mechanisms()[scenario.kind]
+    with representable():
+        if record.plan is not None and (cache is not None or ran is not None):
+            result = complete(record.plan(scenario), scenario, cache, ran)
+        else:
+            result = record.simulate(scenario)
+    return with_checks(result)
+
+
+def with_checks(result: Result) -> Result:
+    """`result` with its scenario's `[[expect]]` checks evaluated under `metrics.checks`."""
+    expect = getattr(result.scenario, "expect", ())
     if not expect:
         return result
     metrics = result.metrics_dict()

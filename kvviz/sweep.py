@@ -199,8 +199,8 @@ def _pick(metrics: dict, metric: str | tuple, series: tuple[str, ...]) -> Any:
 def _run_chunk(task) -> list:
     """A worker's task: [(grid index, value)] for grid points start..stop-1, each built and
     validated here (in the worker: the parent only hands out index ranges)."""
-    point, metric, series, max_memory_gb, start, stop = task
-    return [(i, _pick(simulate(point(i), max_memory_gb).metrics_dict(), metric, series)) for i in range(start, stop)]
+    point, metric, series, opts, start, stop = task
+    return [(i, _pick(simulate(point(i), *opts).metrics_dict(), metric, series)) for i in range(start, stop)]
 
 
 def _short_names(paths: list[str]) -> tuple[str, ...]:
@@ -215,10 +215,12 @@ def _short_names(paths: list[str]) -> tuple[str, ...]:
 def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str = "<sweep>",
               workers: int | None = None, progress: Callable[[int, int], None] | None = None,
               executor: str | None = None, on_result: Callable[[int, Any], None] | None = None,
-              max_memory_gb: float | None = None) -> SweepResult:
+              max_memory_gb: float | None = None, cache=None) -> SweepResult:
     """`progress(done, total)` may raise to cancel: queued work is dropped at once and local
     workers stopped (runs already on a cluster finish there, their results unused).
-    `metric`: one path, or a list of several (one --param axis; a series per metric)."""
+    `metric`: one path, or a list of several (one --param axis; a series per metric).
+    `cache`: a kvviz.runs.DiskCache the runs' parts are kept in and reused from (a folder on
+    each worker's machine)."""
     if not axes:
         raise ScenarioError("give at least one --param axis", source, "--param")
     several: tuple[str, ...] = ()
@@ -242,7 +244,8 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
     point = partial(grid_point, base, axes_t, source=source, max_memory_gb=max_memory_gb)
     # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
     t0 = time.perf_counter()
-    first = simulate(point(0), max_memory_gb).metrics_dict()
+    opts = (max_memory_gb, cache)  # simulate's arguments after the scenario
+    first = simulate(point(0), *opts).metrics_dict()
     t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
     if several:
@@ -282,13 +285,13 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
         for i in range(1, n):
-            got(*_run_chunk((point, metric, series, max_memory_gb, i, i + 1))[0])
+            got(*_run_chunk((point, metric, series, opts, i, i + 1))[0])
     elif n > 1:
-        _stream(point, metric, series, max_memory_gb, n, t_first, spec, min(workers, n - 1), got)
+        _stream(point, metric, series, opts, n, t_first, spec, min(workers, n - 1), got)
     return SweepResult(axes_t, label, shaped(axes_t, flat), series, several)
 
 
-def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got):
+def _stream(point, metric, series, opts, n, t_first, spec, workers, got):
     """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
     window of tasks in flight, results handed to `got`."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -308,7 +311,7 @@ def _stream(point, metric, series, max_memory_gb, n, t_first, spec, workers, got
                     start = next(starts, None)
                     if start is None:
                         break
-                    pending.add(pool.submit(_run_chunk, (point, metric, series, max_memory_gb, start,
+                    pending.add(pool.submit(_run_chunk, (point, metric, series, opts, start,
                                                          min(start + per_task, n))))
                 if not pending:
                     return

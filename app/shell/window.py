@@ -96,6 +96,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
 
         self.runner = SimulationRunner(self)
         self.runner.finished.connect(self._show)
+        self.runner.partial.connect(self._show_partial)
         self.runner.failed.connect(self._fail)
         self.runner.refused.connect(self._run_refused)
         self.runner.busy_changed.connect(self._busy)
@@ -229,8 +230,15 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self.progress.show()
             self.cancel_btn.show()
 
-    def _show(self, result):
-        self.result = result
+    def _show_partial(self, result, done: int, total: int):
+        """Some of a run's parts have ended (the recorded one always): the tabs draw what has
+        arrived; `self.result` stays the last whole run (exports, Compare's pin) until it ends."""
+        self._show(result, partial=True)
+        self._say(f"{result.scenario.name}: {done} of {total} parts done, the others still running…")
+
+    def _show(self, result, partial: bool = False):
+        if not partial:
+            self.result = result
         new_scenario, self._new_scenario = self._new_scenario, False  # (not a re-run, nor a Save As)
         self._shown_path = self.panel.path()
         self.stale_note.hide()
@@ -246,13 +254,16 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         if new_scenario and first is not None and self.tabs.currentIndex() == 0:
             self.tabs.setCurrentIndex(first)  # from the default tab only: never away from the user's choice
         self._refresh_visible()
+        if partial:
+            return
         tr = result.trace
         checks = result.metrics.get("checks", ())
         failed = sum(not c["ok"] for c in checks)
         verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
             (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
+        reused = f" ({self.runner.last_reused} unchanged parts reused)" if self.runner.last_reused else ""
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{verdict}{self._after_run_note}")
+                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{reused}{verdict}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
 

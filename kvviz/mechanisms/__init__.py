@@ -42,6 +42,9 @@ class Mechanism:
     # "rope_bound" (an attention profile to hold against RoPE's bound), "ladder" (hit-rate
     # rungs), "policies" (placement policies compared side by side)
     analyses: tuple[str, ...] = ()
+    # scenario -> kvviz.runs.Plan, for a run made of independent parts (one per policy, say):
+    # the app draws it as its parts end and keeps parts an edit did not change. None: one piece
+    plan: Callable | None = None
 
 
 @cache

@@ -9,22 +9,20 @@ another policy's timeline is one `--set trace_policy=lru` away.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import ScenarioError
-from ...executor import map_indexed, workers
 from ...result import Result
+from ...runs import complete
 from ...size_guard import Estimate
 from .. import Mechanism
-from .arrivals import conversation_poisson, interleaved, mean_turns, saturated
+from .arrivals import conversation_poisson, interleaved, saturated
 from .model import AttentionStoreScenario
-from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE, Prepared, Run, round_metrics, versus
-from .sizing import sizing
+from .parts import PARALLEL_TURNS, plan  # noqa: F401 (PARALLEL_TURNS: tests read it here)
+from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE
 from .workload import load_trace, synthetic
-from .workload_figures import workload_figures
 
 # A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
 PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
@@ -85,39 +83,6 @@ MAX_TURNS = 3_000_000
 # for one policy's run, 0.55 kB more per further run; 12-55 µs per turn and run (more with a
 # deeper queue)
 BYTES_PER_TURN, BYTES_PER_TURN_RUN, SECONDS_PER_TURN_RUN = 2_600, 600, 30e-6
-# From this many turns the independent runs (one per policy, and the truncation run) go to a
-# process pool over the machine's cores; smaller ones are not worth starting processes for.
-PARALLEL_TURNS = 10_000
-
-
-def _one(task):
-    """One run: (its metrics, its trace if recorded, the drawn job's details, events)."""
-    sc, prep, policy, mode, record = task
-    run = Run(sc, prep, policy, mode, record).run()
-    return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
-
-
-def _cost(task) -> float:
-    """Relative run time, to start the longest runs first (the recorded one builds the trace;
-    look-ahead policies prefetch)."""
-    _, _, policy, _, record = task
-    return (1.6 if record else 1.0) * (1.3 if policy in ("scheduler_aware", "belady") else
-                                       0.7 if policy == "recompute" else 1.0)
-
-
-def run_all(tasks: list) -> list:
-    """The runs in order; in parallel (kvviz.executor) when the workload is large, the longest
-    first so the workers finish together. Each run is a pure function of its task, so the
-    results are the same either way."""
-    n = min(workers(), len(tasks))
-    if len(tasks[0][1].wl) < PARALLEL_TURNS:
-        n = 1
-    order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])) if n > 1 else list(range(len(tasks)))
-    outs = map_indexed(_one, [tasks[i] for i in order], n_workers=n)
-    result = [None] * len(tasks)
-    for k, i in enumerate(order):
-        result[i] = outs[k]
-    return result
 
 
 def _expected_turns(w) -> float:
@@ -165,83 +130,10 @@ def gpu_setup(sc: AttentionStoreScenario) -> dict:
             "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
 
 
-def release_metrics(sc: AttentionStoreScenario, wl) -> dict:
-    """How turns were released: the rule, and for conversation_poisson the rates it used."""
-    out = {"rule": sc.serving.arrivals}
-    if sc.serving.arrivals == "conversation_poisson":
-        mt = mean_turns(wl)
-        out.update(turns_per_s=sc.workload.arrival_rate_per_s, mean_turns_per_conversation=mt,
-                   conversation_starts_per_s=sc.workload.arrival_rate_per_s / mt)
-    return out
-
-
 def simulate(sc: AttentionStoreScenario) -> Result:
-    wl = workload_of(sc)
-    if len(wl) > MAX_TURNS:
-        raise ScenarioError(f"too large to simulate: {len(wl):,} turns (limit {MAX_TURNS:,})",
-                            field="workload.trace_file")
-    if sc.serving.detail_job >= len(wl):
-        raise ScenarioError(f"turn {sc.serving.detail_job} does not exist (the workload has {len(wl)} turns, "
-                            f"0..{len(wl) - 1})", field="serving.detail_job")
-    prep = Prepared(sc, wl)
-    mode = sc.serving.truncation
-    other = "coupled" if mode == "decoupled" else "decoupled"
-    tasks = [(sc, prep, name, mode, name == sc.trace_policy) for name in sc.policies]
-    if sc.serving.compare_truncation:
-        tasks.append((sc, prep, sc.trace_policy, other, False))
-    with ThreadPoolExecutor(1) as side:  # the workload's own figures while the runs go (the parent waits)
-        figures = side.submit(workload_figures, prep, mode == "coupled")
-        outs = run_all(tasks)
-        workload = figures.result()
-    events = sum(o[3] for o in outs)
-    raw = {t[2]: o[0] for t, o in zip(tasks, outs) if t[3] == mode}
-    baseline = raw.get("recompute")
-    per_policy = {name: versus(raw[name], baseline) for name in sc.policies}
-    trace, detail = next((o[1], o[2]) for t, o in zip(tasks, outs) if t[4])
-
-    def trunc_summary(m):
-        return {k: m[k] for k in ("hit_rate", "overflow_jobs", "overflow_hit_rate", "prefill_gpu_s", "mean_ttft_ms")}
-
-    truncation = {mode: trunc_summary(per_policy[sc.trace_policy])}
-    if sc.serving.compare_truncation:
-        truncation[other] = trunc_summary(outs[-1][0])
-
-    h, g = sc.hardware, prep.gpu
-    first = int((wl.turn == 0).sum())
-    metrics = {
-        "trace_policy": sc.trace_policy,
-        "truncation_mode": mode,
-        "conversations": wl.n_conv,
-        "turns": len(wl),
-        "multi_turn_share": float((wl.turn == 1).sum() / first) if first else 0.0,
-        "overflow_turn_share": float(prep.overflow.mean()) if len(wl) else 0.0,
-        "arrivals": release_metrics(sc, wl),
-        "policies": {p: per_policy[p] for p in sc.policies},
-        "workload": workload,
-        "gpu": {
-            **gpu_setup(sc),
-            "prefill_ms_per_1k_tokens": g.prefill_ns(1000) / 1e6,
-            "decode_step_ms_1_job_1k_ctx": g.decode_step_ns(1, 1000) / 1e6,
-            "decode_step_ms_32_jobs_32k_ctx": g.decode_step_ns(32, 32_000) / 1e6,
-        },
-        "formulas": {
-            "L_pw": prep.L_pw,
-            "L_ew": prep.L_ew,
-            "S_kv_bytes": prep.S_kv,
-            # Eq. 4 for the chosen turn; 0 means perfect overlap needs no read buffer.
-            "S_buf_bytes": max(0.0, prep.S_buf_raw),
-            "S_buf_turn": prep.detail,
-            "CCpS_bytes": prep.CCpS,
-            "DSpUT_per_s": prep.DSpUT,
-            "CCpUT_bytes_per_s": prep.DSpUT * prep.CCpS,
-            "read_buffer_bytes": int(h.read_buffer_gb * 1e9),
-        },
-        "truncation": truncation,
-        "sizing": sizing(sc, g),  # the paper's §2.4 figures, as this model gives them
-        "detail": detail,
-    }
-    return Result(scenario=sc, trace=trace, metrics=round_metrics(metrics), events=events)
+    """Every part (parts.py), run and combined."""
+    return complete(plan(sc), sc)
 
 
 MECHANISM = Mechanism("attention_store", AttentionStoreScenario, simulate, estimate, pick=PICK,
-                      initial_range=initial_range, inactive=inactive, analyses=("policies",))
+                      initial_range=initial_range, inactive=inactive, analyses=("policies",), plan=plan)

@@ -1,0 +1,256 @@
+"""A run as independent parts plus a combine step, each part keyed by what it reads.
+
+A mechanism whose run is several independent simulations (AttentionStore: one per placement
+policy, and the truncation run) gives its record a `plan`: scenario -> Plan. Each Part is a pure
+function of the scenario's fields its `key` hashes; `combine` builds a Result from whichever
+outputs have arrived (a partial one, or None while the parts it cannot do without are missing).
+So the app can draw a run as its parts complete, and keep parts whose inputs an edit did not
+change; `kvviz run --cache DIR` keeps them on disk. Which fields a part does not read is
+declared by the mechanism (lists of field paths), never decided at run time.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import ScenarioError
+from .executor import map_indexed
+
+# ScenarioBase's fields no simulation reads: titles, and the checks and claims held against the
+# metrics after the run.
+DISPLAY_FIELDS = ("name", "description", "expect", "claim")
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str          # unique within its plan ("workload", "lru", "truncation coupled")
+    key: str           # content hash of exactly the inputs it reads
+    cost: float = 1.0  # relative run time: the longest start first when parts run in parallel
+    needed: bool = False  # combine can do nothing without it (a partial result waits for it)
+    # the key under which its output also answers for a part that needs less of it (a recorded
+    # run's metrics answer for the same run unrecorded), or "" for none
+    also: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    parts: tuple[Part, ...]
+    prepare: Callable[[Any], Any]             # scenario -> what every part reads (once per process)
+    run: Callable[[Any, Any, str], Any]       # (scenario, prepared, part name) -> output (picklable)
+    combine: Callable[[Any, dict], Any]       # (scenario, {part name: output}) -> Result or None
+    parallel: Callable[[Any], bool] = lambda prepared: False  # worth a process pool
+    # a part's output as the part that needs less of it reads it (see Part.also), or None
+    strip: Callable[[Any], Any] | None = None
+
+    def part(self, name: str) -> Part:
+        return next(p for p in self.parts if p.name == name)
+
+    def order(self) -> list[Part]:
+        """The needed parts first (the first partial result), then the longest first."""
+        return sorted(self.parts, key=lambda p: (not p.needed, -p.cost))
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+@cache
+def code_version() -> str:
+    """A hash of kvviz's own source: a part's output is only reusable by the code that made it."""
+    h = hashlib.sha256()
+    root = Path(__file__).parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@cache
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _file_fields(model) -> set[str]:
+    from .scenario import file_fields
+    return {".".join(p) for p in file_fields(type(model))}
+
+
+def inputs(scenario, unread: tuple[str, ...] | set[str] = ()) -> dict:
+    """The scenario as a run reads it: every field (dotted paths) but DISPLAY_FIELDS and
+    `unread` (a field or a whole section), and a file field's content rather than its name."""
+    data = scenario.model_dump(mode="json")
+    for path in (*DISPLAY_FIELDS, *unread):
+        *head, last = path.split(".")
+        d = data
+        for k in head:
+            d = d.get(k) if isinstance(d, dict) else None
+        if isinstance(d, dict):
+            d.pop(last, None)
+    for path in _file_fields(scenario):
+        *head, last = path.split(".")
+        d = data
+        for k in head:
+            d = d.get(k) if isinstance(d, dict) else None
+        if isinstance(d, dict) and d.get(last):
+            st = os.stat(d[last])
+            d[last] = {"sha256": _file_digest(d[last], st.st_mtime_ns, st.st_size)}
+    return data
+
+
+def key_of(scenario, unread=(), **extra) -> str:
+    """A part's key: its inputs (see `inputs`), `extra` (which run it is), the kind and the code."""
+    blob = json.dumps({"kind": scenario.kind, "code": code_version(), "inputs": inputs(scenario, unread),
+                       "extra": extra}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# --- keeping outputs ------------------------------------------------------------------------------
+
+def size_of(output) -> int:
+    """Rough bytes an output holds: its numpy arrays (a trace's columns) plus a little."""
+    total = 4096
+    stack, seen = [output], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        nbytes = getattr(x, "nbytes", None)
+        if isinstance(nbytes, int):
+            total += nbytes
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            if len(x) < 1000:
+                stack.extend(x)
+            else:
+                total += 8 * len(x)
+        elif hasattr(x, "__dict__"):
+            stack.extend(vars(x).values())
+    return total
+
+
+class MemoryCache:
+    """Recent parts' outputs by key, least recently used dropped beyond `max_bytes`."""
+
+    def __init__(self, max_bytes: float):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self.bytes = 0
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def get(self, key: str):
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key][0]
+
+    def put(self, key: str, output) -> None:
+        if key in self._items:
+            self.bytes -= self._items.pop(key)[1]
+        n = size_of(output)
+        self._items[key] = (output, n)
+        self.bytes += n
+        while self.bytes > self.max_bytes and len(self._items) > 1:
+            self.bytes -= self._items.popitem(last=False)[1][1]
+
+
+class DiskCache:
+    """Outputs as pickles in a folder, one file per key. A write goes to a temporary file in the
+    same folder, then is renamed over the key's name (atomic): concurrent writers of one key
+    write the same bytes, and a reader never sees half a file."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.pkl"
+
+    def __contains__(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def get(self, key: str):
+        try:
+            return pickle.loads(self._path(key).read_bytes())
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None  # absent, or unreadable: run it again
+
+    def put(self, key: str, output) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(output, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self._path(key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def disk_cache(folder: str | None) -> DiskCache | None:
+    """`--cache DIR`: the folder (made if need be), or None without the flag."""
+    try:
+        return DiskCache(folder) if folder else None
+    except OSError as e:
+        raise ScenarioError(f"--cache {folder}: {e.strerror or e}") from None
+
+
+def lookup(cache, part: Part):
+    """A cached output for `part`, or None."""
+    return None if cache is None else cache.get(part.key)
+
+
+def keep(cache, plan: Plan, part: Part, output) -> None:
+    """Keep `output` under the part's key, and (stripped of what only it has) under `also`."""
+    if cache is None:
+        return
+    cache.put(part.key, output)
+    if part.also and plan.strip is not None:
+        cache.put(part.also, plan.strip(output))
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+def _call(task):
+    run, scenario, prepared, name = task
+    return run(scenario, prepared, name)
+
+
+def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None]) -> None:
+    """Run the named parts (in the plan's order), calling on_output(name, output) as each
+    ends: in parallel (kvviz.executor) when the plan says it is worth it."""
+    if not names:
+        return
+    order = [p.name for p in plan.order() if p.name in set(names)]
+    prepared = plan.prepare(scenario)
+    n = None if plan.parallel(prepared) else 1
+    map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order], n_workers=n,
+                on_result=lambda i, out: on_output(order[i], out))
+
+
+def complete(plan: Plan, scenario, cache=None, counter: list | None = None):
+    """The whole Result: every part from `cache` or run (and kept there), then combined.
+    `counter`, if given, gets the names of the parts that ran."""
+    outputs = {}
+    for p in plan.parts:
+        hit = lookup(cache, p)
+        if hit is not None:
+            outputs[p.name] = hit
+    missing = [p.name for p in plan.parts if p.name not in outputs]
+
+    def got(name, output):
+        outputs[name] = output
+        keep(cache, plan, plan.part(name), output)
+        if counter is not None:
+            counter.append(name)
+
+    run_parts(plan, scenario, missing, got)
+    return plan.combine(scenario, outputs)

@@ -1,0 +1,60 @@
+"""The app draws a run made of parts as they end (the recorded policy's first), keeps the parts
+in memory and re-runs only those an edit changed (counted on the runner)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvviz import load_scenario, simulate
+
+from .conftest import wait_new_result
+
+pytestmark = pytest.mark.gui
+
+FLAGSHIP = Path(__file__).resolve().parent.parent / "scenarios" / "attention_store_sharegpt.toml"
+SMALL = ["workload.conversations=150", "serving.compare_truncation=true"]
+
+
+def test_partials_start_with_the_recorded_policy_and_end_as_the_whole_run(window, qtbot):
+    partials = []
+    window.runner.partial.connect(lambda r, done, total: partials.append((r, done, total, window.status.text())))
+    sc = load_scenario(FLAGSHIP, SMALL)
+    old = window.result
+    window.runner.submit(sc)
+    final = wait_new_result(qtbot, window, old)
+    assert partials, "no partial result reached the window"
+    first, done, total, _ = partials[0]
+    assert sc.trace_policy in first.metrics["policies"] and len(first.trace.spans) > 0
+    assert total == 7 and done < total  # the workload, five policies, the truncation run
+    assert [p[1] for p in partials] == sorted(p[1] for p in partials)
+    assert window.status.text() != partials[-1][3]  # the final status replaced "k of n parts done"
+    assert final.to_json() == simulate(sc).to_json()  # as the CLI computes it, checks included
+
+
+def test_a_display_only_edit_runs_nothing_and_a_one_policy_edit_runs_one(window, qtbot):
+    base = ["workload.conversations=120", "serving.arrivals=conversation_poisson", "store.lookahead=job_list",
+            "serving.compare_truncation=false", "trace_policy=lru"]
+    runner = window.runner
+    old = window.result
+    runner.submit(load_scenario(FLAGSHIP, base))
+    old = wait_new_result(qtbot, window, old)
+    count = runner.parts_run
+    runner.submit(load_scenario(FLAGSHIP, [*base, 'name="renamed"']))
+    r = wait_new_result(qtbot, window, old)
+    assert runner.parts_run == count and r.scenario.name == "renamed" and runner.last_reused == 7 - 1
+    assert "6 unchanged parts reused" in window.status.text()
+    runner.submit(load_scenario(FLAGSHIP, [*base, "store.lookahead_horizon_s=900"]))
+    r2 = wait_new_result(qtbot, window, r)
+    assert runner.parts_run == count + 2  # scheduler_aware and belady read the look-ahead horizon
+    runner.submit(load_scenario(FLAGSHIP, [*base, "store.lookahead_horizon_s=900", "serving.detail_job=4"]))
+    wait_new_result(qtbot, window, r2)
+    assert runner.parts_run == count + 3  # only the recorded run draws the picked job
+
+
+def test_cancel_after_a_partial_says_what_is_shown(window, qtbot):
+    sc = load_scenario(FLAGSHIP, ["workload.conversations=400"])
+    with qtbot.waitSignal(window.runner.partial, timeout=60_000):
+        window.runner.submit(sc)
+    window.runner.cancel()
+    assert not window.runner.busy() and window.status.text().startswith("⚠ cancelled: the ")
