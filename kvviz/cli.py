@@ -18,6 +18,7 @@ from .format import format_value
 from .io import atomic_write
 from .limits import MAX_NS
 from .mechanisms import mechanisms
+from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
@@ -234,6 +235,8 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
+    if args.prefix or args.unit == "blocks":
+        return cmd_replay_prefix(args)
     from .executor import cluster_executor
     from .replay import (
         FALLBACK_NOTE,
@@ -441,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--sample-rate", default=None, metavar="R",
                     help="LRU curve from a SHARDS sample of rate R in (0, 1], e.g. 0.01: faster, an estimate "
                          "(its engine says so); default exact")
+    add_prefix_args(rp)
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")
