@@ -17,6 +17,7 @@ from .errors import ScenarioError
 from .format import format_value
 from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
+from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
 from .requests.reader import FORMATS
@@ -220,6 +221,8 @@ def _sweep_table(res) -> str:
 
 
 def cmd_replay(args) -> int:
+    if args.prefix or args.unit == "blocks":
+        return cmd_replay_prefix(args)
     from .executor import cluster_executor
     from .replay import (
         FALLBACK_NOTE,
@@ -455,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"a .zst trace may expand to X times its size (default {MAX_DECOMPRESSED_RATIO})")
     rp.add_argument("--max-decompressed-gb", type=_positive_float, default=None, metavar="GB",
                     help=f"and to at most GB (default {MAX_DECOMPRESSED_BYTES / 1e9:g})")
+    add_prefix_args(rp)
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")

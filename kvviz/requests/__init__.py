@@ -5,7 +5,8 @@ timeline). The one place where they are read; nothing here imports a mechanism o
   `reader.read_trace` over csv_format (time,id,size or by field numbers), text_ids and
   oracle_general (libCacheSim's), blocks (Mooncake/Qwen JSONL as KV blocks), zstd.
 - As LLM requests with their prompts' block hashes (`prompts.PromptRequests`): Mooncake and
-  Qwen/Bailian JSONL (jsonl: the line reader and field checks).
+  Qwen/Bailian JSONL (jsonl: the line reader and field checks) and kvviz's plain CSV/JSONL
+  (plain), in time order.
 - As multi-turn conversations (`conversations.Conversations`): Qwen/Bailian parent chains,
   Mooncake sessions reconstructed from shared prefixes (conversations), conversation logs
   (conversation_log).

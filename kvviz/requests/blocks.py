@@ -1,4 +1,4 @@
-"""Mooncake and Qwen/Bailian JSONL traces as object requests for a cache replay: each hash id
+"""Mooncake, Qwen/Bailian and plain request traces as object requests for a cache replay: each hash id
 of a request's prompt (512-token blocks in Mooncake, 16 in Qwen/Bailian) is one request for an
 object of one block's KV bytes, in prompt order, at the request's timestamp. Every block counts
 full: the partial last block of a prompt re-hashes when it fills, so it is a different object
@@ -26,16 +26,10 @@ def read_blocks(path: str | Path, kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER
         raise ScenarioError(f"KV bytes per token must be >= 1 (got {kv_bytes_per_token})", "--kv-bytes-per-token")
     got = prompts.read(path)
     if got is None or (expect and got.format != expect):
-        what = f"a {expect} request trace" if expect else "a Mooncake or Qwen/Bailian request trace"
+        what = f"a {expect} request trace" if expect else "a Mooncake, Qwen/Bailian or plain request trace"
         raise ScenarioError(f"not {what}: the first record has neither hash_ids with timestamp "
-                            f"(Mooncake) nor chat_id (Qwen/Bailian)", str(path), "line 1")
-    t = got.times_s
-    back = np.flatnonzero(t[1:] < t[:-1])
-    if len(back):
-        i = int(back[0]) + 1
-        raise ScenarioError(f"timestamp goes backwards ({float(t[i]):g} s after {float(t[i - 1]):g} s); requests "
-                            f"must be in time order", str(path), f"line {got.lines[i]}")
-    times = np.repeat(t, got.hash_counts)
+                            f"(Mooncake) nor chat_id (Qwen/Bailian) nor time (plain)", str(path), "line 1")
+    times = np.repeat(got.times_s, got.hash_counts)  # in time order: prompts.read checks
     ids = first_request_ids(got.hashes)
     tokens = got.block_tokens
     sizes = np.full(len(ids), tokens * kv_bytes_per_token, dtype=np.int64)

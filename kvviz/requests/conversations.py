@@ -67,6 +67,7 @@ from .jsonl import (
     MOONCAKE,
     MOONCAKE_BLOCK_TOKENS,
     NS_PER_UNIT,
+    PLAIN,
     QWEN,
     detect,
     first_record,
@@ -146,6 +147,9 @@ def read(path, match: str = "complete_blocks") -> tuple[Conversations, TraceNote
     fmt = detect(first_record(path))
     if fmt is None:
         return None
+    if fmt == PLAIN:
+        raise ScenarioError("a plain request trace (time, input_tokens, ..., hash_ids) records no conversations: "
+                            "give a Mooncake or Qwen/Bailian trace or a conversation log", str(path), "line 1")
     text = read_text(path, "trace file")
     if fmt == QWEN:
         return _qwen(path, text)

@@ -9,6 +9,9 @@ the last block usually partial).
 **Qwen/Bailian** (alibaba-edu/qwen-bailian-usagetraces-anon; KVCache@ATC'25): `chat_id`,
 `parent_chat_id` (-1 for a first turn; a missing key or null reads the same), `timestamp` (s),
 `input_length`, `output_length`, `turn` (optional), `type`, `hash_ids` (16-token blocks).
+
+**Plain** (kvviz's own, for traces written by hand or by a script; kvviz.requests.plain):
+`time` (s), `input_tokens`, `output_tokens`, `block_tokens`, `hash_ids`; as JSONL or CSV.
 """
 from __future__ import annotations
 
@@ -20,9 +23,10 @@ from ..errors import ScenarioError
 
 QWEN = "qwen"
 MOONCAKE = "mooncake"
+PLAIN = "plain"
 MOONCAKE_BLOCK_TOKENS = 512
 BLOCK_TOKENS = {MOONCAKE: MOONCAKE_BLOCK_TOKENS, QWEN: 16}
-NS_PER_UNIT = {MOONCAKE: 1_000_000, QWEN: 1_000_000_000}  # the timestamp's unit: ms, s
+NS_PER_UNIT = {MOONCAKE: 1_000_000, QWEN: 1_000_000_000, PLAIN: 1_000_000_000}  # the timestamp's unit: ms, s, s
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 QWEN_KEYS = ("chat_id", "timestamp", "input_length", "output_length")
 
@@ -47,6 +51,8 @@ def detect(rec) -> str | None:
         return None
     if "chat_id" in rec:
         return QWEN
+    if "time" in rec or "input_tokens" in rec:  # Mooncake's keys are timestamp, input_length
+        return PLAIN
     if "hash_ids" in rec:
         return MOONCAKE
     return None

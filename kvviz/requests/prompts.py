@@ -1,10 +1,16 @@
-"""LLM requests as a trace records them (Mooncake, Qwen/Bailian): one row per request in file
-order, with each prompt's block hashes kept, so a block-level cache can follow prefixes.
+"""LLM requests as a trace records them (Mooncake, Qwen/Bailian, the plain format of
+kvviz.requests.plain): one row per request in file order, with each prompt's block hashes kept,
+so a block-level cache can follow prefixes.
 
 `hash_ids` are held compactly, all requests' ids in one int64 array cut by offsets (request i's
 are `hashes[offsets[i]:offsets[i + 1]]`), not a list per request: 122K ids of the bundled
 Mooncake sample are 1 MB, not 4,000 Python lists. A block is `block_tokens` tokens (512
-Mooncake, 16 Qwen/Bailian); the last block of a prompt is usually partial.
+Mooncake, 16 Qwen/Bailian, the plain trace's own `block_tokens`); the last block of a prompt is
+usually partial.
+
+Requests must come in time order, in every format (one rule, `read`): a timestamp earlier than
+the line before exits naming the line; equal timestamps are fine (Mooncake's first requests all
+arrive at 0).
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import read_text
-from .jsonl import BLOCK_TOKENS, MOONCAKE, detect, first_record, json_lines, mooncake_record, qwen_record
+from .jsonl import BLOCK_TOKENS, MOONCAKE, PLAIN, QWEN, detect, first_record, json_lines, mooncake_record, qwen_record
+from .plain import csv_records, is_plain_csv, plain_record
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,7 +31,7 @@ class PromptRequests:
     """Requests in file order. Qwen/Bailian's own fields (chat_id, parent_chat_id, turn, type)
     are tuples of the values as written (None where a line leaves one out; a first turn's
     parent is -1); None for a Mooncake trace, which records no sessions."""
-    format: str                 # "mooncake" or "qwen"
+    format: str                 # "mooncake", "qwen" or "plain"
     block_tokens: int           # tokens per hash id
     lines: np.ndarray           # int64, the file line of each request (from 1)
     times_s: np.ndarray         # float64 arrival, seconds from the trace's start
@@ -53,21 +60,22 @@ class PromptRequests:
 class PromptRows:
     """Rows appended one checked line at a time, made into a PromptRequests at the end."""
 
-    def __init__(self, fmt: str, source: str):
+    def __init__(self, fmt: str, source: str, block_tokens: int | None = None):
         self.fmt, self.source = fmt, source
+        self.block_tokens = BLOCK_TOKENS.get(fmt, 0) if block_tokens is None else block_tokens  # plain: its lines say
         self.lines: list[int] = []
         self.recorded: list[float] = []  # timestamps as written (ms or s)
         self.times_s: list[float] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
         self.ids: list[list] = []  # the lists as parsed: flattened once, at the end
-        self.qwen = [] if fmt != MOONCAKE else None  # (chat_id, parent, turn, type) per row
+        self.qwen = [] if fmt == QWEN else None  # (chat_id, parent, turn, type) per row
 
     def add(self, line: int, t: float, n_in: int, n_out: int, ids: list | None, qwen: tuple | None = None):
-        """One checked request; `t` as the trace writes it (Mooncake ms, Qwen s)."""
+        """One checked request; `t` as the trace writes it (Mooncake ms, Qwen and plain s)."""
         self.lines.append(line)
         self.recorded.append(t)
-        self.times_s.append(t / 1000 if self.qwen is None else t)
+        self.times_s.append(t / 1000 if self.fmt == MOONCAKE else t)
         self.inputs.append(n_in)
         self.outputs.append(n_out)
         self.ids.append(ids or ())
@@ -87,27 +95,44 @@ class PromptRows:
             row = next(i for i, ids in enumerate(self.ids) if any(not -2**63 <= h < 2**63 for h in ids))
             raise ScenarioError("hash_ids: beyond 64-bit integers", self.source, f"line {self.lines[row]}") from None
         extra = dict(zip(("chat_id", "parent_chat_id", "turn", "type"), zip(*self.qwen))) if self.qwen else {}
-        return PromptRequests(self.fmt, BLOCK_TOKENS[self.fmt], np.array(self.lines, dtype=np.int64),
+        return PromptRequests(self.fmt, self.block_tokens, np.array(self.lines, dtype=np.int64),
                               np.array(self.times_s, dtype=np.float64), np.array(self.inputs, dtype=np.int64),
                               np.array(self.outputs, dtype=np.int64), offsets, hashes, source=self.source, **extra)
 
 
 def read(path: str | Path) -> PromptRequests | None:
-    """A Mooncake or Qwen/Bailian trace's requests, every line checked and hash_ids required;
-    None when the first record is neither."""
+    """A Mooncake, Qwen/Bailian or plain (JSONL or CSV) trace's requests, every line checked,
+    hash_ids required and times never going backwards; None when the file is none of them."""
     path = Path(path)
     fmt = detect(first_record(path))
-    if fmt is None:
+    if fmt is None and not is_plain_csv(path):
         return None
     text = read_text(path, "trace file")
+    records = json_lines(path, text) if fmt is not None else csv_records(path, text)
+    fmt = fmt or PLAIN
     rows = PromptRows(fmt, str(path))
-    for line, rec in json_lines(path, text):
+    block_line = 0  # plain: the line that set block_tokens
+    key = "time" if fmt == PLAIN else "timestamp"
+    for line, rec in records:
         if fmt == MOONCAKE:
             t, n_in, n_out, ids = mooncake_record(rec, path, line)
             rows.add(line, t, n_in, n_out, ids)
-        else:
+        elif fmt == QWEN:
             cid, parent, t, n_in, n_out, turn, ids = qwen_record(rec, path, line, need_hashes=True)
             rows.add(line, t, n_in, n_out, ids, (cid, parent, turn, rec.get("type")))
+        else:
+            t, n_in, n_out, tokens, ids = plain_record(rec, path, line)
+            if not block_line:
+                rows.block_tokens, block_line = tokens, line
+            elif tokens != rows.block_tokens:
+                raise ScenarioError(f"block_tokens {tokens} differs from line {block_line}'s "
+                                    f"{rows.block_tokens}: one trace has one block size", str(path), f"line {line}")
+            rows.add(line, t, n_in, n_out, ids)
+        recorded = rows.recorded
+        if len(recorded) > 1 and recorded[-1] < recorded[-2]:
+            a, b = rows.times_s[-1], rows.times_s[-2]
+            raise ScenarioError(f"{key} goes backwards ({a:g} s after {b:g} s on line {rows.lines[-2]}); "
+                                f"requests must be in time order", str(path), f"line {line}")
     if not len(rows):
         raise ScenarioError("the trace has no requests", str(path))
     return rows.finish()

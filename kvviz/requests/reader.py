@@ -1,7 +1,7 @@
 """Any request trace as object requests, its format told by content (or named: the CLI's
---format): CSV, libCacheSim's plain text and oracleGeneral, Mooncake and Qwen/Bailian JSONL as
-KV blocks, any of them zstd-compressed. Bad input raises ScenarioError naming the file and the
-line (or byte offset)."""
+--format): CSV, libCacheSim's plain text and oracleGeneral, Mooncake, Qwen/Bailian and plain
+(kvviz.requests.plain) request traces as KV blocks, any of them zstd-compressed. Bad input
+raises ScenarioError naming the file and the line (or byte offset)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -13,10 +13,11 @@ from .common import BOM, read_bytes
 from .csv_format import CsvLayout, read_csv
 from .objects import Requests
 from .oracle_general import read_oracle_general
+from .plain import is_plain_csv
 from .text_ids import read_txt
 from .zstd import open_decompressed
 
-FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen")
+FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain")
 
 
 def detect_format(path: Path) -> str:
@@ -55,6 +56,8 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
         raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
     with open_decompressed(path, max_ratio, max_decompressed) as plain:
         kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
+        if kind == "csv" and not says_csv and is_plain_csv(plain):
+            kind = "plain"  # a header naming hash_ids: prompts with block hashes
         try:
             if kind == "csv":
                 reqs = read_csv(plain, layout=layout)

@@ -1,0 +1,138 @@
+"""`kvviz replay TRACE --prefix`: a Mooncake, Qwen/Bailian or plain request trace through one
+cache of whole blocks with prefix hits (semantics: kvviz.replay.prefix). Capacities in blocks."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from .errors import ScenarioError
+from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
+
+PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain")
+AUTO_POINTS = 12
+
+
+def add_prefix_args(rp) -> None:
+    rp.add_argument("--prefix", action="store_true",
+                    help="block-level prefix caching (a Mooncake, Qwen/Bailian or plain trace with hash_ids): "
+                         "requests in file order; hit = the longest resident prefix of hash_ids; then every block "
+                         "in order is touched if resident or inserted if not, evicting whole blocks (lru: least "
+                         "recently touched; fifo: earliest inserted; belady: next use farthest in the stream, the "
+                         "request's own blocks pinned, its blocks beyond the capacity not inserted). Capacities in "
+                         "blocks: N, N%% of the distinct blocks, inf, or auto (12 from 0.1%% of them to all, and inf). "
+                         "Prints block_hit_ratio and request_hit_ratio per policy and capacity")
+    rp.add_argument("--unit", choices=("bytes", "blocks"), default=None,
+                    help="what --capacity/--capacities count: bytes (default), blocks (with --prefix, its default)")
+
+
+def parse_block_capacity(text: str, distinct: int | None, source: str) -> int | None:
+    """`N` blocks, `N%` of the trace's distinct blocks, or `inf` (None)."""
+    t = text.strip().lower()
+    if t in ("inf", "infinite", "infinity"):
+        return None
+    m = re.fullmatch(r"([0-9]+)|([0-9]*\.?[0-9]+)%", t)
+    if not m:
+        raise ScenarioError(f"expected a number of blocks (e.g. 1000), a share of the distinct blocks (10%) "
+                            f"or inf, got {text!r}", source)
+    if m.group(1):
+        value = int(m.group(1))
+    else:
+        value = 1 if distinct is None else round(distinct * float(m.group(2)) / 100)
+    if value < 1:
+        raise ScenarioError(f"a capacity must be at least 1 block (got {text!r})", source)
+    return value
+
+
+def block_capacities(args, distinct: int | None) -> list[int | None]:
+    """--capacity and --capacities as blocks; `distinct` None: only the form is checked."""
+    caps: list[int | None] = []
+    if args.capacity:
+        caps.append(parse_block_capacity(args.capacity, distinct, "--capacity"))
+    if args.capacities:
+        if args.capacities.strip().lower() == "auto":
+            if distinct is not None:
+                import numpy as np
+                pts = np.geomspace(max(distinct / 1000, 1), max(distinct, 1), AUTO_POINTS)
+                caps += sorted({max(1, int(round(c))) for c in pts}) + [None]
+        else:
+            entries = args.capacities.split(",")
+            if any(not e.strip() for e in entries):
+                raise ScenarioError(f"an empty entry in {args.capacities!r}", "--capacities")
+            caps += [parse_block_capacity(e, distinct, "--capacities") for e in entries]
+    return caps
+
+
+def _refuse_other_options(args) -> None:
+    """Options of the object replay that mean nothing here: named, not silently ignored."""
+    if args.unit == "bytes":
+        raise ScenarioError("--prefix counts capacities in blocks (--unit blocks)", "--unit")
+    given = [name for name, v in (("--engine", args.engine != "auto"), ("--sample-rate", args.sample_rate),
+                                  ("--columns", args.columns), ("--delimiter", args.delimiter),
+                                  ("--header", args.header), ("--executor", args.executor),
+                                  ("--workers", args.workers),
+                                  ("--kv-bytes-per-token", args.kv_bytes_per_token != DEFAULT_KV_BYTES_PER_TOKEN))
+             if v]
+    if given:
+        raise ScenarioError(f"{', '.join(given)} do(es) not apply to --prefix", "kvviz replay --prefix")
+    if args.format not in PREFIX_FORMATS:
+        raise ScenarioError(f"--prefix reads request traces with hash_ids: --format one of "
+                            f"{', '.join(PREFIX_FORMATS)} (got {args.format})", "--format")
+
+
+def _read(path: str, fmt: str):
+    from pathlib import Path
+
+    from .requests import prompts
+    from .requests.zstd import open_decompressed
+    path = Path(path)
+    with open_decompressed(path) as plain:
+        try:
+            reqs = prompts.read(plain)
+        except ScenarioError as e:
+            if plain != path and e.file == str(plain):
+                e.file = f"{path} (decompressed)"
+            raise
+    if reqs is None or (fmt != "auto" and reqs.format != fmt):
+        what = "a Mooncake, Qwen/Bailian or plain request trace" if fmt == "auto" else f"a {fmt} request trace"
+        raise ScenarioError(f"not {what} with hash_ids: --prefix needs the prompts' block hashes", str(path),
+                            "line 1")
+    return reqs
+
+
+def cmd_replay_prefix(args) -> int:
+    from .replay.prefix import POLICIES, canonical, distinct_blocks, prefix_replay
+    if not args.prefix:
+        raise ScenarioError("blocks are the unit of the block-level replay: add --prefix", "--unit")
+    _refuse_other_options(args)
+    if args.list_policies:
+        if args.json:
+            print(json.dumps({"engine": "prefix", "policies": POLICIES}, indent=2))
+            return 0
+        print("policies of kvviz replay --prefix:")
+        for name, text in POLICIES.items():
+            print(f"  {name:<6}  {text}")
+        return 0
+    if not args.trace:
+        raise ScenarioError("name a trace file (or --list-policies)", "kvviz replay", "TRACE")
+    names = [canonical(p) for p in args.policy.split(",") if p.strip()]
+    if not names:
+        raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
+    if not args.capacity and not args.capacities:
+        raise ScenarioError("give --capacity BLOCKS or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
+    block_capacities(args, None)  # their form, before a long read
+    reqs = _read(args.trace, args.format)
+    distinct = distinct_blocks(reqs)
+    results = prefix_replay(reqs, names, block_capacities(args, distinct))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return 0
+    print(f"{args.trace}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of {reqs.block_tokens} tokens "
+          f"({distinct:,} distinct), {reqs.format}")
+    w = max(8, *(len(str(r.capacity)) for r in results))
+    print(f"{'policy':<7} {'capacity':>{w}}  block_hit_ratio  request_hit_ratio  engine")
+    for r in results:
+        cap = "inf" if r.capacity is None else str(r.capacity)
+        print(f"{r.policy:<7} {cap:>{w}}  {r.block_hit_ratio:>15.6f}  {r.request_hit_ratio:>17.6f}  {r.engine}")
+    sys.stdout.flush()
+    return 0
