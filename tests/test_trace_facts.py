@@ -138,3 +138,4 @@ def test_perfetto_loads_in_trace_processor(name, bundled_small, tmp_path):
         assert next(iter(errors)).n == 0
         flows = next(iter(proc.query("select count(*) as n from flow"))).n
         assert (flows > 0) == (not name.startswith("ladder"))
+

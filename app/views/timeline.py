@@ -101,6 +101,13 @@ class TimelineView(Instrument, QWidget):
         if ev.size().width() != ev.oldSize().width():
             self.lane_axis.fit(self.plot.width() or ev.size().width())
 
+    def keyPressEvent(self, ev):  # noqa: N802 (Qt's name)
+        if ev.key() == Qt.Key_Escape:  # clear what was selected and measured
+            self.cursor_b.hide()
+            self.close_details()
+            return
+        super().keyPressEvent(ev)
+
     def _thin_marks(self, *_):
         """Instants in view, one per lane and pixel column (as spans merge when zoomed out):
         ~160,000 AttentionStore marks would otherwise be drawn on every repaint."""
@@ -259,7 +266,7 @@ class TimelineView(Instrument, QWidget):
     def mark_at(self, x: float, y: float) -> Event | None:
         """The mark under the point (x in data units, y in rows), within MARK_PX pixels."""
         lane = self._lane_at(y)
-        if lane is None or y > lane:  # marks sit on the bar's top edge
+        if lane is None or abs(y - (lane - BAR / 2 - 0.08)) > 0.22:  # marks sit on the bar's top edge
             return None
         return mark_at(self.result.trace, lane, x * self.scale, MARK_PX * self.ns_per_pixel())
 

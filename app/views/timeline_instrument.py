@@ -5,7 +5,7 @@ a job, turn, position or label, and read times from a relative origin at the cur
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -86,17 +86,33 @@ class Instrument:
         self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.details.setStyleSheet("color:#222; background:white; padding:6px;")
-        pane = QScrollArea()
-        pane.setWidget(self.details)
-        pane.setWidgetResizable(True)
+        scroll = QScrollArea()
+        scroll.setWidget(self.details)
+        scroll.setWidgetResizable(True)
+        scroll.setStyleSheet("QScrollArea { background:white; border:none; }")
+        close = QToolButton()
+        close.setText("×")
+        close.setToolTip("Close the details and the range (Esc: those and the second cursor)")
+        close.setAutoRaise(True)
+        close.clicked.connect(self.close_details)
+        title = QLabel("Details")
+        title.setStyleSheet("color:#555; font-weight:bold; padding-left:6px;")
+        top = QWidget()
+        top_lay = QHBoxLayout(top)
+        top_lay.setContentsMargins(0, 0, 0, 0)
+        top_lay.addWidget(title, 1)
+        top_lay.addWidget(close)
+        pane = stack_vertically(top, scroll, stretch=scroll)
         pane.setMinimumWidth(180)
-        pane.setStyleSheet("QScrollArea { background:white; border:none; border-left:1px solid #ddd; }")
+        pane.setStyleSheet("background:white; border-left:1px solid #ddd;")
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.plot)
         split.addWidget(pane)
         split.setStretchFactor(0, 1)
         split.setCollapsible(0, False)
         split.setSizes([900, DETAILS_WIDTH])
+        # shown once there is something to show: until then the plot keeps the whole width
+        pane.hide()
         self.details_pane = pane
         stack_vertically(row, self.legend, split, self.info, stretch=split, into=self)
 
@@ -119,7 +135,24 @@ class Instrument:
         self._draw_highlight()
         if self.details is not None:
             self.details.setText(event_html(self.result.trace, ev, self.fmt) if ev is not None else PLACEHOLDER)
+            if ev is not None:
+                self._show_pane(True)
         self.selected.emit(ev)
+
+    def _show_pane(self, on: bool) -> None:
+        if on != self.details_pane.isVisible():
+            self.details_pane.setVisible(on)
+            # the plot's width changed without the view resizing: the lane names' share follows
+            QTimer.singleShot(0, self, lambda: self.lane_axis.fit(self.plot.width()))
+
+    def close_details(self) -> None:
+        """Hide the pane, and the selection and range it described."""
+        self.selection = None
+        self._draw_highlight()
+        self.clear_range()
+        if self.details is not None:
+            self.details.setText(PLACEHOLDER)
+            self._show_pane(False)
 
     def details_text(self) -> str:
         """The details pane as plain text (for tests and the status line)."""
@@ -216,6 +249,7 @@ class Instrument:
         if self.details is not None and self.range_ns is not None:
             t0, t1 = self.range_ns
             self.details.setText(range_html(range_stats(self.result.trace, t0, t1), t0, t1, self.fmt))
+            self._show_pane(True)
 
     def clear_range(self) -> None:
         self.range_ns = None
