@@ -19,7 +19,7 @@ import numpy as np
 
 from ..result import Result
 from ..scenario import scenario_to_dict
-from ..trace import INSTANT_KINDS, SPAN_KINDS
+from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS
 from .perfetto_links import event_time, flow_pairs, tier_in_flight
 
 PID = 1
@@ -47,8 +47,11 @@ def sublanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
-def _args(tr, row, ref: int) -> dict:
-    return {"ref": ref, **tr.facts_of(row)}
+def _fact_args(tr) -> list[dict]:
+    """Each fact row as Perfetto args (tiers by name, unknown fields left out), by fact id."""
+    tiers = ("src", "dst")
+    return [{k: (TIERS[v] if k in tiers else v) for k, v in zip(FACT_FIELDS, row) if v >= 0}
+            for row in tr.facts.tolist()]
 
 
 def perfetto_events(result: Result) -> list[dict]:
@@ -77,25 +80,27 @@ def perfetto_events(result: Result) -> list[dict]:
 
     for lane in range(len(tr.lanes)):
         tid(lane)  # every lane gets a named thread, even an empty one, in lane order
-    where: dict[tuple[str, int], tuple[int, int]] = {}  # (table, row) -> its (pid, tid), for flows
+    args = _fact_args(tr)
+    sp = tr.spans
+    where = {"spans": [None] * len(sp), "instants": [None] * len(tr.instants)}  # (pid, tid) by row
     for lane in range(len(tr.lanes)):
-        rows = np.flatnonzero(tr.spans["lane"] == lane)  # already sorted by start
-        s = tr.spans[rows]
+        rows = np.flatnonzero(sp["lane"] == lane)  # already sorted by start
+        s = sp[rows]
         subs = sublanes(s["start"], s["end"])
-        for r, row, sub in zip(rows.tolist(), s, subs.tolist()):
-            start, end, kind, label = int(row["start"]), int(row["end"]), int(row["kind"]), int(row["label"])
-            pid, t = where[("spans", r)] = tid(lane, sub)
+        for r, start, end, kind, label, ref, fact, sub in zip(
+                rows.tolist(), *(s[c].tolist() for c in ("start", "end", "kind", "label", "ref", "fact")), subs.tolist()):
+            pid, t = where["spans"][r] = tid(lane, sub)
             ev.append({"ph": "X", "name": tr.labels[label] if label >= 0 else SPAN_KINDS[kind],
                        "cat": SPAN_KINDS[kind], "ts": start / 1000, "dur": (end - start) / 1000,
-                       "pid": pid, "tid": t, "args": _args(tr, row, int(row["ref"]))})
-    for r, row in enumerate(tr.instants):
-        kind = int(row["kind"])
-        pid, t = where[("instants", r)] = tid(int(row["lane"]))
+                       "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
+    ins = tr.instants
+    for r, (lane, t_ns, kind, ref, fact) in enumerate(zip(*(ins[c].tolist() for c in ("lane", "t", "kind", "ref", "fact")))):
+        pid, t = where["instants"][r] = tid(lane)
         ev.append({"ph": "i", "s": "t", "name": INSTANT_KINDS[kind], "cat": INSTANT_KINDS[kind],
-                   "ts": int(row["t"]) / 1000, "pid": pid, "tid": t, "args": _args(tr, row, int(row["ref"]))})
+                   "ts": t_ns / 1000, "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
     # flows: "s" inside the source slice, "f" bound to the consumer's enclosing slice
     for n, (a, b) in enumerate(flow_pairs(tr)):
-        (pa, ta), (pb, tb) = where[a], where[b]
+        (pa, ta), (pb, tb) = where[a[0]][a[1]], where[b[0]][b[1]]
         ev.append({"ph": "s", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, a) / 1000,
                    "pid": pa, "tid": ta})
         ev.append({"ph": "f", "bp": "e", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, b) / 1000,
@@ -105,17 +110,17 @@ def perfetto_events(result: Result) -> list[dict]:
                "args": {"name": f"counters · kvviz: {result.scenario.name}"}})
     ev.append({"ph": "M", "name": "process_sort_index", "pid": counter_pid, "tid": 0,
                "args": {"sort_index": counter_pid}})
-    counters = []
-    for name, t, value in tr.counters.tolist():
-        cname = tr.counter_names[name]
-        unit = tr.counter_units[name] if name < len(tr.counter_units) else ""
-        counters.append((t, cname + (f" ({unit})" if unit else ""), value))
-    for tier, (unit, times, level) in tier_in_flight(tr).items():
-        what = "bytes" if unit == "B" else "transfers"
-        counters.extend((t, f"tier {tier} · {what} in flight", v) for t, v in zip(times.tolist(), level.tolist()))
-    counters.sort(key=lambda c: c[0])
-    ev.extend({"ph": "C", "name": name, "ts": t / 1000, "pid": counter_pid, "args": {"value": value}}
-              for t, name, value in counters)
+    names = [n + (f" ({u})" if u else "") for n, u in zip(tr.counter_names, tr.counter_units)]
+    times, ids, values = [tr.counters["t"]], [tr.counters["name"].astype(np.int64)], [tr.counters["value"]]
+    for tier, (unit, t, level) in tier_in_flight(tr).items():
+        names.append(f"tier {tier} · {'bytes' if unit == 'B' else 'transfers'} in flight")
+        times.append(t)
+        ids.append(np.full(len(t), len(names) - 1, dtype=np.int64))
+        values.append(level)
+    t, i, v = np.concatenate(times), np.concatenate(ids), np.concatenate(values)
+    order = np.argsort(t, kind="stable")  # one time order over all counters, as before
+    ev.extend({"ph": "C", "name": names[n], "ts": ts / 1000, "pid": counter_pid, "args": {"value": x}}
+              for ts, n, x in zip(t[order].tolist(), i[order].tolist(), v[order].tolist()))
     return ev
 
 

@@ -22,16 +22,18 @@ def flow_pairs(tr: Trace) -> list[tuple[tuple[str, int], tuple[str, int]]]:
         return []
     members: dict[int, list[tuple[str, int]]] = {}
     for table, ids in (("spans", sf), ("instants", inf)):
-        for row in np.flatnonzero(ids >= 0).tolist():
-            members.setdefault(int(ids[row]), []).append((table, row))
+        rows = np.flatnonzero(ids >= 0)
+        for row, f in zip(rows.tolist(), ids[rows].tolist()):
+            members.setdefault(f, []).append((table, row))
+    kinds, starts = tr.spans["kind"].tolist(), tr.spans["start"].tolist()
     out = []
     for rows in members.values():
-        sources = [r for t, r in rows if t == "spans" and tr.spans["kind"][r] in PRODUCERS]
+        sources = [r for t, r in rows if t == "spans" and kinds[r] in PRODUCERS]
         if not sources:
             continue
-        src = min(sources, key=lambda r: (int(tr.spans["start"][r]), r))
+        src = min(sources, key=lambda r: (starts[r], r))
         out.extend((("spans", src), m) for m in rows if m != ("spans", src))
-    out.sort(key=lambda p: (int(tr.spans["start"][p[0][1]]), p[0][1], p[1]))
+    out.sort(key=lambda p: (starts[p[0][1]], p[0][1], p[1]))
     return out
 
 
