@@ -18,11 +18,23 @@ SPAN_KINDS: tuple[str, ...] = (
     "hash", "issue", "copy", "evict_write", "prefetch", "idle",
 )
 INSTANT_KINDS: tuple[str, ...] = ("hit", "miss", "evict", "issue", "land", "arrive", "overflow")
+# Memory tiers a transfer moves between, also a closed vocabulary (a fact's src and dst).
+TIERS: tuple[str, ...] = ("HBM", "host DRAM", "DRAM", "CXL", "RDMA", "SSD", "flash")
 
 LANE_DTYPE = np.dtype([("name", "U96"), ("group", "U64")])
 SPAN_DTYPE = np.dtype([("lane", "i4"), ("start", "i8"), ("end", "i8"), ("kind", "u1"),
-                       ("label", "i4"), ("ref", "i8")])
-INSTANT_DTYPE = np.dtype([("lane", "i4"), ("t", "i8"), ("kind", "u1"), ("ref", "i8")])
+                       ("label", "i4"), ("ref", "i8"), ("fact", "i4")])
+INSTANT_DTYPE = np.dtype([("lane", "i4"), ("t", "i8"), ("kind", "u1"), ("ref", "i8"), ("fact", "i4")])
+# What a span or mark knows beyond its time (the side table `Trace.facts`, indexed by a row's
+# `fact`; rows share one when their facts are equal; row 0 knows nothing, so a block made with
+# np.zeros says nothing). -1 = not known / not applicable.
+# bytes moved; items (positions, rows, layers) moved; src/dst tier (index into TIERS); the job
+# (session, conversation), turn (or decode step, batch), token position (or row) and layer it
+# belongs to; flow: an id shared by a transfer and the events that consume what it brought.
+FACT_DTYPE = np.dtype([("bytes", "i8"), ("items", "i8"), ("src", "i1"), ("dst", "i1"), ("job", "i8"),
+                       ("turn", "i8"), ("pos", "i8"), ("layer", "i4"), ("flow", "i8")])
+FACT_FIELDS: tuple[str, ...] = FACT_DTYPE.names
+NO_FACT = 0
 COUNTER_DTYPE = np.dtype([("name", "i4"), ("t", "i8"), ("value", "f8")])
 RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("item", "i8")])
 
@@ -32,6 +44,19 @@ NO_LABEL = -1
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
+
+
+def _tier(v) -> int:
+    return TIERS.index(v) if isinstance(v, str) else int(v)
+
+
+def fact_row(**facts) -> tuple:
+    """One FACT_DTYPE row from keyword facts (tiers by name); the rest unknown (-1)."""
+    unknown = set(facts) - set(FACT_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown facts: {sorted(unknown)}")
+    return tuple(_tier(facts[f]) if f in ("src", "dst") and f in facts else int(facts.get(f, -1))
+                 for f in FACT_FIELDS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,9 +73,12 @@ class Trace:
     counter_units: tuple[str, ...] = ()
     slots: int = 0          # rows of the residency grid
     item_name: str = "item"  # what a residency item is: token position, session, row
+    facts: np.ndarray | None = None  # FACT_DTYPE rows that spans' and instants' `fact` index
 
     def __post_init__(self):  # however built (CSV, unpickling), the arrays are read-only
-        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency):
+        if self.facts is None:
+            object.__setattr__(self, "facts", np.full(1, -1, dtype=FACT_DTYPE))
+        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency, self.facts):
             a.flags.writeable = False
 
     def __reduce__(self):  # unpickle through __init__, so __post_init__ runs again
@@ -82,11 +110,27 @@ class Trace:
     def label(self, i: int) -> str:
         return self.labels[i] if i >= 0 else ""
 
+    def facts_of(self, row) -> dict[str, object]:
+        """The known facts of one span or instant row: {field: value}, tiers by name."""
+        i = int(row["fact"])
+        if i <= NO_FACT:
+            return {}
+        f = self.facts[i]
+        return {name: (TIERS[int(f[name])] if name in ("src", "dst") else int(f[name]))
+                for name in FACT_FIELDS if int(f[name]) >= 0}
+
+    def fact_column(self, rows: np.ndarray, name: str) -> np.ndarray:
+        """One fact of many rows at once (-1 where unknown)."""
+        out = np.full(len(rows), -1, dtype=np.int64)
+        has = rows["fact"] > NO_FACT
+        out[has] = self.facts[name][rows["fact"][has]]
+        return out
+
     def fingerprint(self) -> str:
         """A digest of every array: equal traces have equal fingerprints."""
         import hashlib
         h = hashlib.sha256()
-        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency):
+        for a in (self.lanes, self.spans, self.instants, self.counters, self.residency, self.facts):
             h.update(a.tobytes())
         h.update("\x00".join(self.labels + self.counter_names).encode())
         return h.hexdigest()
@@ -105,6 +149,25 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
     out = spans.copy()
     out["label"][used] = remap[spans["label"][used]]
     return _frozen(out), tuple(labels[i] for i in order)
+
+
+def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
+    """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
+    Row 0 (nothing known) stays first."""
+    ids = np.concatenate([spans["fact"], instants["fact"]])
+    used = ids > NO_FACT
+    if not used.any():
+        return spans, instants, _frozen(facts[:1].copy())
+    rows = facts[ids[used]]
+    uniq, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    new = ids.astype(np.int32).copy()
+    new[used] = rank[inverse.reshape(-1)] + 1
+    sp, ins = spans.copy(), instants.copy()
+    sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
+    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], uniq[order]]))
 
 
 @dataclass
@@ -127,6 +190,9 @@ class TraceBuilder:
     _labels: dict[str, int] = field(default_factory=dict)
     _counter_names: dict[str, int] = field(default_factory=dict)
     _counter_units: list[str] = field(default_factory=list)
+    # FACT_DTYPE arrays, and tuples not yet in one; row 0 is "nothing known"
+    _facts: list = field(default_factory=lambda: [fact_row()])
+    _n_facts: int = 1
 
     def lane(self, name: str, group: str) -> int:
         self._lanes.append((name, group))
@@ -135,14 +201,47 @@ class TraceBuilder:
     def label(self, text: str) -> int:
         return self._labels.setdefault(text, len(self._labels))
 
-    def span(self, lane: int, start: int, end: int, kind: str, label: str = "", ref: int = -1):
+    def span(self, lane: int, start: int, end: int, kind: str, label: str = "", ref: int = -1, **facts):
+        """A span; keyword `facts` (bytes=, src="DRAM", job=, ...: FACT_FIELDS) say what it moved."""
         if end < start:
             raise ValueError(f"span ends before it starts: {start}..{end}")
         self._spans.append((lane, start, end, SPAN_KINDS.index(kind),
-                            self.label(label) if label else NO_LABEL, ref))
+                            self.label(label) if label else NO_LABEL, ref, self.fact(**facts) if facts else NO_FACT))
 
-    def instant(self, lane: int, t: int, kind: str, ref: int = -1):
-        self._instants.append((lane, t, INSTANT_KINDS.index(kind), ref))
+    def instant(self, lane: int, t: int, kind: str, ref: int = -1, **facts):
+        self._instants.append((lane, t, INSTANT_KINDS.index(kind), ref, self.fact(**facts) if facts else NO_FACT))
+
+    def fact(self, **facts) -> int:
+        """The id of a fact row (for a span or instant's `fact`, or a prebuilt block's)."""
+        self._facts.append(fact_row(**facts))
+        self._n_facts += 1
+        return self._n_facts - 1
+
+    def fact_block(self, n: int, **columns) -> np.ndarray:
+        """Ids of n fact rows given as columns (arrays or one value each; tiers by name or index),
+        for mechanisms that emit vectorised blocks."""
+        block = np.full(n, -1, dtype=FACT_DTYPE)
+        for name, v in columns.items():
+            if name not in FACT_FIELDS:
+                raise TypeError(f"unknown fact: {name}")
+            block[name] = _tier(v) if name in ("src", "dst") and isinstance(v, str) else v
+        self._facts.append(block)
+        self._n_facts += n
+        return np.arange(self._n_facts - n, self._n_facts, dtype=np.int32)
+
+    def fact_table(self) -> np.ndarray:
+        parts, rows = [], []
+        for f in self._facts:
+            if isinstance(f, tuple):
+                rows.append(f)
+                continue
+            if rows:
+                parts.append(np.array(rows, dtype=FACT_DTYPE))
+                rows = []
+            parts.append(f)
+        if rows:
+            parts.append(np.array(rows, dtype=FACT_DTYPE))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=FACT_DTYPE)
 
     def counter_id(self, name: str, unit: str = "") -> int:
         if name not in self._counter_names:
@@ -175,9 +274,11 @@ class TraceBuilder:
         instants = _frozen(instants[np.argsort(instants["t"], kind="stable")])
         counters = _frozen(counters[np.argsort(counters["t"], kind="stable")])
         spans, labels = _canonical_labels(spans, tuple(self._labels))
+        spans, instants, facts = _canonical_facts(spans, instants, self.fact_table())
         return Trace(
             lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
             spans=spans, instants=instants, counters=counters, residency=residency,
             labels=labels, counter_names=tuple(self._counter_names),
             counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,
+            facts=facts,
         )

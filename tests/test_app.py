@@ -1,6 +1,7 @@
 """The desktop window, headless (pytest-qt): open, edit, invalid input, compare, sweep,
 cancel, unsaved-changes prompt, screenshots, and no worker outliving its window."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from app.shell.window import MainWindow  # noqa: E402
 from app.tabs import TABS  # noqa: E402
 from app.views.metrics import metric_rows  # noqa: E402
 from app.views.timeline import SpanLayer, merge_runs  # noqa: E402
+from kvviz.export.axis import tick_decimals  # noqa: E402
 
 from .conftest import SCENARIOS, SLOW_TO_SIMULATE, quicker_copy, wait_new_result  # noqa: E402
 
@@ -101,8 +103,12 @@ def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
 
 
 def test_hover_describes_span(window):
-    text = window.view("timeline").describe(10.0, 1.0)  # 10 µs on the flash lane
-    assert "fetch 0.000–25.000 µs" in text and "5–11 (7)" in text
+    tl = window.view("timeline")
+    text = tl.describe(10.0, 1.0)  # 10 µs on the flash lane
+    # in the unit of the visible span, with the digits one pixel needs (issue 22)
+    places = tick_decimals(tl.ns_per_pixel() / 1000)
+    assert f"fetch {0:.{places}f}–{25:.{places}f} µs" in text and "5–11 (7)" in text
+    assert "flash→HBM" in text  # the tiers it moved between
 
 
 def test_hover_over_a_span_shows_a_tooltip(window, qtbot):
@@ -113,7 +119,7 @@ def test_hover_over_a_span_shows_a_tooltip(window, qtbot):
     vb = tl.plot.getPlotItem().getViewBox()
     tl.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(10.0, 1.0)))  # the flash fetch at 10 µs
     qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
-    assert "fetch 0.000–25.000 µs" in QToolTip.text() and QToolTip.text() == tl.info.text()
+    assert re.search(r"fetch 0\.0*–25\.0* µs", QToolTip.text()) and QToolTip.text() == tl.info.text()
     tl.plot.scene().sigMouseMoved.emit(vb.mapViewToScene(QPointF(10.0, 1.5)))  # between lanes
     assert "fetch" not in tl.info.text()
 
@@ -160,16 +166,23 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     ref = int(pre["ref"][len(pre) // 2])  # a job of a prefill iteration in the middle of the run
     assert "double-click: draw this job's prefill iteration" in tl.describe(*_middle_of_span(tl, GPU_LANE, ref))
     old = window.result
+    before = window.panel.data()
     tl.picked.emit(GPU_LANE, ref)
     wait_new_result(qtbot, window, old)
-    assert window.panel.data()["serving"]["detail_job"] == ref and window.result.metrics["detail"]["turn_row"] == ref
+    # a view action (issue 22): the run draws the job, the scenario is not edited nor modified
+    assert window.result.metrics["detail"]["turn_row"] == ref
+    assert window.panel.data() == before and not window.panel.is_dirty()
     tr = tl.result.trace
     job = tr.spans[(tr.spans["ref"] == ref) & (tr.spans["lane"] == gpu)]
     lo, hi = tl.plot.getPlotItem().getViewBox().viewRange()[0]
     assert lo * tl.scale < job["start"].min() and hi * tl.scale > job["end"].max()   # zoomed onto the job,
     assert (hi - lo) * tl.scale < 2 * (job["end"].max() - job["start"].min()) + 1e6  # not the whole run
     tl.picked.emit("SSD · eviction writes", 3)
-    assert window.panel.data()["serving"]["detail_job"] == ref
+    assert window.panel.data() == before and not window.runner.busy()
+    old = window.result  # a later edit keeps the picked job in view
+    window.panel.set_value("serving.compare_truncation", True)
+    wait_new_result(qtbot, window, old)
+    assert window.result.metrics["detail"]["turn_row"] == ref
 
 
 def _middle_of_span(tl, lane_name, ref):

@@ -142,11 +142,12 @@ def test_a_pick_that_no_longer_exists_falls_back(window, qtbot, tmp_path):
     from kvviz.mechanisms.attention_store import GPU_LANE
     window.view("timeline").picked.emit(GPU_LANE, 120)
     picked = wait_new_result(qtbot, window, old)
-    assert window.panel.data()["serving"]["detail_job"] == 120 and picked.metrics["detail"]["turn_row"] == 120
+    # the pick is a view action (issue 22): the run draws job 120, the scenario is not edited
+    assert "detail_job" not in window.panel.data().get("serving", {}) and picked.metrics["detail"]["turn_row"] == 120
     window.panel.set_value("workload.conversations", 5)  # far fewer than 120 turns
     window.panel.flush()
     r = wait_new_result(qtbot, window, picked)
-    assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1
+    assert window.panel.data().get("serving", {}).get("detail_job", -1) == -1 and not window._view_values
     assert r.scenario.workload.conversations == 5
     assert "serving.detail_job" in window.status.text() and "does not exist" in window.status.text()
     lo, hi = window.view("timeline").plot.getPlotItem().getViewBox().viewRange()[0]  # not the vanished job's zoom

@@ -28,6 +28,7 @@ class ScenarioFiles:
             return False
         self.runner.cancel()  # a run of the previous scenario must not arrive as this one's
         self.time_range.forget()
+        self._view_values.clear()  # a pick made for viewing belongs to the scenario it was made in
         self._new_scenario = True
         self._add_recent(path)
         self._sync_picker()

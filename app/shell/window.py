@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kvviz import ScenarioError, parse_scenario
 from kvviz.bundled import bundled_scenarios
 from kvviz.mechanisms import mechanisms
 
@@ -58,8 +59,10 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.metrics = MetricsView()
 
         self.time_range = SharedTimeRange()  # the zoom, kept while the same scenario re-runs
+        # fields set for viewing only (a timeline pick): applied to every run, never to the file
+        self._view_values: dict[str, object] = {}
         self._ctx = TabContext(settings=self.settings, time_range=self.time_range, set_value=self.panel.set_value,
-                               scenario_data=self.panel.data, scenario_path=self.panel.path, say=self._say,
+                               view_value=self._view_value, scenario_data=self.panel.data, scenario_path=self.panel.path, say=self._say,
                                show=self.show_view)
         self.tab_list: list[Tab] = []
         self.tabs = QTabWidget()
@@ -195,9 +198,34 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.current_tab().shown()
 
     # --- running and showing ------------------------------------------------------------
+    def _view_value(self, field: str, value) -> None:
+        """Re-run with `field` = value for viewing (the scenario stays as edited, not modified)."""
+        self._view_values[field] = value
+        if self.panel.scenario() is not None:
+            self._run(self.panel.scenario())
+
+    def _viewed(self, scenario):
+        """The scenario with the view's own values set (a pick), or as it is without any."""
+        if not self._view_values:
+            return scenario
+        data = self.panel.data()
+        for field, value in self._view_values.items():
+            *parents, last = field.split(".")
+            node = data
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[last] = value
+        try:
+            return parse_scenario(data, self.panel.path() or "<scenario>")
+        except ScenarioError as e:  # the pick no longer fits the edited scenario: drop it
+            self._view_values.clear()
+            self._after_run_note = f"; ⚠ the timeline's pick was cleared: {e}"
+            return scenario
+
     def _run(self, scenario):
         if self._closed:
             return
+        scenario = self._viewed(scenario)
         est = mechanisms()[scenario.kind].estimate(scenario)  # a long run says how long before it starts
         self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
         self.runner.submit(scenario)
@@ -303,6 +331,13 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         kind = self.panel.data().get("kind")
         pick = mechanisms()[kind].pick if isinstance(kind, str) and kind in mechanisms() else None
         in_file = self.panel.value(field, of_file=True)
+        if field in self._view_values:  # a pick made for viewing: forget it, run as edited
+            del self._view_values[field]
+            self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
+            self.time_range.forget()
+            if self.panel.scenario() is not None:
+                self._run(self.panel.scenario())
+            return
         if pick is not None and field == pick[1] and self.panel.value(field) != in_file:
             self._after_run_note = f"; ⚠ {field}: {message}: the pick was cleared"
             self.time_range.forget()  # the zoom was on the picked job

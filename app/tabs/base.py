@@ -26,6 +26,9 @@ class TabContext:
     settings: object = None  # QSettings, for a tab that remembers a folder (Replay)
     time_range: SharedTimeRange = field(default_factory=SharedTimeRange)  # the zoom kept across re-runs
     set_value: Callable[[str, object], None] = _nothing  # edit a scenario field (the run repeats)
+    # re-run with a field set for viewing only (a pick): the scenario is neither edited nor
+    # marked modified; the value holds for later runs until another scenario opens
+    view_value: Callable[[str, object], None] = _nothing
     scenario_data: Callable[[], dict] = dict  # the scenario as edited, as in its file
     scenario_path: Callable[[], str | None] = _nothing
     say: Callable[[str], None] = _nothing  # the status line

@@ -1,5 +1,7 @@
-"""The Timeline tab: every lane's spans and marks. It owns the run's time view (Home, the
-visible range for export), the mechanism's double-click pick, and where a new scenario opens."""
+"""The Timeline tab: every lane's spans and marks, with the details pane and search. It owns the
+run's time view (Home, the visible range for export), the mechanism's double-click pick (a view
+action: it re-runs with the field set for viewing, never editing the scenario), and where a new
+scenario opens and, after an edit that moves the mechanism's region of interest, where it goes."""
 from __future__ import annotations
 
 from kvviz.mechanisms import mechanisms
@@ -14,7 +16,7 @@ class TimelineTab(Tab):
     label = "Timeline"
 
     def make_widget(self):
-        view = TimelineView()
+        view = TimelineView(instrument=True)
         view.shared_range = self.ctx.time_range
         view.picked.connect(self._picked)
         self.ctx.time_view = view
@@ -27,8 +29,14 @@ class TimelineTab(Tab):
         record = mechanisms()[result.scenario.kind]
         pick = record.pick
         self.widget.pick_hint = (pick[0], f"{pick[2]} ({pick[1]})") if pick else None
-        if new_scenario and record.initial_range is not None:
-            self.ctx.time_range.ns = record.initial_range(result)  # where the mechanism's point is; Home shows all
+        kept = self.ctx.time_range
+        if new_scenario:
+            kept.cursor_ns = None
+            kept.roi, kept.user_moved = None, False
+        if record.initial_range is not None:
+            # where the mechanism's point is (Home shows all); a later run whose point moved
+            # takes the view with it unless the user has zoomed since
+            kept.follow(record.initial_range(result))
         self._zoom_next, self._zoom_to = self._zoom_to, None
 
     def set_result(self, result):
@@ -38,11 +46,12 @@ class TimelineTab(Tab):
             self._zoom_next = None
 
     def _picked(self, lane: str, ref: int):
-        """A double-clicked span: if the mechanism maps its lane to a field, set it (re-runs)."""
+        """A double-clicked span: if the mechanism maps its lane to a field, re-run with it set
+        for this view (the scenario is not edited and not marked modified)."""
         if self.result is None:
             return
         pick = mechanisms()[self.result.scenario.kind].pick
         if pick is not None and lane == pick[0] and ref >= 0:
             self._zoom_to = (lane, ref)
-            self.ctx.set_value(pick[1], ref)
-            self.ctx.say(f"{pick[1]} = {ref}: re-running")
+            self.ctx.view_value(pick[1], ref)
+            self.ctx.say(f"showing {pick[2]} for {ref} (a view: the scenario is unchanged): re-running")

@@ -5,12 +5,13 @@ import math
 
 
 def time_unit(span_ns: float) -> tuple[str, float]:
-    """('µs', 1e3) for short runs, ('ms', 1e6) past 10 ms, ('s', 1e9) past 10 s."""
-    if span_ns >= 1e10:
-        return "s", 1e9
-    if span_ns >= 1e7:
-        return "ms", 1e6
-    return "µs", 1e3
+    """The unit a time span reads in: the largest of ns, µs, ms and s in which it is at least
+    10 (a 10 µs span in µs, 9 µs in ns, 1,000 s in s). The one rule of the app's timeline axis
+    and hover (from the visible span) and of exported figures (from the exported range)."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if span_ns >= 10 * scale:
+            return unit, scale
+    return "ns", 1.0
 
 
 def nice_ticks(lo: float, hi: float, target: int = 8) -> list[float]:

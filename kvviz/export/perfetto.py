@@ -1,9 +1,13 @@
 """Chrome / Perfetto trace JSON of a Result.
 
-Lanes become named threads of one process. Spans are complete ("X") events; spans that overlap
+Lanes become named threads, one process per lane group (GPU, PCIe, a pool, SSD: lanes grouped
+by tier). Spans are complete ("X") events; spans that overlap
 on one lane are spread over sub-lanes (extra thread ids named "lane #2", ...), because Perfetto
 draws overlapping complete events on one thread wrongly. Instants are "i" events, counters "C"
 events, timestamps in µs (fractional: the core's ns are exact in a float below 2^53 ns).
+Every span and instant carries its facts (bytes, src, dst, job, turn, pos, layer, flow) as args;
+flow events ("s"/"f") link each transfer to what consumes it, and a counter process holds the
+run's counters and, per tier, the bytes (or transfers) in flight through it.
 The scenario and metrics travel in the trace's `otherData`.
 """
 from __future__ import annotations
@@ -15,7 +19,8 @@ import numpy as np
 
 from ..result import Result
 from ..scenario import scenario_to_dict
-from ..trace import INSTANT_KINDS, SPAN_KINDS
+from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS
+from .perfetto_links import event_time, flow_pairs, tier_in_flight
 
 PID = 1
 
@@ -42,42 +47,80 @@ def sublanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
+def _fact_args(tr) -> list[dict]:
+    """Each fact row as Perfetto args (tiers by name, unknown fields left out), by fact id."""
+    tiers = ("src", "dst")
+    return [{k: (TIERS[v] if k in tiers else v) for k, v in zip(FACT_FIELDS, row) if v >= 0}
+            for row in tr.facts.tolist()]
+
+
 def perfetto_events(result: Result) -> list[dict]:
     tr = result.trace
-    ev: list[dict] = [{"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-                       "args": {"name": f"kvviz: {result.scenario.name}"}}]
-    tid_of: dict[tuple[int, int], int] = {}
+    ev: list[dict] = []
+    # one process per lane group (GPU, PCIe, a pool, SSD...), so lanes sit grouped by tier
+    groups = list(dict.fromkeys(tr.lanes["group"].tolist()))
+    pid_of = {g: PID + i for i, g in enumerate(groups)}
+    for g, pid in pid_of.items():
+        ev.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                   "args": {"name": f"{g} · kvviz: {result.scenario.name}"}})
+        ev.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+    tid_of: dict[tuple[int, int], tuple[int, int]] = {}  # (lane, sub-lane) -> (pid, tid)
 
-    def tid(lane: int, sub: int = 0) -> int:
+    def tid(lane: int, sub: int = 0) -> tuple[int, int]:
         key = (lane, sub)
         if key not in tid_of:
             t = len(tid_of) + 1
-            tid_of[key] = t
             name, group = tr.lanes[lane]
+            tid_of[key] = (pid_of[str(group)], t)
             label = f"{group} / {name}" + (f" #{sub + 1}" if sub else "")
-            ev.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": t, "args": {"name": label}})
-            ev.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": t,
+            ev.append({"ph": "M", "name": "thread_name", "pid": tid_of[key][0], "tid": t, "args": {"name": label}})
+            ev.append({"ph": "M", "name": "thread_sort_index", "pid": tid_of[key][0], "tid": t,
                        "args": {"sort_index": lane * 1000 + sub}})
         return tid_of[key]
 
     for lane in range(len(tr.lanes)):
         tid(lane)  # every lane gets a named thread, even an empty one, in lane order
+    args = _fact_args(tr)
+    sp = tr.spans
+    where = {"spans": [None] * len(sp), "instants": [None] * len(tr.instants)}  # (pid, tid) by row
     for lane in range(len(tr.lanes)):
-        s = tr.spans[tr.spans["lane"] == lane]  # already sorted by start
+        rows = np.flatnonzero(sp["lane"] == lane)  # already sorted by start
+        s = sp[rows]
         subs = sublanes(s["start"], s["end"])
-        for row, sub in zip(s.tolist(), subs.tolist()):
-            _, start, end, kind, label, ref = row
+        for r, start, end, kind, label, ref, fact, sub in zip(
+                rows.tolist(), *(s[c].tolist() for c in ("start", "end", "kind", "label", "ref", "fact")), subs.tolist()):
+            pid, t = where["spans"][r] = tid(lane, sub)
             ev.append({"ph": "X", "name": tr.labels[label] if label >= 0 else SPAN_KINDS[kind],
                        "cat": SPAN_KINDS[kind], "ts": start / 1000, "dur": (end - start) / 1000,
-                       "pid": PID, "tid": tid(lane, sub), "args": {"ref": ref}})
-    for lane, t, kind, ref in tr.instants.tolist():
+                       "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
+    ins = tr.instants
+    for r, (lane, t_ns, kind, ref, fact) in enumerate(zip(*(ins[c].tolist() for c in ("lane", "t", "kind", "ref", "fact")))):
+        pid, t = where["instants"][r] = tid(lane)
         ev.append({"ph": "i", "s": "t", "name": INSTANT_KINDS[kind], "cat": INSTANT_KINDS[kind],
-                   "ts": t / 1000, "pid": PID, "tid": tid(lane), "args": {"ref": ref}})
-    for name, t, value in tr.counters.tolist():
-        cname = tr.counter_names[name]
-        unit = tr.counter_units[name] if name < len(tr.counter_units) else ""
-        ev.append({"ph": "C", "name": cname + (f" ({unit})" if unit else ""), "ts": t / 1000,
-                   "pid": PID, "args": {"value": value}})
+                   "ts": t_ns / 1000, "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
+    # flows: "s" inside the source slice, "f" bound to the consumer's enclosing slice
+    for n, (a, b) in enumerate(flow_pairs(tr)):
+        (pa, ta), (pb, tb) = where[a[0]][a[1]], where[b[0]][b[1]]
+        ev.append({"ph": "s", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, a) / 1000,
+                   "pid": pa, "tid": ta})
+        ev.append({"ph": "f", "bp": "e", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, b) / 1000,
+                   "pid": pb, "tid": tb})
+    counter_pid = PID + len(groups)  # counters: the run's own, and one per tier in flight
+    ev.append({"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0,
+               "args": {"name": f"counters · kvviz: {result.scenario.name}"}})
+    ev.append({"ph": "M", "name": "process_sort_index", "pid": counter_pid, "tid": 0,
+               "args": {"sort_index": counter_pid}})
+    names = [n + (f" ({u})" if u else "") for n, u in zip(tr.counter_names, tr.counter_units)]
+    times, ids, values = [tr.counters["t"]], [tr.counters["name"].astype(np.int64)], [tr.counters["value"]]
+    for tier, (unit, t, level) in tier_in_flight(tr).items():
+        names.append(f"tier {tier} · {'bytes' if unit == 'B' else 'transfers'} in flight")
+        times.append(t)
+        ids.append(np.full(len(t), len(names) - 1, dtype=np.int64))
+        values.append(level)
+    t, i, v = np.concatenate(times), np.concatenate(ids), np.concatenate(values)
+    order = np.argsort(t, kind="stable")  # one time order over all counters, as before
+    ev.extend({"ph": "C", "name": names[n], "ts": ts / 1000, "pid": counter_pid, "args": {"value": x}}
+              for ts, n, x in zip(t[order].tolist(), i[order].tolist(), v[order].tolist()))
     return ev
 
 

@@ -316,7 +316,7 @@ class Batcher:
                 layer = (T0, a, c_layer, L, le_last)
             wait = pe - S - L * c_layer  # layers waiting on loads: the gaps of Figure 7(a)
             self.pcie_load_free = le_last
-            self.run.load_span(min(T0, le_last), le_last, loads)
+            self.run.load_span(min(T0, le_last), le_last, loads, dram, ssd)
         else:
             pe = S + round(comp_ns)
             layer = None

@@ -164,6 +164,7 @@ class Run:
             self.l_layer_load = tb.lane(LAYER_LOADS_LANE.format(d), "PCIe")
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self._last = (None,) * len(COUNTERS)
+            self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
         self.store = Store(self, policy, self.coupled)
         self.batcher = Batcher(self)
 
@@ -205,14 +206,17 @@ class Run:
     def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
         if self.tb is None:
             return
-        tb = self.tb
+        tb, turn = self.tb, self.prep.wl.turn
         for j in jobs:
             o = self.batcher.outcome[j]
-            tb.instant(self.l_gpu, S, "hit" if o >= HIT_HBM else "arrive" if o == FIRST else "miss", self.conv[j])
+            tb.instant(self.l_gpu, S, "hit" if o >= HIT_HBM else "arrive" if o == FIRST else "miss", self.conv[j],
+                       job=self.conv[j], turn=int(turn[j]) + 1, bytes=self.keep[j] * self.batcher.kv)
             if self.over[j]:
-                tb.instant(self.l_gpu, S, "overflow", self.conv[j])
+                tb.instant(self.l_gpu, S, "overflow", self.conv[j], job=self.conv[j], turn=int(turn[j]) + 1)
         shown = self.detail if self.detail in jobs else jobs[0]
-        tb.span(self.l_gpu, S, pe, "prefill", f"prefill · {len(jobs)} job{'s' * (len(jobs) > 1)}", ref=shown)
+        tb.span(self.l_gpu, S, pe, "prefill", f"prefill · {len(jobs)} job{'s' * (len(jobs) > 1)}", ref=shown,
+                job=self.conv[jobs[0]], turn=int(turn[jobs[0]]) + 1, items=len(jobs),
+                flow=self._load_flow if layer is not None else -1)
         if self.detail in jobs:
             self._draw_layers(S, pe, jobs, layer)
 
@@ -220,14 +224,19 @@ class Run:
         if self.tb is not None:
             self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} job{'s' * (n > 1)} × {k} iterations", ref=ref)
 
-    def load_span(self, t0: int, t1: int, jobs: list[int]):
+    def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0):
         if self.tb is not None:
+            # the load feeds the iteration's prefill (a flow, by the first job's row) and its layers
+            self._load_flow, self._load_bytes = jobs[0], dram + ssd
             self.tb.span(self.l_load, t0, t1, "load", f"load history of {len(jobs)} job{'s' * (len(jobs) > 1)}",
-                         ref=self.conv[jobs[0]])
+                         ref=self.conv[jobs[0]], bytes=int(dram + ssd), src="DRAM" if dram else "SSD", dst="HBM",
+                         job=self.conv[jobs[0]], turn=int(self.prep.wl.turn[jobs[0]]) + 1, items=len(jobs),
+                         flow=jobs[0])
 
     def save_span(self, t0: int, t1: int, j: int):
         if self.tb is not None:
-            self.tb.span(self.l_save, t0, t1, "save", "save new KV", ref=self.conv[j])
+            self.tb.span(self.l_save, t0, t1, "save", "save new KV", ref=self.conv[j], bytes=self.batcher._new_kv(j),
+                         src="HBM", dst="DRAM", job=self.conv[j], turn=int(self.prep.wl.turn[j]) + 1)
 
     def stall_span(self, t0: int, t1: int):
         if self.tb is not None:
@@ -241,14 +250,18 @@ class Run:
             T0, a, c_layer, k, S_c = layer
         ls, le, cs, ce = layer_schedule(S_c, T0, a, c_layer, L, k)
         gaps = 0
+        who = dict(job=self.conv[j], turn=int(self.prep.wl.turn[j]) + 1)
         for i in range(L):
+            flow = self.n + i  # past every turn row's id: layer i's load to layer i
             if a:
-                tb.span(self.l_layer_load, int(ls[i]), int(le[i]), "load", f"load layer {i}", ref=i)
+                tb.span(self.l_layer_load, int(ls[i]), int(le[i]), "load", f"load layer {i}", ref=i, layer=i,
+                        bytes=int(self._load_bytes // L), dst="HBM", flow=flow, **who)
             prev = S if i == 0 else int(ce[i - 1])
             if cs[i] > prev:
                 gaps += int(cs[i]) - prev
-                tb.span(self.l_layers, prev, int(cs[i]), "stall", f"wait for layer {i}", ref=i)
-            tb.span(self.l_layers, int(cs[i]), int(ce[i]), "prefill", f"layer {i}", ref=i)
+                tb.span(self.l_layers, prev, int(cs[i]), "stall", f"wait for layer {i}", ref=i, layer=i, **who)
+            tb.span(self.l_layers, int(cs[i]), int(ce[i]), "prefill", f"layer {i}", ref=i, layer=i,
+                    flow=flow if a else -1, **who)
         o = self.batcher.outcome[j]
         self.detail_info = {"turn_row": j, "conversation": self.prep.wl.names[self.conv[j]],
                             "turn": int(self.prep.wl.turn[j]) + 1, "outcome": OUTCOME[o],

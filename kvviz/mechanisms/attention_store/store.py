@@ -195,7 +195,8 @@ class Store:
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
         if self.tb is not None:
-            self.tb.span(self.l_ssd_read, t0, t0 + dur, "fetch", "demand read SSD→HBM", ref=c)
+            self.tb.span(self.l_ssd_read, t0, t0 + dur, "fetch", "demand read SSD→HBM", ref=c, bytes=int(nbytes),
+                         src="SSD", dst="HBM", job=c)
         return t0
 
     def finished(self, j: int):
@@ -279,7 +280,8 @@ class Store:
                 self.prefetched += 1
                 self.loop.at(s1, self._landed, c, self.pf_seq[c], priority=0)
                 if self.tb is not None and not self.ssd_prio:
-                    self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
+                    self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, bytes=int(size),
+                                 src="SSD", dst="DRAM", job=c)
             i += 1
         self.pf_scan = i
 
@@ -288,7 +290,7 @@ class Store:
             self.where[c] = DRAM
             self.policy.on_insert(DRAM, c)
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_read, self.loop.now, "land", c)
+                self.tb.instant(self.l_ssd_read, self.loop.now, "land", c, job=c, dst="DRAM")
 
     # --- residency (the occupancy view) ----------------------------------------------------
     def _resident(self, c: int):
@@ -346,11 +348,11 @@ class Store:
         if self.tb is not None:
             s0, s1, prio, _, c, _, _ = op
             if prio == P_WRITE:
-                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c)
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c, src="DRAM", dst="SSD", job=c)
             elif op[6] == "fetch":
-                self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c)
+                self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c, src="SSD", dst="HBM", job=c)
             else:
-                self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c)
+                self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, src="SSD", dst="DRAM", job=c)
 
     def _retime_from(self, i: int):
         """Ops from position i on start when the one before ends (or at their earliest)."""
@@ -483,9 +485,10 @@ class Store:
             s0, s1 = self._ssd_io(write, self.ssd_w, P_WRITE, v)
             self.ssd_write_bytes += write
             if self.tb is not None and not self.ssd_prio:
-                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v)
+                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v, bytes=int(write),
+                             src="DRAM", dst="SSD", job=v)
         if self.tb is not None:
-            self.tb.instant(self.l_ssd_write, t, "evict", v)
+            self.tb.instant(self.l_ssd_write, t, "evict", v, job=v, src="DRAM", dst="SSD")
         self.where[v] = SSD
         self.ssd_used += write
         self.ssd_size[v], self.ssd_tok[v] = size, self.tok[v]
@@ -512,7 +515,7 @@ class Store:
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x)
+                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x, job=x, src="SSD")
 
     def _fit_dram(self, extra: int = 0, before: int = -1) -> bool:
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""

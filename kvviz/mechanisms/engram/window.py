@@ -126,6 +126,9 @@ class _Run:
         dest = "host DRAM" if path_a else "GPU (P2P)"
         self.pool_lane = {k: tb.lane(f"{pool} → {dest} · L{k} rows", pool) for k in self.k_layers}
         self.pcie = tb.lane("PCIe · bounce copies host → GPU", "PCIe") if path_a else None
+        # the pool's tier for the trace's facts: RDMA if its name says so, else CXL (ours)
+        self.pool_tier = "RDMA" if "rdma" in pool.lower() else "CXL"
+        self.step = 0  # the decode step being recorded (the facts' turn, and its flows)
         # The baseline's reads leave only when layer k-1 ends (a router needs its hidden state).
         self.moe_gpu = tb.lane("MoE · GPU layers", "MoE baseline")
         self.moe_pool = tb.lane(f"MoE · {pool} reads after L(k-1)", "MoE baseline")
@@ -138,6 +141,10 @@ class _Run:
         self.work = 0  # reads and layer executions simulated (Result.events, for benchmarks)
 
     # --- helpers -----------------------------------------------------------------------
+    def _flow(self, step: int, k: int) -> int:
+        """One flow id per step and Engram layer: its rows' fetch to the layer that reads them."""
+        return step * self.sc.model.layers + k
+
     def _events(self, name: str, unit: str, t: np.ndarray, delta):
         self.counter_events.setdefault((name, unit), []).append(
             (np.asarray(t, dtype=np.int64), np.broadcast_to(np.asarray(delta, dtype=np.float64), np.shape(t))))
@@ -171,13 +178,16 @@ class _Run:
                 ends.append((begin, edge, lo, hi))
         if record:
             for begin, edge, lo, hi in ends:
+                k = self.k_layers[int(layer_of[lo])]
                 self.tb.span(self.pcie, -(-begin // PS_PER_NS), -(-edge // PS_PER_NS), "copy",
-                             f"copy {hi - lo} rows", ref=hi - lo)
+                             f"copy {hi - lo} rows", ref=hi - lo, bytes=(hi - lo) * sc.engram.row_bytes,
+                             items=hi - lo, src="host DRAM", dst="HBM", turn=self.step, layer=k,
+                             flow=self._flow(self.step, k))
             self._events("host bounce rows", "rows", np.concatenate([done, staged]),
                          np.concatenate([np.ones(len(done)), -np.ones(len(done))]))
         return start, done, staged
 
-    def gpu_layers(self, lane: int, t0: int, wait_for) -> tuple[np.ndarray, dict[int, int]]:
+    def gpu_layers(self, lane: int, t0: int, wait_for, flows: bool = True) -> tuple[np.ndarray, dict[int, int]]:
         """Lay one step's layers from t0. Before Engram layer k, the GPU waits
         wait_for(i, k, at) ns, where `at` is when k could start. Returns layer end times and
         each Engram layer's stall (ns)."""
@@ -193,15 +203,21 @@ class _Run:
         block = np.zeros(len(d), dtype=SPAN_DTYPE)
         block["lane"], block["start"], block["end"] = lane, starts, starts + d
         block["kind"], block["label"], block["ref"] = SPAN_KINDS.index("compute"), self.layer_label, np.arange(len(d))
+        flow = np.full(len(d), -1, dtype=np.int64)  # an Engram layer consumes its rows' fetch
+        if flows:  # the MoE baseline's layers read their own fetches (no flow drawn)
+            flow[list(self.k_layers)] = [self._flow(self.step, k) for k in self.k_layers]
+        block["fact"] = self.tb.fact_block(len(d), turn=self.step, layer=np.arange(len(d)), flow=flow)
         self.gpu_blocks.append(block)
         for k, w in stalls.items():
             if w:
-                self.tb.span(lane, int(starts[k]) - w, int(starts[k]), "stall", f"L{k} waits for Engram rows", ref=k)
+                self.tb.span(lane, int(starts[k]) - w, int(starts[k]), "stall", f"L{k} waits for Engram rows", ref=k,
+                             turn=self.step, layer=k)
         return starts + d, stalls
 
     # --- one Engram step ---------------------------------------------------------------------
     def engram_step(self, s: int, t0: int, rows: list[np.ndarray]) -> tuple[int, dict]:
         sc, tb = self.sc, self.tb
+        self.step = s
         counts = [len(r) for r in rows]
         n = sum(counts)
         layer_of = np.repeat(np.arange(len(rows)), counts)
@@ -210,9 +226,9 @@ class _Run:
         issued = hash_end + np.rint(np.arange(1, n + 1) * sc.cpu.issue_ns).astype(np.int64)
         t_open = t0 + int(self.d[:self.first].sum())
         release = np.maximum(issued, t_open)
-        tb.span(self.cpu, t0, hash_end, "hash", f"hash {lookups} n-gram lookups", ref=s)
+        tb.span(self.cpu, t0, hash_end, "hash", f"hash {lookups} n-gram lookups", ref=s, turn=s)
         held = " (held until L1 starts)" if self.first == 1 and int(issued[-1]) < t_open else ""
-        tb.span(self.cpu, hash_end, int(issued[-1]), "issue", f"post {n} reads{held}", ref=s)
+        tb.span(self.cpu, hash_end, int(issued[-1]), "issue", f"post {n} reads{held}", ref=s, turn=s, items=n)
 
         start, done, staged = self.deliver(release, layer_of, record=True)
         lo = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -223,12 +239,15 @@ class _Run:
         for i, k in enumerate(self.k_layers):
             a, b = lo[i], lo[i] + counts[i]
             lane = self.pool_lane[k]
+            moved = dict(bytes=counts[i] * sc.engram.row_bytes, items=counts[i], turn=s, layer=k)
             tb.span(lane, int(start[a]), int(done[b - 1]), "fetch",
-                    f"L{k}: {counts[i]} reads, ≤{sc.pool.max_outstanding} in flight", ref=s)
-            tb.instant(lane, int(release[a]), "issue", ref=s)
-            tb.instant(lane, ready[k], "land", ref=s)
+                    f"L{k}: {counts[i]} reads, ≤{sc.pool.max_outstanding} in flight", ref=s,
+                    src=self.pool_tier, dst="host DRAM" if self.pcie is not None else "HBM",
+                    flow=self._flow(s, k), **moved)
+            tb.instant(lane, int(release[a]), "issue", ref=s, **moved)
+            tb.instant(lane, ready[k], "land", ref=s, dst="HBM", **moved)
             tb.span(self.win_lane[k], t_open, int(ends[k] - self.d[k]) - stalls[k], "prefetch",
-                    f"window for L{k}: {ns_to_us(self.window[k]):g} µs", ref=s)
+                    f"window for L{k}: {ns_to_us(self.window[k]):g} µs", ref=s, turn=s, layer=k)
             # Staging: each row holds a slot from landing until layer k has consumed it.
             res = np.zeros(counts[i], dtype=RESIDENCY_DTYPE)
             res["slot"], res["start"], res["end"], res["item"] = np.arange(a, b), staged[a:b], ends[k], rows[i]
@@ -237,7 +256,7 @@ class _Run:
                          np.r_[np.ones(counts[i]), -counts[i]])
             out[k] = {"fetch": ready[k] - t_open, "stall": stalls[k]}
         self.max_slots = max(self.max_slots, n)
-        tb.span(self.gpu_steps, t0, int(ends[-1]), "decode", f"decode step {s}", ref=s)
+        tb.span(self.gpu_steps, t0, int(ends[-1]), "decode", f"decode step {s}", ref=s, turn=s)
         return int(ends[-1]), out
 
     # --- one MoE-baseline step ---------------------------------------------------------------
@@ -247,10 +266,12 @@ class _Run:
             _, _, staged = self.deliver(np.full(len(rows[i]), at, dtype=np.int64),
                                         np.zeros(len(rows[i]), dtype=np.int64), record=False)
             landed = int(staged.max())
-            self.tb.span(self.moe_pool, at, landed, "fetch", f"L{k}: {len(rows[i])} reads after L{k - 1}", ref=s)
+            self.tb.span(self.moe_pool, at, landed, "fetch", f"L{k}: {len(rows[i])} reads after L{k - 1}", ref=s,
+                         bytes=len(rows[i]) * self.sc.engram.row_bytes, items=len(rows[i]), src=self.pool_tier,
+                         dst="host DRAM" if self.pcie is not None else "HBM", turn=s, layer=k)
             return landed - at
 
-        ends, stalls = self.gpu_layers(self.moe_gpu, t0, fetch_after_previous_layer)
+        ends, stalls = self.gpu_layers(self.moe_gpu, t0, fetch_after_previous_layer, flows=False)
         return int(ends[-1]), stalls
 
     # --- trace assembly ------------------------------------------------------------------------

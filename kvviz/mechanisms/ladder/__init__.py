@@ -316,8 +316,10 @@ def _trace(sc: LadderScenario, ladders: list[tuple[str, list[dict]]]):
                 if end > start:
                     n = fig["access_pct"][tier] * ACCESSES_SHOWN / 100
                     lat = getattr(sc.tiers, f"{tier}_ns")
+                    # facts: the tier that served these accesses, and how many of the 1,000 shown
                     tb.span(lane, start, end, _SPAN_KIND[tier],
-                            f"{_TIER_NAME[tier]}: {n:.4g} × {lat:,} ns", ref=i)
+                            f"{_TIER_NAME[tier]}: {n:.4g} × {lat:,} ns", ref=i,
+                            src=_TIER_NAME[tier], dst="HBM", items=round(n))
     return tb.build()
 
 

@@ -160,6 +160,7 @@ class _Run:
         self.resident: dict[int, tuple[int, int]] = {}   # pos -> (slot, since_ns)
         self.order: list[int] = []                       # resident positions, sorted
         self.inflight: dict[int, tuple[int, int]] = {}   # pos -> (slot or -1, land_ns)
+        self.came_in: dict[int, int] = {}                # pos -> the batch that last fetched it
         self.free = list(range(sc.cache.slots))          # heap: lowest slot index first
         self.q = sc.sequence.queries[0]                  # current query (eviction priorities)
         self.batches = 0
@@ -180,7 +181,7 @@ class _Run:
         slot, since = self.resident.pop(pos)
         del self.order[bisect.bisect_left(self.order, pos)]
         self.tb.residency(slot, since, self.loop.now, pos)
-        self.tb.instant(self.flash, self.loop.now, "evict", pos)
+        self.tb.instant(self.flash, self.loop.now, "evict", pos, pos=pos, src="HBM")
         heapq.heappush(self.free, slot)
         self.evictions += 1
 
@@ -207,8 +208,11 @@ class _Run:
         t, land = self.loop.now, self.loop.now + self.lat
         for p, slot in slots.items():
             self.inflight[p] = (slot, land)
-        self.tb.span(self.flash, t, land, "fetch", label, ref=self.batches)
-        self.tb.instant(self.flash, t, "issue", self.batches)
+            self.came_in[p] = self.batches  # the flow from this fetch to the reads it serves
+        # no KV size is given for this scenario kind: bytes stay unknown, items count positions
+        self.tb.span(self.flash, t, land, "fetch", label, ref=self.batches, items=len(slots), pos=min(slots),
+                     src="flash", dst="HBM", turn=self.batches, flow=self.batches)
+        self.tb.instant(self.flash, t, "issue", self.batches, turn=self.batches, pos=min(slots), items=len(slots))
         self.batches += 1
         self.fetched += len(slots)
         self.loop.at(land, self._land, list(slots), priority=0)
@@ -229,10 +233,10 @@ class _Run:
         t = self.loop.now
         if p in self.resident:
             self.hits += 1
-            self.tb.instant(self.gpu, t, "hit", p)
+            self.tb.instant(self.gpu, t, "hit", p, pos=p, flow=self.came_in.get(p, -1))
             return 0
         self.misses += 1
-        self.tb.instant(self.gpu, t, "miss", p)
+        self.tb.instant(self.gpu, t, "miss", p, pos=p, flow=self.came_in.get(p, -1) if p in self.inflight else -1)
         if p in self.inflight:
             return self.inflight[p][1] - t
         if demand:
@@ -276,7 +280,8 @@ class _Run:
                                "kept": positions_text(kept), "evicted": positions_text(evicted),
                                "fetched_positions": positions_text(sorted(chosen))})
         if wait:
-            self.tb.span(self.gpu, t, ready, "stall", f"q{q} waits", ref=q)
+            self.tb.span(self.gpu, t, ready, "stall", f"q{q} waits", ref=q, pos=q,
+                         flow=self.came_in.get(q, -1) if q in self.inflight else -1)
         self.loop.at(ready, self._serve, i, priority=3)
 
     def _serve(self, i: int):
@@ -303,7 +308,9 @@ class _Run:
         wait = max(waits, default=0)  # one read step: its misses are fetched concurrently
         if wait:
             t = self.loop.now
-            self.tb.span(self.gpu, t, t + wait, "stall", f"read {positions} waits", ref=positions[0])
+            late = [p for p in positions if p in self.inflight]  # the fetch the step waits for
+            self.tb.span(self.gpu, t, t + wait, "stall", f"read {positions} waits", ref=positions[0], pos=positions[0],
+                         items=len(positions), flow=self.came_in[late[-1]] if late else -1)
         self.stall_ns += wait
 
     # --- naive path (vectorised: one serial round trip per attended position) ------------
@@ -331,6 +338,7 @@ class _Run:
         block["lane"], block["start"], block["end"] = lane, start, start + lat
         block["kind"], block["ref"] = SPAN_KINDS.index("fetch"), np.concatenate(positions)
         block["label"] = [self.tb.label(f"pos {p}") for p in block["ref"].tolist()]
+        block["fact"] = self.tb.fact_block(len(start), pos=block["ref"], items=1, src="flash", dst="HBM")
         self.tb.add_block("spans", block)
         return len(start), len(start) * lat, free_at
 

@@ -1,0 +1,141 @@
+"""Trace rows carry their facts (bytes, tiers, job/turn/position, flow), every mechanism fills
+them, CSV keeps them, and the Perfetto export turns them into args, flows and tier counters."""
+import json
+
+import numpy as np
+import pytest
+
+from kvviz.export.csv import csv_paths, read_trace_csv, trace_csv
+from kvviz.export.perfetto import perfetto_events, perfetto_json
+from kvviz.trace import SPAN_DTYPE, SPAN_KINDS, TIERS, TraceBuilder
+
+from .conftest import SCENARIOS
+
+BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.toml"))
+
+
+def _small_trace():
+    tb = TraceBuilder()
+    a, b = tb.lane("pool", "CXL"), tb.lane("gpu", "GPU")
+    tb.span(a, 0, 10, "fetch", "rows", bytes=320, items=2, src="CXL", dst="HBM", turn=0, layer=3, flow=7)
+    tb.span(a, 20, 30, "fetch", "rows", bytes=320, items=2, src="CXL", dst="HBM", turn=0, layer=3, flow=7)
+    tb.span(b, 12, 18, "compute", "L3", turn=0, layer=3, flow=7)
+    tb.instant(b, 12, "hit", pos=5)
+    block = np.zeros(2, dtype=SPAN_DTYPE)  # a prebuilt block made the usual way says nothing
+    block["lane"], block["start"], block["end"], block["kind"], block["label"] = b, [40, 50], [45, 55], 0, -1
+    tb.add_block("spans", block)
+    return tb.build()
+
+
+def test_facts_are_a_shared_side_table():
+    tr = _small_trace()
+    first, second = tr.spans[tr.spans["start"] == 0][0], tr.spans[tr.spans["start"] == 20][0]
+    assert tr.facts_of(first) == {"bytes": 320, "items": 2, "src": "CXL", "dst": "HBM", "turn": 0,
+                                  "layer": 3, "flow": 7}
+    assert first["fact"] == second["fact"]  # equal facts: one row
+    assert tr.facts_of(tr.instants[0]) == {"pos": 5}
+    assert [tr.facts_of(s) for s in tr.spans[tr.spans["start"] >= 40]] == [{}, {}]
+    assert tr.fact_column(tr.spans, "bytes").tolist() == [320, -1, 320, -1, -1]
+    assert SPAN_DTYPE.itemsize < 40  # a million spans still fit in tens of MB
+
+
+def test_csv_carries_facts_and_reads_them_back(tmp_path):
+    tr = _small_trace()
+    texts = trace_csv(tr)
+    head, row = texts["spans"].splitlines()[:2]
+    assert head.endswith("bytes,items,src,dst,job,turn,pos,layer,flow")
+    assert row.endswith("320,2,CXL,HBM,,0,,3,7")
+    for table, p in csv_paths(tmp_path / "t").items():
+        p.write_text(texts[table])
+    back = read_trace_csv(tmp_path / "t")
+    assert np.array_equal(back.spans, tr.spans) and np.array_equal(back.instants, tr.instants)
+    assert np.array_equal(back.facts, tr.facts)
+
+
+def test_rope_facts_follow_the_worked_example(bundled):
+    tr = bundled["rope_prefetch_16"].trace
+    fetches = tr.spans_of("flash · prefetch + demand", "fetch")
+    facts = [tr.facts_of(s) for s in fetches]
+    # seed 000: positions 5–11 (7) at t = 0, then 12–15 (4) at 50 µs, flash to the GPU's slots
+    assert [(f["pos"], f["items"], f["src"], f["dst"]) for f in facts] == [(5, 7, "flash", "HBM"),
+                                                                           (12, 4, "flash", "HBM")]
+    hits = tr.instants_of("hit")
+    at26 = [tr.facts_of(h) for h in hits if h["t"] == 26_000]
+    assert at26 == [{"pos": 7, "flow": facts[0]["flow"]}]  # position 7 came with the first batch
+    evicted = sorted(tr.facts_of(e)["pos"] for e in tr.instants_of("evict"))
+    assert evicted == [5, 6, 7, 8]  # seed: query 12 "evicts 5-8"
+
+
+def test_engram_fetch_bytes_add_up_to_the_metric(bundled):
+    r = bundled["engram_qwen3_32b_cxl"]
+    tr = r.trace
+    pool = [i for i, n in enumerate(tr.lanes["name"].tolist()) if n.startswith("CXL pool →")]
+    sp = tr.spans[np.isin(tr.spans["lane"], pool) & (tr.spans["kind"] == SPAN_KINDS.index("fetch"))]
+    assert int(tr.fact_column(sp, "bytes").sum()) == r.metrics["bytes_fetched"]
+    assert set(tr.fact_column(sp, "src").tolist()) == {TIERS.index("CXL")}
+
+
+def test_attention_store_transfers_name_tiers_and_jobs(bundled_small):
+    tr = bundled_small["attention_store_sharegpt"].trace
+    loads = tr.spans_of("PCIe · load DRAM→HBM", "load")
+    saves = tr.spans_of("PCIe · save HBM→DRAM", "save")
+    assert len(loads) and len(saves)
+    assert all(tr.facts_of(s)["dst"] == "HBM" and tr.facts_of(s)["bytes"] > 0 for s in loads)
+    assert all(tr.facts_of(s)["src"] == "HBM" and tr.facts_of(s)["dst"] == "DRAM" for s in saves)
+    # every job's mark names its session (the span's ref) and turn
+    for m in tr.instants_of("hit")[:50]:
+        f = tr.facts_of(m)
+        assert f["job"] == m["ref"] and f["turn"] >= 1
+
+
+def _flows(ev):
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    return starts, ends
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_perfetto_has_flows_and_tier_counters(name, bundled_small):
+    r = bundled_small[name]
+    ev = json.loads(perfetto_json(r))["traceEvents"]
+    starts, ends = _flows(ev)
+    assert starts.keys() == ends.keys()
+    xs = {}
+    for e in ev:
+        if e["ph"] == "X":
+            xs.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["cat"]))
+    for s in starts.values():  # each flow leaves from inside a transfer on its own track
+        assert any(a <= s["ts"] <= b and cat in ("fetch", "load", "prefetch", "copy")
+                   for a, b, cat in xs[(s["pid"], s["tid"])])
+        assert ends[s["id"]]["ts"] >= s["ts"]
+    if name.startswith("ladder"):
+        assert not starts  # a rung's bars are modeled shares of accesses: nothing is consumed
+    else:
+        assert starts, "no flow from a transfer to its consumer"
+    tiers = {e["name"] for e in ev if e["ph"] == "C" and e["name"].startswith("tier ")}
+    used = {TIERS[i] for i in np.r_[r.trace.facts["src"], r.trace.facts["dst"]].tolist() if i >= 0}
+    assert {t.split(" · ")[0][5:] for t in tiers} == used
+    # every lane's thread sits in its group's process
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    for e in ev:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            assert procs[e["pid"]].startswith(e["args"]["name"].split(" / ")[0] + " · ")
+
+
+def test_perfetto_args_carry_the_facts(bundled):
+    ev = perfetto_events(bundled["rope_prefetch_16"])
+    fetch = next(e for e in ev if e["ph"] == "X" and e["cat"] == "fetch" and e["ts"] == 0)
+    assert fetch["args"] == {"ref": 0, "items": 7, "src": "flash", "dst": "HBM", "turn": 0, "pos": 5, "flow": 0}
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_perfetto_loads_in_trace_processor(name, bundled_small, tmp_path):
+    tp = pytest.importorskip("perfetto.trace_processor", reason="Perfetto's Python package is not installed")
+    path = tmp_path / "t.json"
+    path.write_text(perfetto_json(bundled_small[name]))
+    with tp.TraceProcessor(trace=str(path)) as proc:
+        errors = proc.query("select count(*) as n from stats where severity = 'error' and value > 0")
+        assert next(iter(errors)).n == 0
+        flows = next(iter(proc.query("select count(*) as n from flow"))).n
+        assert (flows > 0) == (not name.startswith("ladder"))
+
