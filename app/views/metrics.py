@@ -12,6 +12,7 @@ from kvviz.result import Result
 
 # Metric pairs shown side by side: (baseline prefix, mechanism prefix)
 PAIR_PREFIXES = (("naive_", "prefetch_"),)
+MAX_CELL_PX = 170  # a value column's widest, in pixels (the dock shows a name and a value)
 MAX_NAME_PX = 170  # the metric-name column never takes the values' room
 FAILED_CHECK = "#F6D3C4"  # light stall-orange behind a failed [[expect]] check
 
@@ -66,9 +67,13 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
         for c, text in enumerate(cells):
             item = QTableWidgetItem(text)
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            item.setToolTip(text)
             t.setItem(r, c, item)
-    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
     t.resizeColumnsToContents()  # widths known before it is shown (MetricsView.wanted_width)
+    # a long text (a trace's description) is cut at the end, whole in the tooltip: a column as
+    # wide as it pushed the short numbers below it out of the dock, where they looked blank
+    for c in range(t.columnCount()):
+        t.setColumnWidth(c, min(t.columnWidth(c), MAX_CELL_PX))
     # long row names (mean_ttft_later_turns_ms) are cut in the middle, whole in the tooltip, so
     # a narrow dock still shows values
     vh = t.verticalHeader()
