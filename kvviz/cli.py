@@ -69,7 +69,11 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str 
         est = check_run_size(sc, max_memory_gb)
         if est is not None and est.seconds >= 10:  # a long run says so before it starts
             print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
-        return simulate(sc, max_memory_gb, cache=disk_cache(cache_dir))
+        cache = disk_cache(cache_dir)
+        result = simulate(sc, max_memory_gb, cache=cache)
+        if cache is not None and cache.write_error:
+            print(f"warning: --cache {cache_dir}: {cache.write_error}; this run was not cached", file=sys.stderr)
+        return result
     except ScenarioError as e:  # refusals from the mechanism name the file too
         e.file = e.file or file
         raise

@@ -170,7 +170,7 @@ class DiskCache:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.write_error = ""  # why a write failed (a full disk): the run goes on uncached
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.pkl"
@@ -185,22 +185,38 @@ class DiskCache:
             return None  # absent, or unreadable: run it again
 
     def put(self, key: str, output) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=self.folder)
+        if self.write_error:
+            return
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=self.folder)
             with os.fdopen(fd, "wb") as f:
                 pickle.dump(output, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self._path(key))
+        except OSError as e:  # a cache that cannot be written is no reason to lose the run
+            self.write_error = e.strerror or str(e)
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
             raise
 
 
 def disk_cache(folder: str | None) -> DiskCache | None:
     """`--cache DIR`: the folder (made if need be), or None without the flag."""
+    if not folder:
+        return None
+    where = f"--cache {folder}"
     try:
-        return DiskCache(folder) if folder else None
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ScenarioError("not a folder", where) from None
     except OSError as e:
-        raise ScenarioError(f"--cache {folder}: {e.strerror or e}") from None
+        raise ScenarioError(e.strerror or str(e), where) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ScenarioError("the folder is not writable", where)
+    return DiskCache(folder)
 
 
 def lookup(cache, part: Part):

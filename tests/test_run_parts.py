@@ -221,6 +221,28 @@ def test_disk_cache_writes_by_rename_and_reads_back(tmp_path):
     assert c.get("bad") is None and sorted(p.name for p in tmp_path.iterdir()) == ["bad.pkl", "k.pkl"]
 
 
+def test_a_bad_cache_folder_is_refused_and_a_failed_write_loses_no_run(tmp_path, capsys, monkeypatch):
+    from kvviz.errors import ScenarioError
+    from kvviz.runs import disk_cache
+    (tmp_path / "f").write_text("x")
+    for folder, why in ((tmp_path / "f", "not a folder"), (tmp_path / "f" / "sub", "")):
+        with pytest.raises(ScenarioError, match=f"--cache {folder}: {why}"):
+            disk_cache(str(folder))
+    c = disk_cache(str(tmp_path / "c"))
+
+    def full(*_a, **_k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("kvviz.runs.pickle.dump", full)
+    c.put("k", {"a": 1})  # no exception: the run goes on, uncached, and says why
+    assert c.write_error == "No space left on device" and not list((tmp_path / "c").iterdir())
+    args = ["run", str(SCENARIOS / "attention_store_sharegpt.toml"), "--set", "workload.conversations=300",
+            "--json", "--cache", str(tmp_path / "c")]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert out == (GOLDEN / "attention_store_sharegpt_300.json").read_text()
+    assert "No space left on device; this run was not cached\n" in err
+
+
 def test_memory_cache_drops_the_least_recently_used_beyond_its_bound():
     import numpy as np
     c = MemoryCache(3.5 * 8 * 100_000)  # three arrays and their bookkeeping fit, four do not
