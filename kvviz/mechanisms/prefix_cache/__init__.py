@@ -133,4 +133,4 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     return tb.build()
 
 
-MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive)
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",))
