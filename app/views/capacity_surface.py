@@ -301,6 +301,7 @@ class CapacitySurfaceView(QWidget):
         pi.getAxis("left").setTicks([thinned_ticks([_tick(v) for v in a.values], room_y, MIN_TICK_GAP_PY)])
         if self.bar is None:
             self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False)
+            no_si_prefix(self.bar.axis)  # a hit rate read "(x0.001)" 200…650
             pi.layout.addItem(self.bar, 2, 5)
             pi.layout.setColumnFixedWidth(4, 5)
         self.bar.setColorMap(cmap)
