@@ -26,6 +26,11 @@ def instant_color(kind: str) -> str:
     return _palette().get("instants", {}).get(kind, _FALLBACK)
 
 
+def tier_color(tier: str) -> str:
+    """A memory tier's colour (hbm, cxl, dram, ssd, remote), wherever a tier is drawn."""
+    return _palette().get("tiers", {}).get(tier, _FALLBACK)
+
+
 def instant_legend_name(kind: str, span_kinds) -> str:
     """An instant kind's name in a legend: 'issue' spans and 'issue' marks in one trace would
     read as one entry listed twice, so the mark says it is one."""

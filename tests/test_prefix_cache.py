@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kvviz import ScenarioError, load_scenario, simulate
+from kvviz.mechanisms import mechanisms
 from kvviz.mechanisms.prefix_cache.engine import ceiling, prepare, replay
 from kvviz.mechanisms.prefix_cache.workload import Blocks
 from kvviz.requests import prompts
@@ -268,3 +269,47 @@ def test_coarser_blocks_group_the_traces_own(tmp_path):
     got = prompts.read(MOONCAKE)
     assert own["block_lookups"] == int(np.minimum(got.input_tokens[:200] // 512, got.hash_counts[:200]).sum())
     assert two["block_lookups"] == int(np.minimum(got.input_tokens[:200] // 1024, got.hash_counts[:200] // 2).sum())
+
+
+# --- the size guard with a trace ----------------------------------------------------------------
+
+def _trace_scenario(tmp_path, trace, sets=()):
+    return scenario(tmp_path, f'[workload]\ntrace_file = "{trace}"\n', sets)
+
+
+def test_a_trace_is_sized_from_its_file_on_the_safe_side(tmp_path):
+    from kvviz.mechanisms.prefix_cache.sizing import trace_lookups
+    ids = len(prompts.read(MOONCAKE).hashes)
+    guess = trace_lookups(MOONCAKE)
+    assert ids <= guess <= 3 * ids  # above the truth, not absurdly so
+    assert trace_lookups(MOONCAKE, max_requests=10) < guess / 50
+    est = mechanisms()["prefix_cache"].estimate(_trace_scenario(tmp_path, MOONCAKE))
+    assert est.bytes >= ids * 200 and est.field == "workload.max_requests"
+    # one line longer than the head the estimate reads: the floor of two bytes per id bounds it
+    giant = tmp_path / "giant.jsonl"
+    giant.write_text('{"timestamp": 0, "input_length": 9, "output_length": 1, "hash_ids": ['
+                     + ", ".join(map(str, range(200_000))) + "]}\n", encoding="utf-8")
+    assert trace_lookups(giant) == giant.stat().st_size / 2 >= 200_000
+
+
+def test_a_huge_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from kvviz.simulation import check_run_size
+    huge = tmp_path / "huge.jsonl"
+    head = MOONCAKE.read_bytes()[:300_000]
+    with open(huge, "wb") as f:
+        f.write(head[:head.rfind(b"\n") + 1])
+        f.truncate(3 * 2 ** 30)  # 3 GiB on paper (sparse): never read, only its size looked at
+    sc = _trace_scenario(tmp_path, huge)
+
+    def no_reading(*_a, **_k):
+        raise AssertionError("the trace was read")
+    monkeypatch.setattr(prompts, "read", no_reading)
+    with pytest.raises(ScenarioError) as e:
+        check_run_size(sc)
+    assert "too large to simulate" in e.value.message and e.value.field == "workload.max_requests"
+    with pytest.raises(ScenarioError):
+        simulate(sc)
+    with pytest.raises(ScenarioError) as e:  # cut to 1,000 requests, it is still read whole
+        check_run_size(_trace_scenario(tmp_path, huge, ["workload.max_requests=1000"]))
+    assert e.value.field == "workload.trace_file"
+    assert check_run_size(_trace_scenario(tmp_path, huge, ["workload.max_requests=1000"]), max_memory_gb=64)

@@ -9,6 +9,7 @@ from .occupancy import OccupancyTab
 from .replay import ReplayTab
 from .rope_bound import RopeBoundTab
 from .sweep import SweepTab
+from .tiers import TiersTab
 from .timeline import TimelineTab
 
 TABS: list[type[Tab]] = [
@@ -16,6 +17,7 @@ TABS: list[type[Tab]] = [
     OccupancyTab,
     CountersTab,
     BarsTab,
+    TiersTab,
     RopeBoundTab,
     CompareTab,
     SweepTab,

@@ -35,6 +35,7 @@ POLICY_COLOURS = {
     "lecar": "#661100",
     "cacheus": "#6699CC",
     "beladysize": "#88CCEE",
+    "leaf_lru": "#7B3294",  # prefix_cache: LRU among a radix tree's leaves
 }
 # names outside the table: a stable pick by name (a hash, not an order) from these
 EXTRA = ("#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#CC6677", "#AA4499", "#882255",

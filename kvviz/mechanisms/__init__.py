@@ -40,7 +40,8 @@ class Mechanism:
     inactive: Callable[[dict], dict[str, str]] | None = None
     # what a run of this kind carries beyond the timeline, for the views that read it:
     # "rope_bound" (an attention profile to hold against RoPE's bound), "ladder" (hit-rate
-    # rungs), "policies" (placement policies compared side by side)
+    # rungs), "policies" (placement policies compared side by side), "tiers" (eviction policies'
+    # hits split by the tier that served them, over tier capacities: metrics.policies.<p>.tiers)
     analyses: tuple[str, ...] = ()
     # scenario -> kvviz.runs.Plan, for a run made of independent parts (one per policy, say):
     # the app draws it as its parts end and keeps parts an edit did not change. None: one piece

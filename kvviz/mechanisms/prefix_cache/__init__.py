@@ -10,6 +10,8 @@ serving times. Every listed eviction policy runs on the identical workload
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...errors import ScenarioError
@@ -20,12 +22,16 @@ from .. import Mechanism
 from .engine import ceiling, prepare, replay
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario
+from .sizing import trace_lookups
 from .workload import GENERATOR_BLOCK_TOKENS, load
 
 # Above this many block lookups (block occurrences over all requests) a run is refused: each
 # costs about a microsecond and 200 bytes per run.
 MAX_LOOKUPS = 50_000_000
 BYTES_PER_LOOKUP, SECONDS_PER_LOOKUP_RUN = 200, 2e-6
+# reading a JSONL trace: peak RSS growth and CPU time per byte of file (measured: the bundled
+# Mooncake sample, 1.1 MB, took 9 MB and 46 ms in kvviz.requests.prompts.read)
+READ_BYTES_PER_BYTE, READ_SECONDS_PER_BYTE = 8, 40e-9
 MAX_COUNTER_POINTS = 20_000  # occupancy samples per tier drawn (every k-th request beyond)
 REQUESTS_LANE = "requests · prefix hit or miss (untimed replay, at each arrival)"
 
@@ -52,10 +58,14 @@ def _runs(sc: PrefixCacheScenario) -> int:
     return len(sc.policies) + 1  # and the all-Belady reference of belady_gap (at most)
 
 
-def estimate(sc: PrefixCacheScenario) -> Estimate | None:
+def estimate(sc: PrefixCacheScenario) -> Estimate:
     w = sc.workload
-    if w.trace_file:  # its size is known once read; simulate refuses too many lookups then
-        return None
+    if w.trace_file:  # from the file's size and its first lines (sizing.py), before it is read
+        lookups = trace_lookups(w.trace_file, w.max_requests)
+        size = os.stat(w.trace_file).st_size if os.path.isfile(w.trace_file) else 0
+        run, read = lookups * BYTES_PER_LOOKUP, size * READ_BYTES_PER_BYTE  # the whole file is read, cut or not
+        return Estimate(run + read, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN + size * READ_SECONDS_PER_BYTE,
+                        "workload.max_requests" if run >= read else "workload.trace_file")
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
     # a rough mean prompt: system prompt, a document for some, and a few turns of history
     prompt = w.system_prompt_tokens + w.document_share * w.document_tokens + \
@@ -133,4 +143,4 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     return tb.build()
 
 
-MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive)
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",))

@@ -120,41 +120,59 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     later = prep.later
     at = [0, 0]  # (request, position) for the log
 
-    def place(k, b):
-        """Put b, not resident in tier k, into it."""
-        if size[k] >= caps[k]:
-            v = ev[k].victim(pinned if k == 0 else NO_PINS)
-            if v is None:  # every block here is pinned: b is not kept in this tier
-                if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
-                    demoted[k + 1] += 1
-                    place(k + 1, b)
-                return
-            evict(k, v)
-        ev[k].insert(b)
-        where[b] = where.get(b, 0) | (1 << k)
-        size[k] += 1
-        written[k] += 1
-        if size[k] > peak[k]:
-            peak[k] = size[k]
+    # each tier's evictor methods, bound once (the loop below is the whole run's time)
+    ins, rem = [e.insert for e in ev], [e.remove for e in ev]
+    vic, tch = [e.victim for e in ev], [e.touch for e in ev]
+    # a use of a block at its step: where a tier is re-indexed by next use (Belady) that push was
+    # made as the step began, and a second, identical entry would change no victim, only grow
+    # the heap
+    use = [evictors.ignore if k in reindex else tch[k] for k in range(K)]
+    touch_top = use[0]
 
-    def drop(k, v) -> int:
-        ev[k].remove(v)
+    def place(k, b):
+        """Put b, not resident in tier k, into it. A loop, not recursion: an eviction's victim
+        goes on down (write-back) after b is in; each step changes only its own tier, so the
+        order is the same as placing the victim first."""
+        while True:
+            cascade = False
+            if size[k] >= caps[k]:
+                v = vic[k](pinned if k == 0 else NO_PINS)
+                if v is None:  # every block here is pinned: b is not kept in this tier
+                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
+                        demoted[k + 1] += 1
+                        k += 1
+                        continue
+                    return
+                evicted[k] += 1
+                if log is not None:
+                    log.append((at[0], at[1], k, v))
+                rem[k](v)
+                size[k] -= 1
+                m = where[v] & ~(1 << k)
+                if m:
+                    where[v] = m
+                else:
+                    del where[v]
+                cascade = not through and k + 1 < K and not m >> (k + 1)
+            ins[k](b)
+            where[b] = where.get(b, 0) | (1 << k)
+            size[k] += 1
+            written[k] += 1
+            if size[k] > peak[k]:
+                peak[k] = size[k]
+            if not cascade:
+                return
+            demoted[k + 1] += 1
+            b, k = v, k + 1
+
+    def drop(k, v):
+        rem[k](v)
         size[k] -= 1
         m = where[v] & ~(1 << k)
         if m:
             where[v] = m
         else:
             del where[v]
-        return m
-
-    def evict(k, v):
-        evicted[k] += 1
-        if log is not None:
-            log.append((at[0], at[1], k, v))
-        m = drop(k, v)
-        if not through and k + 1 < K and not m >> (k + 1):
-            demoted[k + 1] += 1
-            place(k + 1, v)
 
     for r in range(R):
         s, e = off[r], off[r + 1]
@@ -179,15 +197,14 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
             b = ids[j]
             at[1] = j
             pinned.add(b)
+            m = where.get(b, 0)
             if nxt is not None:
                 next_use[b] = nxt[j]
-                m = where.get(b, 0)
                 for k in reindex:
                     if m >> k & 1:
-                        ev[k].touch(b)
-            m = where.get(b, 0)
+                        tch[k](b)
             if m & 1:
-                ev[0].touch(b)
+                touch_top(b)
                 continue
             if j - s < h:  # a hit below HBM: promoted
                 k = src[j - s]
@@ -195,14 +212,14 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
                     if move:
                         drop(k, b)
                     else:
-                        ev[k].touch(b)
+                        use[k](b)
             elif (seen is not None and b not in seen) or (later is not None and later[j] < min_reuse):
                 continue  # a miss not admitted: computed, not cached
             place(0, b)
             if through:
                 for k in range(1, K):
                     if where.get(b, 0) >> k & 1:
-                        ev[k].touch(b)
+                        use[k](b)
                     else:
                         place(k, b)
         if seen is not None:

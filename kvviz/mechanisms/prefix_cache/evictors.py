@@ -14,8 +14,12 @@ ends); the engine then removes it.
 """
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
+from heapq import heappop, heappush
+
+
+def ignore(b):
+    pass
 
 
 class Lru:
@@ -23,15 +27,11 @@ class Lru:
 
     def __init__(self):
         self.order: OrderedDict = OrderedDict()
-
-    def insert(self, b):
-        self.order[b] = None
-
-    def touch(self, b):
-        self.order.move_to_end(b)
-
-    def remove(self, b):
-        del self.order[b]
+        # the OrderedDict's own methods, no Python call between (the engine calls these for
+        # every block): insert (b is never resident then), use, remove
+        self.insert = self.order.setdefault
+        self.touch = self.order.move_to_end
+        self.remove = self.order.__delitem__
 
     def unpin(self):
         pass
@@ -44,8 +44,9 @@ class Lru:
 
 
 class Fifo(Lru):
-    def touch(self, b):
-        pass
+    def __init__(self):
+        super().__init__()
+        self.touch = ignore  # uses do not reorder
 
 
 class _Heap:
@@ -59,24 +60,9 @@ class _Heap:
     def remove(self, b):
         self.resident.discard(b)
 
-    def _valid(self, key, b) -> bool:
-        raise NotImplementedError
-
-    def victim(self, pinned):
-        heap = self.heap
-        while heap:
-            key, b = heap[0]
-            if b not in self.resident or not self._valid(key, b):
-                heapq.heappop(heap)
-            elif b in pinned:  # set aside until the request ends: pins only grow within one
-                self.held.append(heapq.heappop(heap))
-            else:
-                return b
-        return None
-
     def unpin(self):
         for e in self.held:
-            heapq.heappush(self.heap, e)
+            heappush(self.heap, e)
         self.held.clear()
 
 
@@ -90,21 +76,18 @@ class LeafLru(_Heap):
         self.kids: dict = {}   # block -> its children resident here
         self.clock = 0
 
-    def _use(self, b):
-        self.clock += 1
-        self.last[b] = self.clock
-        if not self.kids.get(b):
-            heapq.heappush(self.heap, (self.clock, b))
-
     def insert(self, b):
         self.resident.add(b)
         par = self.parent.get(b)
         if par is not None:
             self.kids[par] = self.kids.get(par, 0) + 1
-        self._use(b)
+        self.touch(b)
 
-    def touch(self, b):
-        self._use(b)
+    def touch(self, b):  # a use
+        self.clock = c = self.clock + 1
+        self.last[b] = c
+        if not self.kids.get(b):
+            heappush(self.heap, (c, b))
 
     def remove(self, b):
         self.resident.discard(b)
@@ -114,10 +97,20 @@ class LeafLru(_Heap):
             left = self.kids[par] - 1
             self.kids[par] = left
             if not left and par in self.resident:  # a leaf again
-                heapq.heappush(self.heap, (self.last[par], par))
+                heappush(self.heap, (self.last[par], par))
 
-    def _valid(self, key, b):
-        return self.last.get(b) == key and not self.kids.get(b)
+    def victim(self, pinned):
+        """The least recently used leaf; stale entries (used since, or a parent again) go."""
+        heap, resident, last, kids = self.heap, self.resident, self.last, self.kids
+        while heap:
+            key, b = heap[0]
+            if b not in resident or last.get(b) != key or kids.get(b):
+                heappop(heap)
+            elif b in pinned:  # set aside until the request ends: pins only grow within one
+                self.held.append(heappop(heap))
+            else:
+                return b
+        return None
 
 
 class Belady(_Heap):
@@ -129,13 +122,23 @@ class Belady(_Heap):
 
     def insert(self, b):
         self.resident.add(b)
-        heapq.heappush(self.heap, (-self.next_use[b], b))
+        heappush(self.heap, (-self.next_use[b], b))
 
     def touch(self, b):
-        heapq.heappush(self.heap, (-self.next_use[b], b))
+        heappush(self.heap, (-self.next_use[b], b))
 
-    def _valid(self, key, b):
-        return -key == self.next_use[b]
+    def victim(self, pinned):
+        """The block used furthest ahead; stale entries (an earlier next use) go."""
+        heap, resident, next_use = self.heap, self.resident, self.next_use
+        while heap:
+            key, b = heap[0]
+            if b not in resident or -key != next_use[b]:
+                heappop(heap)
+            elif b in pinned:  # set aside until the request ends: pins only grow within one
+                self.held.append(heappop(heap))
+            else:
+                return b
+        return None
 
 
 def make(policy: str, parent: dict, next_use: dict):

@@ -1,0 +1,149 @@
+"""The Tiers tab (issue 21, item 7): each policy's hits split by tier as stacked bars, and the
+capacity surface over two tiers' sizes, on a small generated prefix_cache workload."""
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from kvviz import load_scenario, simulate
+from kvviz.scenario_data import read_toml
+
+SMALL = """kind = "prefix_cache"
+name = "small"
+policies = ["lru", "fifo", "belady"]
+[workload]
+requests = 160
+documents = 12
+seed = 5
+block_tokens = 256
+[[tiers]]
+name = "hbm"
+capacity_blocks = 6
+[[tiers]]
+name = "dram"
+capacity_blocks = 16
+[[tiers]]
+name = "ssd"
+capacity_blocks = 40
+"""
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL, encoding="utf-8")
+    return path, simulate(load_scenario(path))
+
+
+# --- iso-lines (no Qt) ----------------------------------------------------------------------
+
+def test_iso_line_of_a_linear_grid_sits_where_the_values_cross():
+    from app.views.iso_lines import iso_segments, nice_levels
+    grid = np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]])  # rises along x (columns) only
+    x, y = iso_segments(grid, 1.5)
+    assert x.size == 2 and np.allclose(x, 1.5) and sorted(y.tolist()) == [0.0, 1.0]
+    grid[1, 2] = np.nan  # a cell not run yet: its square draws nothing
+    assert iso_segments(grid, 1.5)[0].size == 0
+    assert nice_levels(0.12, 0.65) == [0.2, 0.3, 0.4, 0.5, 0.6]
+
+
+def test_default_capacities_double_up_to_the_working_set():
+    from app.views.capacity_surface import default_values
+    assert default_values(40148, 0.16777216, "capacity_gb") == (210.0, 420.0, 840.0, 1700.0, 3400.0, 6700.0)
+    assert default_values(64, 1.0, "capacity_blocks") == (2, 4, 8, 16, 32, 64)
+    assert min(default_values(3, 0.5, "capacity_gb")) >= 0.5  # never less than one block
+
+
+# --- bars -----------------------------------------------------------------------------------
+
+@pytest.mark.gui
+def test_bars_sum_to_each_policys_token_hit_rate_and_export(qtbot, small):
+    from app.tabs.base import TabContext
+    from app.tabs.tiers import TiersTab
+    from kvviz.export.table import table_csv
+    _, result = small
+    tab = TiersTab(TabContext())
+    qtbot.addWidget(tab.widget)
+    assert tab.unavailable(result) is None and tab.opens_first(result)
+    tab.set_result(result)
+    m = result.metrics_dict()
+    head, rows = tab.data_rows()
+    assert [r[0] for r in rows] == ["lru", "fifo", "belady"]
+    parts = [head.index(f"{t}_token_hit_rate") for t in ("hbm", "dram", "ssd")]
+    for r in rows:
+        rate = m["policies"][r[0]]["token_hit_rate"]
+        assert r[head.index("token_hit_rate")] == rate
+        assert sum(r[k] for k in parts) == pytest.approx(rate, abs=1e-12)
+        assert r[head.index("hit_rate_ceiling")] == m["hit_rate_ceiling"]
+    assert any(r[parts[2]] > 0 for r in rows)  # the SSD serves hits here: a split, not one colour
+    text = table_csv(head, rows)
+    assert list(csv.reader(io.StringIO(text)))[1][0] == "lru"
+
+
+@pytest.mark.gui
+def test_hover_names_the_tier_and_its_value(qtbot, small):
+    from PySide6.QtCore import QPointF
+
+    from app.views.tier_bars import TierBarsView
+    _, result = small
+    view = TierBarsView()
+    qtbot.addWidget(view)
+    view.resize(900, 400)
+    view.show()
+    view.set_result(result)
+    qtbot.wait(20)
+    row = view.rows[0]
+    hbm, dram = row["parts"]["hbm"], row["parts"]["dram"]
+    vb = view.plot.getPlotItem().getViewBox()
+    text = view.text_at(vb.mapViewToScene(QPointF(hbm + dram / 2, 0.0)))  # the middle of lru's DRAM part
+    assert text.startswith("lru · DRAM: ") and f"{100 * dram:.1f}% of prompt tokens" in text
+    whole = view.text_at(vb.mapViewToScene(QPointF(row["rate"] + 0.05, 0.0)))  # right of the bar
+    assert f"token hit rate {100 * row['rate']:.1f}%" in whole and "ceiling" in whole
+
+
+@pytest.mark.gui
+def test_the_tab_applies_by_the_record_not_the_kind(qtbot, seed16):
+    from app.tabs.base import TabContext
+    from app.tabs.tiers import TiersTab
+    tab = TiersTab(TabContext())
+    qtbot.addWidget(tab.widget)
+    reason = tab.unavailable(simulate(seed16))
+    assert reason is not None and "prefix_cache" in reason
+
+
+# --- the capacity surface -------------------------------------------------------------------
+
+@pytest.mark.gui
+def test_surface_cells_equal_separate_runs_and_export(qtbot, small):
+    from app.views.capacity_surface import CapacitySurfaceView
+    path, result = small
+    view = CapacitySurfaceView()
+    qtbot.addWidget(view)
+    view.resize(900, 600)
+    view.show()
+    view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
+    assert (view.y_tier.currentText(), view.x_tier.currentText()) == ("DRAM", "SSD")  # the two lowest
+    view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
+    streamed = []
+    view._point.connect(lambda i, v: streamed.append(i))
+    with qtbot.waitSignal(view.finished, timeout=60_000) as got:
+        view.run()
+    res = got.args[0]
+    assert sorted(streamed) == [0, 1, 2, 3]  # every point reached the view as it came
+    head, rows = view.data_rows()
+    assert head == ["tiers.0.capacity_blocks", "tiers.2.capacity_blocks", "policies.lru.token_hit_rate"]
+    assert [r[:2] for r in rows] == [[2, 10], [2, 40], [6, 10], [6, 40]]
+    for hbm, ssd, value in rows:
+        alone = simulate(load_scenario(path, [f"tiers.0.capacity_blocks={hbm}", f"tiers.2.capacity_blocks={ssd}"]))
+        assert value == alone.metrics["policies"]["lru"]["token_hit_rate"]
+    assert len({r[2] for r in rows}) > 1  # the capacities matter on this workload
+    assert res.values[1][1] == rows[3][2]
+    assert "--param tiers.0.capacity_blocks --values 2,6" in view.command()
+    # the hover reads the cell under the mouse
+    from PySide6.QtCore import QPointF
+    vb = view.plot.getPlotItem().getViewBox()
+    text = view.text_at(vb.mapViewToScene(QPointF(1.0, 0.0)))
+    assert "HBM capacity (blocks) = 2" in text and "SSD capacity (blocks) = 40" in text
