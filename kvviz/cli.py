@@ -131,7 +131,7 @@ def cmd_run(args) -> int:
         if path:
             check_target(path)  # before a long run
     file = resolve_scenario(args.file)
-    sc = load_scenario(file, args.set or [])
+    sc = load_scenario(file, args.set or [], args.max_memory_gb)
     result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
@@ -155,7 +155,7 @@ def cmd_check(args) -> int:
     bad = total = 0
     for name in args.files:
         file = resolve_scenario(name)
-        sc = load_scenario(file, args.set or [])
+        sc = load_scenario(file, args.set or [], args.max_memory_gb)
         checks = _simulate(sc, file, args.max_memory_gb).metrics.get("checks", ())
         if not checks:
             print(f"{file}: no checks")
@@ -263,6 +263,7 @@ def cmd_replay(args) -> int:
         parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
+    _check_replay_size(args, len(names))
     with cluster_executor(args.executor) as executor:  # connected before a long read
         reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout, args.max_decompressed_ratio,
                           None if args.max_decompressed_gb is None else int(args.max_decompressed_gb * 1e9))
@@ -292,9 +293,27 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def _check_replay_size(args, policies: int) -> None:
+    """Refuse, before the trace is read, a replay estimated beyond the memory limit."""
+    from .executor import default_spec, workers
+    from .replay.size import replay_estimate
+    from .requests.extent import extent
+    from .size_guard import check_size
+    caps = 0 if not args.capacities else 12 if args.capacities.strip().lower() == "auto" else \
+        args.capacities.count(",") + 1
+    runs = policies * (caps + bool(args.capacity))
+    local = (args.executor or default_spec()).strip() == "local"  # a cluster's workers hold the trace there
+    est = replay_estimate(extent(args.trace), runs, (args.workers or workers()) if local else 1)
+    try:
+        check_size(est, args.max_memory_gb, "replay")
+    except ScenarioError as e:
+        e.file, e.field = args.trace, None
+        raise
+
+
 def cmd_validate(args) -> int:
     from .loading import load_scenario
-    sc = load_scenario(resolve_scenario(args.file), args.set or [])
+    sc = load_scenario(resolve_scenario(args.file), args.set or [], args.max_memory_gb)
     print(f"{args.file}: ok ({sc.kind}: {sc.name})")
     return 0
 
@@ -448,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"a .zst trace may expand to X times its size (default {MAX_DECOMPRESSED_RATIO})")
     rp.add_argument("--max-decompressed-gb", type=_positive_float, default=None, metavar="GB",
                     help=f"and to at most GB (default {MAX_DECOMPRESSED_BYTES / 1e9:g})")
+    memory_arg(rp)
     rp.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser("check", help="run scenarios and their [[expect]] checks (exit 1 if one fails)")
@@ -460,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)
+    memory_arg(v)
     v.set_defaults(fn=cmd_validate)
 
     sub.add_parser("list", help="list the bundled scenarios").set_defaults(fn=cmd_list)
