@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..io import open_regular
 from .common import BOM
-from .oracle_general import ORACLE_RECORD
+from .oracle_general import ORACLE_RECORD, fits_oracle_general
 from .zstd import ZSTD_MAGIC
 
 SAMPLE_BYTES = 1 << 20
@@ -44,7 +44,7 @@ def extent(path: str | Path, what: str = "trace file") -> Extent | None:
             return None
     scale = size / len(head) if head else 0.0
     body = head.removeprefix(BOM)
-    if ".oraclegeneral" in path.name.lower() or (b"\0" in head and not body.lstrip().startswith(b"{")):
+    if ".oraclegeneral" in path.name.lower() or (b"\0" in head and fits_oracle_general(head, size)):
         n = size / ORACLE_RECORD.itemsize
         return Extent(size, n, n, "binary")
     lines = (body.count(b"\n") + (not body.endswith(b"\n"))) * scale

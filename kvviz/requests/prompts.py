@@ -16,7 +16,16 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import read_text
-from .jsonl import BLOCK_TOKENS, MOONCAKE, detect, first_record, json_lines, mooncake_record, qwen_record
+from .jsonl import (
+    BLOCK_TOKENS,
+    MOONCAKE,
+    detect,
+    first_record,
+    in_time_order,
+    json_lines,
+    mooncake_record,
+    qwen_record,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +87,7 @@ class PromptRows:
         return len(self.lines)
 
     def finish(self) -> PromptRequests:
+        in_time_order(self.times_s, self.lines, self.source)
         counts = np.fromiter(map(len, self.ids), np.int64, len(self.ids))
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
