@@ -202,8 +202,11 @@ def _dask_client(address: str, timeout_s: float | None):
 
 
 def _connect(distributed, address: str, deadline: float):
+    # Dask applies its timeout to each step (the connect and handshake, then the scheduler's
+    # reply to the client): two steps in 80% of the time left, so Dask gives up by the deadline
+    # itself and its connect thread ends with the failure instead of lingering a timeout more
     left = max(deadline - time.monotonic(), 0.1)
-    client = distributed.Client(address, timeout=f"{left}s", set_as_default=False)
+    client = distributed.Client(address, timeout=f"{left * 0.4}s", set_as_default=False)
     try:
         check_workers(client, address)
     except BaseException:
@@ -233,6 +236,9 @@ def _bounded(fn: Callable, address: str, deadline: float, timeout_s: float):
         return box["value"]
     if isinstance(e, ScenarioError):
         raise e
+    if isinstance(e, TimeoutError):  # Dask's own timeout (see _connect)
+        raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
+                            f"(it accepted the connection but did not finish Dask's handshake)", "--executor")
     raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
                         f"({type(e).__name__}: {_one_line(e)})", "--executor") from None
 
