@@ -173,7 +173,7 @@ def _dask_client(address: str, timeout_s: float | None):
     A thread, because Dask bounds only its connect: one stuck later is left behind (daemon: it
     never holds the process) rather than waited for. Failures while the caller works with the
     cluster (the scheduler lost) become one ScenarioError naming how many results had arrived."""
-    from .dask_handshake import parse_address, probe
+    from .dask_handshake import parse_address, probe, probe_tls, tls_context
     timeout_s = connect_timeout_s() if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     scheme, host, port = parse_address(address)
@@ -184,6 +184,13 @@ def _dask_client(address: str, timeout_s: float | None):
                             f"pip install 'kvviz[cluster]'", "--executor") from None
     if scheme == "tcp":
         probe(address, host, port, deadline)
+    elif scheme == "tls":  # the handshake bounded here too: Dask's connect then redoes it
+        context = tls_context()
+        if context is None:
+            raise ScenarioError(f"{address} is a TLS address, and Dask has no TLS settings here: set "
+                                f"distributed.comm.tls.ca-file, .client.cert and .client.key (e.g. "
+                                f"DASK_DISTRIBUTED__COMM__TLS__CA_FILE=...)", "--executor")
+        probe_tls(address, host, port, deadline, context)
     with _quiet_dask():
         client = _bounded(lambda: _connect(distributed, address, deadline), address, deadline, timeout_s)
         counted = _CountingExecutor(client)
