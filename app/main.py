@@ -87,7 +87,8 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
                sweep=(), metric: str | None = None, replay: str | None = None, view_only: bool = False) -> int:
     """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
     PNG of the window showing `view`."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if not os.environ.get("QT_QPA_PLATFORM"):  # unset or empty (`QT_QPA_PLATFORM= make run`)
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     import tempfile
 
     from PySide6.QtCore import QSettings
@@ -100,7 +101,9 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     from .shell.window import MainWindow
     _quiet_offscreen_noise()
 
+    from kvviz.outputs import check_target
     try:
+        check_target(out)  # a folder that does not exist, a read-only one: refused before the run
         load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
         axes = [a.split("=", 1) for a in sweep]
         if any(len(a) != 2 for a in axes) or (view == "sweep" and not (axes and metric)):
@@ -150,16 +153,20 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         for _ in range(3):
             app.processEvents()
         if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
-            from kvviz.io import atomic_write
+            from kvviz.outputs import write_text
 
             fmt = "svg" if out.lower().endswith(".svg") else "png"
-            atomic_write(out, win.view_figure(fmt))
-            ok = True
+            try:
+                write_text(out, win.view_figure(fmt))
+                failed = None
+            except ScenarioError as e:  # a full disk, a folder gone since the check
+                failed = str(e)
         else:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
-            ok = win.grab().save(out)
+            failed = None if win.grab().save(out) else f"{out}: cannot write the file"
         win.close()
-    return 0 if ok else 1
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
+    return BAD_INPUT if failed else 0
 
 
 def headless(path: str, out_dir: str) -> int:
@@ -167,6 +174,11 @@ def headless(path: str, out_dir: str) -> int:
     from kvviz.cli import main as cli
     stem = Path(path).stem
     out = Path(out_dir)
+    try:  # the headless job's own folder (`out/` by default): made, unlike a folder named in a file path
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"error: {out}: cannot make the folder: {e.strerror or e}", file=sys.stderr)
+        return BAD_INPUT
     rc = cli(["run", path, "--svg", str(out / f"{stem}.svg"), "--json-out", str(out / f"{stem}.json")])
     if rc == 0:
         png = out / f"{stem}.png"

@@ -1,6 +1,7 @@
 """Fuzz kvviz's inputs with thousands of fresh hostile cases and print how they ended, per
 surface: scenarios (hostile edits of every bundled one, tests/input_mutations.py), trace files
-in every format, command-line flags, and output paths (tests/input_surfaces.py). Each ends as
+in every format, command-line flags, output paths and the size guard on what is read
+(tests/input_surfaces.py). Each ends as
 "ran", "refused" (exit 2, at most 21 error lines) or "other" (a traceback, another exit code,
 too many lines): other must be 0. Cases are drawn fresh from SEED (default: the clock).
 
@@ -46,12 +47,13 @@ def main() -> int:
     seen: Counter = Counter()
     others: list = []
     t = time.perf_counter()
-    per = args.cases // 4
-    _scenarios(args.cases - 3 * per, rng_seed, seen, others)
+    k = len(SURFACES)
+    per = args.cases // (k + 1)
+    _scenarios(args.cases - k * per, rng_seed, seen, others)
     rng = random.Random(rng_seed)
     with tempfile.TemporaryDirectory(prefix="kvviz-fuzz-") as d:
-        for i in range(3 * per):
-            surface = list(SURFACES)[i % 3]
+        for i in range(k * per):
+            surface = list(SURFACES)[i % k]
             tmp = Path(d) / str(i)
             tmp.mkdir()
             argv = SURFACES[surface](rng, tmp)

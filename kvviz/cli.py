@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from pathlib import Path
 
 from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
+from .cli_flags import (
+    MAX_CAPACITIES,
+    MAX_WORKERS,
+    bytes_per_token,
+    check_figure_args,
+    float_flag,
+    int_flag,
+    positive_float,
+    worker_count,
+)
 from .errors import ScenarioError
 from .format import format_value
-from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
+from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .mechanisms import mechanisms
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
@@ -79,32 +88,6 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str 
         raise
 
 
-MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
-MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
-
-
-def _check_figure_args(args):
-    if not 200 <= args.width <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
-                            "--width")
-    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
-                            "--height")
-    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
-        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
-                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
-                            "lower --width or --dpi", "kvviz run", "--dpi")
-    for name in ("from_us", "to_us"):
-        v = getattr(args, name)
-        if v is not None and not (math.isfinite(v) and 0 <= v <= MAX_NS / 1e3):
-            flag = "--" + name.replace("_", "-")
-            raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
-    if not 1 <= args.dpi <= 2400:
-        raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
-    if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
-        raise ScenarioError(f"--to-us ({args.to_us}) must be after --from-us ({args.from_us})", "kvviz run", "--to-us")
-
-
 def _outputs(args, result) -> list[tuple[str, str]]:
     """(path, text) of every text file asked for, rendered before anything is written."""
     from .units import us_to_ns
@@ -131,13 +114,13 @@ def cmd_run(args) -> int:
     from .loading import load_scenario
     from .outputs import check_target, write_run_outputs
 
-    _check_figure_args(args)
+    check_figure_args(args)
     rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
     for path in [p for p, _ in rasters] + [args.svg, args.perfetto, args.json_out, args.csv and args.csv + "_"]:
         if path:
             check_target(path)  # before a long run
     file = resolve_scenario(args.file)
-    sc = load_scenario(file, args.set or [])
+    sc = load_scenario(file, args.set or [], args.max_memory_gb)
     result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
@@ -161,7 +144,7 @@ def cmd_check(args) -> int:
     bad = total = 0
     for name in args.files:
         file = resolve_scenario(name)
-        sc = load_scenario(file, args.set or [])
+        sc = load_scenario(file, args.set or [], args.max_memory_gb)
         checks = _simulate(sc, file, args.max_memory_gb).metrics.get("checks", ())
         if not checks:
             print(f"{file}: no checks")
@@ -271,6 +254,7 @@ def cmd_replay(args) -> int:
         parse_capacities(args.capacities, None)
     sample_rate = check_sample_rate(args.sample_rate, "kvviz replay: --sample-rate")
     layout = parse_layout(args.columns, args.delimiter, args.header)
+    _check_replay_size(args, len(names))
     with cluster_executor(args.executor) as executor:  # connected before a long read
         reqs = read_trace(args.trace, args.format, args.kv_bytes_per_token, layout, args.max_decompressed_ratio,
                           None if args.max_decompressed_gb is None else int(args.max_decompressed_gb * 1e9))
@@ -300,9 +284,27 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def _check_replay_size(args, policies: int) -> None:
+    """Refuse, before the trace is read, a replay estimated beyond the memory limit."""
+    from .executor import default_spec, workers
+    from .replay.size import replay_estimate
+    from .requests.extent import extent
+    from .size_guard import check_size
+    caps = 0 if not args.capacities else 12 if args.capacities.strip().lower() == "auto" else \
+        args.capacities.count(",") + 1
+    runs = policies * (caps + bool(args.capacity))
+    local = (args.executor or default_spec()).strip() == "local"  # a cluster's workers hold the trace there
+    est = replay_estimate(extent(args.trace), runs, (args.workers or workers()) if local else 1)
+    try:
+        check_size(est, args.max_memory_gb, "replay")
+    except ScenarioError as e:
+        e.file, e.field = args.trace, None
+        raise
+
+
 def cmd_validate(args) -> int:
     from .loading import load_scenario
-    sc = load_scenario(resolve_scenario(args.file), args.set or [])
+    sc = load_scenario(resolve_scenario(args.file), args.set or [], args.max_memory_gb)
     print(f"{args.file}: ok ({sc.kind}: {sc.name})")
     return 0
 
@@ -326,42 +328,6 @@ def cmd_schema(args) -> int:
     return 0
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (0 < v < 1e6):
-        raise argparse.ArgumentTypeError(f"expected a number of GB above 0, got {text!r}")
-    return v
-
-
-MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
-
-
-def _worker_count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= n <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {n}")
-    return n
-
-
-MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
-
-
-def _bytes_per_token(text: str) -> int:
-    """A decimal whole number of bytes, as a scenario's sizes (no 0x10, no overflow past int64)."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}")
-    n = int(text)
-    if not 1 <= n <= MAX_BYTES:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_BYTES:,} bytes, got {text}")
-    return n
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input too: exit 2 (argparse's own code)
         self.print_usage(sys.stderr)
@@ -379,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="override a field, e.g. --set cache.slots=16 (repeatable)")
 
     def memory_arg(sp):
-        sp.add_argument("--max-memory-gb", type=_positive_float, default=None, metavar="GB",
+        sp.add_argument("--max-memory-gb", type=positive_float, default=None, metavar="GB",
                         help=f"refuse a run estimated to need more memory (default {DEFAULT_MAX_MEMORY_GB:g})")
 
     def cache_arg(sp):
@@ -394,11 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
     fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")
     fig.add_argument("--pdf", metavar="OUT.pdf", help="timeline as a vector PDF")
-    fig.add_argument("--width", type=int, default=960, help="figure width in px at 96 per inch (default 960 = 10 in)")
-    fig.add_argument("--height", type=int, default=None, help="figure height in px (default: fit the lanes)")
-    fig.add_argument("--dpi", type=int, default=300, help="PNG/PDF resolution (default 300)")
-    fig.add_argument("--from-us", type=float, default=None, help="start of the time range shown")
-    fig.add_argument("--to-us", type=float, default=None, help="end of the time range shown")
+    fig.add_argument("--width", type=int_flag, default=960, help="figure width in px at 96 per inch (default 960 = 10 in)")
+    fig.add_argument("--height", type=int_flag, default=None, help="figure height in px (default: fit the lanes)")
+    fig.add_argument("--dpi", type=int_flag, default=300, help="PNG/PDF resolution (default 300)")
+    fig.add_argument("--from-us", type=float_flag, default=None, help="start of the time range shown")
+    fig.add_argument("--to-us", type=float_flag, default=None, help="end of the time range shown")
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
     fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
     memory_arg(r)
@@ -417,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     out = w.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the grid as JSON")
     out.add_argument("--csv", action="store_true", help="print the grid as CSV")
-    w.add_argument("--workers", type=_worker_count, default=None,
+    w.add_argument("--workers", type=worker_count, default=None,
                    help=f"local worker processes, 1 to {MAX_WORKERS} (default: one per core)")
     w.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                    help="where the runs go: this computer's processes (default; KVVIZ_EXECUTOR sets it) or a "
@@ -448,9 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--delimiter", metavar="C", help="CSV field separator: , tab space ; | (default: the most frequent of , tab ; | in line 1)")
     rp.add_argument("--header", choices=HEADER_CHOICES,
                     help="with --columns: is line 1 a header? (auto: if its time or size is not a number)")
-    rp.add_argument("--kv-bytes-per-token", type=_bytes_per_token, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
+    rp.add_argument("--kv-bytes-per-token", type=bytes_per_token, default=DEFAULT_KV_BYTES_PER_TOKEN, metavar="B",
                     help="JSONL traces: KV bytes per token, so a block is tokens x B (default %(default)s, Llama-2-70B FP16)")
-    rp.add_argument("--workers", type=_worker_count, default=None,
+    rp.add_argument("--workers", type=worker_count, default=None,
                     help=f"processes for the per-capacity runs, 1 to {MAX_WORKERS} (default: one per core)")
     rp.add_argument("--executor", default=None, metavar="local|tcp://HOST:PORT",
                     help="where the per-capacity runs go: this computer (default; KVVIZ_EXECUTOR sets it) or a Dask "
@@ -458,10 +424,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--sample-rate", default=None, metavar="R",
                     help="LRU curve from a SHARDS sample of rate R in (0, 1], e.g. 0.01: faster, an estimate "
                          "(its engine says so); default exact")
-    rp.add_argument("--max-decompressed-ratio", type=_positive_float, default=None, metavar="X",
+    rp.add_argument("--max-decompressed-ratio", type=positive_float, default=None, metavar="X",
                     help=f"a .zst trace may expand to X times its size (default {MAX_DECOMPRESSED_RATIO})")
-    rp.add_argument("--max-decompressed-gb", type=_positive_float, default=None, metavar="GB",
+    rp.add_argument("--max-decompressed-gb", type=positive_float, default=None, metavar="GB",
                     help=f"and to at most GB (default {MAX_DECOMPRESSED_BYTES / 1e9:g})")
+    memory_arg(rp)
     add_prefix_args(rp)
     rp.set_defaults(fn=cmd_replay)
 
@@ -475,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)
+    memory_arg(v)
     v.set_defaults(fn=cmd_validate)
 
     sub.add_parser("list", help="list the bundled scenarios").set_defaults(fn=cmd_list)

@@ -4,7 +4,9 @@ accepts and never speaks held `Client(...)` forever, and one speaking HTTP had i
 bytes read as a frame length (3 EiB). So the address is parsed here (tcp:// or tls://, a host,
 a port), and for tcp:// one bounded read takes the scheduler's greeting, which a Dask scheduler
 sends unprompted on accept: an 8-byte length, then msgpack frames holding a dict with its
-Python version. Anything else is refused in one line.
+Python version. For tls:// the TLS handshake is made here first, with Dask's own TLS settings,
+under the same deadline (a silent peer, or one speaking no TLS, fails in one line). Anything
+else is refused in one line.
 """
 from __future__ import annotations
 
@@ -133,3 +135,50 @@ def _show(data: bytes) -> str:
 
 def _error(address: str, why: str) -> ScenarioError:
     return ScenarioError(f"cannot connect to the Dask scheduler at {address}: {why}", "--executor")
+
+
+def tls_context():
+    """The client TLS context Dask's settings give (distributed.comm.tls.*: a CA file, a client
+    certificate and key), or None when they give none."""
+    from distributed.security import Security
+    return Security().get_connection_args("client").get("ssl_context")
+
+
+def probe_tls(address: str, host: str, port: int, deadline: float, context) -> None:
+    """Connect and finish a TLS handshake with `context` before `deadline`, or raise
+    ScenarioError: a silent peer, one that speaks no TLS, or a handshake that fails (a
+    certificate refused). A peer that ends it with an alert (it wants another certificate) does
+    speak TLS: Dask then says what it wants."""
+    import ssl
+    timeout_s = max(deadline - time.monotonic(), 0.001)
+    try:
+        raw = socket.create_connection((host, port), timeout=timeout_s)
+    except socket.timeout:
+        raise _error(address, f"no connection within {timeout_s:.3g} s") from None
+    except OSError as e:
+        raise _error(address, f"cannot connect ({e.strerror or type(e).__name__})") from None
+    with raw:
+        try:
+            tls = context.wrap_socket(raw, server_hostname=host if context.check_hostname else None,
+                                      do_handshake_on_connect=False)
+        except (ssl.SSLError, ValueError) as e:
+            raise _error(address, f"the TLS settings cannot be used ({e})") from None
+        with tls:
+            while True:  # the handshake, in steps each bounded by what is left of the deadline
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _error(address, f"the peer accepted the connection but did not answer a TLS "
+                                          f"handshake within {timeout_s:.3g} s")
+                tls.settimeout(left)
+                try:
+                    tls.do_handshake()
+                    return
+                except socket.timeout:
+                    continue
+                except ssl.SSLError as e:
+                    if "ALERT" in (e.reason or "").upper():
+                        return  # a TLS peer that wants something else: Dask's connect says what
+                    raise _error(address, f"the TLS handshake failed ({e.reason or e})") from None
+                except OSError as e:
+                    raise _error(address, f"the connection failed during the TLS handshake "
+                                          f"({e.strerror or type(e).__name__})") from None

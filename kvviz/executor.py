@@ -173,7 +173,7 @@ def _dask_client(address: str, timeout_s: float | None):
     A thread, because Dask bounds only its connect: one stuck later is left behind (daemon: it
     never holds the process) rather than waited for. Failures while the caller works with the
     cluster (the scheduler lost) become one ScenarioError naming how many results had arrived."""
-    from .dask_handshake import parse_address, probe
+    from .dask_handshake import parse_address, probe, probe_tls, tls_context
     timeout_s = connect_timeout_s() if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     scheme, host, port = parse_address(address)
@@ -184,6 +184,13 @@ def _dask_client(address: str, timeout_s: float | None):
                             f"pip install 'kvviz[cluster]'", "--executor") from None
     if scheme == "tcp":
         probe(address, host, port, deadline)
+    elif scheme == "tls":  # the handshake bounded here too: Dask's connect then redoes it
+        context = tls_context()
+        if context is None:
+            raise ScenarioError(f"{address} is a TLS address, and Dask has no TLS settings here: set "
+                                f"distributed.comm.tls.ca-file, .client.cert and .client.key (e.g. "
+                                f"DASK_DISTRIBUTED__COMM__TLS__CA_FILE=...)", "--executor")
+        probe_tls(address, host, port, deadline, context)
     with _quiet_dask():
         client = _bounded(lambda: _connect(distributed, address, deadline), address, deadline, timeout_s)
         counted = _CountingExecutor(client)
@@ -202,8 +209,11 @@ def _dask_client(address: str, timeout_s: float | None):
 
 
 def _connect(distributed, address: str, deadline: float):
+    # Dask applies its timeout to each step (the connect and handshake, then the scheduler's
+    # reply to the client): two steps in 80% of the time left, so Dask gives up by the deadline
+    # itself and its connect thread ends with the failure instead of lingering a timeout more
     left = max(deadline - time.monotonic(), 0.1)
-    client = distributed.Client(address, timeout=f"{left}s", set_as_default=False)
+    client = distributed.Client(address, timeout=f"{left * 0.4}s", set_as_default=False)
     try:
         check_workers(client, address)
     except BaseException:
@@ -233,6 +243,9 @@ def _bounded(fn: Callable, address: str, deadline: float, timeout_s: float):
         return box["value"]
     if isinstance(e, ScenarioError):
         raise e
+    if isinstance(e, TimeoutError):  # Dask's own timeout (see _connect)
+        raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
+                            f"(it accepted the connection but did not finish Dask's handshake)", "--executor")
     raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
                         f"({type(e).__name__}: {_one_line(e)})", "--executor") from None
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 MAX_NS = 2 ** 62
 MAX_BYTES = 2 ** 62
+# A prompt or reply of more tokens than this in a trace is a corrupt value, refused at its line:
+# 430x the longest context window of 2025 (10M tokens), and x the KV bytes of a token (under
+# 1 MB) or a prefill time per token still far inside MAX_BYTES and MAX_NS (ours)
+MAX_TOKENS = 2 ** 32
 MAX_DEPTH = 32  # tables and arrays nested deeper than this are no scenario (and would recurse)
 
 # Inputs are read whole into memory: each kind has a cap, far above any real one, so a wrong

@@ -9,10 +9,12 @@ from .limits import MAX_DEPTH, nesting_depth
 from .mechanisms import mechanisms
 from .scenario import validate
 from .scenario_data import apply_override, read_toml
+from .size_guard import check_size, validation_estimate
 
 
-def parse_scenario(data: dict, source: str = "<scenario>"):
-    """Validate a plain dict (as read from TOML) into the model of its `kind`."""
+def parse_scenario(data: dict, source: str = "<scenario>", max_memory_gb: float | None = None):
+    """Validate a plain dict (as read from TOML) into the model of its `kind`; data whose arrays
+    would take more than `max_memory_gb` to validate (kvviz.size_guard) is refused first."""
     kinds = mechanisms()
     kind = data.get("kind")
     if kind is None:
@@ -23,11 +25,16 @@ def parse_scenario(data: dict, source: str = "<scenario>"):
         raise ScenarioError(f"tables or arrays nested too deep (more than {MAX_DEPTH} levels)", source)
     if kind not in kinds:
         raise ScenarioError(f"unknown kind {kind!r} (one of: {', '.join(kinds)})", source, "kind")
+    try:
+        check_size(validation_estimate(data), max_memory_gb, "validate")
+    except ScenarioError as e:
+        e.file = source
+        raise
     return validate(kinds[kind].model, data, source)
 
 
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = (), max_memory_gb: float | None = None):
     data = read_toml(path)
     for assignment in overrides:
         data = apply_override(data, assignment)
-    return parse_scenario(data, str(path))
+    return parse_scenario(data, str(path), max_memory_gb)

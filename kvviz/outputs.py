@@ -1,5 +1,6 @@
 """The files `kvviz run` writes, as refusals when they cannot be: a read-only or full disk, a
-folder that cannot be made, a path that is a folder. Each is one line naming the path (exit 2),
+folder that does not exist (never made: a typo in a path is no new folder), a path that is a
+folder. Each is one line naming the path (exit 2),
 the previous file stays as it was, and no temporary file is left behind (atomic_write's, and
 the rasters' `.NAME.kvviz-tmp`, which the renderer writes in a child process)."""
 from __future__ import annotations
@@ -35,6 +36,8 @@ def _check_target(p: Path) -> None:
     parent = next((a for a in p.absolute().parents if a.exists()), None)
     if parent is not None and not parent.is_dir():
         raise ScenarioError(f"cannot write the file: {parent} is not a folder", str(path))
+    if parent is not None and parent != p.absolute().parent:  # as most Unix tools: a typo is not a new folder
+        raise ScenarioError(f"cannot write the file: the folder {p.parent} does not exist", str(path))
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise ScenarioError(f"cannot write the file: {parent} is not writable", str(path))
 

@@ -1,7 +1,8 @@
 """Hostile inputs beyond the scenario's fields (issue 23), for the fuzz test and
 benchmarks/bench_fuzz_input.py: trace files in every format (spliced fragments, zstd, BOMs,
-NULs), command-line flags (absurd numbers, hex, overflow, unknown values) and output paths (a
-folder, a file as the parent, a missing folder, a FIFO). Each case is a `kvviz` argv run in this
+NULs), command-line flags (absurd numbers, hex, overflow, unknown values), output paths (a
+folder, a file as the parent, a missing folder, a FIFO) and the size guard on what is read (a
+trace-driven run, a replay, a huge array, under a drawn --max-memory-gb). Each case is a `kvviz` argv run in this
 process; it must end in exit 0 ("ran") or a refusal: exit 2 with a few `error:` lines (or
 argparse's usage and one message). Anything else is "other", the bug the fuzz looks for."""
 from __future__ import annotations
@@ -112,7 +113,36 @@ def output_case(rng: random.Random, tmp: Path) -> list[str]:
     return ["run", SEED, "--set", "sequence.length=64", flag, str(target) + (".json" if flag != "--csv" else "")]
 
 
-SURFACES = {"trace": trace_case, "flags": flag_case, "output": output_case}
+LIMITS = ["0.0001", "0.001", "0.01", "0.1", "1", "4", "1e3", "0x10", "0", "-1", "nan", "1_0"]
+
+
+def size_case(rng: random.Random, tmp: Path) -> list[str]:
+    """The size guard on what is read: a trace-driven AttentionStore run, a replay, a scenario's
+    huge array, under a drawn --max-memory-gb (small ones refuse, large ones run)."""
+    limit = rng.choice(LIMITS)
+    which = rng.randrange(3)
+    if which == 0:
+        trace = tmp / rng.choice(["t.csv", "t.jsonl"])
+        n = rng.choice([1, 20, 2000])
+        if trace.suffix == ".csv":
+            trace.write_text("conversation,turn,arrival_s,input_tokens,output_tokens\n" +
+                             "".join(f"c{i % 5},{i // 5 + 1},{i},100,20\n" for i in range(n)))
+        else:
+            trace.write_text("".join(f'{{"timestamp": {i}, "input_length": 600, "output_length": 4, '
+                                     f'"hash_ids": [{i % 3}, {i}]}}\n' for i in range(n)))
+        return ["run", "attention_store_sharegpt", "--set", f'workload.trace_file="{trace}"',
+                "--set", "serving.detail_job=0", "--set", 'policies=["lru"]', "--max-memory-gb", limit]
+    if which == 1:
+        trace = ROOT / "resources" / "traces" / rng.choice(["zipf_20k.csv", "mooncake_synthetic_trace.jsonl"])
+        argv = ["replay", str(trace), "--max-memory-gb", limit, "--engine", "python", "--workers", "1"]
+        return argv + (["--capacity", "10%"] if rng.random() < 0.7 else ["--capacities", "1%,10%", "--policy", "lru,fifo"])
+    f = tmp / "many.toml"
+    f.write_text(Path(SEED).read_text() + "".join(f"[[reads]]\nt_us = {30 + i}\npositions = [1]\n"
+                                                  for i in range(rng.choice([1, 100, 3000]))))
+    return ["validate", str(f), "--max-memory-gb", limit]
+
+
+SURFACES = {"trace": trace_case, "flags": flag_case, "output": output_case, "sizes": size_case}
 
 
 def run_case(argv: list[str]) -> str:

@@ -98,9 +98,13 @@ def test_a_folder_that_cannot_be_made(tmp_path, capsys):
     assert "is not a folder" in _one_line(capsys, out)
 
 
-def test_a_missing_folder_is_made_as_before(tmp_path, capsys):
-    out = tmp_path / "new" / "m.json"
-    assert main(["run", SEED, "--json-out", str(out)]) == 0 and out.exists()
+@pytest.mark.parametrize("flag", ["--json-out", "--svg", "--png", "--pdf", "--perfetto", "--csv"])
+def test_a_missing_folder_is_refused_naming_it(tmp_path, capsys, flag):
+    out = tmp_path / "new" / "deeper" / "m.out"
+    assert main(["run", SEED, flag, str(out)]) == 2
+    line = _one_line(capsys, f"{out}_" if flag == "--csv" else out)  # --csv names PREFIX_…
+    assert f"the folder {out.parent} does not exist" in line, line
+    _no_leftovers(tmp_path, set())  # nothing made, nothing written
 
 
 def test_a_failed_png_exits_2_and_leaves_no_temporary(tmp_path, capsys, monkeypatch):

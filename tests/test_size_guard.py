@@ -51,15 +51,12 @@ def test_the_estimate_covers_the_trace_it_predicts(capsys):
         assert held <= estimate(sc).bytes, name
 
 
-def test_every_bundled_scenario_is_estimated_unless_its_size_is_in_a_file():
-    # a mechanism's record must estimate (a kind without an estimate would run unguarded);
-    # None only where the size is known once input is read (an AttentionStore trace file)
+def test_every_bundled_scenario_is_estimated():
+    # a mechanism's record must estimate (a kind without an estimate would run unguarded), a
+    # trace-driven run too (from its file's size and lines)
     for path in bundled_scenarios():
-        sc = load_scenario(path)
-        est = estimate(sc)
-        trace_file = getattr(getattr(sc, "workload", None), "trace_file", None)
-        assert est is not None or trace_file, path.name
-        assert est is None or (est.bytes >= 0 and est.seconds >= 0 and est.field), path.name
+        est = estimate(load_scenario(path))
+        assert est is not None and est.bytes >= 0 and est.seconds >= 0 and est.field, path.name
 
 
 @pytest.mark.parametrize("values", ["0:1:1e-9", "1:1000000"])

@@ -27,8 +27,9 @@ class Mechanism:
     kind: str  # the scenario's `kind`
     model: type  # the scenario model (a ScenarioBase with `kind` as a Literal)
     simulate: Callable  # scenario -> Result
-    # scenario -> kvviz.size_guard.Estimate, or None only where the size is known once input is
-    # read (a trace file); every run is checked against the memory limit before it starts
+    # scenario -> kvviz.size_guard.Estimate (a trace file's size and records told cheaply by
+    # kvviz.requests.extent; None only where they cannot be, a zstd file that does not state its
+    # size); every run is checked against the memory limit before it starts
     estimate: Callable[[Any], Any]
     # (lane name, field path, what it does): picking a span on that lane (a double-click in the
     # app) sets the field to the span's ref, e.g. the AttentionStore turn whose layers are drawn

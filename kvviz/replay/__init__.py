@@ -20,13 +20,13 @@ processes (kvviz.executor).
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 
 from ..errors import ScenarioError
 from ..io import scratch_tree
 from ..limits import MAX_BYTES
+from ..numbers import split_unit, toml_number
 from ..requests.objects import Requests
 from ..requests.oracle_general import ORACLE_RECORD
 from . import engines, kernels
@@ -76,10 +76,9 @@ def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
     """None (exact), or a sampling rate in (0, 1]."""
     if rate is None:
         return None
-    try:
-        value = float(rate)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"sample rate must be a number in (0, 1], e.g. 0.01 (got {rate!r})", source) from None
+    value = toml_number(rate) if isinstance(rate, str) else rate  # as a scenario's (kvviz.numbers)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ScenarioError(f"sample rate must be a number in (0, 1], e.g. 0.01 (got {rate!r})", source)
     if not 0 < value <= 1:  # also nan
         raise ScenarioError(f"sample rate must be in (0, 1], e.g. 0.01 (got {rate})", source)
     return value
@@ -91,27 +90,32 @@ _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 
 
 def parse_size(text: str, source: str = "--capacity", footprint: int | None = None) -> int:
     """`1000`, `64MiB`, `1.5GB` (decimal and binary units) -> bytes; `1%` is a share of the
-    trace's `footprint` (without one, only the form is checked: the trace is not read yet)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*|%)\s*", text)
-    if not m or (m.group(2) != "%" and m.group(2).lower() not in _UNITS):
+    trace's `footprint` (without one, only the form is checked: the trace is not read yet). The
+    number is read as a scenario's (kvviz.numbers: `1e3` and `0x10` alike)."""
+    got = split_unit(text, _UNITS)
+    if got is None:
         raise ScenarioError(f"expected a size like 1000, 64MiB, 1.5GB or 1% (of the trace's footprint), "
                             f"got {text!r}", source)
-    if m.group(2) == "%":
-        share = float(m.group(1)) / 100
-        if not share <= MAX_FOOTPRINTS:  # also inf
-            raise ScenarioError(f"a capacity of more than {MAX_FOOTPRINTS}x the footprint is a typo "
-                                f"(got {text!r})", source)
-        if footprint is None:
-            return 1
-        number = footprint * share
-    else:
-        number = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if not number <= MAX_BYTES:  # also inf (1e400)
-        raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source)
-    value = int(round(number)) if m.group(2) == "%" else int(number)
+    value, unit = got
+    try:
+        if unit == "%":
+            share = value / 100
+            if not share <= MAX_FOOTPRINTS:  # also inf and nan
+                raise ScenarioError(f"a capacity of more than {MAX_FOOTPRINTS}x the footprint is a typo "
+                                    f"(got {text!r})", source)
+            if footprint is None:
+                return 1
+            number = footprint * share
+        else:
+            number = value * _UNITS[unit.lower()]
+        if not number <= MAX_BYTES:  # also inf (1e400) and nan
+            raise OverflowError
+    except OverflowError:  # a whole number too large for a float
+        raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source) from None
+    value = int(round(number)) if unit == "%" else int(number)
     if value <= 0:
         raise ScenarioError(f"capacity must be > 0 bytes (got {text!r}" +
-                            (f": {number:.3g} B of a {footprint:,} B footprint)" if m.group(2) == "%" else ")"),
+                            (f": {number:.3g} B of a {footprint:,} B footprint)" if unit == "%" else ")"),
                             source)
     return value
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import read_text
+from ..limits import MAX_NS, MAX_TOKENS
 from .conversations import NS_PER_S, Conversations
 from .jsonl import json_lines
 
@@ -54,6 +55,9 @@ def _number(rec: dict, key: str, kind, minimum, path: Path, line: int):
                             f"got {rec[key]!r}", str(path), f"line {line}") from None
     if not (v >= minimum) or (kind is float and not math.isfinite(v)):
         raise ScenarioError(f"{key}: must be >= {minimum} (got {v})", str(path), f"line {line}")
+    top = MAX_NS / NS_PER_S if key == "arrival_s" else MAX_TOKENS if key.endswith("tokens") else 2 ** 62
+    if v > top:  # a value the simulation could not represent
+        raise ScenarioError(f"{key}: at most {top:,.0f} (got {v:.3g})", str(path), f"line {line}")
     return v
 
 

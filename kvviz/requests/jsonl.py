@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..limits import MAX_NS, MAX_TOKENS
 
 QWEN = "qwen"
 MOONCAKE = "mooncake"
@@ -78,7 +79,7 @@ def require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
                             f"{', '.join(keys)})", str(path), f"line {line}")
 
 
-def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0) -> int:
+def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0, maximum: int = MAX_TOKENS) -> int:
     v = rec[key]
     if isinstance(v, float) and v.is_integer():
         v = int(v)
@@ -86,15 +87,20 @@ def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0) -> int
         raise ScenarioError(f"{key}: expected an integer, got {v!r}", str(path), f"line {line}")
     if v < minimum:
         raise ScenarioError(f"{key}: must be >= {minimum} (got {v})", str(path), f"line {line}")
+    if v > maximum:
+        raise ScenarioError(f"{key}: at most {maximum:,} (got {v:.3g})", str(path), f"line {line}")
     return v
 
 
-def timestamp(rec: dict, key: str, path: Path, line: int) -> float:
+def timestamp(rec: dict, key: str, path: Path, line: int, ns_per_unit: int = NS_PER_UNIT[QWEN]) -> float:
     v = rec[key]
     if type(v) not in (int, float) or not math.isfinite(v):
         raise ScenarioError(f"{key}: expected a number, got {v!r}", str(path), f"line {line}")
     if v < 0:
         raise ScenarioError(f"{key}: must be >= 0 (got {v})", str(path), f"line {line}")
+    if v * ns_per_unit > MAX_NS:  # a time the simulation could not represent
+        raise ScenarioError(f"{key}: beyond the simulator's time range (at most {MAX_NS / ns_per_unit:.3g}; "
+                            f"got {v:.3g})", str(path), f"line {line}")
     return v
 
 
@@ -116,7 +122,7 @@ def hash_ids(rec: dict, path: Path, line: int) -> list:
 def mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, list]:
     """(timestamp ms, input_length, output_length, hash_ids) of one checked Mooncake line."""
     require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
-    t = timestamp(rec, "timestamp", path, line)
+    t = timestamp(rec, "timestamp", path, line, NS_PER_UNIT[MOONCAKE])
     n_in = integer(rec, "input_length", path, line)
     n_out = integer(rec, "output_length", path, line)
     return t, n_in, n_out, hash_ids(rec, path, line)
@@ -135,6 +141,19 @@ def qwen_record(rec: dict, path: Path, line: int, need_hashes: bool) -> tuple:
     t = timestamp(rec, "timestamp", path, line)
     n_in = integer(rec, "input_length", path, line)
     n_out = integer(rec, "output_length", path, line)
-    turn = integer(rec, "turn", path, line, 1) if rec.get("turn") is not None else None
+    turn = integer(rec, "turn", path, line, 1, 2 ** 62) if rec.get("turn") is not None else None
     ids = hash_ids(rec, path, line) if "hash_ids" in rec else None
     return cid, parent, t, n_in, n_out, turn, ids
+
+
+def in_time_order(times_s, lines, path, key: str = "timestamp") -> None:
+    """The one time rule of a request trace, wherever it is read (replay and AttentionStore
+    alike): requests in file order never go back in time (equal times are fine: Mooncake's
+    first requests all arrive at 0); the first that does is named by its line."""
+    import numpy as np
+    t = np.asarray(times_s, dtype=np.float64)
+    back = np.flatnonzero(t[1:] < t[:-1])
+    if len(back):
+        i = int(back[0]) + 1
+        raise ScenarioError(f"{key} goes backwards ({t[i]:g} s after {t[i - 1]:g} s on line {lines[i - 1]}); "
+                            f"requests must be in time order", str(path), f"line {lines[i]}")

@@ -12,6 +12,19 @@ from .common import first_request_ids
 from .objects import Requests
 
 ORACLE_RECORD = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+# A next-request index is -1 (none) or a request's number: far below 2**48, where eight bytes of
+# text read as an int64 are above 2**53 (ours: a NUL in a CSV or JSONL is no binary trace)
+MAX_NEXT = 2 ** 48
+
+
+def fits_oracle_general(head: bytes, size: int) -> bool:
+    """Whether a file of `size` bytes starting with `head` has oracleGeneral's shape: whole
+    24-byte records whose next-request fields are -1 or an index, in every record of the head."""
+    n = min(len(head), size) // ORACLE_RECORD.itemsize
+    if not size or size % ORACLE_RECORD.itemsize or not n:
+        return False
+    nxt = np.frombuffer(head, dtype=ORACLE_RECORD, count=min(n, 170))["next"]
+    return bool(np.all((nxt >= -1) & (nxt < MAX_NEXT)))
 
 
 def read_oracle_general(path: str | Path) -> Requests:

@@ -22,7 +22,18 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import read_text
-from .jsonl import BLOCK_TOKENS, MOONCAKE, PLAIN, QWEN, detect, first_record, json_lines, mooncake_record, qwen_record
+from .jsonl import (
+    BLOCK_TOKENS,
+    MOONCAKE,
+    PLAIN,
+    QWEN,
+    detect,
+    first_record,
+    in_time_order,
+    json_lines,
+    mooncake_record,
+    qwen_record,
+)
 from .plain import csv_records, is_plain_csv, plain_record
 
 
@@ -86,6 +97,7 @@ class PromptRows:
         return len(self.lines)
 
     def finish(self) -> PromptRequests:
+        in_time_order(self.times_s, self.lines, self.source, "time" if self.fmt == PLAIN else "timestamp")
         counts = np.fromiter(map(len, self.ids), np.int64, len(self.ids))
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -112,7 +124,6 @@ def read(path: str | Path) -> PromptRequests | None:
     fmt = fmt or PLAIN
     rows = PromptRows(fmt, str(path))
     block_line = 0  # plain: the line that set block_tokens
-    key = "time" if fmt == PLAIN else "timestamp"
     for line, rec in records:
         if fmt == MOONCAKE:
             t, n_in, n_out, ids = mooncake_record(rec, path, line)
@@ -128,11 +139,6 @@ def read(path: str | Path) -> PromptRequests | None:
                 raise ScenarioError(f"block_tokens {tokens} differs from line {block_line}'s "
                                     f"{rows.block_tokens}: one trace has one block size", str(path), f"line {line}")
             rows.add(line, t, n_in, n_out, ids)
-        recorded = rows.recorded
-        if len(recorded) > 1 and recorded[-1] < recorded[-2]:
-            a, b = rows.times_s[-1], rows.times_s[-2]
-            raise ScenarioError(f"{key} goes backwards ({a:g} s after {b:g} s on line {rows.lines[-2]}); "
-                                f"requests must be in time order", str(path), f"line {line}")
     if not len(rows):
         raise ScenarioError("the trace has no requests", str(path))
     return rows.finish()

@@ -12,7 +12,7 @@ from .blocks import DEFAULT_KV_BYTES_PER_TOKEN, read_blocks
 from .common import BOM, read_bytes
 from .csv_format import CsvLayout, read_csv
 from .objects import Requests
-from .oracle_general import read_oracle_general
+from .oracle_general import fits_oracle_general, read_oracle_general
 from .plain import is_plain_csv
 from .text_ids import read_txt
 from .zstd import open_decompressed
@@ -24,8 +24,8 @@ def detect_format(path: Path) -> str:
     """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
     and txt)."""
     head = read_bytes(path, 4096)
-    if ".oraclegeneral" in path.name.lower() or b"\0" in head:
-        return "oracleGeneral"
+    if ".oraclegeneral" in path.name.lower() or (b"\0" in head and fits_oracle_general(head, path.stat().st_size)):
+        return "oracleGeneral"  # a NUL alone does not make one: a text reader names its line
     stripped = head.removeprefix(BOM).lstrip()
     if stripped.startswith(b"{"):
         return "jsonl"

@@ -1,0 +1,75 @@
+"""The command line's numeric flags: each read by kvviz.numbers, as a scenario's values are
+(a count is a TOML integer, a quantity any finite TOML number), then held to its range; a bad
+one is argparse's usage error (exit 2)."""
+from __future__ import annotations
+
+import argparse
+
+from .errors import ScenarioError
+from .limits import MAX_BYTES, MAX_NS
+from .numbers import parse_number
+
+MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
+MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
+MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
+MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
+
+
+def _number(text: str, integer: bool):
+    try:  # inf and nan are left to each flag's range, which names the flag
+        return parse_number(text, "", integer, finite=False)
+    except ScenarioError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
+def int_flag(text: str) -> int:
+    return _number(text, True)
+
+
+def float_flag(text: str) -> float:
+    return _number(text, False)
+
+
+def positive_float(text: str) -> float:
+    v = float_flag(text)
+    if not (0 < v < 1e6):
+        raise argparse.ArgumentTypeError(f"expected a number of GB above 0, got {text!r}")
+    return v
+
+
+def worker_count(text: str) -> int:
+    n = int_flag(text)
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} worker processes, got {text}")
+    return n
+
+
+def bytes_per_token(text: str) -> int:
+    """A whole number of bytes, as a scenario's sizes (1_000 and 0x10 too; 1e3 is a float), at
+    most kvviz.limits.MAX_BYTES: no overflow past int64."""
+    n = int_flag(text)
+    if not 1 <= n <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_BYTES:,} bytes, got {text}")
+    return n
+
+
+def check_figure_args(args):
+    if not 200 <= args.width <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
+                            "--width")
+    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
+        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
+                            "--height")
+    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
+        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
+                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
+                            "lower --width or --dpi", "kvviz run", "--dpi")
+    for name in ("from_us", "to_us"):
+        v = getattr(args, name)
+        if v is not None and not 0 <= v <= MAX_NS / 1e3:
+            flag = "--" + name.replace("_", "-")
+            raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
+    if not 1 <= args.dpi <= 2400:
+        raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
+    if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
+        raise ScenarioError(f"--to-us ({args.to_us}) must be after --from-us ({args.from_us})", "kvviz run", "--to-us")
