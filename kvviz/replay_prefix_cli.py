@@ -100,6 +100,20 @@ def _read(path: str, fmt: str):
     return reqs
 
 
+def _check_size(args, runs: int) -> None:
+    """Refuse, before the trace is read, a replay estimated beyond the memory limit: the object
+    replay's estimate per block (ASSUMPTION: a block of the prefix replay costs what a request of
+    the object replay does, in this one process)."""
+    from .replay.size import replay_estimate
+    from .requests.extent import extent
+    from .size_guard import check_size
+    try:
+        check_size(replay_estimate(extent(args.trace), runs, 1), args.max_memory_gb, "replay")
+    except ScenarioError as e:
+        e.file, e.field = args.trace, None
+        raise
+
+
 def cmd_replay_prefix(args) -> int:
     from .replay.prefix import POLICIES, canonical, distinct_blocks, prefix_replay
     if not args.prefix:
@@ -120,7 +134,8 @@ def cmd_replay_prefix(args) -> int:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity BLOCKS or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
-    block_capacities(args, None)  # their form, before a long read
+    caps = block_capacities(args, None)  # their form, before a long read
+    _check_size(args, len(names) * (len(caps) or AUTO_POINTS + 1))  # auto: its points, known once read
     reqs = _read(args.trace, args.format)
     distinct = distinct_blocks(reqs)
     results = prefix_replay(reqs, names, block_capacities(args, distinct))

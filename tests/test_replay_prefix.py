@@ -165,6 +165,16 @@ def test_cli_json_lists_policy_capacity_and_ratios(capsys):
     assert rows[1]["block_hit_ratio"] == rows[3]["block_hit_ratio"]  # nothing evicted: one ceiling
 
 
+
+def test_a_replay_beyond_the_memory_limit_is_refused_before_reading(capsys, monkeypatch):
+    def never(*_a):
+        raise AssertionError("the trace was read")
+    monkeypatch.setattr("kvviz.replay_prefix_cli._read", never)
+    for caps in ("1000,inf", "auto"):
+        code, _, err = run_cli(MOONCAKE, "--prefix", "--capacities", caps, "--max-memory-gb", "0.001", capsys=capsys)
+        assert code == 2 and "too large to replay" in err and err.count("\n") == 1
+
+
 PLAIN_JSONL = [{"time": 0, "input_tokens": 40, "output_tokens": 2, "block_tokens": 16, "hash_ids": [1, 2]},
                {"time": 1.5, "input_tokens": 50, "output_tokens": 2, "block_tokens": 16, "hash_ids": [1, 2, 3]}]
 PLAIN_CSV = "time,input_tokens,output_tokens,block_tokens,hash_ids\n0,40,2,16,1 2\n1.5,50,2,16,\"[1, 2, 3]\"\n"
