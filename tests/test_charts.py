@@ -199,6 +199,26 @@ def test_compare_opens_on_the_mechanisms_region(qtbot, bundled):
     assert view.diff_label.text() == "A and B have the same parameters."
 
 
+def test_cut_to_clips_trims_shapes_and_text_in_translated_groups():
+    from xml.dom import minidom
+
+    from app.figure_flatten import cut_to_clips, flatten_transforms
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg"><clipPath id="c"><path d="M10,0 L110,0 L110,50 L10,50 Z"/>'
+           '</clipPath><g clip-path="url(#c)"><g transform="matrix(1,0,0,1,0,0)">'
+           '<rect x="-20" y="5" width="50" height="10"/><rect x="120" y="5" width="5" height="5"/></g>'
+           '<g transform="matrix(1,0,0,1,-30,20)"><text x="4" y="15">0.00 us</text>'
+           '<polygon points="0,-11 52,-11 52,11 0,11 0,-11"/></g>'
+           '<g transform="matrix(2,0,0,1,0,0)"><text x="30" y="9">kept</text></g>'
+           '<polyline points="5,25 200,25"/></g></svg>')
+    doc = minidom.parseString(cut_to_clips(flatten_transforms(svg)))
+    rects = [(r.getAttribute("x"), r.getAttribute("width")) for r in doc.getElementsByTagName("rect")]
+    assert rects == [("10", "20")]  # cut at the clip's left edge; the one right of it removed
+    assert [t.firstChild.data for t in doc.getElementsByTagName("text")] == ["kept"]  # x = -26: gone
+    assert doc.getElementsByTagName("polygon")[0].getAttribute("points") == "10,9 22,9 22,31 10,31 10,9"
+    assert doc.getElementsByTagName("polyline")[0].getAttribute("points") == "10,25 110,25"
+    assert doc.getElementsByTagName("clipPath")[0].getElementsByTagName("path")[0].getAttribute("stroke") == "none"
+
+
 def _zoomed_timeline_figure(window, qtbot, tmp_path):
     window.show_view("timeline")
     tv = window.time_view
@@ -234,8 +254,6 @@ def _diff_share(a, b) -> float:
 
 
 @pytest.mark.gui
-@pytest.mark.xfail(strict=True, reason="open: Qt's SVG renderer ignores the clip paths and app.figure_flatten's "
-                   "cut does not yet reach the span groups (9% of pixels differ: bars over the lane names)")
 def test_the_svg_renders_as_the_png_in_qts_renderer(window, qtbot, tmp_path):
     from kvviz.export.qt_render import render_svg
     svg, png = _zoomed_timeline_figure(window, qtbot, tmp_path)
