@@ -14,6 +14,7 @@ from pathlib import Path
 from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
+from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import format_value
 from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
@@ -73,28 +74,20 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None):
         raise
 
 
-MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
-MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
-
-
 def _check_figure_args(args):
-    if not 200 <= args.width <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
-                            "--width")
-    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
-                            "--height")
-    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
-        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
-                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
-                            "lower --width or --dpi", "kvviz run", "--dpi")
+    from .export.figure_size import FigureSize
+    try:
+        args.figure = FigureSize.parse(args.width, args.height, args.dpi)
+    except ValueError as e:
+        field, message = e.args
+        raise ScenarioError(message, "kvviz run", f"--{field}") from None
+    if args.png and (problem := args.figure.problem(raster=True)):
+        raise ScenarioError(problem[1], "kvviz run", f"--{problem[0]}")
     for name in ("from_us", "to_us"):
         v = getattr(args, name)
         if v is not None and not (math.isfinite(v) and 0 <= v <= MAX_NS / 1e3):
             flag = "--" + name.replace("_", "-")
             raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
-    if not 1 <= args.dpi <= 2400:
-        raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
     if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
         raise ScenarioError(f"--to-us ({args.to_us}) must be after --from-us ({args.from_us})", "kvviz run", "--to-us")
 
@@ -105,7 +98,9 @@ def _outputs(args, result) -> list[tuple[str, str]]:
     out = []
     if args.svg or args.png or args.pdf:
         from .export.svg import timeline_svg
-        svg = timeline_svg(result, width=args.width, height=args.height,
+        size = args.figure
+        svg = timeline_svg(result, width=round(size.width_px),
+                           height=None if size.height_px is None else round(size.height_px),
                            t0_ns=None if args.from_us is None else us_to_ns(args.from_us),
                            t1_ns=None if args.to_us is None else us_to_ns(args.to_us))
         out.append((args.svg, svg))
@@ -135,7 +130,7 @@ def cmd_run(args) -> int:
     result = _simulate(sc, file, args.max_memory_gb)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
-    write_run_outputs(rasters, svg, args.dpi, outputs)
+    write_run_outputs(rasters, svg, args.figure.dpi, outputs)
     if args.json:
         print(result.to_json(indent=2))
     else:
@@ -382,9 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
     fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")
     fig.add_argument("--pdf", metavar="OUT.pdf", help="timeline as a vector PDF")
-    fig.add_argument("--width", type=int, default=960, help="figure width in px at 96 per inch (default 960 = 10 in)")
-    fig.add_argument("--height", type=int, default=None, help="figure height in px (default: fit the lanes)")
-    fig.add_argument("--dpi", type=int, default=300, help="PNG/PDF resolution (default 300)")
+    fig.add_argument("--width", metavar="LENGTH", default=None,
+                     help=f"figure width: px at {PX_PER_IN} per inch, or with a unit: 6.5in, 165mm, 16.5cm, 468pt "
+                          f"(default {DEFAULT_WIDTH_PX} = {DEFAULT_WIDTH_PX / PX_PER_IN:g} in; the app's Figure Size takes the same)")
+    fig.add_argument("--height", metavar="LENGTH", default=None, help="figure height, as --width (default: fit the lanes)")
+    fig.add_argument("--dpi", metavar="N", default=None, help=f"PNG/PDF resolution (default {DEFAULT_DPI})")
     fig.add_argument("--from-us", type=float, default=None, help="start of the time range shown")
     fig.add_argument("--to-us", type=float, default=None, help="end of the time range shown")
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")

@@ -224,10 +224,13 @@ def _zoomed_timeline_figure(window, qtbot, tmp_path):
     tv = window.time_view
     tv.plot.getPlotItem().getViewBox().setXRange(20, 60, padding=0)  # µs: bars cross both edges
     qtbot.wait(50)
+    # 5 in at 96 dpi: the PNG 480 px wide, the SVG 5 in wide (a renderer at 96 dpi: 480 px too)
+    window.settings.setValue("figure/width", "5in")
+    window.settings.setValue("figure/dpi", "96")
     svg = tmp_path / "view.svg"
     png = tmp_path / "view.png"
     window.export_view("svg", str(svg))
-    png.write_bytes(window.view_figure("png", scale=1.0))
+    window.export_view("png", str(png))
     return svg, png
 
 
@@ -239,7 +242,19 @@ def test_current_view_svg_of_a_zoomed_timeline_is_clipped_and_has_no_widgets(win
     for widget_text in ("Run sweep", "Cancel", "Pin as A", "Scenario"):
         assert widget_text not in text
     assert "rope_prefetch_16.toml" in text and "as in its file" in text  # the caption line
-    assert 'width="' in text and 'in"' in text  # a physical size, in inches
+    assert 'width="5.000in"' in text  # the chosen physical size, in inches
+
+
+@pytest.mark.gui
+def test_current_view_png_has_the_chosen_inches_times_dpi(window, qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+    _, png = _zoomed_timeline_figure(window, qtbot, tmp_path)  # 5 in at 96 dpi
+    img = QImage(str(png))
+    assert img.width() == 480 and round(img.dotsPerMeterX() * 0.0254) == 96
+    window.settings.setValue("figure/dpi", "200")
+    window.export_view("png", str(png))
+    img2 = QImage(str(png))
+    assert img2.width() == 1000 and abs(img2.height() - img.height() * 200 / 96) <= 2  # proportions kept
 
 
 def _diff_share(a, b) -> float:
@@ -272,3 +287,26 @@ def test_the_svg_renders_as_the_png_in_librsvg(window, qtbot, tmp_path):
     out = tmp_path / "rsvg.png"
     subprocess.run(["rsvg-convert", "-d", "96", "-p", "96", "-b", "white", "-o", str(out), str(svg)], check=True)
     assert _diff_share(out, png) < 0.03
+
+
+@pytest.mark.gui
+def test_the_figure_size_dialog_checks_as_the_cli_and_keeps_its_fields_still(window, qtbot):
+    from PySide6.QtWidgets import QDialogButtonBox
+    dialog = window.figure_size_dialog()
+    qtbot.waitExposed(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.Ok)
+    width, dpi = dialog.fields["width"], dialog.fields["dpi"]
+    assert width.text() == "10in" and dpi.text() == "300" and ok.isEnabled()  # the CLI's defaults
+    before = (width.geometry(), dpi.geometry(), dialog.size())
+    width.setText("1in")
+    assert not ok.isEnabled() and dialog.message.text().startswith("width: a figure's width must be")
+    dpi.setText("x")  # still one message: the first wrong value's
+    assert dialog.message.text().count("must") == 1
+    qtbot.wait(20)
+    assert (width.geometry(), dpi.geometry(), dialog.size()) == before
+    width.setText("165mm")
+    dpi.setText("600")
+    assert ok.isEnabled()
+    ok.click()
+    size = window.figure_size()
+    assert size.width_px == pytest.approx(165 / 25.4 * 96, abs=0.01) and size.dpi == 600

@@ -21,9 +21,9 @@ from ..palette import instant_color, instant_legend_name, span_color
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, tick_labels, time_unit
+from .figure_size import DEFAULT_WIDTH_PX, PX_PER_IN
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
-PX_PER_IN = 96
 LANE_H, GROUP_H = 28, 22
 RIGHT, TOP, BOTTOM = 24, 70, 52
 CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and the legend
@@ -78,7 +78,7 @@ def _layout(lanes: np.ndarray, lane_h: float, top: float) -> tuple[list, dict, f
     return rows, lane_y, y
 
 
-def timeline_svg(result: Result, width: int = 960, height: int | None = None,
+def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | None = None,
                  t0_ns: int | None = None, t1_ns: int | None = None, title: str | None = None) -> str:
     tr = result.trace
     t0 = 0 if t0_ns is None else int(t0_ns)
