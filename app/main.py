@@ -149,11 +149,11 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         win.show_view(view)
         for _ in range(3):
             app.processEvents()
-        if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
+        if view_only:  # the tab alone, as File → Export → Current View draws it (PNG at 2x the screen, or SVG)
             from kvviz.io import atomic_write
 
             fmt = "svg" if out.lower().endswith(".svg") else "png"
-            atomic_write(out, win.view_figure(fmt))
+            atomic_write(out, win.view_figure(fmt, scale=2.0))  # a screenshot: the screen's size, not a figure's
             ok = True
         else:
             Path(out).parent.mkdir(parents=True, exist_ok=True)
