@@ -94,6 +94,7 @@ def test_invalid_value_is_marked_and_never_simulated(window, qtbot):
     old = window.result
     window.panel.set_value("sequence.queries", [8, 99])
     qtbot.waitUntil(lambda: "sequence.queries" in window.status.text(), timeout=5_000)
+    assert "outside the sequence" not in window.status.text()  # the message is said once, at the field
     with qtbot.assertNotEmitted(window.panel.edited):
         window.panel.flush()  # what the debounce would still emit, now: nothing may be submitted
     assert not window.runner.busy()

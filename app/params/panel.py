@@ -21,8 +21,9 @@ Nothing here knows a mechanism. The panel walks the pydantic model of the loaded
 Every edit goes into a plain dict (what `parse_scenario` takes, holding only the file's keys
 plus the fields the user touched), which is validated at once. A valid state is emitted as
 `edited(model)`, debounced; an invalid one marks the blamed field (red frame, message under it,
-tooltip), shows the message in a banner and emits `invalid("path: message")`. Invalid data
-never leaves the panel and nothing raises.
+tooltip) and emits `invalid("path: message")`; one message per problem: a problem no field can
+show (the kind, an unknown key) goes to a banner below the form, and the field being typed in
+never moves. Invalid data never leaves the panel and nothing raises.
 
 Save writes TOML atomically (temp file in the same folder, then os.replace) through tomlkit, so
 the file's comments and layout survive: only changed values are rewritten, in place.

@@ -100,7 +100,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.runner.refused.connect(self._run_refused)
         self.runner.busy_changed.connect(self._busy)
         self.panel.edited.connect(self._run)
-        self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
+        self.panel.invalid.connect(self._edits_invalid)
         self.panel.dirty_changed.connect(lambda _: self._title())
 
         self._build_toolbar()
@@ -312,6 +312,17 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self._fit_metrics_dock()  # as when the run's kind was first shown
         self.settings.remove("windowState")
         self.settings.remove("dockWidths")
+
+    def _edits_invalid(self, message: str):
+        """The panel's edits are invalid ("path: message"), or valid again (""). The message is
+        said once, at its field: here only where to look (the field may be scrolled away)."""
+        if not message:
+            self._say("edits valid")
+            return
+        n = len(self.panel.errors())
+        where = message.split(": ", 1)[0]
+        more = f" and {n - 1} more" if n > 1 else ""
+        self._say(f"⚠ {where}{more}: invalid, marked in Parameters; the views show the last valid run")
 
     def _fail(self, message: str):
         self._say(f"⚠ {message}")
