@@ -28,12 +28,12 @@ def _child(conn):
     from kvviz import ScenarioError, simulate
     while True:
         try:
-            request, scenario = conn.recv()
+            request, scenario, max_memory_gb = conn.recv()
         except (EOFError, OSError):
             return
         t = time.perf_counter()
         try:
-            result = simulate(scenario)
+            result = simulate(scenario, max_memory_gb)
             conn.send((request, "ok", result, time.perf_counter() - t))
         except ScenarioError as e:  # the field too, so the window can mark it where it is edited
             conn.send((request, "error", (str(e), e.field or "", e.message), 0.0))
@@ -72,6 +72,7 @@ class SimulationRunner(QObject):
         self._running = 0           # request id in the child, 0 when idle
         self._proc = self._conn = self._reader = None
         self.last_seconds = 0.0     # simulate() time of the last delivered run
+        self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
         self._arrived.connect(self._on_arrived)
         collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
         self._start()
@@ -114,7 +115,7 @@ class SimulationRunner(QObject):
             self._stop_child()
             self._start()
         self._running = self._latest
-        self._conn.send((self._latest, scenario))
+        self._conn.send((self._latest, scenario, self.max_memory_gb))
         self.busy_changed.emit(True)
         return self._latest
 
@@ -146,6 +147,7 @@ class SimulationRunner(QObject):
             self.finished.emit(payload)
         else:
             text, field, message = payload
-            self.failed.emit(text)
-            if field:
+            if field:  # said once, at its field (the window marks it)
                 self.refused.emit(field, message)
+            else:
+                self.failed.emit(text)

@@ -51,6 +51,7 @@ class FieldTree(QWidget):
         self._data: dict | None = None
         self._model = None
         self._errors: list[tuple[str, str]] = []
+        self._refused: list[tuple[str, str]] = []  # the simulation refused a value (ParameterPanel.mark_refused)
         self._local: dict[str, tuple[tuple, str]] = {}   # unparsable editor text: dotted path -> (field, msg)
         self._dirty = False
         self._message = ""
@@ -324,6 +325,7 @@ class FieldTree(QWidget):
             except Exception as e:  # a mechanism's validator failing oddly must not crash the app
                 errors = [("<top>", f"{type(e).__name__}: {e}")]
         self._model, self._errors = model, errors
+        self._refused = []  # an edit clears the simulation's refusal
         self._mark(errors)
         self._mark_unused()
         message = f"{errors[0][0]}: {errors[0][1]}" if errors else ""

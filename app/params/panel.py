@@ -176,7 +176,17 @@ class ParameterPanel(FieldTree):
     def mark_refused(self, field_path: str, message: str) -> None:
         """Mark a field whose value validated but which the simulation refused (a picked turn
         the workload no longer has), as a validation error is marked; the next edit clears it."""
-        self._mark(self._errors + [(field_path, message)])
+        self._refused = [(field_path, message)]
+        self._mark(self._errors + self._refused)
+
+    def refused(self) -> list[tuple[str, str]]:
+        """The simulation's refusal still marked (field path, message), if any."""
+        return list(self._refused)
+
+    def clear_refused(self) -> None:
+        """Unmark the simulation's refusal (the memory limit was raised: the run is tried again)."""
+        self._refused = []
+        self._mark(self._errors)
 
     def widget_for(self, field_path: str) -> QWidget | None:
         """The editor of a field (a table for `rungs` and its cells `rungs[1].label`); the

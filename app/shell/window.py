@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from kvviz.bundled import bundled_scenarios
 from kvviz.mechanisms import mechanisms
 
+from ..memory_limit import for_app, stored_limit
 from ..params import ParameterPanel
 from ..tabs import TABS, Tab, TabContext
 from ..views._common import ElidedLabel
@@ -31,6 +32,7 @@ from ..worker import SimulationRunner
 from .docks import DockLayout
 from .export_menu import ExportMenu
 from .files import ScenarioFiles
+from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
@@ -43,7 +45,7 @@ def app_settings() -> QSettings:
 PARAMS_DOCK_WIDTH = 320  # the Parameters dock's first width (px): every bundled scenario's form fits
 
 
-class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
+class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     result_ready = Signal(object)
 
     def __init__(self, path: str | Path | None = None, settings: QSettings | None = None):
@@ -60,7 +62,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self.time_range = SharedTimeRange()  # the zoom, kept while the same scenario re-runs
         self._ctx = TabContext(settings=self.settings, time_range=self.time_range, set_value=self.panel.set_value,
                                scenario_data=self.panel.data, scenario_path=self.panel.path, say=self._say,
-                               show=self.show_view)
+                               show=self.show_view, max_memory_gb=lambda: stored_limit(self.settings))
         self.tab_list: list[Tab] = []
         self.tabs = QTabWidget()
         for cls in TABS:
@@ -95,6 +97,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self._metrics_kind = None  # the kind the Metrics dock was last fitted to
 
         self.runner = SimulationRunner(self)
+        self.runner.max_memory_gb = stored_limit(self.settings)  # File → Memory Limit for Runs…
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._fail)
         self.runner.refused.connect(self._run_refused)
@@ -138,6 +141,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         m.addAction("Save &As…", QKeySequence.SaveAs, self.save_as)
         m.addAction("&Reset to File", self.reset_to_file)
         self._build_export_menu(m.addMenu("&Export"))
+        m.addAction("&Memory Limit for Runs…", self.memory_limit_dialog)
         m.addSeparator()
         m.addAction("&Quit", QKeySequence.Quit, self.close)
         v = self.menuBar().addMenu("&View")
@@ -298,7 +302,8 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self.panel.set_value(field, in_file)  # None: the key goes, the default applies
             self.panel.flush()
             return
-        self.panel.mark_refused(field, message)
+        self.panel.mark_refused(field, for_app(message, self.runner.max_memory_gb or stored_limit(self.settings)))
+        self._say(f"⚠ {field}: refused by the simulation, marked in Parameters; the views show the last run")
 
     def _show_whole_run(self):
         self.time_range.forget()
