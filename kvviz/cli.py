@@ -268,6 +268,9 @@ def cmd_replay(args) -> int:
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
         print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+    from .replay.c_output import describe, per_policy
+    for policy, (warned, total, texts) in per_policy(results).items():  # caught off stdout: said once here
+        print(f"warning: {describe(policy, warned, total, texts)}", file=sys.stderr)
     note = sampling_note(reqs, sample_rate, names)
     if note:
         print(f"note: {note}", file=sys.stderr)
