@@ -15,7 +15,7 @@ from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
 from .errors import ScenarioError
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
-from .format import format_value
+from .format import bytes_for_people, format_value
 from .limits import MAX_BYTES, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO, MAX_NS
 from .mechanisms import mechanisms
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
@@ -281,7 +281,7 @@ def cmd_replay(args) -> int:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
     print(f"{reqs.source or args.trace}: {len(reqs):,} requests, {reqs.objects:,} objects, footprint "
-          f"{reqs.footprint:,} B; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
+          f"{bytes_for_people(reqs.footprint)}; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
     w = max(8, *(len(str(r.capacity)) for r in results))
     pw = max(7, *(len(r.policy) for r in results))
     print(f"{'policy':<{pw}} {'capacity':>{w}}  request_miss_ratio  byte_miss_ratio  engine")

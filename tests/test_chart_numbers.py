@@ -100,3 +100,47 @@ def test_counters_hover_reads_the_value_held_then(qtbot, bundled):
     head, rows = view.data_rows()
     assert head == ["name", "unit", "t_ns", "value"] and len(rows) == len(tr.counters)
     assert ["resident", "slots", 50_000, 3.0] in rows
+
+
+@pytest.mark.gui
+def test_the_metrics_dock_reads_for_people_with_full_paths(qtbot, bundled):
+    from PySide6.QtCore import Qt
+
+    from app.views.metrics import MetricsView
+    view = MetricsView()
+    qtbot.addWidget(view)
+    view.resize(320, 700)
+    view.show()
+    res = bundled["attention_store_mooncake"]
+    view.set_result(res)
+    qtbot.wait(20)
+    m = res.metrics_dict()
+    texts = {view.scalars.item(r, 0).text(): r for r in range(view.scalars.rowCount())}
+    assert view.scalars.textElideMode() == Qt.ElideRight
+    tables = dict(zip([g.text() for g in view.groups[0::2]], view.groups[1::2]))
+    formulas = tables["<b>formulas</b>"]
+    rows = {formulas.verticalHeaderItem(r).text(): r for r in range(formulas.rowCount())}
+    r = rows["S_kv_bytes"]
+    kv = m["formulas"]["S_kv_bytes"]  # 7.93e+08 as format_value wrote it
+    assert formulas.item(r, 0).text() == f"{kv / 2 ** 20:.0f} MiB ({kv:,.0f} B)"
+    assert "e+" not in formulas.item(rows["CCpUT_bytes_per_s"], 0).text()  # 4,432,430,000-ish, not 4.43e+09
+    assert formulas.item(r, 0).toolTip() == "formulas.S_kv_bytes"
+    assert formulas.verticalHeader().textElideMode() == Qt.ElideRight
+    policies = tables["<b>policies</b>"]
+    col = [policies.horizontalHeaderItem(c).text() for c in range(policies.columnCount())].index("lru")
+    prow = [policies.verticalHeaderItem(k).text() for k in range(policies.rowCount())].index("hit_rate")
+    assert policies.item(prow, col).toolTip() == "policies.lru.hit_rate"
+    assert policies.verticalHeaderItem(prow).toolTip() == "policies.*.hit_rate"
+    assert texts  # the scalar table is filled; its rows' tooltips are their paths
+    name = next(iter(texts))
+    assert view.scalars.item(texts[name], 2).toolTip() == name
+
+
+@pytest.mark.gui
+def test_a_paired_rows_tooltip_names_both_metrics(qtbot, bundled):
+    from app.views.metrics import MetricsView
+    view = MetricsView()
+    qtbot.addWidget(view)
+    view.set_result(bundled["rope_prefetch_16"])
+    r = [view.scalars.item(k, 0).text() for k in range(view.scalars.rowCount())].index("stall_us")
+    assert view.scalars.item(r, 0).toolTip() == "naive_stall_us (baseline) · prefetch_stall_us"

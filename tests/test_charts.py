@@ -40,9 +40,15 @@ def test_contour_follows_the_sign_change_and_ticks_thin():
 
 
 def test_numbers_for_people():
+    from kvviz.format import bytes_for_people, metric_text
     assert readable_number(1e8) == "100,000,000"
-    assert readable_bytes(7_369_224_355_840) == "6.7 TiB"
-    assert readable_bytes(512) == "512 B"
+    assert readable_bytes(7_369_224_355_840) == "6.70 TiB" and readable_bytes(1536) == "1.50 KiB"
+    assert readable_bytes(512) == "512 B" and readable_bytes(200 * 2 ** 20) == "200 MiB"
+    assert bytes_for_people(7_369_224_355_840) == "6.70 TiB (7,369,224,355,840 B)"
+    assert metric_text("cache_capacity", 1e8) == "100,000,000"  # not 1e+08
+    assert metric_text("footprint_bytes", 7_369_224_355_840) == "6.70 TiB (7,369,224,355,840 B)"
+    assert metric_text("bytes_per_s", 2e9) == "2,000,000,000"  # a rate is no byte count
+    assert metric_text("p", 3.2e-7) == "3.20e-7" and metric_text("stall_us", 400.0) == "400.0"
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from kvviz.bundled import resources_dir
 from kvviz.executor import cluster_executor
 from kvviz.export.colours import series_colour
 from kvviz.export.table import table_csv
-from kvviz.format import readable_bytes
+from kvviz.format import bytes_for_people, readable_bytes
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
 from kvviz.replay.c_output import describe, per_policy
@@ -253,7 +253,7 @@ class ReplayView(QWidget):
         self.results, self._replacing = [r for r in results if r is not None], False
         self.save_btn.setEnabled(bool(self.results))
         engines = sorted({r.engine for r in self.results})
-        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {readable_bytes(reqs.footprint)} · "
+        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {bytes_for_people(reqs.footprint)} · "
                 f"{len(self.results)} replays · {', '.join(engines)}")
         if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
             policy, cap, why = skipped[0]
