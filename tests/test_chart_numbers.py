@@ -127,10 +127,11 @@ def test_the_metrics_dock_reads_for_people_with_full_paths(qtbot, bundled):
     assert formulas.item(r, 0).toolTip() == "formulas.S_kv_bytes"
     assert formulas.verticalHeader().textElideMode() == Qt.ElideRight
     policies = tables["<b>policies</b>"]
-    col = [policies.horizontalHeaderItem(c).text() for c in range(policies.columnCount())].index("lru")
-    prow = [policies.verticalHeaderItem(k).text() for k in range(policies.rowCount())].index("hit_rate")
+    col = [policies.horizontalHeaderItem(c).text() for c in range(policies.columnCount())].index("hit_rate")
+    prow = [policies.verticalHeaderItem(k).text() for k in range(policies.rowCount())].index("lru")
     assert policies.item(prow, col).toolTip() == "policies.lru.hit_rate"
-    assert policies.verticalHeaderItem(prow).toolTip() == "policies.*.hit_rate"
+    assert policies.horizontalHeaderItem(col).toolTip() == "policies.*.hit_rate"  # a column: the family
+    assert policies.verticalHeaderItem(prow).toolTip() == "policies.lru"
     assert texts  # the scalar table is filled; its rows' tooltips are their paths
     name = next(iter(texts))
     assert view.scalars.item(texts[name], 2).toolTip() == name
@@ -144,3 +145,25 @@ def test_a_paired_rows_tooltip_names_both_metrics(qtbot, bundled):
     view.set_result(bundled["rope_prefetch_16"])
     r = [view.scalars.item(k, 0).text() for k in range(view.scalars.rowCount())].index("stall_us")
     assert view.scalars.item(r, 0).toolTip() == "naive_stall_us (baseline) · prefetch_stall_us"
+
+
+@pytest.mark.gui
+def test_at_1280_by_800_the_metrics_dock_shows_every_policy(window, qtbot, tmp_path):
+    from .conftest import SCENARIOS, quicker_copy
+    old = window.result
+    window.open(str(quicker_copy(SCENARIOS / "attention_store_sharegpt.toml", tmp_path)))
+    qtbot.waitUntil(lambda: window.result is not old and window.result.scenario.kind == "attention_store",
+                    timeout=60_000)
+    qtbot.wait(100)
+    assert (window.width(), window.height()) == (1280, 800)
+    m = window.metrics
+    tables = dict(zip([g.text() for g in m.groups[0::2]], m.groups[1::2]))
+    t = tables["<b>policies</b>"]
+    names = list(window.result.metrics_dict()["policies"])
+    assert len(names) == 5 and [t.verticalHeaderItem(r).text() for r in range(t.rowCount())] == names
+    view = t.viewport().rect()
+    for r in range(t.rowCount()):  # each policy's row wholly inside the table's viewport
+        assert view.top() <= t.rowViewportPosition(r) and t.rowViewportPosition(r) + t.rowHeight(r) <= view.bottom() + 1
+    m.ensureWidgetVisible(t)
+    qtbot.wait(50)
+    window.grab().save(str(tmp_path / "policies_1280x800.png"))

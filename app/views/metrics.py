@@ -48,16 +48,18 @@ def row_path(metrics: dict, name: str) -> str:
 
 def metric_groups(metrics: dict) -> list[tuple[str, list[str], list[tuple[str, list[str]]]]]:
     """Table-shaped metrics as (title, column headers, [(row name, cells)]).
-    A dict of dicts (e.g. policies) gets one column per entry and one row per metric; a list
-    of dicts (queries, rungs, layers) one row per item; a dict of scalars two columns."""
+    A dict of dicts (e.g. policies) gets one row per entry and one column per metric, as a list
+    of dicts (queries, rungs, layers) does one row per item: every policy shows in a dock of
+    any width (one column per policy showed 1½ of 5 at 1280 × 800), its metrics scroll sideways;
+    a dict of scalars two columns."""
     groups = []
     for key, v in metrics.items():
         if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            names = []
+            cols = []
             for d in v.values():
-                names += [k for k, x in d.items() if _scalar(x) and k not in names]
-            rows = [(n, [metric_text(n, d[n]) if n in d else "" for d in v.values()]) for n in names]
-            groups.append((key, list(v), rows))
+                cols += [k for k, x in d.items() if _scalar(x) and k not in cols]
+            rows = [(str(name), [metric_text(c, d[c]) if c in d else "" for c in cols]) for name, d in v.items()]
+            groups.append((key, cols, rows))
         elif isinstance(v, dict) and v:
             groups.append((key, ["value"], [(k, [metric_text(k, x) if _scalar(x) else "…"]) for k, x in v.items()]))
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
@@ -96,17 +98,19 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
     return t
 
 
-def _path_tips(t: QTableWidget, key: str, value, headers: list[str], rows) -> None:
-    """Each row name and cell's metric path as its tooltip: policies.lru.hit_rate, rungs.2.label;
-    a row of side-by-side columns is a family, policies.*.hit_rate."""
-    side_by_side = isinstance(value, dict) and headers != ["value"]
+def _path_tips(t: QTableWidget, key: str, headers: list[str], rows) -> None:
+    """Each name and cell's metric path as its tooltip: policies.lru.hit_rate, rungs.2.label;
+    a column is a family, policies.*.hit_rate."""
+    scalars = headers == ["value"]
+    if not scalars:
+        for c, col in enumerate(headers):
+            t.horizontalHeaderItem(c).setToolTip(f"{key}.*.{col}")
     for r, (name, _) in enumerate(rows):
-        t.verticalHeaderItem(r).setToolTip(f"{key}.*.{name}" if side_by_side else f"{key}.{name}")
+        t.verticalHeaderItem(r).setToolTip(f"{key}.{name}")
         for c, col in enumerate(headers):
             item = t.item(r, c)
             if item is not None:
-                item.setToolTip(f"{key}.{col}.{name}" if side_by_side else f"{key}.{name}" if headers == ["value"]
-                                else f"{key}.{name}.{col}")
+                item.setToolTip(f"{key}.{name}" if scalars else f"{key}.{name}.{col}")
 
 
 class MetricsView(QScrollArea):
@@ -160,22 +164,22 @@ class MetricsView(QScrollArea):
             label = QLabel(f"<b>{title}</b>")
             label.setStyleSheet("padding:8px 2px 2px 2px; color:#222;")
             table = _table(headers, grows)
-            _path_tips(table, title, metrics[title], headers, grows)
+            _path_tips(table, title, headers, grows)
             if "ok" in headers:  # a failed check (any row saying ok = no) must not read like a passed one
                 col = headers.index("ok")
                 for r in range(table.rowCount()):
                     if table.item(r, col).text() == "no":
                         for c in range(table.columnCount()):
                             table.item(r, c).setBackground(QColor(FAILED_CHECK))
-            if isinstance(metrics[title], dict):  # side-by-side columns (policies), not item lists
+            if headers == ["value"]:  # a name and a value, shown whole; rows of items scroll sideways
                 self.tables.append(table)
             for w in (label, table):
                 self.box.insertWidget(self.box.count() - 1, w)
                 self.groups.append(w)
 
     def wanted_width(self) -> int:
-        """Width that shows the widest side-by-side table whole (five policies); lists of
-        items (queries, rungs) scroll instead, as their views show them in full."""
+        """Width that shows the widest two-column table (name, value) whole; tables of items
+        (policies, queries, rungs) scroll sideways instead, every item a row."""
         widths = [min(t.verticalHeader().sizeHint().width(), MAX_NAME_PX) +
                   sum(t.columnWidth(c) for c in range(t.columnCount())) for t in self.tables]
         return max(widths, default=0) + self.verticalScrollBar().sizeHint().width() + 16
