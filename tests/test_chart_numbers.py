@@ -167,3 +167,13 @@ def test_at_1280_by_800_the_metrics_dock_shows_every_policy(window, qtbot, tmp_p
     m.ensureWidgetVisible(t)
     qtbot.wait(50)
     window.grab().save(str(tmp_path / "policies_1280x800.png"))
+
+
+def test_the_ladder_timeline_says_its_bars_are_1000_accesses(bundled):
+    from kvviz.export.svg import timeline_svg
+    from kvviz.mechanisms import time_axis_title
+    assert time_axis_title("ladder", "µs") == "time of 1,000 accesses (µs) = ns per access"
+    assert time_axis_title("ladder", "ms") == "time of 1,000 accesses (ms) = µs per access"
+    assert time_axis_title("rope_window", "µs") == "time (µs)"  # plain time elsewhere
+    assert ">time of 1,000 accesses (µs) = ns per access</text>" in timeline_svg(bundled["ladder_seed"])
+    assert ">time (µs)</text>" in timeline_svg(bundled["rope_prefetch_16"])

@@ -17,6 +17,7 @@ from html import escape
 import numpy as np
 
 from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
+from ..mechanisms import time_axis_title
 from ..palette import instant_color, instant_legend_name, span_color
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
@@ -180,7 +181,7 @@ def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | No
         out.append(f'<line x1="{_f(x)}" y1="{_f(plot_bottom)}" x2="{_f(x)}" y2="{_f(plot_bottom + 5)}"/>'
                    f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{label}</text>')
     out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
-               f'stroke="none">time ({unit})</text></g>')
+               f'stroke="none">{escape(time_axis_title(result.scenario.kind, unit))}</text></g>')
 
     out.extend(legend)
     out.append("</svg>")

@@ -41,6 +41,16 @@ class Mechanism:
     # "rope_bound" (an attention profile to hold against RoPE's bound), "ladder" (hit-rate
     # rungs), "policies" (placement policies compared side by side)
     analyses: tuple[str, ...] = ()
+    # time unit -> the timeline's axis title where its time is not plain time (the ladder draws
+    # 1,000 accesses: its µs are ns per access); None: "time (unit)"
+    time_axis: Callable[[str], str] | None = None
+
+
+def time_axis_title(kind: str | None, unit: str) -> str:
+    """The timeline's axis title for a run of `kind` in `unit`: the CLI's figure and the app's
+    timeline say the same."""
+    m = mechanisms().get(kind) if isinstance(kind, str) else None
+    return m.time_axis(unit) if m is not None and m.time_axis is not None else f"time ({unit})"
 
 
 @cache
