@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QSizePolicy
 from kvviz import ScenarioError
 
 from .gui_gc import collect_on_gui_thread
+from .memory_limit import for_app
 
 
 class Cancelled(Exception):
@@ -89,7 +90,7 @@ class JobControls(QObject):
         job = BackgroundJob(work, what)
         job.progress.connect(self._on_progress)
         job.done.connect(self._on_done)
-        job.failed.connect(lambda m: self.status.setText(f"⚠ {m}"))
+        job.failed.connect(lambda m: self.status.setText(f"⚠ {for_app(m)}"))  # no CLI flag named in the app
         job.finished.connect(self._on_end)
         self.job, self.succeeded, self._result = job, False, None
         self._deliver = on_done

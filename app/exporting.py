@@ -5,24 +5,29 @@ from pathlib import Path
 
 from kvviz.export import export_format
 from kvviz.export.csv import csv_paths, trace_csv
+from kvviz.export.figure_size import FigureSize
 from kvviz.export.perfetto import perfetto_json
 from kvviz.export.qt_render import render_svg
 from kvviz.export.svg import timeline_svg
 from kvviz.io import atomic_write
 from kvviz.result import Result
 
-FIGURE_DPI = 300  # print resolution for PNG/PDF figures
 
-
-def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None) -> list[str]:
-    """Write `result` as `fmt` to `path`; returns the files written."""
+def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None,
+                  size: FigureSize | None = None) -> list[str]:
+    """Write `result` as `fmt` to `path`; returns the files written. A timeline figure has
+    `size` (inches and dpi, as `kvviz run --width/--height/--dpi`)."""
     t0, t1 = time_range_ns or (None, None)
+    size = size or FigureSize()
     if export_format(fmt).ranged:  # a timeline figure
-        svg = timeline_svg(result, t0_ns=t0, t1_ns=t1)
+        if problem := size.problem(raster=fmt == "png"):
+            raise ValueError(problem[1])
+        svg = timeline_svg(result, width=round(size.width_px), t0_ns=t0, t1_ns=t1,
+                           height=None if size.height_px is None else round(size.height_px))
         if fmt == "svg":
             atomic_write(path, svg)
         else:
-            render_svg(svg.encode("utf-8"), path, fmt, FIGURE_DPI)
+            render_svg(svg.encode("utf-8"), path, fmt, size.dpi)
         return [path]
     if fmt == "perfetto":
         atomic_write(path, perfetto_json(result))

@@ -7,8 +7,9 @@ every view box (Qt's own SVG generator drops clipping, so a zoomed timeline's ba
 the lane names) and draws items such as the Sweep heat map's cells as vector rectangles. The
 scenes are nested as <svg> elements at their offsets; their ids are prefixed so one plot's clip
 path is never another's. PNG: the same plots, painted at the same offsets, `scale` × pixels.
-Width and height attributes are in inches at 96 px per inch, as the CLI's figures
-(kvviz.export.svg), so a figure has a physical size."""
+A figure has a physical size, chosen as the CLI's (kvviz.export.figure_size): the view's
+pixels are scaled to the chosen width in inches, keeping the view's proportions; the SVG's width
+and height attributes are in inches, the PNG has inches × dpi pixels and says its dpi."""
 from __future__ import annotations
 
 import re
@@ -19,7 +20,8 @@ import pyqtgraph.exporters  # noqa: F401 (pg.exporters.SVGExporter)
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
-from kvviz.export.svg import FONT, PX_PER_IN
+from kvviz.export.figure_size import PX_PER_IN
+from kvviz.export.svg import FONT
 
 from .figure_flatten import cut_to_clips, flatten_transforms
 from .views._common import SCREEN_ONLY
@@ -62,15 +64,24 @@ def _nested(view: pg.GraphicsView, k: int, x: int, y: int) -> str:
     return f'<g id="plot-{k}" transform="translate({x},{y})">{body}</g>'
 
 
-def figure_svg(widget, caption: str = "") -> bytes:
+def figure_box(widget, caption: str = "") -> tuple[int, int]:
+    """The figure's size in the view's pixels (the plots' bounds and the caption line)."""
     plots = figure_plots(widget)
     if not plots:
         raise ValueError("this view has no plot to export as a figure")
     box = _bounds(plots)
+    return box.width(), box.height() + (CAPTION_H if caption else 0)
+
+
+def figure_svg(widget, caption: str = "", width_px: float | None = None) -> bytes:
+    """The figure as SVG, `width_px` CSS px wide (at 96 per inch; None: as on screen)."""
+    plots = figure_plots(widget)
+    w, h = figure_box(widget, caption)
+    box = _bounds(plots)
     top = CAPTION_H if caption else 0
-    w, h = box.width(), box.height() + top
+    k = (width_px or w) / w  # the physical size scales the picture, the viewBox keeps the view's pixels
     parts = ['<?xml version="1.0" encoding="UTF-8"?>', f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-             f'width="{w / PX_PER_IN:.3f}in" height="{h / PX_PER_IN:.3f}in" viewBox="0 0 {w} {h}">',
+             f'width="{w * k / PX_PER_IN:.3f}in" height="{h * k / PX_PER_IN:.3f}in" viewBox="0 0 {w} {h}">',
              f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
     if caption:
         parts.append(f'<text x="8" y="{CAPTION_H - 8}" font-family="{FONT}" font-size="{CAPTION_PT * 4 / 3:.1f}" '
@@ -81,11 +92,11 @@ def figure_svg(widget, caption: str = "") -> bytes:
     return "\n".join(parts).encode("utf-8")
 
 
-def figure_png(widget, caption: str = "", scale: float = 2.0) -> QImage:
-    """The same figure as an image, `scale` × the screen's pixels, on white."""
+def figure_png(widget, caption: str = "", scale: float = 2.0, dpi: int | None = None) -> QImage:
+    """The same figure as an image, `scale` × the screen's pixels, on white; `dpi`, if given, is
+    written in the file (a PNG of a figure 10 in wide at 300 dpi: scale = 3,000 px / its width)."""
     plots = figure_plots(widget)
-    if not plots:
-        raise ValueError("this view has no plot to export as a figure")
+    figure_box(widget, caption)  # refuses a view with no plot
     box = _bounds(plots)
     top = CAPTION_H if caption else 0
     img = QImage(round(box.width() * scale), round((box.height() + top) * scale), QImage.Format_ARGB32)
@@ -106,4 +117,7 @@ def figure_png(widget, caption: str = "", scale: float = 2.0) -> QImage:
             view.render(p, QRect(at, view.size()), view.rect())
     finally:
         p.end()  # a painter left open on a paint device aborts the process when it is freed
+    if dpi:
+        img.setDotsPerMeterX(round(dpi / 0.0254))
+        img.setDotsPerMeterY(round(dpi / 0.0254))
     return img

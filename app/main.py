@@ -152,12 +152,12 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
         win.show_view(view)
         for _ in range(3):
             app.processEvents()
-        if view_only:  # the tab alone, as File → Export → Current View writes it (PNG 2x, or SVG)
+        if view_only:  # the tab alone, as File → Export → Current View draws it (PNG at 2x the screen, or SVG)
             from kvviz.outputs import write_text
 
             fmt = "svg" if out.lower().endswith(".svg") else "png"
-            try:
-                write_text(out, win.view_figure(fmt))
+            try:  # a screenshot: the screen's size, not a figure's
+                write_text(out, win.view_figure(fmt, scale=2.0))
                 failed = None
             except ScenarioError as e:  # a full disk, a folder gone since the check
                 failed = str(e)

@@ -43,16 +43,16 @@ def _child(conn):
     from kvviz.simulation import check_run_size, representable
     while True:
         try:
-            request, scenario, parts = conn.recv()
+            request, scenario, parts, max_memory_gb = conn.recv()
         except (EOFError, OSError):
             return
         t = time.perf_counter()
         try:
             if parts is None:  # one piece
-                result = simulate(scenario)
+                result = simulate(scenario, max_memory_gb)
                 conn.send((request, "ok", result, time.perf_counter() - t))
                 continue
-            check_run_size(scenario)
+            check_run_size(scenario, max_memory_gb)
             with representable():
                 run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
                           lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)))
@@ -114,6 +114,7 @@ class SimulationRunner(QObject):
         self.parts_run = 0          # parts sent to the child to run, ever (tests count them)
         self.last_reused = 0        # parts of the last delivered run taken from `kept`
         self._job: _Job | None = None
+        self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
         self._arrived.connect(self._on_arrived)
         collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
         self._start()
@@ -177,7 +178,7 @@ class SimulationRunner(QObject):
             return request
         self._running = self._latest
         self.parts_run += len(missing or ())
-        self._conn.send((self._latest, scenario, missing))
+        self._conn.send((self._latest, scenario, missing, self.max_memory_gb))
         self.busy_changed.emit(True)
         return self._latest
 
@@ -236,9 +237,10 @@ class SimulationRunner(QObject):
             self.finished.emit(payload)
         else:
             text, field, message = payload
-            self.failed.emit(text)
-            if field:
+            if field:  # said once, at its field (the window marks it)
                 self.refused.emit(field, message)
+            else:
+                self.failed.emit(text)
 
     def _combine(self, job: _Job, partial: bool):
         """The parts so far as a Result: `partial` emitted (when the parts combine can do

@@ -18,12 +18,12 @@ from .cli_flags import (
     bytes_per_token,
     check_figure_args,
     float_flag,
-    int_flag,
     positive_float,
     worker_count,
 )
 from .errors import ScenarioError
-from .format import format_value
+from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
+from .format import bytes_for_people, format_value
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .mechanisms import mechanisms
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
@@ -94,7 +94,9 @@ def _outputs(args, result) -> list[tuple[str, str]]:
     out = []
     if args.svg or args.png or args.pdf:
         from .export.svg import timeline_svg
-        svg = timeline_svg(result, width=args.width, height=args.height,
+        size = args.figure
+        svg = timeline_svg(result, width=round(size.width_px),
+                           height=None if size.height_px is None else round(size.height_px),
                            t0_ns=None if args.from_us is None else us_to_ns(args.from_us),
                            t1_ns=None if args.to_us is None else us_to_ns(args.to_us))
         out.append((args.svg, svg))
@@ -124,7 +126,7 @@ def cmd_run(args) -> int:
     result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
-    write_run_outputs(rasters, svg, args.dpi, outputs)
+    write_run_outputs(rasters, svg, args.figure.dpi, outputs)
     if args.json:
         print(result.to_json(indent=2))
     else:
@@ -265,6 +267,9 @@ def cmd_replay(args) -> int:
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
         print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+    from .replay.c_output import describe, per_policy
+    for policy, (warned, total, texts) in per_policy(results).items():  # caught off stdout: said once here
+        print(f"warning: {describe(policy, warned, total, texts)}", file=sys.stderr)
     note = sampling_note(reqs, sample_rate, names)
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -275,7 +280,7 @@ def cmd_replay(args) -> int:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
     print(f"{reqs.source or args.trace}: {len(reqs):,} requests, {reqs.objects:,} objects, footprint "
-          f"{reqs.footprint:,} B; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
+          f"{bytes_for_people(reqs.footprint)}; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
     w = max(8, *(len(str(r.capacity)) for r in results))
     pw = max(7, *(len(r.policy) for r in results))
     print(f"{'policy':<{pw}} {'capacity':>{w}}  request_miss_ratio  byte_miss_ratio  engine")
@@ -360,9 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
     fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")
     fig.add_argument("--pdf", metavar="OUT.pdf", help="timeline as a vector PDF")
-    fig.add_argument("--width", type=int_flag, default=960, help="figure width in px at 96 per inch (default 960 = 10 in)")
-    fig.add_argument("--height", type=int_flag, default=None, help="figure height in px (default: fit the lanes)")
-    fig.add_argument("--dpi", type=int_flag, default=300, help="PNG/PDF resolution (default 300)")
+    fig.add_argument("--width", metavar="LENGTH", default=None,
+                     help=f"figure width: px at {PX_PER_IN} per inch, or with a unit: 6.5in, 165mm, 16.5cm, 468pt "
+                          f"(default {DEFAULT_WIDTH_PX} = {DEFAULT_WIDTH_PX / PX_PER_IN:g} in; the app's Figure Size takes the same)")
+    fig.add_argument("--height", metavar="LENGTH", default=None, help="figure height, as --width (default: fit the lanes)")
+    fig.add_argument("--dpi", metavar="N", default=None, help=f"PNG/PDF resolution (default {DEFAULT_DPI})")
     fig.add_argument("--from-us", type=float_flag, default=None, help="start of the time range shown")
     fig.add_argument("--to-us", type=float_flag, default=None, help="end of the time range shown")
     fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")

@@ -11,8 +11,6 @@ from .numbers import parse_number
 
 MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
 MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
-MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch: beyond it a figure is a typo, and its raster no image
-MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
 
 
 def _number(text: str, integer: bool):
@@ -54,22 +52,20 @@ def bytes_per_token(text: str) -> int:
 
 
 def check_figure_args(args):
-    if not 200 <= args.width <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure width must be 200 to {MAX_FIGURE_PX:,} px (got {args.width})", "kvviz run",
-                            "--width")
-    if args.height is not None and not 150 <= args.height <= MAX_FIGURE_PX:
-        raise ScenarioError(f"figure height must be 150 to {MAX_FIGURE_PX:,} px (got {args.height})", "kvviz run",
-                            "--height")
-    if args.png and args.width / 96 * args.dpi > MAX_RASTER_PX:
-        raise ScenarioError(f"a PNG {args.width} px wide at {args.dpi} dpi would be "
-                            f"{args.width / 96 * args.dpi:,.0f} pixels wide (at most {MAX_RASTER_PX:,}); "
-                            "lower --width or --dpi", "kvviz run", "--dpi")
+    """--width/--height/--dpi as one FigureSize (the app's Figure Size takes the same), and the
+    time range."""
+    from .export.figure_size import FigureSize
+    try:
+        args.figure = FigureSize.parse(args.width, args.height, args.dpi)
+    except ValueError as e:
+        field, message = e.args
+        raise ScenarioError(message, "kvviz run", f"--{field}") from None
+    if args.png and (problem := args.figure.problem(raster=True)):
+        raise ScenarioError(problem[1], "kvviz run", f"--{problem[0]}")
     for name in ("from_us", "to_us"):
         v = getattr(args, name)
         if v is not None and not 0 <= v <= MAX_NS / 1e3:
             flag = "--" + name.replace("_", "-")
             raise ScenarioError(f"must be a time from 0 to {MAX_NS / 1e3:.3g} µs (got {v})", "kvviz run", flag)
-    if not 1 <= args.dpi <= 2400:
-        raise ScenarioError(f"dpi must be 1..2400 (got {args.dpi})", "kvviz run", "--dpi")
     if args.from_us is not None and args.to_us is not None and args.to_us <= args.from_us:
         raise ScenarioError(f"--to-us ({args.to_us}) must be after --from-us ({args.from_us})", "kvviz run", "--to-us")

@@ -34,4 +34,44 @@ def readable_bytes(n: int | float) -> str:
     while abs(n) >= 1024 and k < len(BYTE_UNITS) - 1:
         n /= 1024
         k += 1
-    return f"{int(n)} B" if k == 0 else f"{n:.3g} {BYTE_UNITS[k]}"
+    if k == 0:
+        return f"{int(n)} B"
+    digits = 2 if abs(n) < 10 else 1 if abs(n) < 100 else 0  # three figures, trailing zeros kept
+    return f"{n:.{digits}f} {BYTE_UNITS[k]}"
+
+
+def bytes_for_people(n: int | float) -> str:
+    """A byte count in binary units and, past 1 KiB, exactly: 6.70 TiB (7,369,224,355,840 B)."""
+    if abs(n) < 1024:
+        return readable_bytes(n)
+    exact = f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
+    return f"{readable_bytes(n)} ({exact} B)"
+
+
+def _is_bytes(name: str) -> bool:
+    """A metric holding a byte count, by its name's last part (footprint_bytes, bytes_missed,
+    kv_bytes_per_token), not a rate (bytes_per_s)."""
+    words = name.rsplit(".", 1)[-1].split("_")
+    return "bytes" in words and not name.endswith(("_per_s", "_per_sec"))
+
+
+def metric_text(name: str, v) -> str:
+    """A metric value as the app's Metrics dock shows it: as format_value, except that large and
+    tiny numbers read in full or in one exponent form (100,000,000 not 1e+08; 3.20e-7 not
+    3.2e-07) and byte counts in binary units with the exact count."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return format_value(v)
+    if _is_bytes(name) and abs(v) >= 1024:
+        return bytes_for_people(v)
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10_000 else str(v)
+    if v != v or v in (float("inf"), float("-inf")):
+        return format_value(v)
+    if abs(v) >= 1e15 or (v != 0 and abs(v) < 1e-4):
+        mantissa, exp = f"{v:.2e}".split("e")
+        return f"{mantissa}e{int(exp)}"
+    if abs(v) >= 1e6:
+        return f"{v:,.0f}"
+    if abs(v) >= 10_000:
+        return f"{v:,.6g}" if not v.is_integer() else f"{v:,.1f}"
+    return format_value(v)

@@ -7,7 +7,8 @@ README's size limits): rough and on the safe side, meant to tell 400 MB from 12 
 from 500 MB.
 
 A limit of DEFAULT_MAX_MEMORY_GB applies to every run (CLI, sweeps, the app); the CLI's
-`--max-memory-gb` raises or lowers it deliberately.
+`--max-memory-gb` raises or lowers it deliberately, and the app's File → Memory Limit for Runs…
+(its refusals name that instead of the flag: RAISE_HINT is replaced).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from .errors import ScenarioError
 
 DEFAULT_MAX_MEMORY_GB = 4.0
+RAISE_HINT = "raise the limit with --max-memory-gb"  # how the CLI raises it; the app says its own way
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ def check_size(est: Estimate | None, max_memory_gb: float | None = None, doing: 
     limit = DEFAULT_MAX_MEMORY_GB if max_memory_gb is None else max_memory_gb
     if est is not None and est.bytes > limit * 1e9:
         raise ScenarioError(f"too large to {doing}: {est.describe()}, beyond the {limit:g} GB limit; "
-                            f"reduce {est.field}, or raise the limit with --max-memory-gb", field=est.field)
+                            f"reduce {est.field}, or {RAISE_HINT}", field=est.field)
     return est
 
 

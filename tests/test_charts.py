@@ -40,9 +40,15 @@ def test_contour_follows_the_sign_change_and_ticks_thin():
 
 
 def test_numbers_for_people():
+    from kvviz.format import bytes_for_people, metric_text
     assert readable_number(1e8) == "100,000,000"
-    assert readable_bytes(7_369_224_355_840) == "6.7 TiB"
-    assert readable_bytes(512) == "512 B"
+    assert readable_bytes(7_369_224_355_840) == "6.70 TiB" and readable_bytes(1536) == "1.50 KiB"
+    assert readable_bytes(512) == "512 B" and readable_bytes(200 * 2 ** 20) == "200 MiB"
+    assert bytes_for_people(7_369_224_355_840) == "6.70 TiB (7,369,224,355,840 B)"
+    assert metric_text("cache_capacity", 1e8) == "100,000,000"  # not 1e+08
+    assert metric_text("footprint_bytes", 7_369_224_355_840) == "6.70 TiB (7,369,224,355,840 B)"
+    assert metric_text("bytes_per_s", 2e9) == "2,000,000,000"  # a rate is no byte count
+    assert metric_text("p", 3.2e-7) == "3.20e-7" and metric_text("stall_us", 400.0) == "400.0"
 
 
 @pytest.fixture
@@ -199,15 +205,38 @@ def test_compare_opens_on_the_mechanisms_region(qtbot, bundled):
     assert view.diff_label.text() == "A and B have the same parameters."
 
 
+def test_cut_to_clips_trims_shapes_and_text_in_translated_groups():
+    from xml.dom import minidom
+
+    from app.figure_flatten import cut_to_clips, flatten_transforms
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg"><clipPath id="c"><path d="M10,0 L110,0 L110,50 L10,50 Z"/>'
+           '</clipPath><g clip-path="url(#c)"><g transform="matrix(1,0,0,1,0,0)">'
+           '<rect x="-20" y="5" width="50" height="10"/><rect x="120" y="5" width="5" height="5"/></g>'
+           '<g transform="matrix(1,0,0,1,-30,20)"><text x="4" y="15">0.00 us</text>'
+           '<polygon points="0,-11 52,-11 52,11 0,11 0,-11"/></g>'
+           '<g transform="matrix(2,0,0,1,0,0)"><text x="30" y="9">kept</text></g>'
+           '<polyline points="5,25 200,25"/></g></svg>')
+    doc = minidom.parseString(cut_to_clips(flatten_transforms(svg)))
+    rects = [(r.getAttribute("x"), r.getAttribute("width")) for r in doc.getElementsByTagName("rect")]
+    assert rects == [("10", "20")]  # cut at the clip's left edge; the one right of it removed
+    assert [t.firstChild.data for t in doc.getElementsByTagName("text")] == ["kept"]  # x = -26: gone
+    assert doc.getElementsByTagName("polygon")[0].getAttribute("points") == "10,9 22,9 22,31 10,31 10,9"
+    assert doc.getElementsByTagName("polyline")[0].getAttribute("points") == "10,25 110,25"
+    assert doc.getElementsByTagName("clipPath")[0].getElementsByTagName("path")[0].getAttribute("stroke") == "none"
+
+
 def _zoomed_timeline_figure(window, qtbot, tmp_path):
     window.show_view("timeline")
     tv = window.time_view
     tv.plot.getPlotItem().getViewBox().setXRange(20, 60, padding=0)  # µs: bars cross both edges
     qtbot.wait(50)
+    # 5 in at 96 dpi: the PNG 480 px wide, the SVG 5 in wide (a renderer at 96 dpi: 480 px too)
+    window.settings.setValue("figure/width", "5in")
+    window.settings.setValue("figure/dpi", "96")
     svg = tmp_path / "view.svg"
     png = tmp_path / "view.png"
     window.export_view("svg", str(svg))
-    png.write_bytes(window.view_figure("png", scale=1.0))
+    window.export_view("png", str(png))
     return svg, png
 
 
@@ -219,7 +248,19 @@ def test_current_view_svg_of_a_zoomed_timeline_is_clipped_and_has_no_widgets(win
     for widget_text in ("Run sweep", "Cancel", "Pin as A", "Scenario"):
         assert widget_text not in text
     assert "rope_prefetch_16.toml" in text and "as in its file" in text  # the caption line
-    assert 'width="' in text and 'in"' in text  # a physical size, in inches
+    assert 'width="5.000in"' in text  # the chosen physical size, in inches
+
+
+@pytest.mark.gui
+def test_current_view_png_has_the_chosen_inches_times_dpi(window, qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+    _, png = _zoomed_timeline_figure(window, qtbot, tmp_path)  # 5 in at 96 dpi
+    img = QImage(str(png))
+    assert img.width() == 480 and round(img.dotsPerMeterX() * 0.0254) == 96
+    window.settings.setValue("figure/dpi", "200")
+    window.export_view("png", str(png))
+    img2 = QImage(str(png))
+    assert img2.width() == 1000 and abs(img2.height() - img.height() * 200 / 96) <= 2  # proportions kept
 
 
 def _diff_share(a, b) -> float:
@@ -234,8 +275,6 @@ def _diff_share(a, b) -> float:
 
 
 @pytest.mark.gui
-@pytest.mark.xfail(strict=True, reason="open: Qt's SVG renderer ignores the clip paths and app.figure_flatten's "
-                   "cut does not yet reach the span groups (9% of pixels differ: bars over the lane names)")
 def test_the_svg_renders_as_the_png_in_qts_renderer(window, qtbot, tmp_path):
     from kvviz.export.qt_render import render_svg
     svg, png = _zoomed_timeline_figure(window, qtbot, tmp_path)
@@ -254,3 +293,26 @@ def test_the_svg_renders_as_the_png_in_librsvg(window, qtbot, tmp_path):
     out = tmp_path / "rsvg.png"
     subprocess.run(["rsvg-convert", "-d", "96", "-p", "96", "-b", "white", "-o", str(out), str(svg)], check=True)
     assert _diff_share(out, png) < 0.03
+
+
+@pytest.mark.gui
+def test_the_figure_size_dialog_checks_as_the_cli_and_keeps_its_fields_still(window, qtbot):
+    from PySide6.QtWidgets import QDialogButtonBox
+    dialog = window.figure_size_dialog()
+    qtbot.waitExposed(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.Ok)
+    width, dpi = dialog.fields["width"], dialog.fields["dpi"]
+    assert width.text() == "10in" and dpi.text() == "300" and ok.isEnabled()  # the CLI's defaults
+    before = (width.geometry(), dpi.geometry(), dialog.size())
+    width.setText("1in")
+    assert not ok.isEnabled() and dialog.message.text().startswith("width: a figure's width must be")
+    dpi.setText("x")  # still one message: the first wrong value's
+    assert dialog.message.text().count("must") == 1
+    qtbot.wait(20)
+    assert (width.geometry(), dpi.geometry(), dialog.size()) == before
+    width.setText("165mm")
+    dpi.setText("600")
+    assert ok.isEnabled()
+    ok.click()
+    size = window.figure_size()
+    assert size.width_px == pytest.approx(165 / 25.4 * 96, abs=0.01) and size.dpi == 600

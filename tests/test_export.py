@@ -146,3 +146,23 @@ def test_bad_figure_args_write_nothing(tmp_path, capsys):
     assert "--to-us" in capsys.readouterr().err and not png.exists()
     assert main(["run", SEED, "--svg", str(tmp_path / "x.svg"), "--width", "10"]) == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_figure_size_is_one_definition_for_cli_and_app():
+    from kvviz.export.figure_size import FigureSize, parse_length
+    assert parse_length("960") == 960 and parse_length("6.5in") == 624
+    assert parse_length("25.4mm") == pytest.approx(96) and parse_length("72pt") == pytest.approx(96)
+    size = FigureSize.parse("6.5in", None, "150")
+    assert size.raster_px(624, 300) == (975, 469)  # inches × dpi
+    with pytest.raises(ValueError) as e:
+        FigureSize.parse("3in", "1cm")
+    assert e.value.args[0] == "height"
+    assert FigureSize(width_px=20_000).problem(raster=True)[0] == "dpi"  # 62,500 px: no PNG
+    assert FigureSize(width_px=20_000).problem(raster=False) is None
+
+
+def test_cli_takes_a_width_in_inches(tmp_path):
+    svg = tmp_path / "t.svg"
+    assert main(["run", SEED, "--svg", str(svg), "--width", "6.5in", "--height", "76.2mm"]) == 0
+    head = svg.read_text()[:300]
+    assert 'width="6.5in" height="3in" viewBox="0 0 624 288"' in head

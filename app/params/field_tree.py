@@ -9,8 +9,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
+from PySide6.QtWidgets import QApplication, QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 from superqt.utils import QSignalDebouncer
 
 from kvviz import ScenarioError, parse_scenario
@@ -51,6 +51,7 @@ class FieldTree(QWidget):
         self._data: dict | None = None
         self._model = None
         self._errors: list[tuple[str, str]] = []
+        self._refused: list[tuple[str, str]] = []  # the simulation refused a value (ParameterPanel.mark_refused)
         self._local: dict[str, tuple[tuple, str]] = {}   # unparsable editor text: dotted path -> (field, msg)
         self._dirty = False
         self._message = ""
@@ -68,13 +69,14 @@ class FieldTree(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(4)
+        # Problems no field can show (the kind, the file as a whole, an unknown key), below the
+        # form: above it, appearing, it pushed the field being typed in down by its height.
         self.banner = QLabel()
         self.banner.setWordWrap(True)
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.banner.setStyleSheet("QLabel { background: #fdecea; color: #b71c1c; border: 1px solid #f2b8b5;"
                                   " border-radius: 4px; padding: 4px 6px; }")
         self.banner.hide()
-        lay.addWidget(self.banner)
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         self._scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -83,6 +85,7 @@ class FieldTree(QWidget):
         empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._scroll.setWidget(empty)
         lay.addWidget(self._scroll, 1)
+        lay.addWidget(self.banner)
 
     # --- building ----------------------------------------------------------------------
     def _rebuild(self, keep_state: bool):
@@ -322,6 +325,7 @@ class FieldTree(QWidget):
             except Exception as e:  # a mechanism's validator failing oddly must not crash the app
                 errors = [("<top>", f"{type(e).__name__}: {e}")]
         self._model, self._errors = model, errors
+        self._refused = []  # an edit clears the simulation's refusal
         self._mark(errors)
         self._mark_unused()
         message = f"{errors[0][0]}: {errors[0][1]}" if errors else ""
@@ -335,6 +339,31 @@ class FieldTree(QWidget):
                 self.invalid.emit("")
             if emit_edited:
                 self._debouncer.throttle()
+
+    def _keeping_focus_still(self, change) -> None:
+        """Run `change` (messages shown or cleared under fields and groups), then scroll the
+        form so the field being typed in stays where it was on screen: a message appearing
+        above it (another field blamed, a group's) moved it down under the typing."""
+        content = self._scroll.widget()
+        focus = QApplication.focusWidget()
+        if content is None or focus is None or not content.isAncestorOf(focus) or not content.isVisible():
+            change()
+            return
+        viewport = self._scroll.viewport()
+        before = focus.mapTo(viewport, QPoint(0, 0)).y()
+        change()
+        # laid out now, not at the next event: each layout's request reaches its parent's only
+        # once processed, so a message deep in a group takes a few rounds to reach the form
+        after = None
+        for _ in range(12):
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            now = focus.mapTo(viewport, QPoint(0, 0)).y()
+            if now == after:
+                break
+            after = now
+        if after != before:
+            bar = self._scroll.verticalScrollBar()
+            bar.setValue(bar.value() + after - before)
 
     def _mark_unused(self):
         """Fields another field overrides (the mechanism's `inactive`), greyed out: a trace
@@ -363,15 +392,20 @@ class FieldTree(QWidget):
         return None, parts
 
     def _mark(self, errors):
+        self._keeping_focus_still(lambda: self._mark_now(errors))
+
+    def _mark_now(self, errors):
         for f in self._fields.values():
             f.clear_mark()
         for g in self._groups.values():
             g.set_error("")
         shown: dict[int, list[str]] = {}
+        unplaced = []  # problems no field or group can show: the banner's
         for p, m in errors:
             target, rest = self._resolve(parse_path(p))
             if target is None:
-                continue  # `kind`, `<top>`, an unknown key: the banner shows it
+                unplaced.append((p, m))  # `kind`, `<top>`, an unknown key
+                continue
             msgs = shown.setdefault(id(target), [])
             msgs.append(f"{p}: {m}")
             if isinstance(target, _Field):
@@ -381,11 +415,12 @@ class FieldTree(QWidget):
             for g in target.chain + ([target] if isinstance(target, _Group) else []):
                 if not g.coll.isExpanded():
                     g.coll.expand(animate=False)
-        if errors:
-            more = f"  (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-            self.banner.setText(f"⚠ {errors[0][0]}: {errors[0][1]}{more}")
-            self.banner.setToolTip("\n".join(f"{p}: {m}" for p, m in errors))
-        self.banner.setVisible(bool(errors))
+        # one message per problem: at its field, or, for one no field shows, in the banner
+        if unplaced:
+            more = f"  (+{len(unplaced) - 1} more)" if len(unplaced) > 1 else ""
+            self.banner.setText(f"⚠ {unplaced[0][0]}: {unplaced[0][1]}{more}")
+            self.banner.setToolTip("\n".join(f"{p}: {m}" for p, m in unplaced))
+        self.banner.setVisible(bool(unplaced))
 
 
 def _known_kind(kind) -> bool:

@@ -21,8 +21,9 @@ Nothing here knows a mechanism. The panel walks the pydantic model of the loaded
 Every edit goes into a plain dict (what `parse_scenario` takes, holding only the file's keys
 plus the fields the user touched), which is validated at once. A valid state is emitted as
 `edited(model)`, debounced; an invalid one marks the blamed field (red frame, message under it,
-tooltip), shows the message in a banner and emits `invalid("path: message")`. Invalid data
-never leaves the panel and nothing raises.
+tooltip) and emits `invalid("path: message")`; one message per problem: a problem no field can
+show (the kind, an unknown key) goes to a banner below the form, and the field being typed in
+never moves. Invalid data never leaves the panel and nothing raises.
 
 Save writes TOML atomically (temp file in the same folder, then os.replace) through tomlkit, so
 the file's comments and layout survive: only changed values are rewritten, in place.
@@ -175,7 +176,17 @@ class ParameterPanel(FieldTree):
     def mark_refused(self, field_path: str, message: str) -> None:
         """Mark a field whose value validated but which the simulation refused (a picked turn
         the workload no longer has), as a validation error is marked; the next edit clears it."""
-        self._mark(self._errors + [(field_path, message)])
+        self._refused = [(field_path, message)]
+        self._mark(self._errors + self._refused)
+
+    def refused(self) -> list[tuple[str, str]]:
+        """The simulation's refusal still marked (field path, message), if any."""
+        return list(self._refused)
+
+    def clear_refused(self) -> None:
+        """Unmark the simulation's refusal (the memory limit was raised: the run is tried again)."""
+        self._refused = []
+        self._mark(self._errors)
 
     def widget_for(self, field_path: str) -> QWidget | None:
         """The editor of a field (a table for `rungs` and its cells `rungs[1].label`); the

@@ -7,9 +7,11 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog
 
 from kvviz.export import FORMATS, export_format
+from kvviz.export.figure_size import PX_PER_IN
 from kvviz.io import atomic_write
 
 from ..save_dir import remember, start_path
+from .figure_size_dialog import FigureSizeDialog, stored_figure_size
 
 
 class ExportMenu:
@@ -29,6 +31,17 @@ class ExportMenu:
             menu.addAction(f"Current View as {fmt.upper()}…", lambda f=fmt: self.export_view_dialog(f))
         # any tab's numbers (a sweep grid, curves, tables): each tab offers its rows (Tab.data_rows)
         self.act_export_data = menu.addAction("Data as CSV (current view)…", self.export_data_dialog)
+        menu.addSeparator()
+        menu.addAction("Figure Size and Resolution…", self.figure_size_dialog)
+
+    def figure_size_dialog(self) -> FigureSizeDialog:
+        dialog = FigureSizeDialog(self.settings, self)
+        dialog.open()  # window-modal, not a nested event loop
+        return dialog
+
+    def figure_size(self):
+        """Every figure's inches and dpi (File → Export → Figure Size…, as kvviz run --width/--height/--dpi)."""
+        return stored_figure_size(self.settings)
 
     def export_dialog(self, fmt: str, visible_range: bool = False):
         if self.result is None:
@@ -45,7 +58,7 @@ class ExportMenu:
         from ..exporting import export_result
         rng = self.time_view.visible_range_ns() if visible_range else None
         try:
-            written = export_result(self.result, fmt, path, rng)
+            written = export_result(self.result, fmt, path, rng, self.figure_size())
         except (OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
@@ -61,8 +74,8 @@ class ExportMenu:
             self.export_view(fmt, path)
 
     def export_view(self, fmt: str, path: str):
-        """The current tab as a figure: its plots alone, under a caption line (app.figure):
-        PNG at twice the screen's pixels (for print), or SVG with clip paths and vectors."""
+        """The current tab as a figure: its plots alone, under a caption line (app.figure),
+        at the figure size: PNG of inches × dpi pixels, or SVG with clip paths and vectors."""
         try:
             atomic_write(path, self.view_figure(fmt))
         except (OSError, ValueError) as e:
@@ -71,24 +84,31 @@ class ExportMenu:
         remember(self.settings, path)
         self._say(f"wrote {path}")
 
-    def view_figure(self, fmt: str, scale: float = 2.0) -> bytes:
-        """The current tab's figure as bytes; a tab with no plot (a table) as drawn."""
+    def view_figure(self, fmt: str, scale: float | None = None) -> bytes:
+        """The current tab's figure as bytes, at the figure size (or, given `scale`, that many
+        times the screen's pixels); a tab with no plot (a table) as drawn."""
         from ..exporting import render_widget
-        from ..figure import figure_plots, figure_png, figure_svg
+        from ..figure import figure_box, figure_plots, figure_png, figure_svg
         tab = self.current_tab()
         widget = tab.figure_widget()
         if not figure_plots(widget):
             return render_widget(widget, fmt)
         caption = self.figure_caption()
+        size = self.figure_size()
         if fmt == "svg":
-            return figure_svg(widget, caption)
+            return figure_svg(widget, caption, None if scale else size.width_px)
         if fmt != "png":
             raise ValueError(f"unknown view format {fmt!r} (png or svg)")
+        dpi = round(PX_PER_IN * scale) if scale else size.dpi
+        if scale is None:
+            if problem := size.problem(raster=True):
+                raise ValueError(problem[1])
+            scale = size.raster_px()[0] / figure_box(widget, caption)[0]
         from PySide6.QtCore import QBuffer, QByteArray, QIODevice
         data = QByteArray()
         buf = QBuffer(data)
         buf.open(QIODevice.WriteOnly)
-        if not figure_png(widget, caption, scale).save(buf, "PNG"):
+        if not figure_png(widget, caption, scale, dpi).save(buf, "PNG"):
             raise ValueError("could not encode the PNG")
         return bytes(data)
 

@@ -23,6 +23,7 @@ from kvviz import ScenarioError, parse_scenario
 from kvviz.bundled import bundled_scenarios
 from kvviz.mechanisms import mechanisms
 
+from ..memory_limit import for_app, stored_limit
 from ..params import ParameterPanel
 from ..tabs import TABS, Tab, TabContext
 from ..views._common import ElidedLabel
@@ -32,6 +33,7 @@ from ..worker import SimulationRunner
 from .docks import DockLayout
 from .export_menu import ExportMenu
 from .files import ScenarioFiles
+from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
@@ -44,7 +46,7 @@ def app_settings() -> QSettings:
 PARAMS_DOCK_WIDTH = 320  # the Parameters dock's first width (px): every bundled scenario's form fits
 
 
-class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
+class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     result_ready = Signal(object)
 
     def __init__(self, path: str | Path | None = None, settings: QSettings | None = None):
@@ -62,8 +64,8 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         # fields set for viewing only (a timeline pick): applied to every run, never to the file
         self._view_values: dict[str, object] = {}
         self._ctx = TabContext(settings=self.settings, time_range=self.time_range, set_value=self.panel.set_value,
-                               view_value=self._view_value, scenario_data=self.panel.data, scenario_path=self.panel.path, say=self._say,
-                               show=self.show_view)
+                               view_value=self._view_value, scenario_data=self.panel.data, scenario_path=self.panel.path,
+                               say=self._say, show=self.show_view, max_memory_gb=lambda: stored_limit(self.settings))
         self.tab_list: list[Tab] = []
         self.tabs = QTabWidget()
         for cls in TABS:
@@ -98,13 +100,14 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         self._metrics_kind = None  # the kind the Metrics dock was last fitted to
 
         self.runner = SimulationRunner(self)
+        self.runner.max_memory_gb = stored_limit(self.settings)  # File → Memory Limit for Runs…
         self.runner.finished.connect(self._show)
         self.runner.partial.connect(self._show_partial)
         self.runner.failed.connect(self._fail)
         self.runner.refused.connect(self._run_refused)
         self.runner.busy_changed.connect(self._busy)
         self.panel.edited.connect(self._run)
-        self.panel.invalid.connect(lambda m: self._say(f"⚠ {m}" if m else "edits valid"))
+        self.panel.invalid.connect(self._edits_invalid)
         self.panel.dirty_changed.connect(lambda _: self._title())
 
         self._build_toolbar()
@@ -142,6 +145,7 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
         m.addAction("Save &As…", QKeySequence.SaveAs, self.save_as)
         m.addAction("&Reset to File", self.reset_to_file)
         self._build_export_menu(m.addMenu("&Export"))
+        m.addAction("&Memory Limit for Runs…", self.memory_limit_dialog)
         m.addSeparator()
         m.addAction("&Quit", QKeySequence.Quit, self.close)
         v = self.menuBar().addMenu("&View")
@@ -344,7 +348,8 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self.panel.set_value(field, in_file)  # None: the key goes, the default applies
             self.panel.flush()
             return
-        self.panel.mark_refused(field, message)
+        self.panel.mark_refused(field, for_app(message, self.runner.max_memory_gb or stored_limit(self.settings)))
+        self._say(f"⚠ {field}: refused by the simulation, marked in Parameters; the views show the last run")
 
     def _show_whole_run(self):
         self.time_range.forget()
@@ -358,6 +363,17 @@ class MainWindow(ScenarioFiles, ExportMenu, QMainWindow):
             self._fit_metrics_dock()  # as when the run's kind was first shown
         self.settings.remove("windowState")
         self.settings.remove("dockWidths")
+
+    def _edits_invalid(self, message: str):
+        """The panel's edits are invalid ("path: message"), or valid again (""). The message is
+        said once, at its field: here only where to look (the field may be scrolled away)."""
+        if not message:
+            self._say("edits valid")
+            return
+        n = len(self.panel.errors())
+        where = message.split(": ", 1)[0]
+        more = f" and {n - 1} more" if n > 1 else ""
+        self._say(f"⚠ {where}{more}: invalid, marked in Parameters; the views show the last valid run")
 
     def _fail(self, message: str):
         self._say(f"⚠ {message}")

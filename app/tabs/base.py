@@ -33,6 +33,7 @@ class TabContext:
     scenario_path: Callable[[], str | None] = _nothing
     say: Callable[[str], None] = _nothing  # the status line
     show: Callable[[str], None] = _nothing  # bring a tab (by name) to the front
+    max_memory_gb: Callable[[], float | None] = _nothing  # the size guard's limit for runs (None: kvviz's)
     # the time view of the run (the timeline): Home, "export the visible range", and the views
     # that follow its zoom and cursor read it; set by the tab that owns it
     time_view: object = None

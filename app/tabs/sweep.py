@@ -13,7 +13,9 @@ class SweepTab(Tab):
     on_demand = True
 
     def make_widget(self):
-        return SweepView()
+        view = SweepView()
+        view.memory_limit = self.ctx.max_memory_gb  # the window's limit, read when a sweep starts
+        return view
 
     def on_new_result(self, result, new_scenario):
         super().on_new_result(result, new_scenario)

@@ -2,7 +2,8 @@
 
 One small plot per unit — counters that share a unit and a scale share a plot and a y axis — stacked
 vertically with their x axes linked, and the same time unit as the timeline. A counter holds
-its value until its next sample, so every curve is drawn as steps, extended to the run's end.
+its value until its next sample, so every curve is drawn as steps, extended to the run's end. Hover a plot for every counter's value at that time (the values
+held then); File → Export → Data as CSV writes the samples, as `kvviz run --csv`'s _counters.csv.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from kvviz.export.axis import time_unit
+from kvviz.format import readable_bytes, readable_number
 from kvviz.result import Result
 
 from ._common import (
@@ -20,6 +22,8 @@ from ._common import (
     LINE_COLOURS,
     NoteStack,
     caption_label,
+    hover_tip,
+    info_label,
     link_x_ranges,
     stack_vertically,
     style_plot,
@@ -91,8 +95,13 @@ class CountersView(QWidget):
         self.layout_widget = pg.GraphicsLayoutWidget()
         self.layout_widget.setBackground("w")
         self.caption = caption_label()
-        self.stack = NoteStack(stack_vertically(self.caption, self.layout_widget, stretch=self.layout_widget))
+        self.info = info_label()  # the counters' values at the time under the mouse
+        self.layout_widget.scene().sigMouseMoved.connect(self._on_move)
+        self.stack = NoteStack(stack_vertically(self.caption, self.layout_widget, self.info,
+                                                stretch=self.layout_widget))
         stack_vertically(self.stack, stretch=self.stack, into=self)
+        self.trace = None
+        self.groups: list[list[int]] = []  # counter indices drawn in each plot
         self.plots: list[pg.PlotItem] = []
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.cursors: list[pg.InfiniteLine] = []
@@ -103,7 +112,8 @@ class CountersView(QWidget):
     def set_result(self, result: Result) -> None:
         tr = result.trace
         self.layout_widget.clear()
-        self.plots, self.curves, self.cursors = [], {}, []
+        self.plots, self.curves, self.cursors, self.groups, self.trace = [], {}, [], [], None
+        self.info.setText(" ")
         if not len(tr.counters) or not tr.counter_names:
             self.stack.show_note("This run has no counters\n"
                                  "(no buffer fill, queue depth or occupancy was recorded over time).")
@@ -115,6 +125,7 @@ class CountersView(QWidget):
         names = tr.counters["name"]
         peaks = [float(np.abs(tr.counters["value"][names == i]).max(initial=0)) for i in range(len(tr.counter_names))]
         groups = unit_groups(tr.counter_names, tr.counter_units, peaks)
+        self.trace, self.groups = tr, [idx for _, idx in groups]
         self.caption.setText(f"<b>Counters</b> · {len(tr.counter_names)} over time, one plot per unit and "
                              f"scale · a value holds until the next sample")
         for g, (unit, idx) in enumerate(groups):
@@ -179,3 +190,41 @@ class CountersView(QWidget):
             else:
                 c.setValue(float(x))
                 c.show()
+
+    def value_at(self, i: int, t_ns: float) -> float | None:
+        """Counter i's value held at t_ns (its last sample at or before it), or None before its first."""
+        c = self.trace.counters[self.trace.counters["name"] == i]
+        k = int(np.searchsorted(c["t"], t_ns, side="right")) - 1
+        return None if k < 0 else float(c["value"][k])
+
+    def hover_text(self, plot: int, t_ns: float) -> str:
+        """The hover line over plot `plot` at t_ns: each of its counters' value then."""
+        tr = self.trace
+        parts = [f"t = {t_ns / self.scale:,.6g} {self.unit}"]
+        for i in self.groups[plot]:
+            v = self.value_at(i, t_ns)
+            unit = tr.counter_units[i] if i < len(tr.counter_units) else ""
+            text = "–" if v is None else readable_bytes(v) + (f" ({readable_number(v)} B)" if abs(v) >= 1024 else "") \
+                if unit in BYTE_UNITS else readable_number(v) + (f" {unit}" if unit else "")
+            parts.append(f"{tr.counter_names[i]} = {text}")
+        return " · ".join(parts)
+
+    def _on_move(self, pos) -> None:
+        for k, pi in enumerate(self.plots):
+            vb = pi.getViewBox()
+            if self.trace is not None and vb.sceneBoundingRect().contains(pos):
+                text = self.hover_text(k, vb.mapSceneToView(pos).x() * self.scale)
+                self.info.setText(text)
+                hover_tip(self.layout_widget, pos, text)
+                return
+        hover_tip(self.layout_widget, pos, None)
+
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """Every counter sample (File → Export → Data as CSV), as `kvviz run --csv`'s _counters.csv."""
+        tr = self.trace
+        if tr is None:
+            return None
+        units = tr.counter_units
+        return ["name", "unit", "t_ns", "value"], [
+            [tr.counter_names[n], units[n] if n < len(units) else "", int(t), float(v)]
+            for n, t, v in tr.counters[["name", "t", "value"]].tolist()]

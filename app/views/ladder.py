@@ -27,6 +27,10 @@ from ._common import NoteStack, caption_label, carries, info_label, kinds_carryi
 from .ladder_charts import TIER_LABEL, LadderCharts, tier_colour
 from .rung_table import LABEL_COL, PCT_COL, STEP, RungTable
 
+DATA_HEAD = (["rung", "label", "hbm_hit_pct", "increment_pts", "mean_latency_ns", "speedup_vs_first",
+              "flash_share_of_latency"] + [f"{t}_access_pct" for t in TIERS] + [f"{t}_latency_ns" for t in TIERS])
+SIM_HEAD = ["simulated_hbm_hit_pct", "simulated_mean_latency_ns"]
+
 
 class LadderView(LadderCharts, QWidget):
     """Ladder chart + editable rung table for `ladder` results."""
@@ -114,6 +118,23 @@ class LadderView(LadderCharts, QWidget):
             self._refresh()
         if finish:
             self.rungs_edited.emit(self.rungs())
+
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """The rungs as edited and their figures (File → Export → Data as CSV): the table's
+        numbers unrounded, with each tier's share of accesses and of the mean latency."""
+        if not self.figures:
+            return None
+        rows = []
+        for i, (f, p) in enumerate(zip(self.figures, self.pcts)):
+            row = [i + 1, self.labels[i], p, f["increment_pts"], f["mean_latency_ns"], f["speedup_vs_first"],
+                   f["flash_share_of_latency"]]
+            row += [f["access_pct"][t] if f["access_pct"] else None for t in TIERS]
+            row += [f["contrib_ns"][t] if f["contrib_ns"] else None for t in TIERS]
+            if self.simulated is not None:
+                s = self.simulated[i]
+                row += [None, None] if s is None else [s["hbm_hit_pct"], s["mean_latency_ns"]]
+            rows.append(row)
+        return DATA_HEAD + (SIM_HEAD if self.simulated is not None else []), rows
 
     def rung_at(self, y: float) -> int | None:
         i = int(round(y))

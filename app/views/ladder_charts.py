@@ -12,7 +12,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from kvviz.mechanisms.ladder import TIERS
 from kvviz.palette import span_color
 
-from ._common import style_plot
+from ._common import hover_tip, style_plot
 from .rung_table import fmt_ns, fmt_pts
 
 # The ladder's timeline draws HBM time as `load`, CXL as `fetch` and flash as `stall`;
@@ -334,3 +334,28 @@ class LadderCharts:
         if vb.sceneBoundingRect().contains(pos):
             over = self.rung_at(vb.mapSceneToView(pos).y())
         self.charts.setCursor(Qt.SizeHorCursor if over is not None else Qt.ArrowCursor)
+        lat = self.lat_plot.getViewBox()
+        if over is None and lat.sceneBoundingRect().contains(pos):
+            over = self.rung_at(lat.mapSceneToView(pos).y())
+        text = None if over is None or over >= len(self.figures) else self.rung_text(over)
+        if text:
+            self.status.setText(text)
+        hover_tip(self.charts, pos, text)
+
+    def rung_text(self, i: int) -> str:
+        """The hover line of rung i: its hit rate, where its accesses go, and what they cost."""
+        f, p = self.figures[i], self.pcts[i]
+        head = f"rung {i + 1}. {self.labels[i]}"
+        if p is None or f["mean_latency_ns"] is None:
+            return f"{head} · no modeled hit rate"
+        parts = [f"{head} · HBM hit rate {p:.4g}%" + (f" ({fmt_pts(f['increment_pts'])})"
+                                                     if f["increment_pts"] is not None else ""),
+                 "accesses " + ", ".join(f"{TIER_LABEL[t]} {f['access_pct'][t]:.3g}%" for t in TIERS),
+                 f"mean {fmt_ns(f['mean_latency_ns'])} = "
+                 + " + ".join(f"{TIER_LABEL[t]} {f['contrib_ns'][t]:,.1f}" for t in TIERS)]
+        if f["speedup_vs_first"] is not None and i > 0:
+            parts.append(f"{f['speedup_vs_first']:.2f}× faster than rung 1")
+        s = self.simulated[i] if self.simulated is not None else None
+        if s is not None:
+            parts.append(f"simulated {s['hbm_hit_pct']:.4g}%, {fmt_ns(s['mean_latency_ns'])}")
+        return " · ".join(parts)

@@ -1,23 +1,26 @@
 """Policies view: a placement-policy comparison (metrics.policies, as AttentionStore reports it)
 as two bar charts on the identical workload — the hit rate split by the tier that served the
-hit, and the prefill time per job against the recompute baseline (the paper's TTFT measure).
-It reads only the Result's metrics."""
+hit (tier colours, the timeline's), and the prefill time per job against the recompute baseline
+(the paper's TTFT measure; each policy's bar in its own colour, as in Replay and Sweep). Hover a
+row for its numbers; File → Export → Data as CSV writes them. It reads only the Result's metrics."""
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
+from kvviz.export.colours import series_colour
 from kvviz.palette import span_color
 from kvviz.result import Result
 
-from ._common import TEXT, NoteStack, caption_label, stack_vertically, style_plot
+from ._common import TEXT, NoteStack, caption_label, hover_tip, info_label, stack_vertically, style_plot
 
 HBM_COLOUR = span_color("compute")  # kept in HBM: nothing to load
 DRAM_COLOUR = span_color("load")   # served from DRAM: loaded layer by layer over PCIe
 SSD_COLOUR = span_color("fetch")   # served from SSD
-PREFILL_COLOUR = span_color("prefill")
-BASELINE_COLOUR = "#9A9A9A"
+BASELINE_COLOUR = series_colour("recompute")
+DATA_HEAD = ["policy", "hit_rate", "hbm_hit_rate", "dram_hit_rate", "ssd_hit_rate", "mean_prefill_ms",
+             "prefill_speedup_vs_recompute"]
 
 
 def policy_rows(policies: dict) -> list[dict]:
@@ -57,7 +60,9 @@ class PoliciesView(QWidget):
             pi.getAxis("left").setWidth(120)
         self.time_plot.getViewBox().sigResized.connect(self._fit_time_labels)
         self._time_labels: list[tuple[float, str]] = []  # (bar end, label) of the prefill chart
-        self.stack = NoteStack(stack_vertically(self.caption, self.charts, stretch=self.charts))
+        self.info = info_label()  # the row under the mouse: its policy's numbers
+        self.charts.scene().sigMouseMoved.connect(self._on_move)
+        self.stack = NoteStack(stack_vertically(self.caption, self.charts, self.info, stretch=self.charts))
         stack_vertically(self.stack, stretch=self.stack, into=self)
         self.rows: list[dict] = []
 
@@ -73,8 +78,9 @@ class PoliciesView(QWidget):
         self.caption.setText(f"<b>Policies</b> · {len(self.rows)} on the identical workload · "
                              + (f"<span style='color:{HBM_COLOUR}'>■</span> HBM hits " if hbm else "") +
                              f"<span style='color:{DRAM_COLOUR}'>■</span> DRAM hits "
-                             f"<span style='color:{SSD_COLOUR}'>■</span> SSD hits · "
-                             f"<span style='color:{BASELINE_COLOUR}'>■</span> recompute baseline")
+                             f"<span style='color:{SSD_COLOUR}'>■</span> SSD hits · prefill bars in each "
+                             f"policy's colour, <span style='color:{BASELINE_COLOUR}'>■</span> recompute baseline")
+        self.info.setText(" ")
         self._draw_hits()
         self._draw_times()
 
@@ -111,7 +117,7 @@ class PoliciesView(QWidget):
         self._time_labels = []
         base = next((ms for r, ms in zip(rows, times) if r["name"] == "recompute"), None)
         for i, (r, ms) in enumerate(zip(rows, times)):
-            colour = BASELINE_COLOUR if r["name"] == "recompute" else PREFILL_COLOUR
+            colour = series_colour(r["name"])  # the bar is the policy: its colour everywhere
             pi.addItem(pg.BarGraphItem(x0=[0.0], y=[i], height=0.62, width=[ms], brush=pg.mkBrush(colour),
                                        pen=pg.mkPen("#ffffff", width=1)))
             # Two ratios, each named: the bars' (per job), and the Metrics dock's
@@ -141,3 +147,38 @@ class PoliciesView(QWidget):
             xmax = max(need + [top * 1.05])
         self.time_plot.setXRange(0, xmax, padding=0)
 
+
+    def row_text(self, i: int) -> str:
+        """The hover line of policy row i: every number both charts show for it."""
+        r = self.rows[i]
+        parts = [f"{r['name']} · hit rate {r['hit']:.2%} (HBM {r['hbm']:.2%}, DRAM {r['dram']:.2%}, "
+                 f"SSD {r['ssd']:.2%})"]
+        if r["prefill_ms"] is not None:
+            parts.append(f"prefill {float(r['prefill_ms']):,.4g} ms per job")
+        base = next((x["prefill_ms"] for x in self.rows if x["name"] == "recompute"), None)
+        if r["name"] != "recompute" and base and r["prefill_ms"]:
+            parts.append(f"{float(base) / float(r['prefill_ms']):.2f}× shorter than recompute")
+        if r.get("gpu_speedup"):
+            parts.append(f"{float(r['gpu_speedup']):.2f}× less GPU time")
+        return " · ".join(parts)
+
+    def _on_move(self, pos) -> None:
+        for pi in (self.hit_plot, self.time_plot):
+            vb = pi.getViewBox()
+            if self.rows and vb.sceneBoundingRect().contains(pos):
+                y = vb.mapSceneToView(pos).y()
+                i = int(round(y))
+                if 0 <= i < len(self.rows) and abs(y - i) <= 0.45:
+                    text = self.row_text(i)
+                    self.info.setText(text)
+                    hover_tip(self.charts, pos, text)
+                    return
+        hover_tip(self.charts, pos, None)
+
+    def data_rows(self) -> tuple[list[str], list[list]] | None:
+        """The bars as a table (File → Export → Data as CSV): one row per policy, rates as
+        fractions of turns with history, as metrics.policies holds them."""
+        if not self.rows:
+            return None
+        return DATA_HEAD, [[r["name"], r["hit"], r["hbm"], r["dram"], r["ssd"], r["prefill_ms"], r["gpu_speedup"]]
+                           for r in self.rows]

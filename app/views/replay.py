@@ -27,9 +27,10 @@ from kvviz.bundled import resources_dir
 from kvviz.executor import cluster_executor
 from kvviz.export.colours import series_colour
 from kvviz.export.table import table_csv
-from kvviz.format import readable_bytes
+from kvviz.format import bytes_for_people, readable_bytes
 from kvviz.io import atomic_write
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
+from kvviz.replay.c_output import describe, per_policy
 from kvviz.replay.engines import has_libcachesim
 from kvviz.requests.csv_format import parse_layout
 from kvviz.requests.reader import read_trace
@@ -146,6 +147,7 @@ class ReplayView(QWidget):
         lay.addLayout(body, 1)
         self.results: list = []
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.flags: dict[str, pg.TextItem] = {}  # a ⚠ on a curve libCacheSim printed warnings about
         self._points: dict[str, tuple] = {}  # policy -> (capacities, ratios) as drawn, for hover
         self._opened = False  # shown once already
         self._ran = False     # a run was asked for (the sample is then not started on its own)
@@ -251,22 +253,24 @@ class ReplayView(QWidget):
         self.results, self._replacing = [r for r in results if r is not None], False
         self.save_btn.setEnabled(bool(self.results))
         engines = sorted({r.engine for r in self.results})
-        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {readable_bytes(reqs.footprint)} · "
+        text = (f"{len(reqs):,} requests · {reqs.objects:,} objects · footprint {bytes_for_people(reqs.footprint)} · "
                 f"{len(self.results)} replays · {', '.join(engines)}")
         if skipped:  # e.g. libCacheSim's S3-FIFO below 10 B: the rest of the curve still stands
             policy, cap, why = skipped[0]
             text += f" · ⚠ {len(skipped)} point(s) skipped, e.g. {policy} at {cap:,} B: {why}"
         if note:
             text += f" · ⚠ {note}"
+        for policy, counts in per_policy(self.results).items():
+            text += f" · ⚠ {describe(policy, *counts)}"
         self.status.setText(text)
         self._draw()
         self.finished.emit(results)
 
     def _draw(self):
         pi = self.plot.getPlotItem()
-        for c in self.curves.values():
+        for c in [*self.curves.values(), *self.flags.values()]:
             pi.removeItem(c)
-        self.curves, self._points = {}, {}
+        self.curves, self._points, self.flags = {}, {}, {}
         done = [r for r in self.results if r is not None]
         if not done:
             return
@@ -274,6 +278,7 @@ class ReplayView(QWidget):
         pi.setLabel("left", self.ratio_box.currentText())
         # an estimated curve says so on the plot: "lru (SHARDS R=0.01 stack distances)"
         sampled = {r.policy: r.engine for r in done if r.engine.startswith("SHARDS")}
+        warned = per_policy(done)  # what libCacheSim printed, beside the curve it concerns
         for p in dict.fromkeys(r.policy for r in done):
             rows = sorted((r for r in done if r.policy == p), key=lambda r: r.capacity)
             x = np.array([r.capacity for r in rows], dtype=float)
@@ -282,7 +287,15 @@ class ReplayView(QWidget):
             colour = series_colour(p)  # by name: ticking another policy recolours none
             self.curves[p] = pi.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
                                      symbolBrush=colour, symbolPen="w",
-                                     name=f"{p} ({sampled[p]})" if p in sampled else p)
+                                     name=(f"{p} ({sampled[p]})" if p in sampled else p)
+                                     + (" ⚠ libCacheSim warned" if p in warned else ""))
+            if p in warned:  # at the curve's first warned point, in its colour: hover it for the text
+                first = next(r for r in rows if r.warnings)
+                flag = pg.TextItem("⚠", color=colour, anchor=(-0.3, 0.5))  # right of the point
+                flag.setToolTip(describe(p, *warned[p]))
+                flag.setPos(np.log10(first.capacity), getattr(first, key))
+                pi.addItem(flag)
+                self.flags[p] = flag
         pi.enableAutoRange(x=True, y=False)  # a ratio: always the whole 0..1 scale
         pi.setYRange(0, 1.05, padding=0)
 
@@ -291,7 +304,8 @@ class ReplayView(QWidget):
         r = next(r for r in self.results if r is not None and r.policy == policy and r.capacity == capacity)
         return (f"{policy} · capacity {readable_bytes(r.capacity)} · request miss ratio "
                 f"{r.request_miss_ratio:.4f} · byte miss ratio {r.byte_miss_ratio:.4f} · "
-                f"{r.misses:,} of {r.requests:,} missed · {r.engine}")
+                f"{r.misses:,} of {r.requests:,} missed · {r.engine}"
+                + (f" · ⚠ libCacheSim printed: {'; '.join(r.warnings)}" if r.warnings else ""))
 
     def _on_move(self, pos):
         # view coordinates of the points: x is log10 of the capacity (the axis is logarithmic)

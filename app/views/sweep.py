@@ -60,6 +60,7 @@ class SweepView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.memory_limit = lambda: None  # the size guard's limit in GB (the window's setting; None: kvviz's)
         self.p1, self.p2 = QComboBox(), QComboBox()
         self.v1, self.v2 = QLineEdit(), QLineEdit()
         for c in (self.p1, self.p2):
@@ -229,8 +230,10 @@ class SweepView(QWidget):
         self._axes, self._metric = tuple(axes), metric
         self._partial = [None] * grid_size(self._axes)
         self._make_sliders(self._axes[2:])
+        limit = self.memory_limit()
         self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
-                                                   executor=executor, on_result=self._point.emit),
+                                                   executor=executor, on_result=self._point.emit,
+                                                   max_memory_gb=limit),
                         "sweep", self._on_done)
 
     def _on_point(self, index: int, value):

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.level_of_detail import merge_runs, thin_marks  # noqa: F401  (merge_runs: the timeline's API)
+from kvviz.mechanisms import time_axis_title
 from kvviz.palette import instant_color, instant_legend_name, span_color
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
@@ -138,10 +139,11 @@ class TimelineView(Instrument, QWidget):
         (lo, hi), _ = self.viewbox.viewRange()
         origin = self.origin_ns or 0.0
         fmt = TimeFormat.for_view((hi - lo) * self.scale, self.ns_per_pixel(), origin)
+        rel = " from the cursor" if self.origin_ns is not None else ""
+        title = time_axis_title(self.result.scenario.kind, fmt.unit) + rel  # the CLI figure's words
         if (fmt.unit, fmt.ns, fmt.origin_ns) != (self.fmt.unit, self.fmt.ns, self.fmt.origin_ns) \
-                or self.plot.getPlotItem().getAxis("bottom").labelText == "":
-            rel = " from the cursor" if self.origin_ns is not None else ""
-            self.plot.getPlotItem().setLabel("bottom", f"time ({fmt.unit}){rel}")
+                or self.plot.getPlotItem().getAxis("bottom").labelText != title:
+            self.plot.getPlotItem().setLabel("bottom", title)
             self.time_axis.setScale(self.scale / fmt.ns)
             self.time_axis.set_origin(origin / self.scale)
         self.fmt = fmt

@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgRenderer
+
+ROOT = re.compile(rb"<svg\b[^>]*>")
+INCHES = re.compile(rb'\b(width|height)="([0-9.]+)in"')
+
+
+def _inches(svg: bytes) -> tuple[float, float] | None:
+    """The root's width and height in inches, when it gives them so (a figure scaled from its
+    viewBox, as the app's Current View at a chosen size)."""
+    root = ROOT.search(svg)
+    sizes = dict(INCHES.findall(root.group(0))) if root else {}
+    if b"width" in sizes and b"height" in sizes:
+        return float(sizes[b"width"]), float(sizes[b"height"])
+    return None
 
 
 def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[int, int]:
@@ -23,7 +37,7 @@ def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[
     if not renderer.isValid():
         raise ValueError("not a valid SVG document")
     box = renderer.viewBoxF()  # CSS px at 96 per inch
-    w_in, h_in = box.width() / 96, box.height() / 96
+    w_in, h_in = _inches(svg) or (box.width() / 96, box.height() / 96)
     tmp = Path(out).with_name(f".{Path(out).name}.tmp")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     if fmt == "png":

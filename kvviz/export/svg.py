@@ -17,13 +17,14 @@ from html import escape
 import numpy as np
 
 from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
+from ..mechanisms import time_axis_title
 from ..palette import instant_color, instant_legend_name, span_color
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, tick_labels, time_unit
+from .figure_size import DEFAULT_WIDTH_PX, PX_PER_IN
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
-PX_PER_IN = 96
 LANE_H, GROUP_H = 28, 22
 RIGHT, TOP, BOTTOM = 24, 70, 52
 CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and the legend
@@ -78,7 +79,7 @@ def _layout(lanes: np.ndarray, lane_h: float, top: float) -> tuple[list, dict, f
     return rows, lane_y, y
 
 
-def timeline_svg(result: Result, width: int = 960, height: int | None = None,
+def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | None = None,
                  t0_ns: int | None = None, t1_ns: int | None = None, title: str | None = None) -> str:
     tr = result.trace
     t0 = 0 if t0_ns is None else int(t0_ns)
@@ -180,7 +181,7 @@ def timeline_svg(result: Result, width: int = 960, height: int | None = None,
         out.append(f'<line x1="{_f(x)}" y1="{_f(plot_bottom)}" x2="{_f(x)}" y2="{_f(plot_bottom + 5)}"/>'
                    f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{label}</text>')
     out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
-               f'stroke="none">time ({unit})</text></g>')
+               f'stroke="none">{escape(time_axis_title(result.scenario.kind, unit))}</text></g>')
 
     out.extend(legend)
     out.append("</svg>")

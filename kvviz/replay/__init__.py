@@ -140,7 +140,9 @@ def _check_capacity(reqs: Requests, capacity: int, source: str = "--capacity") -
 
 
 def _result(policy, capacity, reqs, counts, engine) -> ReplayResult:
-    return ReplayResult(policy, capacity, len(reqs), counts[0], reqs.bytes, counts[1], engine)
+    """`counts`: (misses, bytes missed), and from libCacheSim what it printed meanwhile."""
+    said = tuple(counts[2]) if len(counts) > 2 else ()
+    return ReplayResult(policy, capacity, len(reqs), counts[0], reqs.bytes, counts[1], engine, said)
 
 
 def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> ReplayResult:

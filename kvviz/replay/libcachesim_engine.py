@@ -20,6 +20,7 @@ with one size per object, like every bundled one, the two agree exactly).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import subprocess
@@ -33,6 +34,7 @@ import numpy as np
 from ..errors import ScenarioError
 from ..io import remove_scratch, scratch_file
 from ..requests.oracle_general import ORACLE_RECORD
+from .c_output import captured_c_output, summarise
 from .kernels import next_use_array
 
 VERSION = lcs.__version__
@@ -153,20 +155,20 @@ class OracleTraceFile:
     def __exit__(self, *exc):
         self.close()
 
-    def run(self, policy: str, capacity: int) -> tuple[int, int]:
-        """(misses, bytes missed). libCacheSim reports ratios; counts come back exactly for any
-        trace below 2^52 requests and bytes."""
+    def run(self, policy: str, capacity: int) -> tuple[int, int, tuple[str, ...]]:
+        """(misses, bytes missed, what libCacheSim printed meanwhile). libCacheSim reports
+        ratios; counts come back exactly for any trace below 2^52 requests and bytes."""
         if policy in ORACLE and not self.future:
             raise ValueError(f"{policy} needs the trace written with future=True")
         if not os.path.exists(self.path):  # libCacheSim would abort the whole process
             raise ScenarioError(f"the replay's trace file {self.path} is gone (removed while the replay ran)")
         if capacity >= max(GUARD_BYTES, GUARD_OBJECTS * self.largest):
-            ratios = replay_file(self.path, policy, capacity, hashpower(self.objects))
+            ratios, said = replay_file(self.path, policy, capacity, hashpower(self.objects))
         else:
-            ratios = self._run_in_child(policy, capacity)
-        return round(ratios[0] * self.requests), round(ratios[1] * self.bytes)
+            ratios, said = self._run_in_child(policy, capacity)
+        return round(ratios[0] * self.requests), round(ratios[1] * self.bytes), said
 
-    def _run_in_child(self, policy: str, capacity: int) -> tuple[float, float]:
+    def _run_in_child(self, policy: str, capacity: int) -> tuple[tuple[float, float], tuple[str, ...]]:
         cmd = [sys.executable, "-m", __name__, self.path, policy, str(capacity), str(hashpower(self.objects))]
         child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         tail = bytearray()
@@ -197,16 +199,26 @@ class OracleTraceFile:
                 (f"crashed (signal {-child.returncode})" if child.returncode < 0 else f"exit {child.returncode}")
             raise ScenarioError(f"libCacheSim {VERSION}'s {policy} failed at capacity {capacity:,} B: {why}",
                                 "--capacity")
-        a, b = out.split()
-        return float(a), float(b)
+        a, b = json.loads(out.decode("utf-8").splitlines()[-1])
+        # what it printed went to its stderr (kept there, so a crash's last words are read above)
+        return (float(a), float(b)), summarise(tail.decode("utf-8", "replace").splitlines())
 
 
-def replay_file(path: str, policy: str, capacity: int, power: int) -> tuple[float, float]:
-    """(request miss ratio, byte miss ratio) of one policy over an oracleGeneral file."""
+def replay_file(path: str, policy: str, capacity: int, power: int,
+                capture: bool = True) -> tuple[tuple[float, float], tuple[str, ...]]:
+    """(request miss ratio, byte miss ratio) of one policy over an oracleGeneral file, and what
+    libCacheSim printed while it ran (c_output.summarise), as warnings of that point; with
+    `capture` False its output goes where it goes (the guarded child's stderr)."""
     reader = lcs.TraceReader(path, lcs.TraceType.ORACLE_GENERAL_TRACE, lcs.ReaderInitParam(ignore_size_zero_req=False))
-    return _class(policy)(capacity, hashpower=power).process_trace(reader)
+    if not capture:
+        return _class(policy)(capacity, hashpower=power).process_trace(reader), ()
+    with captured_c_output() as lines:
+        ratios = _class(policy)(capacity, hashpower=power).process_trace(reader)
+    return ratios, summarise(lines)
 
 
 if __name__ == "__main__":  # a guarded run: python -m kvviz.replay.libcachesim_engine PATH POLICY CAPACITY POWER
-    r = replay_file(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
-    print(repr(r[0]), repr(r[1]))
+    result_fd = os.dup(1)
+    os.dup2(2, 1)  # libCacheSim's printing to stderr, all of it (the parent reads it): stdout has the result only
+    r, _ = replay_file(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), capture=False)
+    os.write(result_fd, (json.dumps([r[0], r[1]]) + "\n").encode())

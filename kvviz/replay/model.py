@@ -13,6 +13,7 @@ class ReplayResult:
     bytes_requested: int
     bytes_missed: int
     engine: str = ""  # "libcachesim", "python" or "stack distances" (the one-pass LRU curve)
+    warnings: tuple[str, ...] = ()  # what the engine printed at this point (libCacheSim's C code)
 
     @property
     def request_miss_ratio(self) -> float:
@@ -25,4 +26,5 @@ class ReplayResult:
     def to_dict(self) -> dict:
         return {"policy": self.policy, "capacity": self.capacity, "requests": self.requests,
                 "misses": self.misses, "request_miss_ratio": self.request_miss_ratio,
-                "byte_miss_ratio": self.byte_miss_ratio, "engine": self.engine}
+                "byte_miss_ratio": self.byte_miss_ratio, "engine": self.engine,
+                **({"warnings": list(self.warnings)} if self.warnings else {})}

@@ -397,4 +397,13 @@ def estimate(sc: LadderScenario) -> Estimate:
     return Estimate(runs[i].bytes, sum(e.seconds for e in runs), field)
 
 
-MECHANISM = Mechanism("ladder", LadderScenario, simulate, estimate, analyses=("ladder", "rope_bound"))
+PER_ACCESS = {"s": "ms", "ms": "µs", "µs": "ns", "ns": "ps"}  # a unit of 1,000 accesses, per access
+
+
+def time_axis(unit: str) -> str:
+    """The timeline's axis title: its bars are 1,000 accesses, so each unit is 1/1,000 per access."""
+    return f"time of {ACCESSES_SHOWN:,} accesses ({unit}) = {PER_ACCESS.get(unit, unit + '/1,000')} per access"
+
+
+MECHANISM = Mechanism("ladder", LadderScenario, simulate, estimate, analyses=("ladder", "rope_bound"),
+                      time_axis=time_axis)
