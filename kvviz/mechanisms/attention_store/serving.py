@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
-from ...engine import EventLoop
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
 from . import economics
 from .batching import Batcher
+from .events import Loop
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
@@ -154,7 +154,7 @@ class Run:
         self.queue_mid = self.queue_end = 0
         self.detail = prep.detail
         self.detail_info: dict = {}
-        self.loop = EventLoop()
+        self.loop = Loop()
         self.tb = TraceBuilder(item_name="session") if record else None
         if record:
             tb, d = self.tb, self.detail
@@ -186,7 +186,7 @@ class Run:
         if nxt >= 0:
             at = E + self.think[nxt] if self.closed else max(self.rec_arrival[nxt], E)
             self.store.next_time[c] = at
-            self.loop.at(at, self.arrive, nxt, priority=2)
+            self.loop.push(at, 2, self.arrive, (nxt,))
         else:
             self.store.next_time[c] = INF
         self.store.finished(j)

@@ -76,7 +76,7 @@ class OrderedPlacement(Placement):
 
     def __init__(self, store):
         super().__init__(store)
-        self.order = {DRAM: OrderedDict(), SSD: OrderedDict()}
+        self.order: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}
 
     def on_insert(self, tier, c):
         self.order[tier][c] = None

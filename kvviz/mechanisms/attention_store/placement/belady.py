@@ -16,7 +16,7 @@ class Belady(Placement):
 
     def __init__(self, store):
         super().__init__(store)
-        self.heaps = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
+        self.heaps: dict[int, list[tuple[int, int, int]]] = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
         # Per tier: with inclusive SSD copies a session can be in both tiers at once.
         self.version = {1: [0] * len(store.where), 2: [0] * len(store.where)}
         self.member = {1: [False] * len(store.where), 2: [False] * len(store.where)}

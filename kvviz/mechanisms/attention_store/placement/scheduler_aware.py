@@ -25,9 +25,9 @@ class SchedulerAware(Placement):
         super().__init__(store)
         n = len(store.where)
         self.member = {DRAM: [False] * n, SSD: [False] * n}
-        self.unprot = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
-        self.prot = {DRAM: [], SSD: []}      # (-key, c): furthest first
-        self.pending = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
+        self.unprot: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
+        self.prot: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}      # (-key, c): furthest first
+        self.pending: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
 
     def _place(self, tier, c):
         k = self.store.key[c]
