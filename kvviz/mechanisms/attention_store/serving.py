@@ -257,8 +257,8 @@ class Run:
                             "overlap_gaps_ms": gaps / 1e6, "prefill_ms": (pe - S) / 1e6}
 
     def run(self):
-        for j in np.flatnonzero(self.prep.wl.turn == 0).tolist():
-            self.loop.at(self.rec_arrival[j], self.arrive, j, priority=2)
+        first = np.flatnonzero(self.prep.wl.turn == 0).tolist()
+        self.loop.stream([self.rec_arrival[j] for j in first], self.arrive, [(j,) for j in first], priority=2)
         self.loop.run()
         self.store.close()
         return self

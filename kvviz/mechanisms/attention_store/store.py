@@ -202,6 +202,7 @@ class Store:
         """j's turn ended: the session's KV (history + the turn) is in DRAM, making room."""
         c = self.conv[j]
         self.running[c] = False
+        self.policy.on_done(c)
         if self.horizon >= 0:
             self._reveal()
         if not self.stores:
