@@ -180,7 +180,10 @@ class Batcher:
     def _admit(self) -> list[int]:
         """Admit waiting jobs in order while `_admissible` (inlined: this runs at every boundary)."""
         out: list[int] = []
-        waiting, batch, resume, keep, inn = self.waiting, self.batch, self.resume, self.keep, self.inn
+        waiting, batch = self.waiting, self.batch
+        if not waiting or len(batch) >= self.max_batch:  # the usual case at a decode boundary
+            return out
+        resume, keep, inn = self.resume, self.keep, self.inn
         max_batch, cap, room = self.max_batch, self.cap_tok, self.cap_tok - self.n_dec - 1
         cached = self.cached
         while waiting and len(batch) < max_batch:
