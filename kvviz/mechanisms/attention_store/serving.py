@@ -196,11 +196,13 @@ class Run:
         """Counters at an iteration boundary; a point only where a value changed."""
         if self.tb is not None:
             g, st = self.batcher, self.store
-            now = (batch, g.queue_len(), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
-            for name, unit, v, last in zip(COUNTERS, UNITS, now, self._last):
-                if v != last:
-                    self.tb.counter(name, t, v, unit)
-            self._last = now
+            now = (batch, len(g.waiting), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
+            last = self._last
+            if now != last:
+                for i in range(len(COUNTERS)):
+                    if now[i] != last[i]:
+                        self.tb.counter(COUNTERS[i], t, now[i], UNITS[i])
+                self._last = now
 
     def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
         if self.tb is None:
