@@ -95,6 +95,7 @@ class Batcher:
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
         self.after = run.after
+        self.rec = run.tb is not None  # the recorded run draws its iterations
         n = len(prep.wl)
 
         self.waiting: deque[int] = deque()
@@ -115,7 +116,7 @@ class Batcher:
         self.hbm_hit = [False] * n
         self.cached: OrderedDict[int, int] = OrderedDict()  # session -> tokens kept in HBM (LRU first)
         self.cached_tok = 0
-        self.seg = None                       # the decode run in progress: [T_s, n, ctx, k, version]
+        self.seg: list[int] | None = None     # the decode run in progress: [T_s, n, ctx, k, version]
         self.version = 0
         self.pcie_load_free = self.pcie_save_free = 0
         self.stall_from = self.stall_end = 0  # sync save: the GPU waits on writes until stall_end
@@ -137,17 +138,25 @@ class Batcher:
         self.save_stall_ns = 0
 
     # --- the run's calls -------------------------------------------------------------------
+    # The hot path (every method below runs a few times per turn) reads attributes into locals
+    # and inlines the one-line helpers (_need, _admissible, _live); the trace calls run only in
+    # the recorded run (`rec`).
     def arrive(self, j: int):
-        self.waiting.append(j)
-        if self.state == IDLE:
+        waiting = self.waiting
+        waiting.append(j)
+        state = self.state
+        if state == IDLE:
             self._iterate()
-        elif self.state == DECODE and self._admissible():
-            # The scheduler looks at the queue at every iteration: end the run of identical
-            # iterations at the first boundary from now.
-            T_s, n, ctx, k, _ = self.seg
-            k_a = self.gpu.decode_steps_to(n, ctx, self.loop.now - T_s)
-            if k_a < k:
-                self._schedule_segment(k_a)
+        elif state == DECODE and len(self.batch) < self.max_batch:
+            h = waiting[0]
+            if self.tok_run + (self.resume[h] or self.keep[h] + self.inn[h]) + self.n_dec + 1 <= self.cap_tok:
+                # The scheduler looks at the queue at every iteration: end the run of identical
+                # iterations at the first boundary from now.
+                assert self.seg is not None  # decoding
+                T_s, n, ctx, k, _ = self.seg
+                k_a = self.gpu.decode_steps_to(n, ctx, self.loop.now - T_s)
+                if k_a < k:
+                    self._schedule_segment(k_a)
 
     def queue_len(self) -> int:
         return len(self.waiting)
@@ -169,16 +178,28 @@ class Batcher:
             self.cached_tok -= t
 
     def _admit(self) -> list[int]:
-        out = []
-        while self._admissible():
-            j = self.waiting.popleft()
-            need = self._need(j)
+        """Admit waiting jobs in order while `_admissible` (inlined: this runs at every boundary)."""
+        out: list[int] = []
+        waiting, batch = self.waiting, self.batch
+        if not waiting or len(batch) >= self.max_batch:  # the usual case at a decode boundary
+            return out
+        resume, keep, inn = self.resume, self.keep, self.inn
+        max_batch, cap, room = self.max_batch, self.cap_tok, self.cap_tok - self.n_dec - 1
+        cached = self.cached
+        while waiting and len(batch) < max_batch:
+            j = waiting[0]
+            need = resume[j] or keep[j] + inn[j]
+            if self.tok_run + need > room:
+                break
+            waiting.popleft()
             c = self.conv[j]
-            if c in self.cached:  # its blocks become the running job's (a hit if still valid)
-                self.cached_tok -= self.cached.pop(c)
-                self.hbm_hit[j] = not self.resume[j] and self.keep[j] > 0 and not (self.over[j] and self.coupled)
-            self._make_room(need)
-            self.batch[j] = None
+            if c in cached:  # its blocks become the running job's (a hit if still valid)
+                self.cached_tok -= cached.pop(c)
+                self.hbm_hit[j] = not resume[j] and keep[j] > 0 and not (self.over[j] and self.coupled)
+            while cached and self.tok_run + self.cached_tok + need > cap:  # _make_room(need)
+                _, t = cached.popitem(last=False)
+                self.cached_tok -= t
+            batch[j] = None
             self.tok_run += need
             out.append(j)
         return out
@@ -189,7 +210,7 @@ class Batcher:
         now = self.loop.now
         if self.stall_end > now:  # sync save: nothing runs until the writes end
             self.state, self.seg, self.stall_from = SAVE_STALL, None, now
-            self.loop.at(self.stall_end, self._stall_done, priority=1)
+            self.loop.push(self.stall_end, 1, self._stall_done, ())
             return
         jobs = self._admit()
         if jobs:
@@ -197,7 +218,8 @@ class Batcher:
             return
         if not self.n_dec:
             self.state, self.seg = IDLE, None
-            self.run.gpu_state(now, 0)
+            if self.rec:
+                self.run.gpu_state(now, 0)
             return
         # Every decoding job grows by a token per iteration: preempt while not one more fits.
         while self.cap_tok - self.tok_run < self.n_dec:
@@ -205,46 +227,62 @@ class Batcher:
             if not self.n_dec:
                 self._iterate()
                 return
-        k_over = (self.cap_tok - self.tok_run) // self.n_dec
-        while self.fin and not self._live(self.fin[0]):
-            heapq.heappop(self.fin)  # preempted since
-        k = min(self.fin[0][0] - self.G, k_over)
+        n_dec = self.n_dec
+        k_over = (self.cap_tok - self.tok_run) // n_dec
+        fin, decoding, fin_at = self.fin, self.decoding, self.fin_at
+        while fin:
+            e = fin[0]
+            if decoding[e[1]] and fin_at[e[1]] == e[0]:
+                break
+            heapq.heappop(fin)  # preempted since
+        k = min(fin[0][0] - self.G, k_over)
         self.state = DECODE
-        self.seg = [now, self.n_dec, self.ctx_dec, k, 0]
+        self.seg = [now, n_dec, self.ctx_dec, k, 0]
         self._schedule_segment(k)
-        self.run.gpu_state(now, len(self.batch))
+        if self.rec:
+            self.run.gpu_state(now, len(self.batch))
 
     def _stall_done(self):
         now = self.loop.now
         self.busy_ns += now - self.stall_from
         self.save_stall_ns += now - self.stall_from
-        self.run.stall_span(self.stall_from, now)
+        if self.rec:
+            self.run.stall_span(self.stall_from, now)
         self._iterate()
 
     def _schedule_segment(self, k: int):
-        T_s, n, ctx = self.seg[0], self.seg[1], self.seg[2]
-        self.version += 1
-        self.seg[3], self.seg[4] = k, self.version
-        self.loop.at(T_s + round(self.gpu.decode_ns(n, ctx, k)), self._segment_end, self.version, priority=1)
+        seg = self.seg
+        assert seg is not None
+        self.version = v = self.version + 1
+        seg[3], seg[4] = k, v
+        self.loop.push(seg[0] + round(self.gpu.decode_ns(seg[1], seg[2], k)), 1, self._segment_end, (v,))
 
     def _segment_end(self, version: int):
-        if self.seg is None or version != self.seg[4]:
+        seg = self.seg
+        if seg is None or version != seg[4]:
             return  # cut short by an arrival
-        T_s, n, ctx, k, _ = self.seg
+        T_s, n, ctx, k, _ = seg
         now = self.loop.now
         self.busy_ns += now - T_s
         self.dec_iters += k
-        self.dec_job_iters += n * k
+        nk = n * k
+        self.dec_job_iters += nk
         self.dec_share += (now - T_s) / n
-        self.run.decode_span(T_s, now, n, k, next(iter(self.batch)))
-        self.G += k
-        self.ctx_dec += n * k
-        self.tok_run += n * k
-        while self.fin and self.fin[0][0] <= self.G:
-            e = heapq.heappop(self.fin)
-            if self._live(e):
-                self._finish(e[1])
-        self._make_room(0)
+        if self.rec:
+            self.run.decode_span(T_s, now, n, k, next(iter(self.batch)))
+        self.G = G = self.G + k
+        self.ctx_dec += nk
+        self.tok_run += nk
+        fin = self.fin
+        if fin and fin[0][0] <= G:
+            decoding, fin_at = self.decoding, self.fin_at
+            while fin and fin[0][0] <= G:
+                e = heapq.heappop(fin)
+                j = e[1]
+                if decoding[j] and fin_at[j] == e[0]:
+                    self._finish(j)
+        if self.cached:
+            self._make_room(0)
         self._iterate()
 
     def _live(self, entry) -> bool:
@@ -266,28 +304,29 @@ class Batcher:
 
     def _prefill(self, jobs: list[int], S: int):
         store, L, gpu = self.store, self.L, self.gpu
+        resume, keep, inn, outcome_of = self.resume, self.keep, self.inn, self.outcome
         comp = dram = ssd = 0
         comp_ns = 0.0
         ready = 0
         loads = []
         work = []  # each job's compute here (ns): its share of the iteration's GPU time
         for j in jobs:
-            if self.resume[j]:  # preempted earlier: recompute what it held, load nothing
-                comp += self.resume[j]
-                w = gpu.prefill_ns(self.resume[j])
+            if resume[j]:  # preempted earlier: recompute what it held, load nothing
+                comp += resume[j]
+                w = gpu.prefill_ns(resume[j])
                 work.append(w)
                 comp_ns += w
-                self.resume_tokens += self.resume[j]
+                self.resume_tokens += resume[j]
                 continue
             self.first_admit[j] = S
             outcome, d, s_, r = store.admit(j, self.hbm_hit[j])
-            self.outcome[j] = outcome
+            outcome_of[j] = outcome
             if outcome >= HIT_HBM:  # the new tokens, attending over the history in HBM
-                comp += self.inn[j]
-                w = gpu.prefill_ns(self.inn[j], self.keep[j])
+                comp += inn[j]
+                w = gpu.prefill_ns(inn[j], keep[j])
             else:
-                comp += self.keep[j] + self.inn[j]
-                w = gpu.prefill_ns(self.keep[j] + self.inn[j])
+                comp += keep[j] + inn[j]
+                w = gpu.prefill_ns(keep[j] + inn[j])
             work.append(w)  # its compute: its share of the iteration's GPU time
             comp_ns += w
             if d or s_:
@@ -316,53 +355,61 @@ class Batcher:
                 layer = (T0, a, c_layer, L, le_last)
             wait = pe - S - L * c_layer  # layers waiting on loads: the gaps of Figure 7(a)
             self.pcie_load_free = le_last
-            self.run.load_span(min(T0, le_last), le_last, loads, dram, ssd)
+            if self.rec:
+                self.run.load_span(min(T0, le_last), le_last, loads, dram, ssd)
         else:
             pe = S + round(comp_ns)
             layer = None
             wait = 0
         self.state, self.seg = PREFILL, None
-        self.max_seen = max(self.max_seen, len(self.batch))
-        self.run.gpu_state(S, len(self.batch))
-        self.run.prefill_span(S, pe, jobs, layer)
-        self.loop.at(pe, self._prefill_done, jobs, S, work, wait, priority=1)
+        if len(self.batch) > self.max_seen:
+            self.max_seen = len(self.batch)
+        if self.rec:
+            self.run.gpu_state(S, len(self.batch))
+            self.run.prefill_span(S, pe, jobs, layer)
+        self.loop.push(pe, 1, self._prefill_done, (jobs, S, work, wait))
 
     def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int):
         now = self.loop.now
         self.busy_ns += now - S
         self.prefill_ns += now - S
         self.load_wait_ns += wait
+        gpu_ns = self.gpu_ns
         tot = sum(work)
         if tot:
             per_ns = (now - S) / tot  # the iteration's time per ns of compute (waits included)
             for j, w in zip(jobs, work):
-                self.gpu_ns[j] += w * per_ns
+                gpu_ns[j] += w * per_ns
         else:  # nothing computed (empty turns): the loads' time is shared evenly
             for j in jobs:
-                self.gpu_ns[j] += (now - S) / len(jobs)
+                gpu_ns[j] += (now - S) / len(jobs)
+        resume, keep, inn, left = self.resume, self.keep, self.inn, self.left
+        async_save = self.saves and not self.sync_save
         for j in jobs:
-            ctx = self._need(j)
-            if self.resume[j]:
-                self.resume[j] = 0
+            ctx = resume[j] or keep[j] + inn[j]
+            if resume[j]:
+                resume[j] = 0
             else:
                 self.first_token[j] = now
-                self.left[j] = self.out[j] - 1  # the prefill emitted the first token
-                if self.saves and not self.sync_save:
+                left[j] = self.out[j] - 1  # the prefill emitted the first token
+                if async_save:
                     # Asynchronous saving: the turn's new KV (all of it after a miss) streams
                     # to DRAM from now, the decode KV as it is made.
                     s0 = max(now, self.pcie_save_free)
                     self.pcie_save_free = self.save_end[j] = s0 + int(self._new_kv(j) / self.pcie)
-                    self.run.save_span(s0, self.save_end[j], j)
-            if self.left[j] <= 0:
+                    if self.rec:
+                        self.run.save_span(s0, self.save_end[j], j)
+            if left[j] <= 0:
                 self._finish_now(j, ctx)
                 continue
             self.decoding[j] = True
-            self.g0[j], self.ctx0[j] = self.G, ctx
+            G = self.G
+            self.g0[j], self.ctx0[j] = G, ctx
             self.d0[j] = self.dec_share
             self.n_dec += 1
             self.ctx_dec += ctx
-            self.fin_at[j] = self.G + self.left[j]
-            heapq.heappush(self.fin, (self.fin_at[j], j))
+            self.fin_at[j] = f = G + left[j]
+            heapq.heappush(self.fin, (f, j))
         self._iterate()
 
     # --- completion ------------------------------------------------------------------------
@@ -386,13 +433,14 @@ class Batcher:
             s0 = max(now, self.stall_end)
             self.stall_end = self.save_end[j] = s0 + int(self._new_kv(j) / self.pcie)
             self.gpu_ns[j] += self.stall_end - s0  # the GPU waits on this job's write: its work
-            self.run.save_span(s0, self.stall_end, j)
+            if self.rec:
+                self.run.save_span(s0, self.stall_end, j)
             release = self.stall_end
         else:
             # What is not yet saved must fit in the write buffer; until then the blocks stay held.
             release = max(now, self.save_end[j] - self.wb_ns)
         if release > now:
-            self.loop.at(release, self._release, j, ctx, priority=0)
+            self.loop.push(release, 0, self._release, (j, ctx))
         else:
             self._release(j, ctx)
         self.run.job_done(j)

@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
-from ...engine import EventLoop
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
 from . import economics
 from .batching import Batcher
+from .events import Loop
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
@@ -154,7 +154,7 @@ class Run:
         self.queue_mid = self.queue_end = 0
         self.detail = prep.detail
         self.detail_info: dict = {}
-        self.loop = EventLoop()
+        self.loop = Loop()
         self.tb = TraceBuilder(item_name="session") if record else None
         if record:
             tb, d = self.tb, self.detail
@@ -187,7 +187,7 @@ class Run:
         if nxt >= 0:
             at = E + self.think[nxt] if self.closed else max(self.rec_arrival[nxt], E)
             self.store.next_time[c] = at
-            self.loop.at(at, self.arrive, nxt, priority=2)
+            self.loop.push(at, 2, self.arrive, (nxt,))
         else:
             self.store.next_time[c] = INF
         self.store.finished(j)
@@ -197,11 +197,13 @@ class Run:
         """Counters at an iteration boundary; a point only where a value changed."""
         if self.tb is not None:
             g, st = self.batcher, self.store
-            now = (batch, g.queue_len(), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
-            for name, unit, v, last in zip(COUNTERS, UNITS, now, self._last):
-                if v != last:
-                    self.tb.counter(name, t, v, unit)
-            self._last = now
+            now = (batch, len(g.waiting), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
+            last = self._last
+            if now != last:
+                for i in range(len(COUNTERS)):
+                    if now[i] != last[i]:
+                        self.tb.counter(COUNTERS[i], t, now[i], UNITS[i])
+                self._last = now
 
     def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
         if self.tb is None:
@@ -270,8 +272,8 @@ class Run:
                             "overlap_gaps_ms": gaps / 1e6, "prefill_ms": (pe - S) / 1e6}
 
     def run(self):
-        for j in np.flatnonzero(self.prep.wl.turn == 0).tolist():
-            self.loop.at(self.rec_arrival[j], self.arrive, j, priority=2)
+        first = np.flatnonzero(self.prep.wl.turn == 0).tolist()
+        self.loop.stream([self.rec_arrival[j] for j in first], self.arrive, [(j,) for j in first], priority=2)
         self.loop.run()
         self.store.close()
         return self

@@ -203,6 +203,7 @@ class Store:
         """j's turn ended: the session's KV (history + the turn) is in DRAM, making room."""
         c = self.conv[j]
         self.running[c] = False
+        self.policy.on_done(c)
         if self.horizon >= 0:
             self._reveal()
         if not self.stores:
@@ -278,7 +279,7 @@ class Store:
                 self.ssd_read_bytes += size
                 self.pf_end[c] = s1
                 self.prefetched += 1
-                self.loop.at(s1, self._landed, c, self.pf_seq[c], priority=0)
+                self.loop.push(s1, 0, self._landed, (c, self.pf_seq[c]))
                 if self.tb is not None and not self.ssd_prio:
                     self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, bytes=int(size),
                                  src="SSD", dst="DRAM", job=c)
@@ -398,7 +399,7 @@ class Store:
         self.pf_seq[c] += 1
         o[5] = self.pf_seq[c]
         self.pf_end[c] = o[1]
-        self.loop.at(o[1], self._landed, c, o[5], priority=0)
+        self.loop.push(o[1], 0, self._landed, (c, o[5]))
 
     def _ssd_book(self, dur: int, prio: int, earliest: int, c: int, label: str = "", seq: int = 0) -> list:
         self._ssd_retire()

@@ -33,13 +33,14 @@ class Placement:
     # Bookkeeping hooks: a session entered or left a tier, was hit in DRAM, was re-saved after
     # its turn (it is then in DRAM, and its next arrival is known), or its SSD copy was read or
     # extended (inclusive copies only: the copy stays in the tier), or the position of its next
-    # job in the look-ahead list changed (`store.key[c]`).
+    # job in the look-ahead list changed (`store.key[c]`), or its job ended (`store.running[c]` false).
     def on_insert(self, tier: int, c: int) -> None: ...
     def on_remove(self, tier: int, c: int) -> None: ...
     def on_hit(self, c: int) -> None: ...
     def on_resave(self, c: int) -> None: ...
     def on_access(self, tier: int, c: int) -> None: ...
     def on_key(self, c: int) -> None: ...
+    def on_done(self, c: int) -> None: ...  # c's job ended: it may be chosen again
 
     def victim(self, tier: int, before: int = -1) -> int:
         """A session to evict from `tier`, or -1. With `before` >= 0 (making room to prefetch
@@ -47,26 +48,37 @@ class Placement:
         raise NotImplementedError
 
 
-def furthest(heap: list, stale, floor: float, running: list) -> int:
+def furthest(heap: list, stale, floor: float, running: list, parked: dict) -> int:
     """The session on top of a max-heap of (-key, ..., session) entries: its key above `floor`
     and the session not running, or -1. Stale entries (`stale(entry)`) are dropped on the way;
-    running ones are put back."""
-    skipped, found = [], -1
+    running ones are parked (`parked[session]`) until `unpark` puts them back when the session's
+    job ends. The answer depends only on the set of valid entries, so parking changes no answer;
+    it saves popping and pushing back every running session at every call (a running session's
+    next job is far ahead: it sits on top)."""
     while heap:
         e = heap[0]
         if stale(e):
             heapq.heappop(heap)
             continue
         if -e[0] <= floor:
-            break
-        if running[e[-1]]:
-            skipped.append(heapq.heappop(heap))
+            return -1
+        c = e[-1]
+        if running[c]:
+            heapq.heappop(heap)
+            if c in parked:
+                parked[c].append(e)
+            else:
+                parked[c] = [e]
             continue
-        found = e[-1]
-        break
-    for e in skipped:
-        heapq.heappush(heap, e)
-    return found
+        return c
+    return -1
+
+
+def unpark(heap: list, parked: dict, c: int) -> None:
+    """Session c's job ended: its parked entries go back on the heap."""
+    if c in parked:
+        for e in parked.pop(c):
+            heapq.heappush(heap, e)
 
 
 class OrderedPlacement(Placement):
@@ -76,7 +88,7 @@ class OrderedPlacement(Placement):
 
     def __init__(self, store):
         super().__init__(store)
-        self.order = {DRAM: OrderedDict(), SSD: OrderedDict()}
+        self.order: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}
 
     def on_insert(self, tier, c):
         self.order[tier][c] = None

@@ -7,7 +7,7 @@ heuristic, not a proven optimum.
 """
 import heapq
 
-from .base import Placement, furthest, register
+from .base import Placement, furthest, register, unpark
 
 
 @register("belady")
@@ -16,10 +16,15 @@ class Belady(Placement):
 
     def __init__(self, store):
         super().__init__(store)
-        self.heaps = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
+        self.heaps: dict[int, list[tuple[int, int, int]]] = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
         # Per tier: with inclusive SSD copies a session can be in both tiers at once.
         self.version = {1: [0] * len(store.where), 2: [0] * len(store.where)}
         self.member = {1: [False] * len(store.where), 2: [False] * len(store.where)}
+        self.parked: dict[int, dict[int, list]] = {1: {}, 2: {}}  # tier -> running session -> its entries
+
+    def on_done(self, c):
+        for tier in (1, 2):
+            unpark(self.heaps[tier], self.parked[tier], c)
 
     def on_insert(self, tier, c):
         self.member[tier][c] = True
@@ -40,4 +45,4 @@ class Belady(Placement):
         store, version = self.store, self.version[tier]
         # Everything at or below the limit is needed no later than the session being prefetched.
         limit = store.next_time[before] if before >= 0 else -1
-        return furthest(self.heaps[tier], lambda e: e[1] != version[e[2]], limit, store.running)
+        return furthest(self.heaps[tier], lambda e: e[1] != version[e[2]], limit, store.running, self.parked[tier])

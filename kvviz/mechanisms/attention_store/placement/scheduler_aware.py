@@ -14,7 +14,7 @@ victim costs O(1) amortised plus a log factor, not a walk over the tier.
 import heapq
 from collections import OrderedDict
 
-from .base import DRAM, SSD, Placement, furthest, register
+from .base import DRAM, SSD, Placement, furthest, register, unpark
 
 
 @register("scheduler_aware")
@@ -25,9 +25,10 @@ class SchedulerAware(Placement):
         super().__init__(store)
         n = len(store.where)
         self.member = {DRAM: [False] * n, SSD: [False] * n}
-        self.unprot = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
-        self.prot = {DRAM: [], SSD: []}      # (-key, c): furthest first
-        self.pending = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
+        self.unprot: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
+        self.prot: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}      # (-key, c): furthest first
+        self.pending: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
+        self.parked: dict[int, dict[int, list]] = {DRAM: {}, SSD: {}}  # running session -> its prot entries
 
     def _place(self, tier, c):
         k = self.store.key[c]
@@ -56,6 +57,10 @@ class SchedulerAware(Placement):
             if self.member[tier][c]:
                 self._place(tier, c)
 
+    def on_done(self, c):
+        for tier in (DRAM, SSD):
+            unpark(self.prot[tier], self.parked[tier], c)
+
     def on_access(self, tier, c):
         if c in self.unprot[tier]:
             self.unprot[tier].move_to_end(c)
@@ -81,4 +86,4 @@ class SchedulerAware(Placement):
                 return c
         # All protected: the furthest-future one, and for a prefetch only one listed behind it.
         return furthest(prot, lambda e: not member[e[1]] or key[e[1]] != -e[0] or e[1] in unprot,
-                        key[before] if before >= 0 else -1, running)
+                        key[before] if before >= 0 else -1, running, self.parked[tier])
