@@ -73,7 +73,7 @@ class BlockStore:
         self.prefetch = prefetch
         self.top_hold = Either(self.pins, self.protect) if prefetch else self.pins
         self.low_hold = self.protect if prefetch else NO_PINS
-        self.log: list | None = None      # (time, tier, block) per eviction, when a test asks
+        self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
         L = sc.model.layers
         self.L = L
@@ -120,6 +120,8 @@ class BlockStore:
                 if t > self.ready[k]:
                     self.ready[k] = t
         before = self.written[:]
+        if self.log is not None:
+            self.log.append(("admit", j))
         self._place_request(j, s, e, h, src)
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
             n = self.written[k] - before[k]
@@ -153,6 +155,8 @@ class BlockStore:
         return pe, pe - S - L * c, None
 
     def finished(self, j: int):
+        if self.log is not None:
+            self.log.append(("finish", j))
         pins = self.pins
         for b in self.held.pop(j, ()):
             n = pins[b] - 1
@@ -231,7 +235,7 @@ class BlockStore:
                     return
                 self.evicted[k] += 1
                 if self.log is not None:
-                    self.log.append((self.loop.now, k, v))
+                    self.log.append(("evict", k, v))
                 self._drop(k, v)
                 cascade = not through and k + 1 < K and not where.get(v, 0) >> (k + 1)
             self.ev[k].insert(b)
