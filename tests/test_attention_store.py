@@ -12,7 +12,7 @@ import pytest
 from kvviz import parse_scenario, simulate
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.mechanisms.attention_store.batching import prefill_end
+from kvviz.mechanisms.attention_store.layers import prefill_end
 from kvviz.mechanisms.attention_store.serving import layer_schedule
 from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, MISS
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from kvviz.cli import main
-from kvviz.mechanisms.attention_store.batching import prefill_end
 from kvviz.mechanisms.attention_store.gpu import Roofline, calibrated_mfu, prefill_flops
+from kvviz.mechanisms.attention_store.layers import prefill_end
 from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, RECOMPUTE_FASTER
 
 from .conftest import SCENARIOS

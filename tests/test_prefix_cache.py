@@ -230,7 +230,8 @@ def test_result_carries_tiers_and_occupancy_counters(tmp_path):
 
 
 @pytest.mark.parametrize("sets, field", [
-    (["serving.timing=true"], "serving.timing"),
+    (["store.prefetch=true"], "store.prefetch"),
+    (["serving.timing=true", "store.prefetch=true", "store.prefetch_tier=ssd"], "store.prefetch_tier"),
     (['policies=["lru", "mru"]'], "policies[1]"),
     (['tiers=[{name = "dram"}, {name = "hbm"}]'], "tiers[1].name"),
     (['tiers=[{name = "hbm", capacity_gb = 1, capacity_blocks = 3}]'], "tiers[0].capacity_blocks"),
@@ -254,10 +255,10 @@ def test_bad_sizes_found_at_run_time_are_named(tmp_path):
 
 def test_cli_exits_2_naming_the_field(tmp_path):
     f = tmp_path / "bad.toml"
-    f.write_text('kind = "prefix_cache"\n[serving]\ntiming = true\n', encoding="utf-8")
+    f.write_text('kind = "prefix_cache"\n[store]\nprefetch = true\n', encoding="utf-8")
     p = subprocess.run([sys.executable, "-m", "kvviz", "run", str(f)], capture_output=True, text=True, cwd=ROOT,
                        timeout=120)
-    assert p.returncode == 2 and "serving.timing" in p.stderr and "not built yet" in p.stderr
+    assert p.returncode == 2 and "store.prefetch" in p.stderr and "serving.timing" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
 
 

@@ -38,65 +38,50 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 
-from .model import GB
+from .gpu import Roofline
 from .store import HIT_HBM
 
 IDLE, PREFILL, DECODE, SAVE_STALL = 0, 1, 2, 3
 
 
-def prefill_end(S: int, T0: int, a: int, c: int, L: int, k: int) -> tuple[int, int]:
-    """(end of the last layer's compute, end of the last load), closed form.
-
-    Layer i loads in `a` ns and computes in `c` ns. Loads run one after another from T0; the
-    first k fit in the read buffer and may load before the iteration starts at S, the rest
-    start no earlier than S. Layer i computes once layer i-1 is computed and layer i is loaded:
-    ce_i = max(ce_{i-1}, le_i) + c with ce_{-1} = S, which unrolls to
-    max(S + L·c, max_i le_i + (L-i)·c). The load ends le_i are linear in i on each of the two
-    runs (before and after S), so the inner max is at a run's first or last layer.
-    """
-    k = min(k, L)
-    best = S + L * c
-    if k:
-        le_k1 = T0 + k * a  # end of the last buffered layer
-        best = max(best, T0 + a + L * c, le_k1 + (L - k + 1) * c)
-        run2 = max(le_k1, S)
-    else:
-        le_k1 = T0
-        run2 = max(T0, S)
-    if k < L:
-        le_last = run2 + (L - k) * a
-        best = max(best, run2 + a + (L - k) * c, le_last + c)
-    else:
-        le_last = le_k1
-    return best, le_last
+@dataclass(frozen=True)
+class BatchConfig:
+    """What the engine reads of a scenario; each mechanism that serves with it builds one."""
+    gpu: Roofline         # the iteration times
+    kv: int               # KV bytes per token
+    layers: int
+    max_batch: int
+    cap_tok: int          # HBM pool for the running jobs' KV (and sessions kept in HBM), tokens
+    save_gbps: float      # HBM→DRAM bandwidth of a save (store.stores only)
+    write_buffer: float   # bytes a finished job's unsaved KV may leave in the write buffer
+    sync_save: bool
+    hbm_cache: bool       # finished sessions stay in free HBM (AttentionStore's hbm tier)
 
 
 class Batcher:
-    def __init__(self, run):
-        sc, prep = run.sc, run.prep
-        m, h, s = sc.model, sc.hardware, sc.serving
+    """Runs the iterations. What it asks of the run's store (`run.store`) is the interface in
+    kv_source.py: where an admitted job's cached tokens are, how their load overlaps the
+    prefill iteration's layers, and (if it stores) what the finished job saves."""
+
+    def __init__(self, run, cfg: BatchConfig):
         self.run, self.loop, self.store = run, run.loop, run.store
-        self.gpu = prep.gpu  # the roofline (one per scenario: Prepared builds it)
-        self.kv = m.kv_bytes_per_token
-        self.L = m.layers
-        self.pcie = h.host_bw_gbps
-        self.ssd_stream = min(h.ssds * h.ssd_read_gbps, self.pcie)  # SSD→DRAM→HBM on demand
-        self.buf = int(h.read_buffer_gb * GB)
-        self.wb_ns = int(h.write_buffer_gb * GB / self.pcie)
-        self.max_batch = s.max_batch
+        self.gpu = cfg.gpu  # the roofline (one per scenario)
+        self.kv = cfg.kv
+        self.L = cfg.layers
+        self.pcie = cfg.save_gbps
+        self.wb_ns = int(cfg.write_buffer / self.pcie)
+        self.max_batch = cfg.max_batch
         self.saves = run.store.stores        # a policy that stores nothing has nothing to save
-        self.sync_save = sc.store.save == "sync"
-        self.preload = sc.store.preload == "layerwise"
-        # The buffers take HBM only where their mechanism runs (pre-loading; async saving).
-        buffers = h.read_buffer_gb * self.preload + h.write_buffer_gb * (not self.sync_save)
-        self.cap_tok = int((h.hbm_free_gb - buffers) * GB) // self.kv
-        self.hbm_cache = sc.store.tiers.startswith("hbm")
+        self.sync_save = cfg.sync_save
+        self.cap_tok = cfg.cap_tok
+        self.hbm_cache = cfg.hbm_cache
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
         self.after = run.after
         self.rec = run.tb is not None  # the recorded run draws its iterations
-        n = len(prep.wl)
+        n = run.n
 
         self.waiting: deque[int] = deque()
         self.batch: dict[int, None] = {}      # running jobs, in admission order (youngest last)
@@ -118,7 +103,7 @@ class Batcher:
         self.cached_tok = 0
         self.seg: list[int] | None = None     # the decode run in progress: [T_s, n, ctx, k, version]
         self.version = 0
-        self.pcie_load_free = self.pcie_save_free = 0
+        self.pcie_save_free = 0
         self.stall_from = self.stall_end = 0  # sync save: the GPU waits on writes until stall_end
 
         # Outputs.
@@ -303,7 +288,7 @@ class Batcher:
         self.preemptions += 1
 
     def _prefill(self, jobs: list[int], S: int):
-        store, L, gpu = self.store, self.L, self.gpu
+        store, gpu = self.store, self.gpu
         resume, keep, inn, outcome_of = self.resume, self.keep, self.inn, self.outcome
         comp = dram = ssd = 0
         comp_ns = 0.0
@@ -335,28 +320,8 @@ class Batcher:
                 ssd += s_
                 ready = max(ready, r, self.run.arrival[j])
         self.prefill_tokens += comp
-        c_layer = int(comp_ns / L)
-        layer_bytes = (dram + ssd) / L
-        if layer_bytes:
-            a = int((dram / self.pcie + ssd / self.ssd_stream) / L)
-            # With a read buffer, the first k layers may load before the iteration starts,
-            # once the data is in DRAM (the job was admitted: it heads the queue now).
-            T0 = max(self.pcie_load_free, ready)
-            if ssd:  # read on demand once the job runs
-                T0 = store.demand_read(ssd, self.ssd_stream, max(T0, S), self.conv[loads[0]])
-            if self.preload:
-                k = int(self.buf // layer_bytes)
-                pe, le_last = prefill_end(S, T0, a, c_layer, L, k)
-                layer = (T0, a, c_layer, k, S)
-            else:  # no pre-loading: every layer loads from the start, then the compute runs
-                T0 = max(T0, S)
-                le_last = T0 + L * a
-                pe = le_last + L * c_layer
-                layer = (T0, a, c_layer, L, le_last)
-            wait = pe - S - L * c_layer  # layers waiting on loads: the gaps of Figure 7(a)
-            self.pcie_load_free = le_last
-            if self.rec:
-                self.run.load_span(min(T0, le_last), le_last, loads, dram, ssd)
+        if loads:  # the store times the loads against the iteration's layers
+            pe, wait, layer = store.load(loads, dram, ssd, ready, S, comp_ns)
         else:
             pe = S + round(comp_ns)
             layer = None

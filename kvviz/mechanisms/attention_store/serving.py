@@ -25,7 +25,7 @@ import numpy as np
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
 from . import economics
-from .batching import Batcher
+from .batching import BatchConfig, Batcher
 from .events import Loop
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
@@ -51,6 +51,19 @@ def layer_schedule(S: int, T0: int, a: int, c: int, L: int, k: int):
         cs[i] = max(t_comp, le[i])
         ce[i] = t_comp = cs[i] + c
     return ls, le, cs, ce
+
+
+def batch_config(sc: AttentionStoreScenario, prep: "Prepared") -> BatchConfig:
+    h = sc.hardware
+    sync_save = sc.store.save == "sync"
+    preload = sc.store.preload == "layerwise"
+    # The buffers take HBM only where their mechanism runs (pre-loading; async saving).
+    buffers = h.read_buffer_gb * preload + h.write_buffer_gb * (not sync_save)
+    kv = sc.model.kv_bytes_per_token
+    return BatchConfig(gpu=prep.gpu, kv=kv, layers=sc.model.layers, max_batch=sc.serving.max_batch,
+                       cap_tok=int((h.hbm_free_gb - buffers) * GB) // kv, save_gbps=h.host_bw_gbps,
+                       write_buffer=h.write_buffer_gb * GB, sync_save=sync_save,
+                       hbm_cache=sc.store.tiers.startswith("hbm"))
 
 
 # --- the workload as the model sees it ----------------------------------------------------------
@@ -166,7 +179,7 @@ class Run:
             self._last = (None,) * len(COUNTERS)
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
         self.store = Store(self, policy, self.coupled)
-        self.batcher = Batcher(self)
+        self.batcher = Batcher(self, batch_config(sc, prep))
 
     # --- release --------------------------------------------------------------------------
     def arrive(self, j: int):

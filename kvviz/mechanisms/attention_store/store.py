@@ -1,12 +1,13 @@
 """AttentionStore: where each session's KV lives between turns (DRAM and SSD), and the
 scheduler-driven prefetch and eviction that move it (paper §3.3).
 
-The store's narrow interface to the batch scheduler (batching.py):
+The store's narrow interface to the batch scheduler (batching.py; kv_source.py names it):
 - `arrived(j)`: job j was released to the waiting queue;
 - `admit(j, hbm_hit)`: j enters the running batch: the answer is where its history is
   (an outcome) and how its history reaches HBM (bytes from DRAM, bytes read from SSD on
   demand, and when the DRAM data is ready);
-- `demand_read(nbytes, earliest, c)`: book an on-demand SSD read, answered with its start;
+- `load(...)` (host_load.py): how the iteration's loads overlap its layers; it books an
+  on-demand SSD read with `demand_read(nbytes, earliest, c)`, answered with its start;
 - `finished(j)`: the turn ended: its session (history + new KV) is saved to DRAM.
 
 The look-ahead (`store.lookahead`) is a list of jobs in arrival order: the waiting queue
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 
+from .host_load import HostLoad
 from .load_rule import LoadRule
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
@@ -46,11 +48,12 @@ OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)",
            HIT_SSD: "SSD hit"}
 
 
-class Store:
+class Store(HostLoad):
     def __init__(self, run, policy: str, coupled: bool):
         sc, prep = run.sc, run.prep
         h = sc.hardware
         self.run, self.loop, self.prep = run, run.loop, prep
+        self._init_host_load(sc)
         self.coupled = coupled
         self.kv = prep.kv
         self.block = prep.block

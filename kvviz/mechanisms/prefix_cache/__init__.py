@@ -23,6 +23,7 @@ from .engine import ceiling, prepare, replay
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario
 from .sizing import trace_lookups
+from .timed import timed_result
 from .workload import GENERATOR_BLOCK_TOKENS, load
 
 # Above this many block lookups (block occurrences over all requests) a run is refused: each
@@ -91,6 +92,8 @@ def simulate(sc: PrefixCacheScenario) -> Result:
     reference = ["belady"] * len(sc.tiers)
     used = {e for ev in runs.values() for e in ev} | {"belady"}
     prep = prepare(blocks, used, sc.cache.admission)
+    if sc.serving.timing:
+        return timed_result(sc, blocks, prep, caps, runs)
     c = sc.cache
     shown = sc.shown_policy
 

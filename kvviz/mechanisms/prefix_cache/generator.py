@@ -83,8 +83,11 @@ def _sessions(w, rng):
 
 
 def generate(w, block_tokens: int):
-    """(hashes, offsets, input tokens, times in s) of `w.requests` requests in time order: every
-    block of each prompt, its last partial block included (as a trace records them)."""
+    """(hashes, offsets, input tokens, times in s, output tokens) of `w.requests` requests in time
+    order: every block of each prompt, its last partial block included (as a trace records them).
+    A request's output is the reply that joins its session's next prompt; a session's last reply
+    (never re-sent) is drawn from a second generator (seed [seed, 1]), so the prompts are those
+    the untimed replay has always read."""
     rng = np.random.default_rng(w.seed)
     sessions, times, sess_of, turn_of = _sessions(w, rng)
     n_sys, n_doc = w.system_prompts, w.documents
@@ -95,7 +98,8 @@ def generate(w, block_tokens: int):
     next_key = n_sys + n_doc  # keys below are the shared system prompts and documents
     state: dict[int, dict] = {}  # per session: its segments, their starts, its full block ids
     prompts, inputs = [], []
-    for s, k in zip(sess_of.tolist(), turn_of.tolist()):
+    outputs, last_of = [0] * len(sess_of), {}  # per request; per session its latest request
+    for r, (s, k) in enumerate(zip(sess_of.tolist(), turn_of.tolist())):
         kind, _ = sessions[s]
         st = state.get(s)
         if st is None:
@@ -108,7 +112,9 @@ def generate(w, block_tokens: int):
             st = state[s] = {"segs": segs, "full": [], "last": -1}
         else:  # the previous reply joins the context
             st["segs"].append((next_key, max(1, int(round(_lognormal(rng, w.output_tokens_mean, sig))))))
+            outputs[last_of[s]] = st["segs"][-1][1]
             next_key += 1
+        last_of[s] = r
         mean_new = w.agent_step_tokens if kind == "agent" and k > 0 else w.user_tokens_mean
         st["segs"].append((next_key, max(1, int(round(_lognormal(rng, mean_new, sig))))))
         next_key += 1
@@ -131,4 +137,8 @@ def generate(w, block_tokens: int):
     offsets = np.zeros(len(prompts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     hashes = np.fromiter((h for row in prompts for h in row), np.int64, int(offsets[-1]))
-    return hashes, offsets, np.array(inputs, dtype=np.int64), times.astype(np.float64)
+    out = np.array(outputs, dtype=np.int64)
+    last = out == 0
+    rng2 = np.random.default_rng([w.seed, 1])
+    out[last] = np.maximum(1, np.rint(_lognormal(rng2, w.output_tokens_mean, sig, int(last.sum()))))
+    return hashes, offsets, np.array(inputs, dtype=np.int64), times.astype(np.float64), out

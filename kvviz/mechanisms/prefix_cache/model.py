@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
-from ..attention_store.presets import PRESETS
+from ..attention_store.presets import MFU_PAPER, PRESETS
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
 EVICTIONS = ("lru", "leaf_lru", "fifo", "belady")
@@ -89,6 +89,12 @@ class Model(Section):
                                     "see kvviz/mechanisms/attention_store/presets.py for the sources)")
     kv_bytes_per_token: int = param(ge=1, le=1 << 40, unit="B",
                                     description="KV-cache bytes per token, all layers (the preset fills it)")
+    layers: int = param(ge=1, le=1000, description="Transformer layers: the unit hit blocks load in during a "
+                                                  "prefill (timed engine; the preset fills it)")
+    params_b: float = param(gt=0, le=10_000, unit="B params", description="Parameters: prefill and decode times "
+                                                                          "(timed engine; the preset fills it)")
+    d_model: int = param(0, ge=0, le=1_000_000, description="Query heads × head dim: prefill's attention term "
+                                                            "(timed engine; the preset fills it)")
 
     @model_validator(mode="before")
     @classmethod
@@ -96,7 +102,8 @@ class Model(Section):
         if isinstance(data, dict):
             preset = data.get("preset", DEFAULT_PRESET)
             if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
-                data = {"kv_bytes_per_token": PRESETS[preset]["kv_bytes_per_token"], **data}
+                data = {**{f: PRESETS[preset][f] for f in ("kv_bytes_per_token", "layers", "params_b", "d_model")},
+                        **data}
         return data
 
 
@@ -108,10 +115,12 @@ class Tier(Section):
                                                   "give this or capacity_blocks")
     capacity_blocks: int | None = param(None, ge=1, le=1 << 40, unit="blocks",
                                         description="Capacity in blocks (instead of capacity_gb)")
-    read_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of reading one block "
-                                                                              "into HBM (timed engine, next)")
-    write_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of writing one block "
-                                                                               "here (timed engine, next)")
+    read_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of one transfer "
+                                                                              "reading this tier (timed engine: a "
+                                                                              "batched transfer pays it once)")
+    write_latency_us: float = param(0.0, ge=0, le=1e9, unit="µs", description="Latency of one transfer "
+                                                                               "writing this tier (timed engine: a "
+                                                                               "batched transfer pays it once)")
     read_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Read bandwidth towards HBM")
     write_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Write bandwidth into this tier")
     eviction: Literal["policy", "lru", "leaf_lru", "fifo", "belady"] = param(
@@ -166,7 +175,38 @@ class Cache(Section):
 
 class Serving(Section):
     timing: bool = param(False, description="false: replay the requests in time order for hits only (no "
-                                            "serving times). true: the timed engine (not built yet)")
+                                            "serving times). true: the timed engine: attention_store's "
+                                            "continuous batching and roofline serve the requests, hit blocks "
+                                            "load over FIFO tier links (timed.py says each rule)")
+    gpus: int = param(4, ge=1, le=64, unit="GPUs", description="GPUs of the tensor-parallel group (as "
+                                                               "attention_store's default: 4×A100-80GB)")
+    gpu_peak_tflops: float = param(312.0, gt=0, le=1e6, unit="TFLOP/s",
+                                   description="Peak dense FP16 of ONE GPU (A100 datasheet: 312)")
+    mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
+                       description="Prefill FLOP utilisation (attention_store's calibration on CachedAttention "
+                                   "§2.4; ASSUMPTION: the same for every model)")
+    hbm_tbps: float = param(2.039, gt=0, le=1000, unit="TB/s", description="HBM bandwidth of ONE GPU (A100-80GB "
+                                                                           "datasheet)")
+    hbm_efficiency: float = param(0.7, gt=0, le=1, unit="share",
+                                  description="Share of HBM bandwidth a decode iteration achieves (ASSUMPTION, "
+                                              "as attention_store)")
+    max_batch: int = param(256, ge=1, le=4096, unit="requests", description="Most requests in the running batch")
+    running_kv_gb: float = param(100.0, gt=0, le=1e6, unit="GB",
+                                 description="HBM for the running requests' KV (prompt and decode), apart from "
+                                             "the hbm tier's cached blocks (ASSUMPTION, ours: two fixed pools; "
+                                             "vLLM shares one). A request waits while its prompt does not fit")
+
+
+class Store(Section):
+    prefetch: bool = param(False, description="Also run every policy with scheduler-aware block prefetch (as "
+                                              "`<policy>_prefetch`): while requests wait in the queue, their "
+                                              "prefix blocks below prefetch_tier are fetched up into it, and the "
+                                              "blocks of the queued requests are protected from eviction. Timed "
+                                              "engine only")
+    prefetch_lookahead: int = param(8, ge=1, le=100_000, unit="requests",
+                                    description="How many queued requests (from the head) prefetch looks at")
+    prefetch_tier: Literal[TIER_NAMES] = param("dram", description="Where prefetched blocks go (one of the "
+                                                                   "tiers; hbm or dram as the issue names)")
 
 
 class PrefixCacheScenario(ScenarioBase):
@@ -184,6 +224,7 @@ class PrefixCacheScenario(ScenarioBase):
                                           "ssd, remote in that order")
     cache: Cache = Cache()
     serving: Serving = Serving()
+    store: Store = Store()
 
     @model_validator(mode="after")
     def _check(self):
@@ -201,10 +242,20 @@ class PrefixCacheScenario(ScenarioBase):
                 what = "is listed twice" if ranks[i] == ranks[i - 1] else f"cannot sit below {self.tiers[i - 1].name}"
                 raise FieldError(f"tiers[{i}].name", f"{self.tiers[i].name} {what} (order, top to bottom: "
                                                      f"{', '.join(TIER_NAMES)})")
-        if self.serving.timing:
-            raise FieldError("serving.timing", "the timed engine is not built yet (issue 21): set "
-                                               "serving.timing = false for the untimed replay")
+        if self.store.prefetch:
+            if not self.serving.timing:
+                raise FieldError("store.prefetch", "prefetch works from the serving queue: set serving.timing "
+                                                   "= true")
+            names = [t.name for t in self.tiers]
+            if self.store.prefetch_tier not in names[:-1]:
+                raise FieldError("store.prefetch_tier", f"{self.store.prefetch_tier} is not a tier with one "
+                                                        f"below it (tiers: {', '.join(names)})")
         return self
+
+    @property
+    def run_names(self) -> list[str]:
+        """Each run's name: the policies, then (store.prefetch) each again with prefetch."""
+        return self.policies + [f"{p}_prefetch" for p in self.policies] * self.store.prefetch
 
     @property
     def shown_policy(self) -> str:

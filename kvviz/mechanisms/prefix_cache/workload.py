@@ -28,6 +28,7 @@ class Blocks:
     times_s: np.ndarray      # float64 arrival per request
     block_tokens: int
     source: str              # what the requests came from, one line
+    output_tokens: np.ndarray | None = None  # int64 per request (the timed engine's decode)
 
     def __len__(self) -> int:
         return len(self.input_tokens)
@@ -83,7 +84,8 @@ def from_trace(w, partial: bool) -> Blocks:
     offsets = got.hash_offsets[:n + 1]
     ids, new_offsets = select(got.hashes[:offsets[-1]], offsets, got.input_tokens[:n], own, tokens // own, partial)
     return Blocks(ids, new_offsets, got.input_tokens[:n].copy(), t.copy(), tokens,
-                  f"{path.name} ({got.format}: {n:,} requests, {tokens}-token blocks)")
+                  f"{path.name} ({got.format}: {n:,} requests, {tokens}-token blocks)",
+                  got.output_tokens[:n].copy())
 
 
 def load(sc) -> Blocks:
@@ -91,7 +93,7 @@ def load(sc) -> Blocks:
     if w.trace_file:
         return from_trace(w, partial)
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    hashes, offsets, inputs, times = generate(w, tokens)
+    hashes, offsets, inputs, times, outputs = generate(w, tokens)
     ids, new_offsets = select(hashes, offsets, inputs, tokens, 1, partial)
     return Blocks(ids, new_offsets, inputs, times, tokens, f"generator (seed {w.seed}: {len(inputs):,} requests, "
-                                                           f"{tokens}-token blocks)")
+                                                           f"{tokens}-token blocks)", outputs)

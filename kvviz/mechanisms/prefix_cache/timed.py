@@ -1,0 +1,186 @@
+"""The timed engine (`serving.timing = true`): attention_store's continuous-batching engine and
+roofline (batching.py, gpu.py, its run-local event loop) serve the requests, unchanged; the
+block store (timed_store.py) answers the engine's questions through their seam (kv_source.py),
+and the tier links (links.py) time the block transfers.
+
+A request arrives at its trace time and waits in the queue (first come, first served); when
+admitted, its hit (the longest prefix resident in some tier) is attended, not recomputed: the
+prefill computes only the other prompt tokens, over the hit as history, while the hit blocks
+below HBM load layer by layer. Decode emits its output tokens. ASSUMPTION, ours: a request
+whose whole prompt hits computes nothing but waits for its loads.
+
+Each policy (and with `store.prefetch`, each policy again with prefetch) is one run on the
+identical workload; the Trace shows `trace_policy`'s run without prefetch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...result import Result
+from ...trace import TraceBuilder
+from ..attention_store.batching import BatchConfig, Batcher
+from ..attention_store.events import Loop
+from ..attention_store.gpu import Roofline
+from .engine import ceiling
+from .metrics import run_metrics, tier_setup
+from .timed_store import BlockStore
+
+GPU_LANE = "GPU · prefill + decode iterations"
+COUNTER_EVERY = 1  # an occupancy point per admission and completion (the counters thin below)
+MAX_COUNTER_POINTS = 20_000
+
+
+class Run:
+    """One timed run: the batcher's `run` (the attributes and calls batching.py reads)."""
+
+    def __init__(self, sc, blocks, prep, caps, evictions, prefetch: bool, record: bool):
+        n = len(blocks)
+        self.n = n
+        self.loop = Loop()
+        self.tb = TraceBuilder(item_name="request") if record else None
+        self.conv = list(range(n))
+        self.inn = blocks.input_tokens.tolist()
+        self.keep = [0] * n  # the store sets a request's hit tokens at admission (inn: the rest)
+        out = blocks.output_tokens if blocks.output_tokens is not None else np.ones(n, dtype=np.int64)
+        self.out = np.maximum(out, 1).tolist()
+        self.over, self.coupled, self.after = [False] * n, False, [0] * n
+        self.arrival = [0] * n
+        self.times = np.rint(blocks.times_s * 1e9).astype(np.int64).tolist()
+        names = [t.name for t in sc.tiers]
+        if record:
+            tb = self.tb
+            self.l_gpu = tb.lane(GPU_LANE, "GPU")
+            self.link_lanes = [None] + [tb.lane(f"link {nm}↔hbm · block transfers (batched)", "links")
+                                        for nm in names[1:]]
+            self.points: list = []
+        bb = blocks.block_tokens * sc.model.kv_bytes_per_token
+        self.store = BlockStore(self, sc, prep, caps, evictions, prefetch, bb)
+        m, s = sc.model, sc.serving
+        gpu = Roofline(m.params_b * 1e9, s.gpus, s.gpu_peak_tflops, s.mfu, s.hbm_tbps, s.hbm_efficiency,
+                       m.kv_bytes_per_token, m.layers, m.d_model)
+        self.gpu = gpu
+        cfg = BatchConfig(gpu=gpu, kv=m.kv_bytes_per_token, layers=m.layers, max_batch=s.max_batch,
+                          cap_tok=int(s.running_kv_gb * 1e9) // m.kv_bytes_per_token, save_gbps=1.0,
+                          write_buffer=0.0, sync_save=False, hbm_cache=False)
+        self.batcher = Batcher(self, cfg)
+        self.bb, self.names = bb, names
+
+    # --- the batcher's calls ------------------------------------------------------------------
+    def arrive(self, j: int):
+        self.arrival[j] = self.loop.now
+        self.store.arrived(j)
+        self.batcher.arrive(j)
+
+    def job_done(self, j: int):
+        self.store.finished(j)
+        self._occupancy()
+
+    def gpu_state(self, t: int, batch: int):
+        pass
+
+    def prefill_span(self, S, pe, jobs, layer):
+        if self.tb is not None:
+            tb, hits = self.tb, self.store.hits
+            for j in jobs:
+                tb.instant(self.l_gpu, S, "hit" if hits[j] else "miss", j, job=j, items=hits[j],
+                           bytes=hits[j] * self.bb)
+            tb.span(self.l_gpu, S, pe, "prefill", f"prefill · {len(jobs)} request{'s' * (len(jobs) > 1)}",
+                    ref=jobs[0], job=jobs[0], items=len(jobs))
+            self._occupancy()
+
+    def decode_span(self, t0, t1, n, k, ref):
+        if self.tb is not None:
+            self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} request{'s' * (n > 1)} × {k} iterations",
+                         ref=ref)
+
+    def _occupancy(self):
+        if self.tb is not None:
+            self.points.append((self.loop.now, *self.store.size))
+
+    # --- the run ------------------------------------------------------------------------------
+    def run(self):
+        self.loop.stream(self.times, self.arrive, [(j,) for j in range(self.n)], priority=2)
+        self.loop.run()
+        return self
+
+    def metrics(self, blocks, ref_rate: float) -> dict:
+        st, g = self.store, self.batcher
+        m = run_metrics(st.outcome(), self.names, blocks, self.bb, ref_rate)
+        m.pop("belady_gap")  # the timed engine runs no all-Belady reference
+        arr, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_token, g.end))
+        out = np.array(self.out)
+        ttft = (ft - arr) / 1e6
+        multi = out > 1
+        tpot = (en - ft)[multi] / (out[multi] - 1) / 1e6
+        span_ns = int(en.max() - arr.min()) if self.n else 0
+        hit_tok = np.array(st.hit_tokens, dtype=np.float64)
+        upper = [k for k, nm in enumerate(self.names) if nm in ("hbm", "cxl", "dram")]
+        m.update({
+            "ttft_p50_ms": float(np.percentile(ttft, 50)) if self.n else None,
+            "ttft_p99_ms": float(np.percentile(ttft, 99)) if self.n else None,
+            "mean_ttft_ms": float(ttft.mean()) if self.n else None,
+            "tpot_ms": float(tpot.mean()) if len(tpot) else None,
+            "makespan_s": span_ns / 1e9,
+            "throughput_requests_per_s": self.n / (span_ns / 1e9) if span_ns else None,
+            "throughput_tokens_per_s": float(out.sum()) / (span_ns / 1e9) if span_ns else None,
+            "prefill_tokens_computed": g.prefill_tokens,
+            "load_wait_s": g.load_wait_ns / 1e9,
+            "gpu_busy_s": g.busy_ns / 1e9,
+            "preemptions": g.preemptions,
+            # the share of hit tokens served from HBM, CXL or DRAM (what prefetch raises)
+            "dram_or_above_hit_share": float(hit_tok[upper].sum() / hit_tok.sum()) if hit_tok.sum() else 0.0,
+            "prefetched_blocks": st.prefetched_blocks,
+            "links": {lk.name: {"bytes": lk.bytes, "busy_s": lk.busy_ns / 1e9,
+                                "utilisation": lk.busy_ns / span_ns if span_ns else 0.0}
+                      for lk in st.links[1:]},
+        })
+        return m
+
+    def trace(self):
+        tb = self.tb
+        pts = self.points
+        if len(pts) > MAX_COUNTER_POINTS:
+            pts = [pts[i] for i in np.linspace(0, len(pts) - 1, MAX_COUNTER_POINTS).astype(np.int64)]
+        for k, nm in enumerate(self.names):
+            for p in pts:
+                tb.counter(f"{nm} occupancy", p[0], p[1 + k] * self.bb / 1e9, "GB")
+        return tb.build()
+
+
+def simulate_timed(sc, blocks, prep, caps, runs: dict, ref_rate: float):
+    """Every run (name -> (evictions, prefetch)); the shown policy's run records the trace."""
+    shown = sc.shown_policy
+    metrics, trace, events = {}, None, 0
+    for name, (evictions, prefetch) in runs.items():
+        r = Run(sc, blocks, prep, caps, evictions, prefetch, record=(name == shown)).run()
+        metrics[name] = r.metrics(blocks, ref_rate)
+        events += r.loop.processed
+        if name == shown:
+            trace = r.trace()
+    return metrics, trace, events
+
+
+def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
+    """The timed runs' Result: the untimed result's workload and tier facts, per-run metrics."""
+    named = {p: (ev, False) for p, ev in runs.items()}
+    if sc.store.prefetch:
+        named.update({f"{p}_prefetch": (ev, True) for p, ev in runs.items()})
+    policies, trace, events = simulate_timed(sc, blocks, prep, caps, named, 0.0)
+    kv = sc.model.kv_bytes_per_token
+    bb = blocks.block_tokens * kv
+    total = int(blocks.input_tokens.sum())
+    hb, ht, hr = ceiling(prep)
+    R = len(blocks)
+    metrics = {
+        "trace_policy": sc.shown_policy,
+        "workload": {"source": blocks.source, "requests": R, "block_lookups": len(blocks.ids),
+                     "unique_blocks": int(len(np.unique(blocks.ids))), "input_tokens": total,
+                     "output_tokens": int(np.sum(blocks.output_tokens)) if blocks.output_tokens is not None else R,
+                     "block_tokens": blocks.block_tokens, "kv_bytes_per_token": kv, "block_bytes": bb},
+        "tiers": tier_setup(sc.tiers, caps, bb),
+        "hit_rate_ceiling": ht / total if total else 0.0,
+        "block_hit_ceiling": hb / len(blocks.ids) if len(blocks.ids) else 0.0,
+        "request_hit_ceiling": hr / R if R else 0.0,
+        "policies": policies,
+    }
+    return Result(scenario=sc, trace=trace, metrics=metrics, events=events)

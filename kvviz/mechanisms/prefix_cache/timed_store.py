@@ -1,0 +1,303 @@
+"""The timed engine's block store: the untimed replay's tiers and rules (engine.py, whose steps
+1-4 hold here word for word), driven by the serving engine through attention_store's seam
+(kv_source.py) instead of one request after another.
+
+What time changes (each an ASSUMPTION, ours unless named):
+- A request looks up and places its blocks when the scheduler admits it, not when it arrives;
+  a block it computes is resident (reusable by a request admitted later) from then on, as vLLM
+  allocates a block when it schedules it.
+- Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
+  the next request is placed): running requests' blocks are never evicted.
+- Hit blocks below HBM load over their tier's link (links.py, FIFO) during the prefill
+  iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
+  every link has delivered it. Blocks still landing from a prefetch load no earlier.
+- Writes down (write-through copies, write-back demotions) are booked on the link of the tier
+  they enter when the block is placed.
+- Scheduler-aware prefetch (`store.prefetch`): whenever the queue changes, the prefix blocks of
+  the first `store.prefetch_lookahead` waiting requests that sit only below `prefetch_tier` are
+  copied up into it (moved, with promote = move) over their tier's link, one batched transfer
+  per request and link; and every block of those requests is protected from eviction in every
+  tier (pinned blocks in HBM likewise).
+"""
+from __future__ import annotations
+
+from itertools import islice
+
+import numpy as np
+
+from ..attention_store.store import FIRST, HIT_HBM
+from . import evictors
+from .engine import NO_PINS, Outcome
+from .links import Link
+
+TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
+
+
+class Either:
+    """`b in` either of two containers (pins and protections)."""
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __contains__(self, x):
+        return x in self.a or x in self.b
+
+
+class BlockStore:
+    stores = False  # the batcher saves nothing: writes down are this store's link transfers
+
+    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int):
+        c = sc.cache
+        self.run, self.loop = run, run.loop
+        self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
+        self.nxt = prep.next_pos
+        self.K = K = len(caps)
+        self.caps = caps
+        self.names = [t.name for t in sc.tiers]
+        self.move, self.through = c.promote == "move", c.write_policy == "through"
+        self.seen = set() if c.admission == "second_hit" else None
+        self.later, self.min_reuse = prep.later, c.min_reuse_count
+        self.next_use: dict = {}
+        self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
+        self.reindex = [k for k in range(K) if self.ev[k].reindex]
+        self.where: dict = {}
+        self.size, self.peak = [0] * K, [0] * K
+        self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
+        self.written, self.demoted, self.evicted = [0] * K, [0] * K, [0] * K
+        R = len(self.off) - 1
+        self.hits = [0] * R
+        self.pins: dict = {}              # block -> running requests holding it in HBM
+        self.held: dict = {}              # request -> its pinned blocks
+        self.protect: set = set()         # blocks of the queued requests prefetch looks at
+        self.prefetch = prefetch
+        self.top_hold = Either(self.pins, self.protect) if prefetch else self.pins
+        self.low_hold = self.protect if prefetch else NO_PINS
+        self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
+        self.bb = block_bytes
+        L = sc.model.layers
+        self.L = L
+        self.links = [None] + [Link(f"{t.name}↔hbm", t.read_gbps, t.write_gbps, int(t.read_latency_us * 1e3),
+                                    int(t.write_latency_us * 1e3)) for t in sc.tiers[1:]]
+        self.pf_tier = self.names.index(sc.store.prefetch_tier) if prefetch else 0
+        self.lookahead = sc.store.prefetch_lookahead
+        self.landing: dict = {}           # block -> when its prefetch lands
+        self.pf_done: set = set()         # requests prefetched for
+        self.prefetched_blocks = 0
+        self.pending: list = [0] * K      # the iteration's load bytes per link
+        self.ready = [0] * K
+        self.tb = run.tb
+
+    # --- the seam (kv_source.py) --------------------------------------------------------------
+    def arrived(self, j: int):
+        if self.prefetch:
+            self._look_ahead()
+
+    def admit(self, j: int, hbm_hit: bool):
+        ids, tok, where, K = self.ids, self.tok, self.where, self.K
+        s, e = self.off[j], self.off[j + 1]
+        p, src = s, []
+        while p < e:  # lookup: the longest prefix resident somewhere
+            m = where.get(ids[p])
+            if not m:
+                break
+            k = (m & -m).bit_length() - 1
+            src.append(k)
+            self.hit_blocks[k] += 1
+            self.hit_tokens[k] += tok[p]
+            p += 1
+        h = p - s
+        self.hits[j] = h
+        for k in set(src):
+            self.hit_req[k] += 1
+        load = 0
+        landing, now = self.landing, self.loop.now
+        for i, k in enumerate(src):  # hit blocks below HBM load over their tier's link
+            if k:
+                self.pending[k] += self.bb
+                load += self.bb
+                t = landing.get(ids[s + i], 0)
+                if t > self.ready[k]:
+                    self.ready[k] = t
+        before = self.written[:]
+        if self.log is not None:
+            self.log.append(("admit", j))
+        self._place_request(j, s, e, h, src)
+        for k in range(1, K):  # writes down, booked on the link of the tier they enter
+            n = self.written[k] - before[k]
+            if n:
+                self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
+        hit_tok = sum(tok[s:p])
+        run = self.run
+        total = run.keep[j] + run.inn[j]
+        run.keep[j], run.inn[j] = hit_tok, total - hit_tok
+        if self.prefetch:
+            self._look_ahead()
+        return (HIT_HBM if h else FIRST), load, 0, 0
+
+    def load(self, jobs, a, b, ready, S, comp_ns):
+        """Every link with bytes for this iteration loads them from S (or when its blocks land),
+        1/L per layer; layer i computes once loaded on every link: the iteration ends at
+        max(S + L·c, max over links of the closed form of layers.prefill_end with no buffer)."""
+        L = self.L
+        c = int(comp_ns / L)
+        pe = S + L * c
+        for k in range(1, self.K):
+            nbytes = self.pending[k]
+            if not nbytes:
+                continue
+            t0, t1 = self._transfer(k, nbytes, max(S, self.ready[k]), False, jobs[0], "load",
+                                    f"load {nbytes // self.bb} blocks {self.names[k]}→hbm", len(jobs))
+            start = t0 + self.links[k].read_lat
+            a_k = (t1 - start) / L
+            pe = max(pe, int(start + a_k) + L * c, t1 + c)
+            self.pending[k] = self.ready[k] = 0
+        return pe, pe - S - L * c, None
+
+    def finished(self, j: int):
+        if self.log is not None:
+            self.log.append(("finish", j))
+        pins = self.pins
+        for b in self.held.pop(j, ()):
+            n = pins[b] - 1
+            if n:
+                pins[b] = n
+            else:
+                del pins[b]
+        for ev in self.ev:
+            ev.unpin()
+        if self.prefetch:
+            self._look_ahead()
+
+    # --- placement (engine.py's steps 2-4) -----------------------------------------------------
+    def _place_request(self, r, s, e, h, src):
+        ids, where, pins = self.ids, self.where, self.pins
+        nxt, later, seen = self.nxt, self.later, self.seen
+        held = self.held.setdefault(r, [])
+        for j in range(s, e):
+            b = ids[j]
+            if b not in pins:
+                pins[b] = 0
+            pins[b] += 1
+            held.append(b)
+            m = where.get(b, 0)
+            if nxt is not None:
+                self.next_use[b] = nxt[j]
+                for k in self.reindex:
+                    if m >> k & 1:
+                        self.ev[k].touch(b)
+            if m & 1:
+                self._use(0, b)
+                continue
+            if j - s < h:  # a hit below HBM: promoted
+                k = src[j - s]
+                if m >> k & 1:
+                    if self.move:
+                        self._drop(k, b)
+                    else:
+                        self._use(k, b)
+            elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
+                continue
+            self._place(0, b)
+            if self.through:
+                for k in range(1, self.K):
+                    if where.get(b, 0) >> k & 1:
+                        self._use(k, b)
+                    else:
+                        self._place(k, b)
+        if seen is not None:
+            seen.update(ids[s:e])
+
+    def _use(self, k, b):
+        if k not in self.reindex:
+            self.ev[k].touch(b)
+
+    def _drop(self, k, v):
+        self.ev[k].remove(v)
+        self.size[k] -= 1
+        m = self.where[v] & ~(1 << k)
+        if m:
+            self.where[v] = m
+        else:
+            del self.where[v]
+
+    def _place(self, k, b):
+        where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
+        while True:
+            cascade = False
+            if size[k] >= caps[k]:
+                v = self.ev[k].victim(self.top_hold if k == 0 else self.low_hold)
+                if v is None:
+                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
+                        self.demoted[k + 1] += 1
+                        k += 1
+                        continue
+                    return
+                self.evicted[k] += 1
+                if self.log is not None:
+                    self.log.append(("evict", k, v))
+                self._drop(k, v)
+                cascade = not through and k + 1 < K and not where.get(v, 0) >> (k + 1)
+            self.ev[k].insert(b)
+            where[b] = where.get(b, 0) | (1 << k)
+            size[k] += 1
+            self.written[k] += 1
+            if size[k] > self.peak[k]:
+                self.peak[k] = size[k]
+            if not cascade:
+                return
+            self.demoted[k + 1] += 1
+            b, k = v, k + 1
+
+    # --- scheduler-aware prefetch --------------------------------------------------------------
+    def _look_ahead(self):
+        ids, where, t, off = self.ids, self.where, self.pf_tier, self.off
+        window = list(islice(self.run.batcher.waiting, self.lookahead))
+        protect = self.protect
+        old = len(protect)
+        protect.clear()
+        for r in window:
+            protect.update(ids[off[r]:off[r + 1]])
+        if len(protect) < old or old:
+            for ev in self.ev:
+                ev.unpin()  # set-aside entries of blocks no longer protected go back
+        now = self.loop.now
+        for r in window:
+            if r in self.pf_done:
+                continue
+            self.pf_done.add(r)
+            fetch: dict = {}  # source tier -> the blocks fetched from it
+            for p in range(off[r], off[r + 1]):
+                b = ids[p]
+                m = where.get(b)
+                if not m:
+                    break
+                k = (m & -m).bit_length() - 1
+                if k <= t:
+                    continue
+                if self.move:
+                    self._drop(k, b)
+                else:
+                    self._use(k, b)
+                self._place(t, b)
+                fetch.setdefault(k, []).append(b)
+            for k, blocks in fetch.items():
+                _, t1 = self._transfer(k, len(blocks) * self.bb, now, False, r, "prefetch",
+                                       f"prefetch {len(blocks)} blocks {self.names[k]}→{self.names[t]}",
+                                       dst=self.names[t])
+                self.prefetched_blocks += len(blocks)
+                for b in blocks:
+                    self.landing[b] = t1
+
+    # --- links -------------------------------------------------------------------------------
+    def _transfer(self, k, nbytes, earliest, write, job, kind, label, items=1, dst="hbm"):
+        t0, t1 = self.links[k].book(nbytes, earliest, write)
+        if self.tb is not None:
+            src, to = (dst if write else self.names[k]), (self.names[k] if write else dst)
+            self.tb.span(self.run.link_lanes[k], t0, t1, kind, label, ref=job, bytes=int(nbytes), src=TRACE_TIER[src],
+                         dst=TRACE_TIER[to], job=job, items=items)
+        return t0, t1
+
+    def outcome(self) -> Outcome:
+        return Outcome(self.hit_blocks, self.hit_tokens, self.hit_req, self.written, self.demoted, self.evicted,
+                       self.peak, np.array(self.hits, dtype=np.int64), None)

@@ -1,0 +1,122 @@
+"""The timed prefix-cache engine (serving.timing = true): hand-computed TTFTs, the FIFO link
+rule, pins, and the untimed engine's hits when no two requests overlap."""
+import numpy as np
+import pytest
+
+from kvviz import load_scenario, simulate
+from kvviz.mechanisms.prefix_cache.engine import prepare, replay
+from kvviz.mechanisms.prefix_cache.links import Link
+from kvviz.mechanisms.prefix_cache.model import PrefixCacheScenario
+from kvviz.mechanisms.prefix_cache.timed import Run
+from kvviz.mechanisms.prefix_cache.workload import Blocks
+
+KV, BT = 1000, 16          # 1,000 B per token, 16-token blocks: 16,000 B a block
+LAT_NS, READ = 10_000, 2.0  # DRAM link: 10 µs, 2 GB/s = 2 B/ns
+
+
+def sc_of(hbm=1, dram=10, **serving):
+    return PrefixCacheScenario.model_validate({
+        "kind": "prefix_cache", "policies": ["lru"],
+        "model": {"preset": "custom", "kv_bytes_per_token": KV, "layers": 1, "params_b": 1e-6, "d_model": 0},
+        "tiers": [{"name": "hbm", "capacity_blocks": hbm},
+                  {"name": "dram", "capacity_blocks": dram, "read_latency_us": LAT_NS / 1e3, "read_gbps": READ,
+                   "write_latency_us": 0, "write_gbps": 1e6}],
+        "serving": {"timing": True, **serving}})
+
+
+def blocks_of(requests, times, out=None):
+    ids = np.array([b for r in requests for b in r], dtype=np.int64)
+    off = np.r_[0, np.cumsum([len(r) for r in requests])].astype(np.int64)
+    n = len(requests)
+    return Blocks(ids, off, np.array([len(r) * BT for r in requests], dtype=np.int64), np.array(times, float),
+                  BT, "test", np.array(out or [1] * n, dtype=np.int64))
+
+
+def run_of(sc, blocks, log=False, prefetch=False):
+    prep = prepare(blocks, {"lru"}, "always")
+    caps = [t.capacity_blocks for t in sc.tiers]
+    r = Run(sc, blocks, prep, caps, ["lru"] * len(caps), prefetch, record=False)
+    if log:
+        r.store.log = []
+    return r.run()
+
+
+def ttft(r, j):
+    return r.batcher.first_token[j] - r.arrival[j]
+
+
+def test_one_dram_hit_takes_latency_plus_bytes_over_bandwidth():
+    # r0 = [1] fills HBM; r1 = [2] pushes 1 down to DRAM (write-back); r2 = [1] hits it in DRAM,
+    # computes nothing (its whole prompt hits) and waits for one block over the link.
+    r = run_of(sc_of(), blocks_of([[1], [2], [1]], [0, 1, 2]))
+    assert r.store.hit_blocks == [0, 1]
+    assert ttft(r, 2) == LAT_NS + 16_000 / READ == 18_000
+
+
+def test_two_loads_on_one_link_queue_fifo():
+    # r3 and r4 arrive together, each hitting one DRAM block: the link serves r3's load, then
+    # r4's: r4's first token comes at twice r3's (a burst is slower than one miss).
+    r = run_of(sc_of(), blocks_of([[1], [2], [3], [1], [2]], [0, 1, 2, 3, 3]))
+    assert r.store.hit_blocks == [0, 2]
+    assert ttft(r, 3) == 18_000 and ttft(r, 4) == 2 * 18_000
+
+
+def test_link_fifo_rule():
+    lk = Link("dram↔hbm", 2.0, 1.0, 10, 0)
+    assert lk.book(100, 0, False) == (0, 60) and lk.book(100, 0, False) == (60, 120)
+    assert lk.book(100, 500, True) == (500, 600) and lk.bytes == 300 and lk.busy_ns == 220
+
+
+def random_requests(seed, n=150):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        root = int(rng.integers(6)) * 100
+        out.append([root + i for i in range(int(rng.integers(1, 12)))])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_spaced_requests_give_the_untimed_hits(seed):
+    reqs = random_requests(seed)
+    blocks = blocks_of(reqs, np.arange(len(reqs)) * 100.0)  # 100 s apart: never two at once
+    sc = sc_of(hbm=5, dram=12)
+    r = run_of(sc, blocks)
+    u = replay(prepare(blocks, {"lru"}, "always"), [5, 12], ["lru", "lru"], False, False, "always")
+    assert r.store.hit_blocks == u.hit_blocks and r.store.hit_tokens == u.hit_tokens
+    assert r.store.written == u.written and r.store.evicted == u.evicted
+    assert r.store.hits == u.hits.tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pinned_blocks_are_never_evicted_and_long_requests_complete(seed):
+    reqs = random_requests(seed, 200) + [list(range(5000, 5040))]  # 40 blocks: longer than every tier
+    blocks = blocks_of(reqs, np.sort(np.random.default_rng(seed).uniform(0, 0.05, len(reqs))),
+                       out=[20] * len(reqs))
+    r = run_of(sc_of(hbm=6, dram=20), blocks, log=True)
+    running: dict = {}
+    evictions = 0
+    for e in r.store.log:
+        if e[0] == "admit":
+            running[e[1]] = set(reqs[e[1]])
+            current = e[1]
+        elif e[0] == "finish":
+            running.pop(e[1])
+        elif e[1] == 0:
+            evictions += 1
+            assert not any(e[2] in b for j, b in running.items() if j != current)
+    assert evictions > 0 and len(r.batcher.batch) == 0
+    assert all(t > 0 for t in r.batcher.end)  # every request, the 40-block one too, completed
+
+
+def test_prefetch_raises_the_upper_tiers_hit_share_on_the_bundled_scenario(bundled_tiers):
+    m = simulate(bundled_tiers).metrics["policies"]
+    assert m["lru_prefetch"]["dram_or_above_hit_share"] > m["lru"]["dram_or_above_hit_share"]
+    assert m["lru_prefetch"]["token_hit_rate"] == pytest.approx(m["lru"]["token_hit_rate"], abs=0.02)
+
+
+@pytest.fixture
+def bundled_tiers():
+    from .conftest import SCENARIOS
+    return load_scenario(SCENARIOS / "prefix_cache_tiers.toml")
+
