@@ -71,6 +71,7 @@ SHOT := QT_QPA_PLATFORM=offscreen $(PY) -m app.main
 screenshots: setup
 	$(SHOT) rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x800
 	$(SHOT) engram_qwen3_32b_rdma --view timeline --screenshot resources/screenshots/engram_rdma_timeline.png --size 1280x800
+	$(SHOT) engram_qwen3_32b_cxl --select 'L2 rows@57us' --measure 58us,112.5us --screenshot resources/screenshots/engram_cxl_measure.png --size 1600x900
 	$(SHOT) engram_qwen3_32b_rdma --view sweep --sweep engram.layer=2:12:2 --sweep pool.latency_us=0.5:6:1 --metric slack_us --screenshot resources/screenshots/engram_feasibility.png --size 1280x800
 	$(SHOT) ladder_simulated --view ladder --screenshot resources/screenshots/ladder.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view occupancy --screenshot resources/screenshots/occupancy.png --size 1280x800

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from ._common import stack_vertically
 from .timeline_details import CursorText, event_html, range_html
 from .timeline_items import BAR
-from .timeline_query import Event, find, nearest_edge, range_stats
+from .timeline_query import Event, event_on, find, lane_named, nearest_edge, range_stats
 
 SNAP_PX = 8  # a cursor let go within this many pixels of an event's edge lands on it
 DETAILS_WIDTH = 270
@@ -178,6 +178,27 @@ class Instrument:
             a, b, top, bottom = a - 7 * px, a + 7 * px, lane - BAR / 2 - 0.3, lane - BAR / 2 + 0.14
         self.highlight.setData([a, b, b, a, a], [top, top, bottom, bottom, top])
 
+    def show_at(self, select: tuple[str, float] | None = None,
+                measure: tuple[float, float] | None = None) -> str | None:
+        """What `kvviz-gui --select LANE@TIME --measure T1,T2` shows, in the view as it is: the
+        event on that lane at that time selected, the cursor at T1 and the second one at T2
+        (times in ns, each snapped to an event edge within SNAP_PX). None, or why it cannot."""
+        if self.result is None:
+            return "no run to show"
+        tr = self.result.trace
+        if select is not None:
+            lane = lane_named(tr, select[0])
+            if isinstance(lane, str):
+                return f"--select: {lane}"
+            ev = event_on(tr, lane, select[1], SNAP_PX * self.ns_per_pixel())
+            if ev is None:
+                return f"--select: nothing on {tr.lanes['name'][lane]} at {self.fmt.at(select[1])}"
+            self.select(ev)
+        if measure is not None:
+            self.place_cursor(measure[0])
+            self.place_second_cursor(measure[1])
+        return None
+
     # --- cursors and Δt -------------------------------------------------------------------------
     def place_second_cursor(self, t_ns: float, snap: bool = True) -> None:
         """The second cursor at t (ns), snapped to the nearest event edge within SNAP_PX."""
@@ -203,7 +224,7 @@ class Instrument:
 
     def _delta_text(self) -> str:
         d = self.delta_ns()
-        return "" if d is None else f"Δt = {'+' if d >= 0 else '−'}{self.fmt.dur(abs(d))}"
+        return "" if d is None else f"Δt = {'+' if d >= 0 else '−'}{self.fmt.exact().dur(abs(d))}"
 
     def measured(self) -> None:
         if self.cursor_b.isVisible():
