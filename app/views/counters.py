@@ -35,7 +35,6 @@ from ._common import (
     style_plot,
     view_box_of,
 )
-
 from .time_range import SharedTimeRange
 
 AXIS_WIDTH = 64  # the same left-axis width on every plot, so their x axes line up
