@@ -40,13 +40,15 @@ MARK_PX = 6  # a mark is under the mouse within this many pixels of it
 
 class TimelineView(Instrument, QWidget):
     """The Gantt timeline. `set_result` replaces what is shown; it never simulates.
-    `instrument=True` (the Timeline tab) adds the search row and the details pane."""
+    `instrument=True` (the Timeline tab) adds the details pane and, unless `search=False`
+    (Compare's), the search row."""
 
     hovered = Signal(str)
     picked = Signal(str, int)  # a span was double-clicked: (its lane's name, its ref)
     selected = Signal(object)  # the Event clicked or found (timeline_query.Event), or None
+    pane_toggled = Signal(bool)  # the details pane appeared (True) or closed
 
-    def __init__(self, parent=None, instrument: bool = False):
+    def __init__(self, parent=None, instrument: bool = False, search: bool = True):
         super().__init__(parent)
         self.lane_axis = LaneAxis([])
         self.time_axis = GridAxis()
@@ -80,7 +82,7 @@ class TimelineView(Instrument, QWidget):
         self._thin.setInterval(40)
         self._thin.timeout.connect(self._thin_marks)
         self.viewbox.sigXRangeChanged.connect(lambda *_: self._thin.start())
-        self.build_instrument(instrument)
+        self.build_instrument(instrument, search)
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the data unit (views that share an axis pass the

@@ -31,7 +31,9 @@ class Instrument:
     """Mixed into TimelineView (which declares the `selected` signal: Qt signals live on it)."""
 
     # --- construction -----------------------------------------------------------------------
-    def build_instrument(self, instrument: bool) -> None:
+    def build_instrument(self, instrument: bool, search: bool = True) -> None:
+        """`instrument`: the details pane beside the plot; `search`: the find row above it too
+        (Compare's two timelines have the pane, and no room for two find rows)."""
         self.origin_ns: float | None = None  # t = 0 here, when set
         self.selection: Event | None = None
         self.matches: list[Event] = []
@@ -113,7 +115,9 @@ class Instrument:
         split.setSizes([900, DETAILS_WIDTH])
         # shown once there is something to show: until then the plot keeps the whole width
         pane.hide()
-        self.details_pane = pane
+        self.details_pane, self.details_split = pane, split
+        if not search:
+            row.hide()
         stack_vertically(row, self.legend, split, self.info, stretch=split, into=self)
 
     def add_instrument_items(self, pi: pg.PlotItem) -> None:
@@ -136,12 +140,13 @@ class Instrument:
         if self.details is not None:
             self.details.setText(event_html(self.result.trace, ev, self.fmt) if ev is not None else PLACEHOLDER)
             if ev is not None:
-                self._show_pane(True)
+                self.show_pane(True)
         self.selected.emit(ev)
 
-    def _show_pane(self, on: bool) -> None:
-        if on != self.details_pane.isVisible():
+    def show_pane(self, on: bool) -> None:
+        if on == self.details_pane.isHidden():  # (isVisible is False on a hidden tab)
             self.details_pane.setVisible(on)
+            self.pane_toggled.emit(on)
             # the plot's width changed without the view resizing: the lane names' share follows
             QTimer.singleShot(0, self, lambda: self.lane_axis.fit(self.plot.width()))
 
@@ -152,7 +157,7 @@ class Instrument:
         self.clear_range()
         if self.details is not None:
             self.details.setText(PLACEHOLDER)
-            self._show_pane(False)
+            self.show_pane(False)
 
     def details_text(self) -> str:
         """The details pane as plain text (for tests and the status line)."""
@@ -270,7 +275,7 @@ class Instrument:
         if self.details is not None and self.range_ns is not None:
             t0, t1 = self.range_ns
             self.details.setText(range_html(range_stats(self.result.trace, t0, t1), t0, t1, self.fmt))
-            self._show_pane(True)
+            self.show_pane(True)
 
     def clear_range(self) -> None:
         self.range_ns = None
