@@ -232,3 +232,23 @@ def test_show_at_selects_a_fetch_and_measures_the_slack(qtbot, bundled):
     assert f"{fetch_us:g} µs" in text  # 1.839 µs to the ns, not the view's one decimal
     assert tl.cursor_b.label.toPlainText() == f"Δt = +{r.metrics['slack_us']:g} µs"
     assert "no lane" in tl.show_at(("no such lane", 0), None)
+
+
+def test_a_lane_of_marks_alone_draws_them_on_its_centre_line(qtbot):
+    # marks sit on the top edge of a lane's bars; a lane with no bars has them on its label's line
+    from app.views.timeline import MARK_ON_BAR
+    tb = TraceBuilder()
+    bars, marks = tb.lane("bars", "GPU"), tb.lane("marks only", "dram")
+    tb.span(bars, 0, 1000, "compute")
+    tb.instant(bars, 500, "hit", pos=3)
+    tb.instant(marks, 400, "hit", job=7, items=2)
+    tl = shown(qtbot, _Result(tb.build()))
+    tl._thin_marks()
+    item = next(item for item, _, _ in tl.marks)
+    ys = dict(zip(item.data["x"].tolist(), item.data["y"].tolist()))
+    assert ys[500 / tl.scale] == pytest.approx(bars + MARK_ON_BAR) and ys[400 / tl.scale] == pytest.approx(marks)
+    tl.plot.scene().sigMouseMoved.emit(scene_at(tl, 400, marks))  # on the label's line: the mark
+    assert tl.info.text().startswith("marks only: hit · job 7")
+    ev = tl.mark_at(400 / tl.scale, marks)
+    tl.select(ev)
+    assert "job (session)\n7" in tl.details_text()

@@ -179,8 +179,9 @@ class Instrument:
         a, b = ev.start(tr) / self.scale, ev.end(tr) / self.scale
         if ev.table == "spans":
             a, b, top, bottom = a - px, max(b, a + px) + px, lane - BAR / 2 - 0.06, lane + BAR / 2 + 0.06
-        else:  # a mark: a box around its symbol at the bar's top edge
-            a, b, top, bottom = a - 7 * px, a + 7 * px, lane - BAR / 2 - 0.3, lane - BAR / 2 + 0.14
+        else:  # a mark: a box around its symbol (on the bar's top edge, or the lane's centre)
+            y = lane + self.mark_y[lane]
+            a, b, top, bottom = a - 7 * px, a + 7 * px, y - 0.22, y + 0.22
         self.highlight.setData([a, b, b, a, a], [top, top, bottom, bottom, top])
 
     def show_at(self, select: tuple[str, float] | None = None,
