@@ -43,6 +43,9 @@ def _parse(argv):
     p.add_argument("--measure", metavar="T1,T2",
                    help="with --screenshot, on the timeline: the cursor at T1 and a second one at T2 (e.g. 58us,112.5us), "
                         "each snapped to the nearest event edge, Δt between them")
+    p.add_argument("--whole-run", action="store_true",
+                   help="with --screenshot: show the whole run (View → Show the Whole Run), not where the "
+                        "mechanism opens (e.g. AttentionStore's one job)")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
     return p.parse_args(argv)
 
@@ -128,7 +131,7 @@ def _wait(signal, done, timeout_ms: int = 120_000) -> None:
 
 def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), sets=(),
                sweep=(), metric: str | None = None, replay: str | None = None, view_only: bool = False,
-               select: str | None = None, measure: str | None = None) -> int:
+               select: str | None = None, measure: str | None = None, whole_run: bool = False) -> int:
     """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
     PNG of the window showing `view` (on the timeline, with an event selected and two cursors
     placed when `select` and `measure` ask)."""
@@ -196,6 +199,8 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             win.close()
             return BAD_INPUT
         win.show_view(view)
+        if whole_run:
+            win.act_whole_run.trigger()
         for _ in range(3):
             app.processEvents()
         failed = win.view("timeline").show_at(*shown_marks) if any(shown_marks) else None
@@ -249,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         if size is None:
             return BAD_INPUT
         return screenshot(path, args.screenshot, args.view, size, args.set, args.sweep, args.metric,
-                          args.replay, args.view_only, args.select, args.measure)
+                          args.replay, args.view_only, args.select, args.measure, args.whole_run)
     if args.select or args.measure:
         print("error: kvviz-gui: --select and --measure are for a --screenshot (in the window: click an event, "
               "Shift-click a second cursor)", file=sys.stderr)

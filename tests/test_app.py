@@ -468,7 +468,7 @@ def test_cli_screenshot_selects_and_measures(tmp_path, capsys):
     from app.main import marks_of
     # the rope example: the GPU lane's fetch at 10 µs selected, the cursors 0 → 27 µs
     out = tmp_path / "m.png"
-    assert gui_main([SEED, "--screenshot", str(out), "--select", "GPU@10us", "--measure", "0us,27us"]) == 0
+    assert gui_main([SEED, "--screenshot", str(out), "--select", "GPU@10us", "--measure", "0us,27us", "--whole-run"]) == 0
     assert out.stat().st_size > 1000
     assert marks_of("GPU · x@1.5 ms", "0ns,2s", "timeline") == (("GPU · x", 1.5e6), (0.0, 2e9))
     for args, said in ((["--select", "no such lane@1us"], "--select: no lane is named"),

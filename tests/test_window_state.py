@@ -133,6 +133,10 @@ def test_counters_follow_the_timelines_zoom_and_cursor_and_keep_their_own(window
     assert cnt.plots[0].getViewBox().viewRange()[0] == pytest.approx([100.0, 200.0])
     window.show_view("timeline")
     assert tl.viewbox.viewRange()[0] == pytest.approx([100.0, 200.0])
+    window.show_view("counters")
+    window.act_whole_run.trigger()  # Home on the Counters tab
+    lo, hi = cnt.plots[0].getViewBox().viewRange()[0]
+    assert lo <= 0 and hi >= window.result.trace.t_end / cnt.scale
 
 
 def test_engram_opens_on_the_first_steps_window_and_home_shows_the_whole_run(window, qtbot):

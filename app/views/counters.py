@@ -215,6 +215,10 @@ class CountersView(QWidget):
         if view.rect().contains(at):
             self._on_move(view.mapToScene(at))
 
+    def show_whole_run(self) -> None:
+        if self.plots:
+            self.plots[0].setXRange(0, self._end, padding=0.02)
+
     def link_x(self, plot_widget) -> None:
         """Share zoom and pan along time with another pyqtgraph plot (the timeline's)."""
         self._link_target = weakref.ref(view_box_of(plot_widget))
