@@ -71,12 +71,13 @@ SHOT := QT_QPA_PLATFORM=offscreen $(PY) -m app.main
 screenshots: setup
 	$(SHOT) rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x800
 	$(SHOT) engram_qwen3_32b_rdma --view timeline --screenshot resources/screenshots/engram_rdma_timeline.png --size 1280x800
+	$(SHOT) engram_qwen3_32b_cxl --select 'L2 rows@57us' --measure 58us,112.5us --screenshot resources/screenshots/engram_cxl_measure.png --size 1600x900
 	$(SHOT) engram_qwen3_32b_rdma --view sweep --sweep engram.layer=2:12:2 --sweep pool.latency_us=0.5:6:1 --metric slack_us --screenshot resources/screenshots/engram_feasibility.png --size 1280x800
 	$(SHOT) ladder_simulated --view ladder --screenshot resources/screenshots/ladder.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view occupancy --screenshot resources/screenshots/occupancy.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view compare --set storage.latency_us=40 --screenshot resources/screenshots/compare.png --size 1280x800
 	$(SHOT) prefix_cache_mooncake --view tiers --screenshot resources/screenshots/prefix_cache_tiers.png --size 1280x800
-	$(SHOT) attention_store_sharegpt --view counters --screenshot resources/screenshots/attention_store_counters.png --size 1280x800
+	$(SHOT) attention_store_sharegpt --view counters --whole-run --screenshot resources/screenshots/attention_store_counters.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view policies --screenshot resources/screenshots/attention_store_policies.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view sweep --sweep hardware.ssd_gb=2500,5000,10000,20000 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_ssd_size.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view sweep --sweep workload.arrival_rate_per_s=0.5,1.0,1.5,2.0 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_rate.png --size 1280x800

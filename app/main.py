@@ -1,4 +1,5 @@
-"""`kvviz-gui [FILE] [--screenshot OUT.png --view NAME --size WxH]` and `make run`.
+"""`kvviz-gui [FILE] [--screenshot OUT.png --view NAME --size WxH --select LANE@TIME --measure T1,T2]`
+and `make run`.
 
 With no display (and no --screenshot), it says so in one line and does the headless job:
 runs the scenario and writes its timeline figure (SVG and PNG) and metrics under out/.
@@ -36,6 +37,15 @@ def _parse(argv):
     p.add_argument("--size", default="1600x900", help="window size for --screenshot, WxH")
     p.add_argument("--view-only", action="store_true",
                    help="with --screenshot: save the view alone, without panels (a .svg name writes SVG)")
+    p.add_argument("--select", metavar="LANE@TIME",
+                   help="with --screenshot, on the timeline: select the span on LANE (its name or a part of it) that "
+                        "holds TIME (e.g. 57us), else the mark nearest it; its fields in the details pane")
+    p.add_argument("--measure", metavar="T1,T2",
+                   help="with --screenshot, on the timeline: the cursor at T1 and a second one at T2 (e.g. 58us,112.5us), "
+                        "each snapped to the nearest event edge, Δt between them")
+    p.add_argument("--whole-run", action="store_true",
+                   help="with --screenshot: show the whole run (View → Show the Whole Run), not where the "
+                        "mechanism opens (e.g. AttentionStore's one job)")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
     return p.parse_args(argv)
 
@@ -54,6 +64,42 @@ def _size(text: str) -> tuple[int, int] | None:
         print(f"error: kvviz-gui: --size: expected WxH from 200x150 to {MAX_SIDE}x{MAX_SIDE} (got {text!r})",
               file=sys.stderr)
         return None
+
+
+TIME_UNITS = ("ns", "us", "µs", "ms", "s")
+
+
+def _time_ns(text: str, flag: str) -> float:
+    """A time on the command line (`57us`, `1.5 ms`; a unit is required) in ns."""
+    from kvviz import ScenarioError
+    from kvviz.limits import NS_PER
+    from kvviz.numbers import split_unit
+    got = split_unit(text, TIME_UNITS)
+    if got is None or not got[1] or got[0] < 0:
+        raise ScenarioError(f"expected a time of at least 0 with a unit ({', '.join(TIME_UNITS)}), got {text!r}",
+                            "kvviz-gui", flag)
+    return float(got[0]) * NS_PER[got[1].lower()]
+
+
+def marks_of(select: str | None, measure: str | None, view: str) -> tuple:
+    """--select LANE@TIME and --measure T1,T2 as ((lane, ns) or None, (ns, ns) or None); a
+    ScenarioError naming the flag when either cannot be read."""
+    from kvviz import ScenarioError
+    if (select or measure) and view != "timeline":
+        raise ScenarioError("--select and --measure show on the timeline: use them with --view timeline",
+                            "kvviz-gui", "--select" if select else "--measure")
+    sel = meas = None
+    if select:
+        lane, at, t = select.rpartition("@")
+        if not at or not lane.strip():
+            raise ScenarioError(f"expected LANE@TIME, e.g. 'L2 rows@57us', got {select!r}", "kvviz-gui", "--select")
+        sel = (lane.strip(), _time_ns(t, "--select"))
+    if measure:
+        parts = measure.split(",")
+        if len(parts) != 2:
+            raise ScenarioError(f"expected T1,T2, e.g. 58us,112.5us, got {measure!r}", "kvviz-gui", "--measure")
+        meas = (_time_ns(parts[0], "--measure"), _time_ns(parts[1], "--measure"))
+    return sel, meas
 
 
 def _resolve(file: str | None) -> str:
@@ -84,9 +130,11 @@ def _wait(signal, done, timeout_ms: int = 120_000) -> None:
 
 
 def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), sets=(),
-               sweep=(), metric: str | None = None, replay: str | None = None, view_only: bool = False) -> int:
+               sweep=(), metric: str | None = None, replay: str | None = None, view_only: bool = False,
+               select: str | None = None, measure: str | None = None, whole_run: bool = False) -> int:
     """Open the window offscreen on `path`, wait for the run (and any edits or sweep), save a
-    PNG of the window showing `view`."""
+    PNG of the window showing `view` (on the timeline, with an event selected and two cursors
+    placed when `select` and `measure` ask)."""
     if not os.environ.get("QT_QPA_PLATFORM"):  # unset or empty (`QT_QPA_PLATFORM= make run`)
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     import tempfile
@@ -105,6 +153,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     try:
         check_target(out)  # a folder that does not exist, a read-only one: refused before the run
         load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
+        shown_marks = marks_of(select, measure, view)
         axes = [a.split("=", 1) for a in sweep]
         if any(len(a) != 2 for a in axes) or (view == "sweep" and not (axes and metric)):
             raise ScenarioError("--view sweep needs --sweep PATH=VALUES (once per axis) and --metric", "kvviz-gui",
@@ -150,6 +199,15 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             win.close()
             return BAD_INPUT
         win.show_view(view)
+        if whole_run:
+            win.act_whole_run.trigger()
+        for _ in range(3):
+            app.processEvents()
+        failed = win.view("timeline").show_at(*shown_marks) if any(shown_marks) else None
+        if failed:  # e.g. no lane of that name: said, and nothing saved
+            print(f"error: kvviz-gui: {failed}", file=sys.stderr)
+            win.close()
+            return BAD_INPUT
         for _ in range(3):
             app.processEvents()
         if view_only:  # the tab alone, as File → Export → Current View draws it (PNG at 2x the screen, or SVG)
@@ -196,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         if size is None:
             return BAD_INPUT
         return screenshot(path, args.screenshot, args.view, size, args.set, args.sweep, args.metric,
-                          args.replay, args.view_only)
+                          args.replay, args.view_only, args.select, args.measure, args.whole_run)
+    if args.select or args.measure:
+        print("error: kvviz-gui: --select and --measure are for a --screenshot (in the window: click an event, "
+              "Shift-click a second cursor)", file=sys.stderr)
+        return BAD_INPUT
     if not _has_display():
         print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)

@@ -464,6 +464,25 @@ def test_cli_screenshot_bad_input(tmp_path, capsys):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_cli_screenshot_selects_and_measures(tmp_path, capsys):
+    from app.main import marks_of
+    # the rope example: the GPU lane's fetch at 10 µs selected, the cursors 0 → 27 µs
+    out = tmp_path / "m.png"
+    assert gui_main([SEED, "--screenshot", str(out), "--select", "GPU@10us", "--measure", "0us,27us", "--whole-run"]) == 0
+    assert out.stat().st_size > 1000
+    assert marks_of("GPU · x@1.5 ms", "0ns,2s", "timeline") == (("GPU · x", 1.5e6), (0.0, 2e9))
+    for args, said in ((["--select", "no such lane@1us"], "--select: no lane is named"),
+                       (["--select", "GPU@10"], "--select: expected a time"),
+                       (["--measure", "1us"], "--measure: expected T1,T2"),
+                       (["--select", "GPU@1us", "--view", "occupancy"], "with --view timeline")):
+        bad = tmp_path / "bad.png"
+        assert gui_main([SEED, "--screenshot", str(bad), *args]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1 and not bad.exists()
+    assert gui_main([SEED, "--select", "GPU@1us"]) == 2  # in the window one clicks instead
+    assert "are for a --screenshot" in capsys.readouterr().err
+
+
 def test_headless_job_writes_figure_and_metrics(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)

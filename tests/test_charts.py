@@ -205,6 +205,42 @@ def test_compare_opens_on_the_mechanisms_region(qtbot, bundled):
     assert view.diff_label.text() == "A and B have the same parameters."
 
 
+@pytest.mark.gui
+def test_compare_timelines_are_instruments_too(qtbot, bundled):
+    # click in A: its details; the panes open together so A's and B's times stay aligned;
+    # Shift-click: Δt; Shift-drag in B: that range's statistics in B's pane
+    from PySide6.QtCore import QPointF, Qt
+
+    from app.views.compare import CompareView
+    a_res = bundled["engram_qwen3_32b_cxl"]
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    view.pin(a_res)
+    view.set_result(bundled["engram_qwen3_32b_rdma"])
+    qtbot.waitExposed(view)
+    a, b = view.a, view.b
+    assert not a.search.isVisible() and not b.search.isVisible()  # no find row here
+    tr = a_res.trace
+    lane = next(i for i, n in enumerate(tr.lanes["name"].tolist()) if n.startswith("CXL pool →"))
+    f = tr.spans[(tr.spans["lane"] == lane) & (tr.spans["kind"] == 1)][0]
+    a.viewbox.setXRange(f["start"] / a.scale * 0.98, f["end"] / a.scale * 1.02, padding=0)
+    at = a.plot.mapFromScene(a.viewbox.mapViewToScene(QPointF((f["start"] + f["end"]) / 2 / a.scale, lane)))
+    qtbot.mouseClick(a.plot.viewport(), Qt.LeftButton, pos=at)
+    assert "CXL → HBM" in a.details_text() and f"{tr.facts_of(f)['bytes']:,} B" in a.details_text()
+    assert not a.details_pane.isHidden() and not b.details_pane.isHidden()
+    qtbot.wait(20)
+    assert a.plot.width() == b.plot.width()  # one time axis, in pixels too
+    a.place_cursor(f["start"], snap=False)
+    a.place_second_cursor(f["end"], snap=False)
+    assert a.delta_ns() == pytest.approx(f["end"] - f["start"])
+    b._range_dragged(f["start"] / b.scale, f["end"] / b.scale, True)
+    assert b.details_text().startswith("Range") and "busy" in b.details_text()
+    b.close_details()
+    assert a.details_pane.isHidden() and b.details_pane.isHidden() and a.selection is None
+
+
 def test_cut_to_clips_trims_shapes_and_text_in_translated_groups():
     from xml.dom import minidom
 

@@ -136,6 +136,26 @@ def test_move_leaves_the_lower_tier_copy_leaves():
     assert copy.written == [4, 2] and move.written == [4, 3]
 
 
+def test_the_timeline_marks_each_request_on_the_tier_its_hit_ended_in():
+    from kvviz.mechanisms.prefix_cache import build_trace
+    # HBM holds 1 block, DRAM 2 (write-back): [0] miss; [1] miss (0 goes down); [0] hits in DRAM
+    # (it comes up, 1 goes down); [0, 1] hits 0 in HBM and 1 in DRAM: its hit ends in DRAM
+    reqs = [[0], [1], [0], [0, 1], [0]]
+    b = blocks_of(reqs)
+    out = replay(prepare(b, ALL, "always"), [1, 2], ["lru", "lru"], False, False, "always", record=True)
+    assert out.hits.tolist() == [0, 0, 1, 2, 1] and out.hit_tier.tolist() == [-1, -1, 1, 1, 0]
+    tr = build_trace(b, out, ["hbm", "dram"], block_bytes=100)
+    assert tr.lanes["name"].tolist() == ["hbm · hits ending here", "dram · hits ending here",
+                                         "no hit · computed in full"]
+    by_ref = tr.instants[np.argsort(tr.instants["ref"])]
+    assert by_ref["lane"].tolist() == [2, 2, 1, 1, 0]
+    assert by_ref["t"].tolist() == [0, 1_000_000_000, 2_000_000_000, 3_000_000_000, 4_000_000_000]  # arrivals
+    assert [tr.facts_of(m) for m in by_ref] == [{"job": 0}, {"job": 1}, {"job": 2, "items": 1, "bytes": 100},
+                                                {"job": 3, "items": 2, "bytes": 200},
+                                                {"job": 4, "items": 1, "bytes": 100}]
+    assert run(reqs, [1, 2], ["lru", "lru"]).hit_tier is None  # recorded only for the shown run
+
+
 def test_admission_rules():
     reqs = [[0, 1], [0, 1], [0, 1], [5]]
     assert run(reqs, [4], ["lru"], admission="second_hit").hits.tolist() == [0, 0, 2, 0]

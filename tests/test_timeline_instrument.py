@@ -196,3 +196,59 @@ def test_the_view_follows_a_moved_region_of_interest_unless_zoomed():
     assert kept.ns == (310, 330)  # kept
     kept.follow((500, 600))
     assert kept.ns == (310, 330)
+
+
+def test_a_typed_lane_and_time_name_one_event():
+    from app.views.timeline_query import event_on, lane_named
+    tb = TraceBuilder()
+    a, b = tb.lane("CXL pool → GPU · L2 rows", "CXL"), tb.lane("GPU · layers", "GPU")
+    tb.span(a, 100, 300, "fetch")
+    tb.instant(a, 100, "issue")
+    tb.instant(a, 300, "land")
+    tb.span(b, 0, 500, "compute")
+    tr = tb.build()
+    assert lane_named(tr, "l2 rows") == a and lane_named(tr, "GPU · layers") == b  # a part, any case; the whole
+    assert "2 lanes" in lane_named(tr, "gpu") and "no lane" in lane_named(tr, "ssd")
+    fetch = int(np.flatnonzero(tr.spans["lane"] == a)[0])
+    land = int(np.flatnonzero(tr.instants["t"] == 300)[0])
+    assert event_on(tr, a, 150, 60) == Event("spans", fetch)   # the span holding t, not the mark 50 ns off
+    assert event_on(tr, a, 320, 30) == Event("instants", land)  # after the span: the land mark near it
+    assert event_on(tr, a, 400, 30) is None                    # nothing that close
+
+
+def test_show_at_selects_a_fetch_and_measures_the_slack(qtbot, bundled):
+    # the Engram CXL run: Δt from the fetch's land to layer 2's start is its slack
+    r = bundled["engram_qwen3_32b_cxl"]
+    tl = shown(qtbot, r)
+    tl.viewbox.setXRange(0, 143_000 / tl.scale, padding=0)  # the first decode step's window
+    assert tl.show_at(("L2 rows", 57_000), (58_000, 112_500)) is None
+    tr = r.trace
+    sel = tl.selection
+    assert sel is not None and sel.kind(tr) == "fetch" and "L2 rows" in tr.lanes["name"][sel.lane(tr)]
+    assert tl.cursor_ns() == sel.end(tr)  # 58 µs snapped to the land at the fetch's end
+    assert tl.delta_ns() == pytest.approx(r.metrics["slack_us"] * 1000)
+    text = tl.details_text()
+    fetch_us = (sel.end(tr) - sel.start(tr)) / 1000
+    assert f"{fetch_us:g} µs" in text  # 1.839 µs to the ns, not the view's one decimal
+    assert tl.cursor_b.label.toPlainText() == f"Δt = +{r.metrics['slack_us']:g} µs"
+    assert "no lane" in tl.show_at(("no such lane", 0), None)
+
+
+def test_a_lane_of_marks_alone_draws_them_on_its_centre_line(qtbot):
+    # marks sit on the top edge of a lane's bars; a lane with no bars has them on its label's line
+    from app.views.timeline import MARK_ON_BAR
+    tb = TraceBuilder()
+    bars, marks = tb.lane("bars", "GPU"), tb.lane("marks only", "dram")
+    tb.span(bars, 0, 1000, "compute")
+    tb.instant(bars, 500, "hit", pos=3)
+    tb.instant(marks, 400, "hit", job=7, items=2)
+    tl = shown(qtbot, _Result(tb.build()))
+    tl._thin_marks()
+    item = next(item for item, _, _ in tl.marks)
+    ys = dict(zip(item.data["x"].tolist(), item.data["y"].tolist()))
+    assert ys[500 / tl.scale] == pytest.approx(bars + MARK_ON_BAR) and ys[400 / tl.scale] == pytest.approx(marks)
+    tl.plot.scene().sigMouseMoved.emit(scene_at(tl, 400, marks))  # on the label's line: the mark
+    assert tl.info.text().startswith("marks only: hit · job 7")
+    ev = tl.mark_at(400 / tl.scale, marks)
+    tl.select(ev)
+    assert "job (session)\n7" in tl.details_text()

@@ -238,20 +238,21 @@ def test_step_xy():
     assert y.tolist() == [0, 0, 7, 7, 3, 3, 7, 7]
 
 
-def test_counters_one_curve_per_counter(qtbot, results):
+def test_counters_one_row_per_counter(qtbot, results):
     v = shown(qtbot, CountersView, results["rope_prefetch_16"])
-    assert sorted(v.curves) == ["resident", "slots in use"] and len(v.plots) == 1  # one unit
-    assert v.plots[0].getAxis("left").labelText == "slots"
+    assert sorted(v.curves) == ["resident", "slots in use"] and len(v.plots) == 2  # a row each
+    assert [p.titleLabel.text for p in v.plots] == ["slots in use", "resident"]
+    assert [p.getAxis("left").labelText for p in v.plots] == ["slots", "slots"]
+    # one unit and scale: one y range, so the rows compare
+    assert v.plots[0].getViewBox().viewRange()[1] == v.plots[1].getViewBox().viewRange()[1]
     c = v.curves["resident"]
     assert c.xData.tolist() == [0, 25, 25, 50, 50, 75, 75, 400]  # µs, like the timeline
     assert c.yData.tolist() == [0, 0, 7, 7, 3, 3, 7, 7]
-    legend = [item[1].text for item in v.plots[0].legend.items]
-    assert legend == ["slots in use", "resident"]
 
     tr = results["engram_qwen3_32b_cxl"].trace
     v.set_result(results["engram_qwen3_32b_cxl"])
-    assert sorted(v.curves) == sorted(tr.counter_names) and len(v.plots) == 2  # reads, rows
-    assert [p.getAxis("left").labelText for p in v.plots] == ["reads", "rows"]
+    assert sorted(v.curves) == sorted(tr.counter_names) and len(v.plots) == 3
+    assert [p.getAxis("left").labelText for p in v.plots] == ["reads", "reads", "rows"]
     assert v.plots[-1].getAxis("bottom").labelText == "time (ms)"
     v.plots[1].setXRange(1, 2, padding=0)  # plots share x
     assert v.plots[0].getViewBox().viewRange()[0] == pytest.approx([1, 2])
@@ -260,7 +261,27 @@ def test_counters_one_curve_per_counter(qtbot, results):
     tl.set_result(results["engram_qwen3_32b_cxl"])
     v.link_x(tl.plot)
     tl.plot.setXRange(3, 4, padding=0)
-    assert v.plots[1].getViewBox().viewRange()[0] == pytest.approx([3, 4])
+    assert v.plots[2].getViewBox().viewRange()[0] == pytest.approx([3, 4])
+
+
+def test_counter_rows_never_overlap_and_scroll_when_they_do_not_fit(qtbot):
+    # nine counters in the Counters tab's room at 1280 × 800 (about 640 × 600 px): each row
+    # keeps its height, none lies on another, and the rows scroll
+    from app.views.counters import ROW_MIN_PX
+    tb = TraceBuilder()
+    tb.span(tb.lane("gpu", "GPU"), 0, 1000, "compute")
+    for k in range(9):
+        tb.counter(f"c{k}", 0, float(k + 1), "jobs" if k % 2 else "B")
+        tb.counter(f"c{k}", 500, float(2 * k + 1), "jobs" if k % 2 else "B")
+    v = shown(qtbot, CountersView, synthetic(tb.build()), size=(640, 600))
+    qtbot.wait(30)
+    boxes = [p.sceneBoundingRect() for p in v.plots]
+    assert len(boxes) == 9 and all(b.height() >= ROW_MIN_PX - 4 for b in boxes)
+    assert all(not a.intersected(b).height() > 0.5 for a, b in zip(boxes, boxes[1:]))
+    assert v.scroll.verticalScrollBar().maximum() > 0  # more rows than room: they scroll
+    v2 = shown(qtbot, CountersView, synthetic(tb.build()), size=(640, 1400))
+    qtbot.wait(30)
+    assert v2.scroll.verticalScrollBar().maximum() == 0  # room enough: no scrolling
 
 
 def test_counters_split_a_unit_when_scales_differ():
@@ -478,7 +499,7 @@ def test_screenshots_are_not_blank(qtbot, results):
     assert has_colour(px, "#%02x%02x%02x" % tuple(LUT[item_colour_index([12])[0]][:3]))
 
     cnt = shown(qtbot, CountersView, results["engram_qwen3_32b_cxl"])
-    px = plot_area(cnt, cnt.layout_widget, cnt.plots[1].getViewBox())
+    px = plot_area(cnt, cnt.layout_widget, cnt.plots[-1].getViewBox())
     assert has_colour(px, "#009e73", tol=40)  # the staging-rows line
 
     lad = shown(qtbot, LadderView, results["ladder_seed"])

@@ -113,6 +113,32 @@ def test_timeline_zoom_survives_an_edit_but_not_a_new_scenario(window, qtbot):
     assert lo <= 0 and hi * window.view("timeline").scale >= window.result.trace.t_end  # the whole new run
 
 
+def test_counters_follow_the_timelines_zoom_and_cursor_and_keep_their_own(window, qtbot):
+    tl = window.view("timeline")
+    tl.viewbox.setXRange(20.0, 60.0, padding=0)  # µs
+    tl.place_cursor(26_000, snap=False)
+    window.show_view("counters")
+    cnt = window.view("counters")
+    qtbot.wait(20)
+    assert all(p.getViewBox().viewRange()[0] == pytest.approx([20.0, 60.0]) for p in cnt.plots)
+    assert all(c.isVisible() and c.value() == pytest.approx(26.0) for c in cnt.cursors)
+    cnt.plots[-1].setXRange(100.0, 200.0, padding=0)  # zoomed here: the timeline and the kept range follow
+    assert tl.viewbox.viewRange()[0] == pytest.approx([100.0, 200.0])
+    assert window.time_range.ns == pytest.approx((100_000, 200_000))
+    old = window.result
+    window.panel.set_value("storage.latency_us", 30)  # a re-run, drawn while Counters shows
+    window.panel.flush()
+    wait_new_result(qtbot, window, old)
+    qtbot.wait(20)
+    assert cnt.plots[0].getViewBox().viewRange()[0] == pytest.approx([100.0, 200.0])
+    window.show_view("timeline")
+    assert tl.viewbox.viewRange()[0] == pytest.approx([100.0, 200.0])
+    window.show_view("counters")
+    window.act_whole_run.trigger()  # Home on the Counters tab
+    lo, hi = cnt.plots[0].getViewBox().viewRange()[0]
+    assert lo <= 0 and hi >= window.result.trace.t_end / cnt.scale
+
+
 def test_engram_opens_on_the_first_steps_window_and_home_shows_the_whole_run(window, qtbot):
     r = _open(window, qtbot, SCENARIOS / "engram_qwen3_32b_rdma.toml")
     vb = window.view("timeline").plot.getPlotItem().getViewBox()

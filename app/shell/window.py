@@ -354,6 +354,10 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     def _show_whole_run(self):
         self.time_range.forget()
         self.time_view.show_whole_run()
+        # a linked view on screen shows the current run, which the timeline may not have drawn yet
+        shown = self.current_tab().widget
+        if shown is not self.time_view and hasattr(shown, "show_whole_run"):
+            shown.show_whole_run()
 
     def reset_layout(self):
         """Docks back in their areas at their first widths, shown; the layout saved in the

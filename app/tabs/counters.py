@@ -1,4 +1,5 @@
-"""The Counters tab: every counter of the run as a step line."""
+"""The Counters tab: every counter of the run as a step line, one row each, following the
+timeline's zoom (kept across re-runs) and its cursor."""
 from __future__ import annotations
 
 from ..views.counters import CountersView
@@ -10,4 +11,16 @@ class CountersTab(Tab):
     label = "Counters"
 
     def make_widget(self):
-        return CountersView()
+        view = CountersView()
+        view.shared_range = self.ctx.time_range
+        timeline = self.ctx.time_view  # built first (TABS lists the timeline first)
+        if timeline is not None:
+            view.link_x(timeline.plot)
+            timeline.time_cursor.sigPositionChanged.connect(lambda line: view.set_cursor(line.value()))
+        return view
+
+    def set_result(self, result):
+        self.widget.set_result(result)
+        kept = self.ctx.time_range.cursor_ns  # the timeline's cursor, in ns (its units may be a stale run's)
+        if kept is not None:
+            self.widget.set_cursor(kept / self.widget.scale)

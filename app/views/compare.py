@@ -1,5 +1,8 @@
 """A/B compare: a pinned result (A) above the current one (B) on a shared time axis, and the
-difference of every scalar metric."""
+difference of every scalar metric. Each timeline is the Timeline tab's instrument (click for
+details, Shift-click for Δt, Shift-drag for a range's statistics) without its find row; the two
+details panes open and close together, at one width, so A's and B's times stay one above the
+other."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -79,8 +82,12 @@ class CompareView(QWidget):
         self.diff_label = QLabel()
         self.diff_label.setWordWrap(True)
         self.diff_label.setStyleSheet("background:#eef4fb; color:#102a43; padding:4px 8px;")
-        self.a, self.b = TimelineView(), TimelineView()
-        self.b.plot.setXLink(self.a.plot)  # one time axis for both
+        self.a, self.b = TimelineView(instrument=True, search=False), TimelineView(instrument=True, search=False)
+        self.b.plot.setXLink(self.a.plot)  # one time axis for both (in pixels: so their plots keep one width)
+        for one, other in ((self.a, self.b), (self.b, self.a)):
+            one.pane_toggled.connect(lambda on, other=other: other.show_pane(True) if on else other.close_details())
+            one.details_split.splitterMoved.connect(
+                lambda *_, one=one, other=other: other.details_split.setSizes(one.details_split.sizes()))
         self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["metric", "A (pinned)", "B (current)", "B − A", "change (% or abs.)"])
         self.table.verticalHeader().setVisible(False)

@@ -1,9 +1,13 @@
 """Counters (buffer fill, queue depth, bytes in a tier…) as step lines over time.
 
-One small plot per unit — counters that share a unit and a scale share a plot and a y axis — stacked
-vertically with their x axes linked, and the same time unit as the timeline. A counter holds
-its value until its next sample, so every curve is drawn as steps, extended to the run's end. Hover a plot for every counter's value at that time (the values
-held then); File → Export → Data as CSV writes the samples, as `kvviz run --csv`'s _counters.csv.
+One row per counter, as Perfetto's counter tracks (two counters in one plot hid each other, and
+a legend hid the data), titled with its name; counters that share a unit and a scale share a y
+range, so their rows compare at a glance. Rows are at least ROW_MIN_PX high and scroll when they
+do not fit, so they never overlap. Their x axes are linked to each other and to the timeline's
+(its zoom, kept across re-runs, and its cursor), in the timeline's time unit. A counter holds its
+value until its next sample, so every curve is drawn as steps, extended to the run's end. Hover a
+row for its value at that time (the value held then); File → Export → Data as CSV writes the
+samples, as `kvviz run --csv`'s _counters.csv.
 """
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ import weakref
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.format import readable_bytes, readable_number
@@ -29,8 +35,11 @@ from ._common import (
     style_plot,
     view_box_of,
 )
+from .time_range import SharedTimeRange
 
 AXIS_WIDTH = 64  # the same left-axis width on every plot, so their x axes line up
+ROW_MIN_PX = 96  # a counter's row: its title, a readable curve and three y ticks
+TIME_AXIS_PX = 44  # the last row's time axis and its label
 
 
 def step_xy(t: np.ndarray, v: np.ndarray, t_end: float) -> tuple[np.ndarray, np.ndarray]:
@@ -70,46 +79,63 @@ SPLIT_RATIO = 20  # a counter this many times smaller than its unit's largest ge
 
 def unit_groups(names: tuple[str, ...], units: tuple[str, ...],
                 peaks: list[float] | None = None) -> list[tuple[str, list[int]]]:
-    """[(unit, [counter index, …]), …] in order of first appearance: one plot per unit, except
-    that a counter under 1/SPLIT_RATIO of its plot's peak goes to a plot of its own (128 GB of
-    DRAM drawn on a 10 TB SSD axis would be a flat line at zero)."""
-    groups: list[tuple[str, list[int], float]] = []
+    """[(unit, [counter index, …]), …] in order of first appearance: the counters that share a
+    y range. One group per unit, except that a counter more than SPLIT_RATIO times smaller or
+    larger than any of its group's goes to another (128 GB of DRAM drawn on a 10 TB SSD axis
+    would be a flat line at zero). An all-zero counter joins any group of its unit."""
+    groups: list[tuple[str, list[int], float, float]] = []  # unit, members, smallest and largest peak
     for i, _ in enumerate(names):
         unit = units[i] if i < len(units) else ""
         peak = abs(peaks[i]) if peaks else 0.0
-        for g, (u, idx, top) in enumerate(groups):
-            if u == unit and (not peaks or min(peak, top) == 0 or max(peak, top) <= SPLIT_RATIO * min(peak, top)):
+        for g, (u, idx, low, top) in enumerate(groups):  # low: the smallest peak above zero (or 0)
+            lo, hi = min(low, peak) if low and peak else low or peak, max(top, peak)
+            if u == unit and (not (low and peak) or hi <= SPLIT_RATIO * lo):
                 idx.append(i)
-                groups[g] = (u, idx, max(top, peak))
+                groups[g] = (u, idx, lo, hi)
                 break
         else:
-            groups.append((unit, [i], peak))
-    return [(u, idx) for u, idx, _ in groups]
+            groups.append((unit, [i], peak, peak))
+    return [(u, idx) for u, idx, _, _ in groups]
 
 
 class CountersView(QWidget):
-    """Counter line plots. `set_result` only reads the Result."""
+    """Counter line plots, one row each. `set_result` only reads the Result."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.layout_widget = pg.GraphicsLayoutWidget()
         self.layout_widget.setBackground("w")
+        self.layout_widget.ci.setSpacing(2)
         self.caption = caption_label()
         self.info = info_label()  # the counters' values at the time under the mouse
         self.layout_widget.scene().sigMouseMoved.connect(self._on_move)
-        self.stack = NoteStack(stack_vertically(self.caption, self.layout_widget, self.info,
-                                                stretch=self.layout_widget))
+        self.scroll = QScrollArea()  # rows that do not fit scroll; they never squeeze onto each other
+        self.scroll.setWidget(self.layout_widget)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.stack = NoteStack(stack_vertically(self.caption, self.scroll, self.info, stretch=self.scroll))
         stack_vertically(self.stack, stretch=self.stack, into=self)
         self.trace = None
-        self.groups: list[list[int]] = []  # counter indices drawn in each plot
+        self.groups: list[list[int]] = []  # counter indices drawn in each plot (one each)
         self.plots: list[pg.PlotItem] = []
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.cursors: list[pg.InfiniteLine] = []
         self.unit, self.scale = "µs", 1e3
+        self.shared_range: SharedTimeRange | None = None  # the zoom kept across re-runs (the window's)
+        self._building = False
+        self._end = 1.0
         self._link_target = None
         self._unlink = None
 
     def set_result(self, result: Result) -> None:
+        self._building = True
+        try:
+            self._set_result(result)
+        finally:
+            self._building = False
+
+    def _set_result(self, result: Result) -> None:
         tr = result.trace
         self.layout_widget.clear()
         self.plots, self.curves, self.cursors, self.groups, self.trace = [], {}, [], [], None
@@ -121,54 +147,77 @@ class CountersView(QWidget):
         self.stack.show_content()
         t_end = max(int(tr.t_end), 1)
         self.unit, self.scale = time_unit(t_end)
-        end = t_end / self.scale
+        end = self._end = t_end / self.scale
         names = tr.counters["name"]
         peaks = [float(np.abs(tr.counters["value"][names == i]).max(initial=0)) for i in range(len(tr.counter_names))]
-        groups = unit_groups(tr.counter_names, tr.counter_units, peaks)
-        self.trace, self.groups = tr, [idx for _, idx in groups]
-        self.caption.setText(f"<b>Counters</b> · {len(tr.counter_names)} over time, one plot per unit and "
-                             f"scale · a value holds until the next sample")
-        for g, (unit, idx) in enumerate(groups):
-            pi = self.layout_widget.addPlot(row=g, col=0)
-            last = g == len(groups) - 1
-            style_plot(pi, bottom=f"time ({self.unit})" if last else None)
-            pi.getAxis("left").setWidth(AXIS_WIDTH)
-            if not last:
-                pi.getAxis("bottom").setStyle(showValues=False)
-            pi.setMouseEnabled(x=True, y=False)
-            pi.addLegend(offset=(-8, 4), brush=pg.mkBrush(255, 255, 255, 220),
-                         pen=pg.mkPen("#cccccc"), labelTextColor="#222222",
-                         labelTextSize="9pt", verSpacing=-4)
+        n = len(tr.counter_names)
+        self.trace, self.groups = tr, [[i] for i in range(n)]
+        self.caption.setText(f"<b>Counters</b> · {n}, one row each · one unit and scale, one y range · "
+                             f"a value holds until its next sample")
+        self.layout_widget.setMinimumHeight(n * ROW_MIN_PX + TIME_AXIS_PX)
+        rows: dict[int, pg.PlotItem] = {}
+        for unit, idx in unit_groups(tr.counter_names, tr.counter_units, peaks):
             series = [tr.counters[names == i] for i in idx]
             vmax = max((float(np.abs(c["value"]).max()) for c in series if len(c)), default=0.0)
             div, label = value_scale(unit, vmax)
-            pi.setLabel("left", label, **LABEL_STYLE)
             lo, hi = 0.0, 0.0
-            for k, (i, c) in enumerate(zip(idx, series)):
+            for i, c in zip(idx, series):
                 x, y = step_xy(c["t"] / self.scale, c["value"] / div, end)
-                # earlier curves drawn wider, so a later one lying on top leaves them visible
-                width = 1.6 + 1.4 * (len(idx) - 1 - k)
-                curve = pi.plot(x, y, pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=width),
-                                name=tr.counter_names[i])
+                pi = pg.PlotItem()
+                style_plot(pi, left=label)
+                pi.setTitle(tr.counter_names[i], color=LINE_COLOURS[i % len(LINE_COLOURS)], size="9pt",
+                            justify="left")
+                pi.getAxis("left").setWidth(AXIS_WIDTH)
+                pi.setMouseEnabled(x=True, y=False)
+                curve = pi.plot(x, y, pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.6))
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[tr.counter_names[i]] = curve
                 if len(y):
                     lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
+                rows[i] = pi
             span = hi - lo or 1.0
-            # headroom above the highest value for the legend in the top-right corner
-            pi.setYRange(lo - 0.04 * span, hi + (0.16 + 0.08 * len(idx)) * span, padding=0)
+            for i in idx:  # one y range for the rows of one unit and scale
+                rows[i].setYRange(lo - 0.05 * span, hi + 0.08 * span, padding=0)
+        for i in range(n):
+            pi = rows[i]
+            last = i == n - 1
+            self.layout_widget.addItem(pi, row=i, col=0)
+            if last:
+                pi.setLabel("bottom", f"time ({self.unit})", **LABEL_STYLE)
+            else:
+                pi.getAxis("bottom").setStyle(showValues=False)
             pi.setLimits(xMin=-0.05 * end, xMax=1.05 * end)
             if self.plots:
                 link_x_ranges(self.plots[0].getViewBox(), pi.getViewBox())
             cursor = pg.InfiniteLine(angle=90, movable=False,
-                                     pen=pg.mkPen("#333333", width=1, style=pg.QtCore.Qt.DashLine))
+                                     pen=pg.mkPen("#333333", width=1, style=Qt.DashLine))
             cursor.hide()
             pi.addItem(cursor, ignoreBounds=True)
             self.cursors.append(cursor)
             self.plots.append(pi)
-        self.plots[0].setXRange(0, end, padding=0.02)
-        self._relink()
+        first = self.plots[0].getViewBox()
+        first.sigXRangeChanged.connect(self._range_moved)
+        self._relink()  # the timeline's range (it may be a stale run's: the kept range follows)
+        if self.shared_range is not None:
+            self.shared_range.apply(first, self.scale, end)
+        else:
+            first.setXRange(0, end, padding=0.02)
+
+    def _range_moved(self, *_):
+        """Zoom or pan here is the window's kept range too (as on the timeline and Occupancy)."""
+        if self._building or self.trace is None or not self.isVisible():
+            return
+        if self.shared_range is not None and self.plots:
+            self.shared_range.record(self.plots[0].getViewBox(), self.scale, self._end)
+        view = self.layout_widget  # the view moved under a still mouse: say what is under it now
+        at = view.mapFromGlobal(QCursor.pos())
+        if view.rect().contains(at):
+            self._on_move(view.mapToScene(at))
+
+    def show_whole_run(self) -> None:
+        if self.plots:
+            self.plots[0].setXRange(0, self._end, padding=0.02)
 
     def link_x(self, plot_widget) -> None:
         """Share zoom and pan along time with another pyqtgraph plot (the timeline's)."""

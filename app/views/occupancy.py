@@ -354,6 +354,10 @@ class OccupancyView(QWidget):
         pi.setYRange(-0.5, self._n_slots - 0.5, padding=0.02)
         self._update_labels()
 
+    def show_whole_run(self) -> None:
+        if self._res is not None:
+            self.plot.getPlotItem().setXRange(0, self._t_end / self.scale, padding=0.02)
+
     def link_x(self, plot_widget) -> None:
         """Share zoom and pan along time with another pyqtgraph plot (the timeline's)."""
         if self._unlink is not None:

@@ -36,17 +36,20 @@ MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "�
 SYMBOLS = {"hit": "o", "miss": "t", "evict": "s", "issue": "t", "land": "d",
            "arrive": "star", "overflow": "x"}
 MARK_PX = 6  # a mark is under the mouse within this many pixels of it
+MARK_ON_BAR = -BAR / 2 - 0.08  # a mark's row offset on a lane with bars: on the bar's top edge
 
 
 class TimelineView(Instrument, QWidget):
     """The Gantt timeline. `set_result` replaces what is shown; it never simulates.
-    `instrument=True` (the Timeline tab) adds the search row and the details pane."""
+    `instrument=True` (the Timeline tab) adds the details pane and, unless `search=False`
+    (Compare's), the search row."""
 
     hovered = Signal(str)
     picked = Signal(str, int)  # a span was double-clicked: (its lane's name, its ref)
     selected = Signal(object)  # the Event clicked or found (timeline_query.Event), or None
+    pane_toggled = Signal(bool)  # the details pane appeared (True) or closed
 
-    def __init__(self, parent=None, instrument: bool = False):
+    def __init__(self, parent=None, instrument: bool = False, search: bool = True):
         super().__init__(parent)
         self.lane_axis = LaneAxis([])
         self.time_axis = GridAxis()
@@ -75,12 +78,13 @@ class TimelineView(Instrument, QWidget):
         self._end = 1.0
         self.viewbox.sigXRangeChanged.connect(self._range_moved)
         self.marks: list = []  # (scatter item, lanes, times) per instant kind, times sorted
+        self.mark_y = np.zeros(0)  # per lane, where its marks sit from its centre (MARK_ON_BAR or 0)
         self._thin = QTimer(self)  # re-thin the marks once a zoom or pan settles
         self._thin.setSingleShot(True)
         self._thin.setInterval(40)
         self._thin.timeout.connect(self._thin_marks)
         self.viewbox.sigXRangeChanged.connect(lambda *_: self._thin.start())
-        self.build_instrument(instrument)
+        self.build_instrument(instrument, search)
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the data unit (views that share an axis pass the
@@ -117,7 +121,7 @@ class TimelineView(Instrument, QWidget):
         for item, lanes, x in self.marks:
             a, b = np.searchsorted(x, lo, "left"), np.searchsorted(x, hi, "right")
             keep = a + thin_marks(lanes[a:b], x[a:b], px)
-            item.setData(x=x[keep], y=lanes[keep] - BAR / 2 - 0.08)
+            item.setData(x=x[keep], y=lanes[keep] + self.mark_y[lanes[keep]])
 
     def _range_moved(self, *_):
         self._units()
@@ -185,6 +189,10 @@ class TimelineView(Instrument, QWidget):
             self.layers.append(layer)
             entries.append(f'<span style="color:{span_color(kind)}; font-size:14px">■</span>&nbsp;{kind}')
         ins = tr.instants
+        # marks sit on the top edge of a lane's bars, and on the centre line of a lane that has
+        # none (a lane of marks alone, as the untimed prefix replay's, drew them above its label)
+        self.mark_y = np.zeros(len(names))
+        self.mark_y[np.unique(sp["lane"])] = MARK_ON_BAR
         self.marks = []
         for k in np.unique(ins["kind"]):
             s = ins[ins["kind"] == k]
@@ -268,7 +276,7 @@ class TimelineView(Instrument, QWidget):
     def mark_at(self, x: float, y: float) -> Event | None:
         """The mark under the point (x in data units, y in rows), within MARK_PX pixels."""
         lane = self._lane_at(y)
-        if lane is None or abs(y - (lane - BAR / 2 - 0.08)) > 0.22:  # marks sit on the bar's top edge
+        if lane is None or abs(y - (lane + self.mark_y[lane])) > 0.22:
             return None
         return mark_at(self.result.trace, lane, x * self.scale, MARK_PX * self.ns_per_pixel())
 

@@ -48,22 +48,38 @@ class TimeFormat:
     ns: float = 1e3
     places: int = 3
     origin_ns: float = 0.0
+    least: int | None = None  # exact(): trailing zeros cut down to this many places
+
 
     @classmethod
     def for_view(cls, span_ns: float, ns_per_pixel: float, origin_ns: float = 0.0) -> TimeFormat:
         unit, ns = time_unit(max(span_ns, 1.0))
         return cls(unit, ns, tick_decimals(ns_per_pixel / ns), origin_ns)
 
+    def exact(self) -> TimeFormat:
+        """The same unit with the digits of one ns (event times are whole ns): for the details
+        pane and Δt, where 1.839 µs must not read as 1.8 µs; zeros beyond the view's digits cut."""
+        return TimeFormat(self.unit, self.ns, max(self.places, tick_decimals(1.0 / self.ns)), self.origin_ns,
+                          self.places)
+
+    def _num(self, v: float) -> str:
+        text = f"{v:.{self.places}f}"
+        if self.least is not None and "." in text:
+            keep = text.index(".") + 1 + self.least  # cut zeros, never below `least` places
+            text = text[:keep] + text[keep:].rstrip("0")
+            text = text.rstrip(".")
+        return text
+
     def at(self, t_ns: float) -> str:
         """A point in time (from the origin)."""
-        return f"{(t_ns - self.origin_ns) / self.ns:.{self.places}f} {self.unit}"
+        return f"{self.value(t_ns)} {self.unit}"
 
     def value(self, t_ns: float) -> str:
-        return f"{(t_ns - self.origin_ns) / self.ns:.{self.places}f}"
+        return self._num((t_ns - self.origin_ns) / self.ns)
 
     def dur(self, d_ns: float) -> str:
         """A duration (no origin)."""
-        return f"{d_ns / self.ns:.{self.places}f} {self.unit}"
+        return f"{self._num(d_ns / self.ns)} {self.unit}"
 
 
 def nbytes(n: int) -> str:
@@ -82,8 +98,9 @@ def _rows(pairs) -> str:
 
 
 def event_html(tr: Trace, ev: Event, fmt: TimeFormat) -> str:
-    """Every field of an event, for the details pane."""
+    """Every field of an event, for the details pane (times to the ns)."""
     f = fields(tr, ev)
+    fmt = fmt.exact()
     span = ev.table == "spans"
     pairs = [("lane", f["lane"]), ("group", f["group"]), ("kind", f["kind"] + ("" if span else " (mark)"))]
     if span:

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from ._common import stack_vertically
 from .timeline_details import CursorText, event_html, range_html
 from .timeline_items import BAR
-from .timeline_query import Event, find, nearest_edge, range_stats
+from .timeline_query import Event, event_on, find, lane_named, nearest_edge, range_stats
 
 SNAP_PX = 8  # a cursor let go within this many pixels of an event's edge lands on it
 DETAILS_WIDTH = 270
@@ -31,7 +31,9 @@ class Instrument:
     """Mixed into TimelineView (which declares the `selected` signal: Qt signals live on it)."""
 
     # --- construction -----------------------------------------------------------------------
-    def build_instrument(self, instrument: bool) -> None:
+    def build_instrument(self, instrument: bool, search: bool = True) -> None:
+        """`instrument`: the details pane beside the plot; `search`: the find row above it too
+        (Compare's two timelines have the pane, and no room for two find rows)."""
         self.origin_ns: float | None = None  # t = 0 here, when set
         self.selection: Event | None = None
         self.matches: list[Event] = []
@@ -113,7 +115,9 @@ class Instrument:
         split.setSizes([900, DETAILS_WIDTH])
         # shown once there is something to show: until then the plot keeps the whole width
         pane.hide()
-        self.details_pane = pane
+        self.details_pane, self.details_split = pane, split
+        if not search:
+            row.hide()
         stack_vertically(row, self.legend, split, self.info, stretch=split, into=self)
 
     def add_instrument_items(self, pi: pg.PlotItem) -> None:
@@ -136,12 +140,13 @@ class Instrument:
         if self.details is not None:
             self.details.setText(event_html(self.result.trace, ev, self.fmt) if ev is not None else PLACEHOLDER)
             if ev is not None:
-                self._show_pane(True)
+                self.show_pane(True)
         self.selected.emit(ev)
 
-    def _show_pane(self, on: bool) -> None:
-        if on != self.details_pane.isVisible():
+    def show_pane(self, on: bool) -> None:
+        if on == self.details_pane.isHidden():  # (isVisible is False on a hidden tab)
             self.details_pane.setVisible(on)
+            self.pane_toggled.emit(on)
             # the plot's width changed without the view resizing: the lane names' share follows
             QTimer.singleShot(0, self, lambda: self.lane_axis.fit(self.plot.width()))
 
@@ -152,7 +157,7 @@ class Instrument:
         self.clear_range()
         if self.details is not None:
             self.details.setText(PLACEHOLDER)
-            self._show_pane(False)
+            self.show_pane(False)
 
     def details_text(self) -> str:
         """The details pane as plain text (for tests and the status line)."""
@@ -174,9 +179,31 @@ class Instrument:
         a, b = ev.start(tr) / self.scale, ev.end(tr) / self.scale
         if ev.table == "spans":
             a, b, top, bottom = a - px, max(b, a + px) + px, lane - BAR / 2 - 0.06, lane + BAR / 2 + 0.06
-        else:  # a mark: a box around its symbol at the bar's top edge
-            a, b, top, bottom = a - 7 * px, a + 7 * px, lane - BAR / 2 - 0.3, lane - BAR / 2 + 0.14
+        else:  # a mark: a box around its symbol (on the bar's top edge, or the lane's centre)
+            y = lane + self.mark_y[lane]
+            a, b, top, bottom = a - 7 * px, a + 7 * px, y - 0.22, y + 0.22
         self.highlight.setData([a, b, b, a, a], [top, top, bottom, bottom, top])
+
+    def show_at(self, select: tuple[str, float] | None = None,
+                measure: tuple[float, float] | None = None) -> str | None:
+        """What `kvviz-gui --select LANE@TIME --measure T1,T2` shows, in the view as it is: the
+        event on that lane at that time selected, the cursor at T1 and the second one at T2
+        (times in ns, each snapped to an event edge within SNAP_PX). None, or why it cannot."""
+        if self.result is None:
+            return "no run to show"
+        tr = self.result.trace
+        if select is not None:
+            lane = lane_named(tr, select[0])
+            if isinstance(lane, str):
+                return f"--select: {lane}"
+            ev = event_on(tr, lane, select[1], SNAP_PX * self.ns_per_pixel())
+            if ev is None:
+                return f"--select: nothing on {tr.lanes['name'][lane]} at {self.fmt.at(select[1])}"
+            self.select(ev)
+        if measure is not None:
+            self.place_cursor(measure[0])
+            self.place_second_cursor(measure[1])
+        return None
 
     # --- cursors and Δt -------------------------------------------------------------------------
     def place_second_cursor(self, t_ns: float, snap: bool = True) -> None:
@@ -203,7 +230,7 @@ class Instrument:
 
     def _delta_text(self) -> str:
         d = self.delta_ns()
-        return "" if d is None else f"Δt = {'+' if d >= 0 else '−'}{self.fmt.dur(abs(d))}"
+        return "" if d is None else f"Δt = {'+' if d >= 0 else '−'}{self.fmt.exact().dur(abs(d))}"
 
     def measured(self) -> None:
         if self.cursor_b.isVisible():
@@ -249,7 +276,7 @@ class Instrument:
         if self.details is not None and self.range_ns is not None:
             t0, t1 = self.range_ns
             self.details.setText(range_html(range_stats(self.result.trace, t0, t1), t0, t1, self.fmt))
-            self._show_pane(True)
+            self.show_pane(True)
 
     def clear_range(self) -> None:
         self.range_ns = None

@@ -162,3 +162,33 @@ def range_stats(tr: Trace, t0: float, t1: float) -> list[LaneStats]:
         out.append(LaneStats(str(name), len(s), marks, busy, int(nb[nb >= 0].sum()) if (nb >= 0).any() else -1))
     return out
 
+
+
+def lane_named(tr: Trace, text: str) -> int | str:
+    """The lane `text` names: its whole name, else the one lane whose name contains it (any
+    case). Returns the lane's index, or why none is meant (a sentence)."""
+    names = tr.lanes["name"].tolist()
+    if text in names:
+        return names.index(text)
+    near = [i for i, n in enumerate(names) if text.lower() in n.lower()]
+    if len(near) == 1:
+        return near[0]
+    listed = "; ".join(names)
+    if not near:
+        return f"no lane is named {text!r} (lanes: {listed})"
+    return f"{text!r} names {len(near)} lanes: " + "; ".join(names[i] for i in near)
+
+
+def event_on(tr: Trace, lane: int, t: float, tol: float) -> Event | None:
+    """The event on `lane` at t (ns), as a typed LANE@TIME means it: the span that holds t (the
+    last drawn of several), else the mark nearest t within tol ns, else the nearest span within
+    tol; None if nothing is that close."""
+    rows = np.flatnonzero(tr.spans["lane"] == lane)
+    sp = tr.spans[rows]
+    gap = np.maximum(np.maximum(sp["start"] - t, t - sp["end"]), 0)
+    if len(rows) and gap.min() == 0:
+        return Event("spans", int(rows[np.flatnonzero(gap == 0)[-1]]))
+    m = mark_at(tr, lane, t, tol)
+    if m is not None or not len(rows) or gap.min() > tol:
+        return m
+    return Event("spans", int(rows[np.flatnonzero(gap == gap.min())[-1]]))

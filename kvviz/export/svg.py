@@ -165,11 +165,14 @@ def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | No
     if len(sp) <= MAX_LABELLED:
         out.extend(_bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1))
 
+    # a mark sits on its lane's bars' top edge, or on the centre line of a lane without bars (as
+    # in the app's timeline)
+    barred = set(np.unique(tr.spans["lane"]).tolist())
     for kind in present_inst:
         s = ins[ins["kind"] == INSTANT_KINDS.index(kind)]
         s = s[thin_marks(s["lane"], xof(s["t"]), 1.0)]  # one mark per lane and pixel column
         out.append(f'<g id="instants-{kind}" fill="{instant_color(kind)}">')
-        out.extend(marker(kind, x, lane_y[int(lane)] + (lane_h - bar_h) / 2 - 1)
+        out.extend(marker(kind, x, lane_y[lane] + ((lane_h - bar_h) / 2 - 1 if lane in barred else lane_h / 2))
                    for x, lane in zip(xof(s["t"]).tolist(), s["lane"].tolist()))
         out.append("</g>")
 

@@ -34,7 +34,10 @@ BYTES_PER_LOOKUP, SECONDS_PER_LOOKUP_RUN = 200, 2e-6
 # Mooncake sample, 1.1 MB, took 9 MB and 46 ms in kvviz.requests.prompts.read)
 READ_BYTES_PER_BYTE, READ_SECONDS_PER_BYTE = 8, 40e-9
 MAX_COUNTER_POINTS = 20_000  # occupancy samples per tier drawn (every k-th request beyond)
-REQUESTS_LANE = "requests · prefix hit or miss (untimed replay, at each arrival)"
+# the timeline's lanes: one per tier, a mark at a request's arrival where its longest resident
+# prefix ended in that tier, and one for requests with no hit (the replay has no serving times)
+HIT_LANE = "{} · hits ending here"
+MISS_LANE = "no hit · computed in full"
 
 GENERATOR_FIELDS = ("seed", "requests", "session_rate_per_s", "system_prompts", "system_prompt_tokens",
                     "system_zipf", "documents", "document_tokens", "document_share", "document_zipf",
@@ -126,15 +129,22 @@ def simulate(sc: PrefixCacheScenario) -> Result:
 
 
 def build_trace(blocks, out, names: list[str], block_bytes: int):
-    """Hit or miss per request on one lane, and each tier's occupancy (GB) after each request,
-    at the requests' arrival times (the replay has no serving times)."""
+    """A mark per request at its arrival time (the replay has no serving times): on the lane of
+    the tier its longest hit ended in (the tier of its last hit block), or on the no-hit lane;
+    each with its facts (job = the request's index, items = its hit blocks, bytes = theirs),
+    and each tier's occupancy (GB) after each request."""
     tb = TraceBuilder(item_name="block")
-    lane = tb.lane(REQUESTS_LANE, "requests")
+    lanes = [tb.lane(HIT_LANE.format(name), name) for name in names]
+    miss_lane = tb.lane(MISS_LANE, "requests")
     t = np.rint(blocks.times_s * 1e9).astype(np.int64)
     R = len(blocks)
+    hit = out.hits > 0
     inst = np.zeros(R, dtype=INSTANT_DTYPE)
-    inst["lane"], inst["t"], inst["ref"] = lane, t, np.arange(R)
-    inst["kind"] = np.where(out.hits > 0, INSTANT_KINDS.index("hit"), INSTANT_KINDS.index("miss"))
+    inst["t"], inst["ref"] = t, np.arange(R)
+    inst["lane"] = np.where(hit, np.asarray(lanes)[np.maximum(out.hit_tier, 0)], miss_lane)
+    inst["kind"] = np.where(hit, INSTANT_KINDS.index("hit"), INSTANT_KINDS.index("miss"))
+    inst["fact"] = tb.fact_block(R, job=np.arange(R), items=np.where(hit, out.hits, -1),
+                                 bytes=np.where(hit, out.hits * block_bytes, -1))
     tb.add_block("instants", inst)
     rows = np.arange(R) if R <= MAX_COUNTER_POINTS else \
         np.unique(np.r_[np.linspace(0, R - 1, MAX_COUNTER_POINTS).astype(np.int64), R - 1])
@@ -146,4 +156,10 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     return tb.build()
 
 
-MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",))
+def time_axis(unit: str) -> str:
+    """The timeline's time is each request's arrival: the replay has no serving times."""
+    return f"request arrival ({unit}) · untimed replay"
+
+
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",),
+                      time_axis=time_axis)

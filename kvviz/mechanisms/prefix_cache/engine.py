@@ -97,6 +97,7 @@ class Outcome:
     peak: list
     hits: np.ndarray   # hit blocks per request
     occupancy: np.ndarray | None  # blocks per tier after each request (requests × tiers)
+    hit_tier: np.ndarray | None = None  # the tier of each request's last hit block, -1 for none (record)
 
 
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
@@ -115,6 +116,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     R = len(off) - 1
     hits = np.zeros(R, dtype=np.int64)
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None
+    hit_tier = np.full(R, -1, dtype=np.int8) if record else None
     pinned: set = set()
     seen: set | None = set() if admission == "second_hit" else None
     later = prep.later
@@ -226,7 +228,9 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
             seen.update(ids[s:e])
         if record:
             occupancy[r] = size
-    return Outcome(hit_blocks, hit_tokens, hit_req, written, demoted, evicted, peak, hits, occupancy)
+            if src:
+                hit_tier[r] = src[-1]
+    return Outcome(hit_blocks, hit_tokens, hit_req, written, demoted, evicted, peak, hits, occupancy, hit_tier)
 
 
 def ceiling(prep: Prepared) -> tuple[int, int, int]:
