@@ -278,10 +278,10 @@ def test_counter_rows_never_overlap_and_scroll_when_they_do_not_fit(qtbot):
     boxes = [p.sceneBoundingRect() for p in v.plots]
     assert len(boxes) == 9 and all(b.height() >= ROW_MIN_PX - 4 for b in boxes)
     assert all(not a.intersected(b).height() > 0.5 for a, b in zip(boxes, boxes[1:]))
-    assert v.scroll.verticalScrollBar().maximum() > 0  # more rows than room: they scroll
+    assert v.rows_area.verticalScrollBar().maximum() > 0  # more rows than room: they scroll
     v2 = shown(qtbot, CountersView, synthetic(tb.build()), size=(640, 1400))
     qtbot.wait(30)
-    assert v2.scroll.verticalScrollBar().maximum() == 0  # room enough: no scrolling
+    assert v2.rows_area.verticalScrollBar().maximum() == 0  # room enough: no scrolling
 
 
 def test_counters_split_a_unit_when_scales_differ():

@@ -109,12 +109,12 @@ class CountersView(QWidget):
         self.caption = caption_label()
         self.info = info_label()  # the counters' values at the time under the mouse
         self.layout_widget.scene().sigMouseMoved.connect(self._on_move)
-        self.scroll = QScrollArea()  # rows that do not fit scroll; they never squeeze onto each other
-        self.scroll.setWidget(self.layout_widget)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.stack = NoteStack(stack_vertically(self.caption, self.scroll, self.info, stretch=self.scroll))
+        self.rows_area = QScrollArea()  # rows that do not fit scroll; they never squeeze onto each other
+        self.rows_area.setWidget(self.layout_widget)
+        self.rows_area.setWidgetResizable(True)
+        self.rows_area.setFrameShape(QFrame.NoFrame)
+        self.rows_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.stack = NoteStack(stack_vertically(self.caption, self.rows_area, self.info, stretch=self.rows_area))
         stack_vertically(self.stack, stretch=self.stack, into=self)
         self.trace = None
         self.groups: list[list[int]] = []  # counter indices drawn in each plot (one each)
