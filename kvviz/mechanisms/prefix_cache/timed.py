@@ -1,7 +1,7 @@
 """The timed engine (`serving.timing = true`): attention_store's continuous-batching engine and
 roofline (batching.py, gpu.py, its run-local event loop) serve the requests, unchanged; the
 block store (timed_store.py) answers the engine's questions through their seam (kv_source.py),
-and the tier links (links.py) time the block transfers.
+and the tier links (links.py, under `links.rule`) time the block transfers.
 
 A request arrives at its trace time and waits in the queue (first come, first served); when
 admitted, its hit (the longest prefix resident in some tier) is attended, not recomputed: the
@@ -101,6 +101,7 @@ class Run:
     def run(self):
         self.loop.stream(self.times, self.arrive, [(j,) for j in range(self.n)], priority=2)
         self.loop.run()
+        self.store.close()
         return self
 
     def metrics(self, blocks, ref_rate: float) -> dict:
@@ -130,6 +131,11 @@ class Run:
             # the share of hit tokens served from HBM, CXL or DRAM (what prefetch raises)
             "dram_or_above_hit_share": float(hit_tok[upper].sum() / hit_tok.sum()) if hit_tok.sum() else 0.0,
             "prefetched_blocks": st.prefetched_blocks,
+            # hit blocks whose prefetch had not landed when their request was admitted (the load waited)
+            "prefetch_late_blocks": st.late_blocks,
+            # demand_first: hit blocks whose prefetch had not started at admission (loaded from their
+            # source tier instead, and counted as its hits)
+            "prefetch_cancelled_blocks": st.cancelled,
             "links": {lk.name: {"bytes": lk.bytes, "busy_s": lk.busy_ns / 1e9,
                                 "utilisation": lk.busy_ns / span_ns if span_ns else 0.0}
                       for lk in st.links[1:]},
@@ -173,6 +179,7 @@ def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
     R = len(blocks)
     metrics = {
         "trace_policy": sc.shown_policy,
+        "link_rule": sc.links.rule,
         "workload": {"source": blocks.source, "requests": R, "block_lookups": len(blocks.ids),
                      "unique_blocks": int(len(np.unique(blocks.ids))), "input_tokens": total,
                      "output_tokens": int(np.sum(blocks.output_tokens)) if blocks.output_tokens is not None else R,
