@@ -178,3 +178,17 @@ def bundled_tiers():
     from .conftest import SCENARIOS
     return load_scenario(SCENARIOS / "prefix_cache_tiers.toml")
 
+
+
+def test_belady_gap_in_timed_mode_is_the_timed_belady_run_minus_the_policy():
+    # with Belady listed its own run is the reference; without, one more run gives the same one
+    base = {"kind": "prefix_cache", "workload": {"requests": 60, "documents": 6, "seed": 3, "block_tokens": 256},
+            "tiers": [{"name": "hbm", "capacity_blocks": 4}, {"name": "dram", "capacity_blocks": 12}],
+            "serving": {"timing": True}}
+    both = simulate(PrefixCacheScenario.model_validate({**base, "policies": ["lru", "belady"]})).metrics
+    alone = simulate(PrefixCacheScenario.model_validate({**base, "policies": ["lru"]})).metrics
+    p = both["policies"]
+    assert list(p) == ["lru", "belady"] and p["belady"]["belady_gap"] == 0.0
+    assert p["lru"]["belady_gap"] == p["belady"]["token_hit_rate"] - p["lru"]["token_hit_rate"] > 0
+    assert alone["policies"]["lru"]["belady_gap"] == p["lru"]["belady_gap"]
+    assert alone["belady_token_hit_rate"] == both["belady_token_hit_rate"] == p["belady"]["token_hit_rate"]
