@@ -77,6 +77,7 @@ screenshots: setup
 	$(SHOT) rope_prefetch_16 --view occupancy --screenshot resources/screenshots/occupancy.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view compare --set storage.latency_us=40 --screenshot resources/screenshots/compare.png --size 1280x800
 	$(SHOT) prefix_cache_mooncake --view tiers --screenshot resources/screenshots/prefix_cache_tiers.png --size 1280x800
+	$(SHOT) prefix_cache_mooncake --view surface --screenshot resources/screenshots/prefix_cache_surface.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view counters --whole-run --screenshot resources/screenshots/attention_store_counters.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view policies --screenshot resources/screenshots/attention_store_policies.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view sweep --sweep hardware.ssd_gb=2500,5000,10000,20000 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_ssd_size.png --size 1280x800

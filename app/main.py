@@ -188,7 +188,7 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             win.view("sweep").configure([tuple(a) for a in axes], metric)
         elif view == "replay" and replay:
             win.view("replay").path.setText(replay)
-        tab = win.view(view) if win.tab(view).on_demand else None
+        tab = win.view(view) if win.tab(view).on_demand else win.tab(view).job_for(view)
         if tab is not None:  # a background job: run it, and wait
             win.show_view(view)
             tab.run()

@@ -5,7 +5,7 @@ import pytest
 
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.prefix_cache.engine import prepare, replay
-from kvviz.mechanisms.prefix_cache.links import Link
+from kvviz.mechanisms.prefix_cache.links import Link, Prefetch
 from kvviz.mechanisms.prefix_cache.model import PrefixCacheScenario
 from kvviz.mechanisms.prefix_cache.timed import Run
 from kvviz.mechanisms.prefix_cache.workload import Blocks
@@ -67,6 +67,62 @@ def test_link_fifo_rule():
     assert lk.book(100, 500, True) == (500, 600) and lk.bytes == 300 and lk.busy_ns == 220
 
 
+def demand_first_link(landed):
+    # 2 B/ns reads, 10 ns latency, 100-byte pieces: a piece takes 60 ns, 50 streamed on
+    return Link("ssd↔hbm", 2.0, 1.0, 10, 0, "demand_first", 100, lambda pf, b, t: landed.append((b, t)),
+                lambda *a: None)
+
+
+def test_demand_first_a_demand_load_waits_only_for_the_piece_in_flight():
+    landed = []
+    lk = demand_first_link(landed)
+    lk.enqueue(Prefetch(0, [7, 8, 9], 0), 0)  # 3 blocks queued at 0
+    lk.advance(70)  # piece 7 ran 0-60; piece 8 streams 60-110 and is in flight at 70
+    assert lk.book(100, 70, False) == (110, 170)  # waits 40 ns (piece 8's rest), not for piece 9
+    lk.drain()  # piece 9 resumes after the demand load, paying the latency again
+    assert landed == [(7, 60), (8, 110), (9, 230)]
+    assert lk.bytes == 400 and lk.busy_ns == 60 + 50 + 60 + 60
+    # fifo: the prefetch booked first (one transfer, 160 ns) delays the demand load by all of it
+    f = Link("ssd↔hbm", 2.0, 1.0, 10, 0)
+    f.book(300, 0, False)
+    assert f.book(100, 70, False) == (160, 220)
+
+
+def test_demand_first_a_demand_load_on_an_idle_link_starts_at_once():
+    landed = []
+    lk = demand_first_link(landed)
+    lk.enqueue(Prefetch(0, [1, 2], 1000), 1000)  # the prefetch is queued after the demand load's time
+    lk.advance(500)
+    assert lk.book(100, 500, False) == (500, 560) and landed == []
+    assert lk.take(lk.queue[0], 2) and not lk.take(lk.queue[0], 2)  # block 2 is needed now: it leaves
+    lk.drain()
+    assert landed == [(1, 1060)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_demand_first_no_foreground_transfer_waits_for_more_than_one_piece(seed):
+    rng = np.random.default_rng(seed)
+    lk = demand_first_link([])
+    piece_ns, t, fg_free = 60, 0, 0
+    for i in range(300):
+        t += int(rng.integers(0, 80))
+        if rng.random() < 0.4:
+            lk.enqueue(Prefetch(i, range(int(rng.integers(1, 6))), t), t)
+        else:
+            lk.advance(t)
+            nbytes = int(rng.integers(1, 400))
+            t0, t1 = lk.book(nbytes, t, bool(rng.random() < 0.3))
+            assert t0 - max(t, fg_free) <= piece_ns
+            fg_free = t1
+
+
+def test_without_prefetch_the_link_rules_give_identical_runs():
+    a = run_of(sc_of(), blocks_of([[1], [2], [3], [1], [2]], [0, 1, 2, 3, 3]))
+    b = run_of(sc_of().model_copy(update={"links": sc_of().links.model_copy(update={"rule": "demand_first"})}),
+               blocks_of([[1], [2], [3], [1], [2]], [0, 1, 2, 3, 3]))
+    assert a.batcher.first_token == b.batcher.first_token and a.store.hit_blocks == b.store.hit_blocks
+
+
 def random_requests(seed, n=150):
     rng = np.random.default_rng(seed)
     out = []
@@ -113,6 +169,8 @@ def test_prefetch_raises_the_upper_tiers_hit_share_on_the_bundled_scenario(bundl
     m = simulate(bundled_tiers).metrics["policies"]
     assert m["lru_prefetch"]["dram_or_above_hit_share"] > m["lru"]["dram_or_above_hit_share"]
     assert m["lru_prefetch"]["token_hit_rate"] == pytest.approx(m["lru"]["token_hit_rate"], abs=0.02)
+    # demand loads first (the scenario's links.rule): prefetch in the links' idle time does not slow TTFT
+    assert m["lru_prefetch"]["ttft_p50_ms"] < m["lru"]["ttft_p50_ms"]
 
 
 @pytest.fixture
@@ -120,3 +178,17 @@ def bundled_tiers():
     from .conftest import SCENARIOS
     return load_scenario(SCENARIOS / "prefix_cache_tiers.toml")
 
+
+
+def test_belady_gap_in_timed_mode_is_the_timed_belady_run_minus_the_policy():
+    # with Belady listed its own run is the reference; without, one more run gives the same one
+    base = {"kind": "prefix_cache", "workload": {"requests": 60, "documents": 6, "seed": 3, "block_tokens": 256},
+            "tiers": [{"name": "hbm", "capacity_blocks": 4}, {"name": "dram", "capacity_blocks": 12}],
+            "serving": {"timing": True}}
+    both = simulate(PrefixCacheScenario.model_validate({**base, "policies": ["lru", "belady"]})).metrics
+    alone = simulate(PrefixCacheScenario.model_validate({**base, "policies": ["lru"]})).metrics
+    p = both["policies"]
+    assert list(p) == ["lru", "belady"] and p["belady"]["belady_gap"] == 0.0
+    assert p["lru"]["belady_gap"] == p["belady"]["token_hit_rate"] - p["lru"]["token_hit_rate"] > 0
+    assert alone["policies"]["lru"]["belady_gap"] == p["lru"]["belady_gap"]
+    assert alone["belady_token_hit_rate"] == both["belady_token_hit_rate"] == p["belady"]["token_hit_rate"]

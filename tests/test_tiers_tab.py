@@ -147,3 +147,25 @@ def test_surface_cells_equal_separate_runs_and_export(qtbot, small):
     vb = view.plot.getPlotItem().getViewBox()
     text = view.text_at(vb.mapViewToScene(QPointF(1.0, 0.0)))
     assert "HBM capacity (blocks) = 2" in text and "SSD capacity (blocks) = 40" in text
+
+
+@pytest.mark.gui
+def test_surface_of_a_prefetch_run_runs_its_policy_with_prefetch(qtbot, tmp_path):
+    # `<policy>_prefetch` is a run's name, not a policy: the surface runs the policy with
+    # store.prefetch on; a plain policy's metric turns prefetch off (its run does not need it)
+    from app.views.capacity_surface import CapacitySurfaceView
+    from kvviz.mechanisms.prefix_cache.model import PrefixCacheScenario
+    path = tmp_path / "timed.toml"
+    path.write_text(SMALL.replace("[workload]", "[serving]\ntiming = true\n[store]\nprefetch = true\n[workload]")
+                    .replace("requests = 160", "requests = 30"), encoding="utf-8")
+    result = simulate(load_scenario(path))
+    view = CapacitySurfaceView()
+    qtbot.addWidget(view)
+    view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
+    assert "policies.fifo_prefetch.ttft_p50_ms" in [view.metric_box.itemText(i) for i in range(view.metric_box.count())]
+    pf = view.base_for("policies.fifo_prefetch.ttft_p50_ms")
+    assert (pf["policies"], pf["store"]["prefetch"]) == (["fifo"], True)
+    PrefixCacheScenario.model_validate(pf)
+    plain = view.base_for("policies.fifo.token_hit_rate")
+    assert (plain["policies"], plain["store"]["prefetch"]) == (["fifo"], False)
+    assert load_scenario(path, ["store.prefetch=false"]).store.prefetch is False  # what command() adds

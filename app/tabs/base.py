@@ -55,6 +55,11 @@ class Tab:
     def make_widget(self) -> QWidget:
         raise NotImplementedError
 
+    def job_for(self, view: str):
+        """The widget whose job `--view view` runs before a screenshot (run(), stopped, job,
+        jobs, status), for a tab that is not on_demand but holds such a page; None if none."""
+        return None
+
     def title(self, result: Result | None) -> str:
         return self.label
 

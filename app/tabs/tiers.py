@@ -13,6 +13,7 @@ from .base import Tab
 
 class TiersTab(Tab):
     name = "tiers"
+    aliases = ("surface",)  # --view surface: the capacity surface page, run before the screenshot
     label = "Tiers"
 
     def make_widget(self):
@@ -43,6 +44,12 @@ class TiersTab(Tab):
     def show_page(self, page: str) -> None:
         """"bars" or "surface" to the front."""
         self.widget.setCurrentWidget(self.surface if page == "surface" else self.bars)
+
+    def job_for(self, view: str):
+        if view != "surface":
+            return None
+        self.show_page("surface")
+        return self.surface
 
     def data_rows(self):
         return self.widget.currentWidget().data_rows()

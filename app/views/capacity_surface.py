@@ -28,7 +28,9 @@ from .iso_lines import iso_segments, nice_levels
 REDRAW_MS = 100  # a surface filling in redraws at most ten times a second
 STEPS = 6        # default values per axis: the working set / 2^5 … the working set
 # a policy's metrics offered (policies.<p>.<name>; per tier: policies.<p>.tiers.<t>.<name>)
-METRICS = ("token_hit_rate", "request_hit_rate", "block_hit_ratio", "belady_gap")
+# (those a run has: the timed engine's TTFTs and upper-tier share too)
+METRICS = ("token_hit_rate", "request_hit_rate", "block_hit_ratio", "belady_gap", "dram_or_above_hit_share",
+           "ttft_p50_ms", "ttft_p99_ms")
 TIER_METRICS = ("token_hit_rate", "hit_share")
 ISO_PEN = pg.mkPen("#ffffff", width=1.6)
 
@@ -204,7 +206,13 @@ class CapacitySurfaceView(QWidget):
         data = copy.deepcopy(self.data)
         parts = metric.split(".")
         if len(parts) >= 3 and parts[0] == "policies":
-            data["policies"], data["trace_policy"] = [parts[1]], parts[1]
+            policy, store = parts[1], data.get("store")
+            prefetched = policy.endswith("_prefetch") and policy not in (data.get("policies") or [])
+            if prefetched:  # `<policy>_prefetch` is the policy's run with store.prefetch: run that policy
+                policy = policy.removesuffix("_prefetch")
+            elif isinstance(store, dict) and store.get("prefetch"):
+                store["prefetch"] = False  # the metric's run is the one without prefetch: skip the other
+            data["policies"], data["trace_policy"] = [policy], policy
         return data
 
     def command(self) -> str:
@@ -214,6 +222,8 @@ class CapacitySurfaceView(QWidget):
         base = self.base_for(self._metric)
         sets = [f'policies=["{base["trace_policy"]}"]', f"trace_policy={base['trace_policy']}"] \
             if base.get("policies") != self.data.get("policies") else []
+        if (base.get("store") or {}).get("prefetch") != (self.data.get("store") or {}).get("prefetch"):
+            sets.append("store.prefetch=false")
         words = ["kvviz", "sweep", self.source] + [w for s in sets for w in ("--set", s)]
         for a in self._axes:
             words += ["--param", a.path, "--values", ",".join(format_value(v).removesuffix(".0") for v in a.values)]

@@ -82,9 +82,13 @@ class TierBarsView(QWidget):
                          f"{_pct(self.ceiling)}")
         if self.belady is not None:
             marks.append(f"<span style='color:{BELADY_COLOUR}'>┆</span> Belady on every tier {_pct(self.belady)}")
-        self.caption.setText(f"<b>Hits per tier</b> · {len(self.rows)} eviction "
-                             f"{'policy' if len(self.rows) == 1 else 'policies'} on the identical workload · "
-                             f"{keys} · " + " · ".join(marks))
+        names = {r["name"] for r in self.rows}
+        n = len([x for x in names if not (x.endswith("_prefetch") and x.removesuffix("_prefetch") in names)])
+        runs = f"{n} eviction {'policy' if n == 1 else 'policies'}"
+        if n < len(names):  # the timed engine's store.prefetch runs each policy again as <policy>_prefetch
+            runs += " without and with scheduler-aware prefetch (_prefetch)"
+        self.caption.setText(f"<b>Hits per tier</b> · {runs} on the identical workload · {keys} · "
+                             + " · ".join(marks))
         self._draw()
 
     def _draw(self):

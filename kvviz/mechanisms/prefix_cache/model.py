@@ -177,7 +177,7 @@ class Serving(Section):
     timing: bool = param(False, description="false: replay the requests in time order for hits only (no "
                                             "serving times). true: the timed engine: attention_store's "
                                             "continuous batching and roofline serve the requests, hit blocks "
-                                            "load over FIFO tier links (timed.py says each rule)")
+                                            "load over shared tier links (links.rule) (timed.py says each rule)")
     gpus: int = param(4, ge=1, le=64, unit="GPUs", description="GPUs of the tensor-parallel group (as "
                                                                "attention_store's default: 4×A100-80GB)")
     gpu_peak_tflops: float = param(312.0, gt=0, le=1e6, unit="TFLOP/s",
@@ -209,6 +209,17 @@ class Store(Section):
                                                                    "tiers; hbm or dram as the issue names)")
 
 
+class Links(Section):
+    rule: Literal["fifo", "demand_first"] = param(
+        "fifo", description="How a tier link shares itself between transfers (timed engine; links.py says "
+                            "each rule). fifo: demand loads, writes and prefetches one after another in "
+                            "booking order, so a prefetch booked first delays a demand load by all of its "
+                            "length. demand_first: demand loads and writes first (FIFO among themselves); "
+                            "prefetches use the link's idle time a block at a time, so a demand load waits "
+                            "for at most the one prefetch block in flight (ASSUMPTION, ours: the device can "
+                            "stop a prefetch between blocks)")
+
+
 class PrefixCacheScenario(ScenarioBase):
     kind: Literal["prefix_cache"]
     policies: list[str] = param(["lru"], min_length=1,
@@ -225,6 +236,7 @@ class PrefixCacheScenario(ScenarioBase):
     cache: Cache = Cache()
     serving: Serving = Serving()
     store: Store = Store()
+    links: Links = Links()
 
     @model_validator(mode="after")
     def _check(self):

@@ -8,7 +8,7 @@ What time changes (each an ASSUMPTION, ours unless named):
   allocates a block when it schedules it.
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
   the next request is placed): running requests' blocks are never evicted.
-- Hit blocks below HBM load over their tier's link (links.py, FIFO) during the prefill
+- Hit blocks below HBM load over their tier's link (links.py, `links.rule`) during the prefill
   iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
   every link has delivered it. Blocks still landing from a prefetch load no earlier.
 - Writes down (write-through copies, write-back demotions) are booked on the link of the tier
@@ -17,7 +17,13 @@ What time changes (each an ASSUMPTION, ours unless named):
   the first `store.prefetch_lookahead` waiting requests that sit only below `prefetch_tier` are
   copied up into it (moved, with promote = move) over their tier's link, one batched transfer
   per request and link; and every block of those requests is protected from eviction in every
-  tier (pinned blocks in HBM likewise).
+  tier (pinned blocks in HBM likewise). Under `links.rule = demand_first` the transfer waits in
+  its link's background queue and moves a block at a time in the link's idle time; a block some
+  admitted request hits while it still waits there is taken out and fetched at once as a
+  foreground transfer (so the request never waits behind the background queue).
+- A block is counted as a hit in the tier it is placed in: a prefetched block counts in
+  prefetch_tier from the moment it is queued, landed or not; the load waits for it to land
+  (`prefetch_late_blocks` counts the hit blocks that had not landed at admission).
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ import numpy as np
 from ..attention_store.store import FIRST, HIT_HBM
 from . import evictors
 from .engine import NO_PINS, Outcome
-from .links import Link
+from .links import Link, Prefetch
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
 
@@ -77,8 +83,14 @@ class BlockStore:
         self.bb = block_bytes
         L = sc.model.layers
         self.L = L
+        self.bg = sc.links.rule == "demand_first"   # prefetches in the links' background queues
         self.links = [None] + [Link(f"{t.name}↔hbm", t.read_gbps, t.write_gbps, int(t.read_latency_us * 1e3),
-                                    int(t.write_latency_us * 1e3)) for t in sc.tiers[1:]]
+                                    int(t.write_latency_us * 1e3), sc.links.rule, block_bytes, self._landed,
+                                    lambda pf, t0, t1, n, k=k: self._pf_span(k, pf, t0, t1, n))
+                               for k, t in enumerate(sc.tiers[1:], 1)]
+        self.queued: dict = {}            # demand_first: block -> (its link, its waiting Prefetch)
+        self.late_blocks = 0
+        self.cancelled = 0
         self.pf_tier = self.names.index(sc.store.prefetch_tier) if prefetch else 0
         self.lookahead = sc.store.prefetch_lookahead
         self.landing: dict = {}           # block -> when its prefetch lands
@@ -97,11 +109,19 @@ class BlockStore:
         ids, tok, where, K = self.ids, self.tok, self.where, self.K
         s, e = self.off[j], self.off[j + 1]
         p, src = s, []
+        bg, queued = self.bg, self.queued
+        if bg:
+            for lk in self.links[1:]:
+                lk.advance(self.loop.now)  # pieces that ran in the idle time so far have landed
         while p < e:  # lookup: the longest prefix resident somewhere
             m = where.get(ids[p])
             if not m:
                 break
             k = (m & -m).bit_length() - 1
+            if bg and ids[p] in queued:  # its prefetch has not started: cancelled, loaded from its source
+                k, pf = queued.pop(ids[p])
+                self.links[k].take(pf, ids[p])
+                self.cancelled += 1
             src.append(k)
             self.hit_blocks[k] += 1
             self.hit_tokens[k] += tok[p]
@@ -117,6 +137,8 @@ class BlockStore:
                 self.pending[k] += self.bb
                 load += self.bb
                 t = landing.get(ids[s + i], 0)
+                if t > now:
+                    self.late_blocks += 1
                 if t > self.ready[k]:
                     self.ready[k] = t
         before = self.written[:]
@@ -262,6 +284,7 @@ class BlockStore:
             for ev in self.ev:
                 ev.unpin()  # set-aside entries of blocks no longer protected go back
         now = self.loop.now
+        before = self.written[:]
         for r in window:
             if r in self.pf_done:
                 continue
@@ -282,16 +305,58 @@ class BlockStore:
                 self._place(t, b)
                 fetch.setdefault(k, []).append(b)
             for k, blocks in fetch.items():
+                self.prefetched_blocks += len(blocks)
+                if self.bg:
+                    pf = Prefetch(r, blocks, now)
+                    self.links[k].enqueue(pf, now)
+                    for b in blocks:
+                        self.queued[b] = (k, pf)
+                    continue
                 _, t1 = self._transfer(k, len(blocks) * self.bb, now, False, r, "prefetch",
                                        f"prefetch {len(blocks)} blocks {self.names[k]}→{self.names[t]}",
                                        dst=self.names[t])
-                self.prefetched_blocks += len(blocks)
                 for b in blocks:
                     self.landing[b] = t1
+        for k in range(t + 1, self.K):  # the demotions the prefetches caused, into the tiers below
+            n = self.written[k] - before[k]
+            if not n:
+                continue
+            if self.bg:  # part of the prefetch: background too
+                self.links[k].enqueue(Prefetch(-1, range(n), now, write=True), now)
+            else:
+                self._transfer(k, n * self.bb, now, True, -1, "save", f"write {n} blocks into {self.names[k]} "
+                                                                      f"(pushed down by prefetch)", dst=self.names[k - 1])
+
+    def _landed(self, pf, b, t):
+        if not pf.write:
+            self.landing[b] = t
+            self.queued.pop(b, None)
+
+    def _pf_span(self, k, pf, t0, t1, n):
+        if self.tb is not None:
+            t = self.names[self.pf_tier]
+            nm = self.names
+            if pf.write:
+                self.tb.span(self.run.link_lanes[k], t0, t1, "save", f"write {n} blocks into {nm[k]} (pushed down "
+                             f"by prefetch; idle time)", bytes=n * self.bb, src=TRACE_TIER[nm[k - 1]],
+                             dst=TRACE_TIER[nm[k]], items=1)
+            else:
+                self.tb.span(self.run.link_lanes[k], t0, t1, "prefetch", f"prefetch {n} blocks {nm[k]}→{t} (idle "
+                             f"time)", ref=pf.job, bytes=n * self.bb, src=TRACE_TIER[nm[k]], dst=TRACE_TIER[t],
+                             job=pf.job, items=1)
+
+    def close(self):
+        """The run is over: whatever prefetch still waits is reported (none: every request was
+        admitted, taking its blocks)."""
+        for lk in self.links[1:]:
+            lk.drain()
 
     # --- links -------------------------------------------------------------------------------
     def _transfer(self, k, nbytes, earliest, write, job, kind, label, items=1, dst="hbm"):
-        t0, t1 = self.links[k].book(nbytes, earliest, write)
+        lk = self.links[k]
+        if self.bg:
+            lk.advance(self.loop.now)
+        t0, t1 = lk.book(nbytes, earliest, write)
         if self.tb is not None:
             src, to = (dst if write else self.names[k]), (self.names[k] if write else dst)
             self.tb.span(self.run.link_lanes[k], t0, t1, kind, label, ref=job, bytes=int(nbytes), src=TRACE_TIER[src],
