@@ -89,6 +89,8 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
     # wide as it pushed the short numbers below it out of the dock, where they looked blank
     for c in range(t.columnCount()):
         t.setColumnWidth(c, min(t.columnWidth(c), MAX_CELL_PX))
+    if t.columnCount() == 1:  # name → value: the value takes the dock's width, cut at its end
+        t.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
     # long row names (mean_ttft_later_turns_ms) are cut at the end (their start is what one
     # reads and types into Sweep), whole in the tooltip, so a narrow dock still shows values
     vh = t.verticalHeader()
