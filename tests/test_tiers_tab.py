@@ -169,3 +169,26 @@ def test_surface_of_a_prefetch_run_runs_its_policy_with_prefetch(qtbot, tmp_path
     plain = view.base_for("policies.fifo.token_hit_rate")
     assert (plain["policies"], plain["store"]["prefetch"]) == (["fifo"], False)
     assert load_scenario(path, ["store.prefetch=false"]).store.prefetch is False  # what command() adds
+
+
+@pytest.mark.gui
+def test_a_timed_runs_timeline_is_not_titled_untimed_replay(qtbot, tmp_path, small):
+    # the timed engine draws serving time (GPU iterations, link transfers): its axis said
+    # "request arrival · untimed replay" as the replay's does, in the app and the SVG figure
+    from app.views.timeline import TimelineView
+    from kvviz.export.svg import timeline_svg
+    _, untimed = small
+    path = tmp_path / "timed.toml"
+    path.write_text(SMALL.replace("[workload]", "[serving]\ntiming = true\n[workload]")
+                    .replace("requests = 160", "requests = 30"), encoding="utf-8")
+    timed = simulate(load_scenario(path))
+    view = TimelineView()
+    qtbot.addWidget(view)
+    view.resize(900, 500)
+    view.show()
+    for result, words in ((timed, "time ("), (untimed, "request arrival (")):
+        view.set_result(result)
+        qtbot.wait(20)
+        title = view.plot.getPlotItem().getAxis("bottom").labelText
+        assert title.startswith(words) and ("untimed" in title) == (result is untimed)
+        assert ("untimed replay</text>" in timeline_svg(result)) == (result is untimed)

@@ -144,7 +144,7 @@ class TimelineView(Instrument, QWidget):
         origin = self.origin_ns or 0.0
         fmt = TimeFormat.for_view((hi - lo) * self.scale, self.ns_per_pixel(), origin)
         rel = " from the cursor" if self.origin_ns is not None else ""
-        title = time_axis_title(self.result.scenario.kind, fmt.unit) + rel  # the CLI figure's words
+        title = time_axis_title(self.result.scenario.kind, fmt.unit, self.result.scenario) + rel  # the CLI figure's words
         if (fmt.unit, fmt.ns, fmt.origin_ns) != (self.fmt.unit, self.fmt.ns, self.fmt.origin_ns) \
                 or self.plot.getPlotItem().getAxis("bottom").labelText != title:
             self.plot.getPlotItem().setLabel("bottom", title)

@@ -184,7 +184,7 @@ def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | No
         out.append(f'<line x1="{_f(x)}" y1="{_f(plot_bottom)}" x2="{_f(x)}" y2="{_f(plot_bottom + 5)}"/>'
                    f'<text x="{_f(x)}" y="{_f(plot_bottom + 19)}" text-anchor="middle" stroke="none">{label}</text>')
     out.append(f'<text x="{_f(left + plot_w / 2)}" y="{_f(plot_bottom + 40)}" text-anchor="middle" '
-               f'stroke="none">{escape(time_axis_title(result.scenario.kind, unit))}</text></g>')
+               f'stroke="none">{escape(time_axis_title(result.scenario.kind, unit, result.scenario))}</text></g>')
 
     out.extend(legend)
     out.append("</svg>")

@@ -47,16 +47,17 @@ class Mechanism:
     # scenario -> kvviz.runs.Plan, for a run made of independent parts (one per policy, say):
     # the app draws it as its parts end and keeps parts an edit did not change. None: one piece
     plan: Callable | None = None
-    # time unit -> the timeline's axis title where its time is not plain time (the ladder draws
-    # 1,000 accesses: its µs are ns per access); None: "time (unit)"
-    time_axis: Callable[[str], str] | None = None
+    # (time unit, scenario or None) -> the timeline's axis title where its time is not plain time
+    # (the ladder draws 1,000 accesses: its µs are ns per access; prefix_cache's untimed replay
+    # draws arrivals); None: "time (unit)"
+    time_axis: Callable[[str, object], str] | None = None
 
 
-def time_axis_title(kind: str | None, unit: str) -> str:
-    """The timeline's axis title for a run of `kind` in `unit`: the CLI's figure and the app's
-    timeline say the same."""
+def time_axis_title(kind: str | None, unit: str, scenario=None) -> str:
+    """The timeline's axis title for a run of `kind` (its `scenario`, where the words depend on
+    a setting) in `unit`: the CLI's figure and the app's timeline say the same."""
     m = mechanisms().get(kind) if isinstance(kind, str) else None
-    return m.time_axis(unit) if m is not None and m.time_axis is not None else f"time ({unit})"
+    return m.time_axis(unit, scenario) if m is not None and m.time_axis is not None else f"time ({unit})"
 
 
 @cache

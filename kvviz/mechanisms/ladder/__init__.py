@@ -400,7 +400,7 @@ def estimate(sc: LadderScenario) -> Estimate:
 PER_ACCESS = {"s": "ms", "ms": "µs", "µs": "ns", "ns": "ps"}  # a unit of 1,000 accesses, per access
 
 
-def time_axis(unit: str) -> str:
+def time_axis(unit: str, scenario=None) -> str:
     """The timeline's axis title: its bars are 1,000 accesses, so each unit is 1/1,000 per access."""
     return f"time of {ACCESSES_SHOWN:,} accesses ({unit}) = {PER_ACCESS.get(unit, unit + '/1,000')} per access"
 

@@ -156,8 +156,11 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     return tb.build()
 
 
-def time_axis(unit: str) -> str:
-    """The timeline's time is each request's arrival: the replay has no serving times."""
+def time_axis(unit: str, scenario=None) -> str:
+    """The untimed replay's time is each request's arrival (it has no serving times); the timed
+    engine's (`serving.timing = true`) is plain serving time."""
+    if scenario is not None and scenario.serving.timing:
+        return f"time ({unit})"
     return f"request arrival ({unit}) · untimed replay"
 
 
