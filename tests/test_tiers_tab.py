@@ -192,3 +192,27 @@ def test_a_timed_runs_timeline_is_not_titled_untimed_replay(qtbot, tmp_path, sma
         title = view.plot.getPlotItem().getAxis("bottom").labelText
         assert title.startswith(words) and ("untimed" in title) == (result is untimed)
         assert ("untimed replay</text>" in timeline_svg(result)) == (result is untimed)
+
+
+@pytest.mark.gui
+def test_a_cancelled_surface_exports_the_cells_it_drew(qtbot, small):
+    # Data as CSV on a cancelled surface said "the Tiers tab shows no table of numbers now"
+    # over 20 drawn cells; and a new run went on exporting the previous grid until it ended
+    from app.views.capacity_surface import CapacitySurfaceView
+    from kvviz.sweep import Axis, SweepResult, shaped
+    path, result = small
+    view = CapacitySurfaceView()
+    qtbot.addWidget(view)
+    view.resize(900, 600)
+    view.show()
+    view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
+    axes = (Axis("tiers.0.capacity_blocks", (2, 6)), Axis("tiers.2.capacity_blocks", (10, 40)))
+    view._draw(SweepResult(axes, "policies.lru.token_hit_rate", shaped(axes, [0.25, 0.5, None, None])))
+    head, rows = view.data_rows()  # what the cancelled run drew: two cells, two not run
+    assert head[-1] == "policies.lru.token_hit_rate"
+    assert rows == [[2, 10, 0.25], [2, 40, 0.5], [6, 10, None], [6, 40, None]]
+    view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
+    view.run()
+    assert view.data_rows() is None  # nothing of the new grid drawn yet, and the old one is gone
+    with qtbot.waitSignal(view.stopped, timeout=60_000):
+        view.cancel()

@@ -247,6 +247,7 @@ class CapacitySurfaceView(QWidget):
         base, source = self.base_for(metric), self.source
         self._axes, self._metric = axes, metric
         self._partial = [None] * grid_size(axes)
+        self.result = self._shown = None  # the last grid's numbers no longer under the mouse or in Data as CSV
         self.plot.getPlotItem().clear()
         self.jobs.start(lambda progress: run_sweep(base, list(axes), metric, source=source, workers=2,
                                                    progress=progress, executor="local", on_result=self._point.emit),
@@ -345,8 +346,9 @@ class CapacitySurfaceView(QWidget):
                 f"{readable_number(b.values[j])} · {res.metric} = {shown}")
 
     def data_rows(self) -> tuple[list[str], list[list]] | None:
-        """One row per grid point: both capacities (by field path) and the metric."""
-        res = self.result
+        """One row per grid point: both capacities (by field path) and the metric, of the grid
+        drawn (a cancelled or running surface's too: a point not run yet is empty)."""
+        res = self._shown
         if res is None:
             return None
         return [a.path for a in res.axes] + [res.metric], [[x, y, v] for (x, y), v in res.points()]
