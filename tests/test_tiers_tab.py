@@ -216,3 +216,31 @@ def test_a_cancelled_surface_exports_the_cells_it_drew(qtbot, small):
     assert view.data_rows() is None  # nothing of the new grid drawn yet, and the old one is gone
     with qtbot.waitSignal(view.stopped, timeout=60_000):
         view.cancel()
+
+
+@pytest.mark.gui
+def test_a_link_transfers_details_count_its_blocks(qtbot, tmp_path):
+    # a batched load labelled "load 593 blocks ssd→hbm" showed "items moved 1" in the details
+    # pane (the timed engine put 1, or the batch's request count, where the blocks belong)
+    import re
+
+    from app.views.timeline_details import TimeFormat, event_html
+    from app.views.timeline_query import Event
+    path = tmp_path / "timed.toml"
+    path.write_text(SMALL.replace("[workload]", "[serving]\ntiming = true\n[store]\nprefetch = true\n[workload]")
+                    .replace("requests = 160", "requests = 40"), encoding="utf-8")
+    result = simulate(load_scenario(path))
+    tr, bb = result.trace, result.metrics_dict()["workload"]["block_bytes"]
+    links = [i for i, name in enumerate(tr.lanes["name"]) if str(name).startswith("link ")]
+    rows = np.flatnonzero(np.isin(tr.spans["lane"], links))
+    assert len(rows) > 0
+    kinds = set()
+    for r in rows:
+        facts, label = tr.facts_of(tr.spans[r]), tr.label(int(tr.spans[r]["label"]))
+        n = int(re.search(r"(\d+) blocks", label).group(1))
+        assert facts["items"] == n == facts["bytes"] // bb, label
+        kinds.add(label.split()[0])
+    assert {"load", "write"} <= kinds  # loads up and writes down both checked
+    html = event_html(tr, Event("spans", int(rows[0])), TimeFormat.for_view(1e9, 1e6))
+    n = re.search(r"(\d+) blocks", tr.label(int(tr.spans[rows[0]]["label"]))).group(1)
+    assert f"items moved</td><td>{n}<" in html, html

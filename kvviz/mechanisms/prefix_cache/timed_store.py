@@ -169,7 +169,7 @@ class BlockStore:
             if not nbytes:
                 continue
             t0, t1 = self._transfer(k, nbytes, max(S, self.ready[k]), False, jobs[0], "load",
-                                    f"load {nbytes // self.bb} blocks {self.names[k]}→hbm", len(jobs))
+                                    f"load {nbytes // self.bb} blocks {self.names[k]}→hbm")
             start = t0 + self.links[k].read_lat
             a_k = (t1 - start) / L
             pe = max(pe, int(start + a_k) + L * c, t1 + c)
@@ -339,11 +339,11 @@ class BlockStore:
             if pf.write:
                 self.tb.span(self.run.link_lanes[k], t0, t1, "save", f"write {n} blocks into {nm[k]} (pushed down "
                              f"by prefetch; idle time)", bytes=n * self.bb, src=TRACE_TIER[nm[k - 1]],
-                             dst=TRACE_TIER[nm[k]], items=1)
+                             dst=TRACE_TIER[nm[k]], items=n)
             else:
                 self.tb.span(self.run.link_lanes[k], t0, t1, "prefetch", f"prefetch {n} blocks {nm[k]}→{t} (idle "
                              f"time)", ref=pf.job, bytes=n * self.bb, src=TRACE_TIER[nm[k]], dst=TRACE_TIER[t],
-                             job=pf.job, items=1)
+                             job=pf.job, items=n)
 
     def close(self):
         """The run is over: whatever prefetch still waits is reported (none: every request was
@@ -352,7 +352,7 @@ class BlockStore:
             lk.drain()
 
     # --- links -------------------------------------------------------------------------------
-    def _transfer(self, k, nbytes, earliest, write, job, kind, label, items=1, dst="hbm"):
+    def _transfer(self, k, nbytes, earliest, write, job, kind, label, dst="hbm"):
         lk = self.links[k]
         if self.bg:
             lk.advance(self.loop.now)
@@ -360,7 +360,7 @@ class BlockStore:
         if self.tb is not None:
             src, to = (dst if write else self.names[k]), (self.names[k] if write else dst)
             self.tb.span(self.run.link_lanes[k], t0, t1, kind, label, ref=job, bytes=int(nbytes), src=TRACE_TIER[src],
-                         dst=TRACE_TIER[to], job=job, items=items)
+                         dst=TRACE_TIER[to], job=job, items=int(nbytes) // self.bb)  # the blocks moved
         return t0, t1
 
     def outcome(self) -> Outcome:
