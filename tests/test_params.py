@@ -599,3 +599,21 @@ def test_every_bundled_form_fits_the_docks_first_width(qtbot, path):
     qtbot.waitExposed(panel)
     content = panel._scroll.widget()
     assert content.minimumSizeHint().width() <= panel._scroll.viewport().width()
+
+
+def test_prefix_cache_greys_what_its_untimed_replay_and_no_prefetch_do_not_read(panel):
+    """prefix_cache_mooncake (untimed) offered serving.gpus, mfu… and links.rule as if they
+    mattered, and turning store.prefetch off left its look-ahead and tier looking in effect."""
+    panel.load(str(SCENARIOS / "prefix_cache_mooncake.toml"))
+    for path in ("serving.gpus", "serving.mfu", "serving.max_batch", "links.rule", "store.prefetch_lookahead"):
+        w = panel.widget_for(path)
+        assert not w.isEnabled() and w.toolTip().startswith("not used: "), path
+    assert "serving.timing = true" in panel.widget_for("serving.gpus").toolTip()
+    assert panel.widget_for("serving.timing").isEnabled() and panel.widget_for("store.prefetch").isEnabled()
+    panel.load(str(SCENARIOS / "prefix_cache_tiers.toml"))  # timed, prefetch on: all in effect
+    for path in ("serving.gpus", "links.rule", "store.prefetch_lookahead", "store.prefetch_tier"):
+        assert panel.widget_for(path).isEnabled(), path
+    panel.set_value("store.prefetch", False)
+    tier = panel.widget_for("store.prefetch_tier")
+    assert not tier.isEnabled() and tier.toolTip().startswith("not used: store.prefetch is off")
+    assert panel.widget_for("links.rule").isEnabled()  # demand loads still share the links

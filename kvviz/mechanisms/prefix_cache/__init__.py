@@ -21,7 +21,7 @@ from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
 from .. import Mechanism
 from .engine import ceiling, prepare, replay
 from .metrics import run_metrics, tier_setup
-from .model import PrefixCacheScenario
+from .model import PrefixCacheScenario, Serving
 from .sizing import trace_lookups
 from .timed import timed_result
 from .workload import GENERATOR_BLOCK_TOKENS, load
@@ -45,6 +45,10 @@ GENERATOR_FIELDS = ("seed", "requests", "session_rate_per_s", "system_prompts", 
                     "agent_share", "agent_steps_mean", "agent_step_tokens", "agent_gap_s", "tokens_sigma")
 
 
+# the serving section but its switch: the timed engine's GPUs, roofline and batch
+TIMED_SERVING_FIELDS = tuple(f for f in Serving.model_fields if f != "timing")
+
+
 def inactive(data: dict) -> dict[str, str]:
     out = {}
     w = data.get("workload")
@@ -55,6 +59,13 @@ def inactive(data: dict) -> dict[str, str]:
     c = data.get("cache")
     if not (isinstance(c, dict) and c.get("admission") == "min_reuse"):
         out["cache.min_reuse_count"] = "not used: only cache.admission = min_reuse reads it"
+    sv, st = data.get("serving"), data.get("store")
+    if not (isinstance(sv, dict) and sv.get("timing")):  # the untimed replay: hits only, no serving
+        why = "not used: only the timed engine (serving.timing = true) reads it"
+        out.update({f"serving.{f}": why for f in TIMED_SERVING_FIELDS})
+        out["links.rule"] = why
+    if not (isinstance(st, dict) and st.get("prefetch")):
+        out.update({f"store.{f}": "not used: store.prefetch is off" for f in ("prefetch_lookahead", "prefetch_tier")})
     return out
 
 
