@@ -170,6 +170,9 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     old = window.result
     before = window.panel.data()
     tl.picked.emit(GPU_LANE, ref)
+    # it said "showing draw this job's prefill iteration layer by layer for 1503"
+    assert window.status.text() == (f"re-running with serving.detail_job = {ref} to draw this job's prefill "
+                                    f"iteration layer by layer (a view: the scenario is unchanged)")
     wait_new_result(qtbot, window, old)
     # a view action (issue 22): the run draws the job, the scenario is not edited nor modified
     assert window.result.metrics["detail"]["turn_row"] == ref

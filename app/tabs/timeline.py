@@ -54,4 +54,4 @@ class TimelineTab(Tab):
         if pick is not None and lane == pick[0] and ref >= 0:
             self._zoom_to = (lane, ref)
             self.ctx.view_value(pick[1], ref)
-            self.ctx.say(f"showing {pick[2]} for {ref} (a view: the scenario is unchanged): re-running")
+            self.ctx.say(f"re-running with {pick[1]} = {ref} to {pick[2]} (a view: the scenario is unchanged)")
