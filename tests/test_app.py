@@ -178,10 +178,13 @@ def test_double_click_a_job_draws_its_layers(window, qtbot, tmp_path):
     assert window.result.metrics["detail"]["turn_row"] == ref
     assert window.panel.data() == before and not window.panel.is_dirty()
     tr = tl.result.trace
-    job = tr.spans[(tr.spans["ref"] == ref) & (tr.spans["lane"] == gpu)]
+    from kvviz.mechanisms.attention_store import LAYERS_LANE
+    job = tr.spans_of(LAYERS_LANE.format(ref))  # the picked job's prefill iteration, layer by layer
+    assert len(job) and len(tr.spans[(tr.spans["ref"] == ref) & (tr.spans["lane"] == gpu)])
     lo, hi = tl.plot.getPlotItem().getViewBox().viewRange()[0]
-    assert lo * tl.scale < job["start"].min() and hi * tl.scale > job["end"].max()   # zoomed onto the job,
-    assert (hi - lo) * tl.scale < 2 * (job["end"].max() - job["start"].min()) + 1e6  # not the whole run
+    assert lo * tl.scale < job["start"].min() and hi * tl.scale > job["end"].max()   # zoomed onto its layers,
+    # not the whole run, nor all of the job's decode iterations (where the layers were a hairline)
+    assert (hi - lo) * tl.scale < 2 * (job["end"].max() - job["start"].min()) + 2e6
     tl.picked.emit("SSD · eviction writes", 3)
     assert window.panel.data() == before and not window.runner.busy()
     old = window.result  # a later edit keeps the picked job in view

@@ -33,10 +33,16 @@ class TimelineTab(Tab):
         if new_scenario:
             kept.cursor_ns = None
             kept.roi, kept.user_moved = None, False
-        if record.initial_range is not None:
+        roi = record.initial_range(result) if record.initial_range is not None else None
+        if roi is not None and self._zoom_to is not None:
+            # the picked job's re-run: open on what it draws (its prefill iteration layer by
+            # layer), not on all of the job's iterations, where the layers were a hairline
+            kept.ns, kept.roi, kept.user_moved = roi, roi, False
+            self._zoom_to = None
+        elif roi is not None:
             # where the mechanism's point is (Home shows all); a later run whose point moved
             # takes the view with it unless the user has zoomed since
-            kept.follow(record.initial_range(result))
+            kept.follow(roi)
         self._zoom_next, self._zoom_to = self._zoom_to, None
 
     def set_result(self, result):
