@@ -4,7 +4,7 @@ others kept) and the Mooncake run. Prints figures, asserts nothing about time.
 
 Run: .venv/bin/python benchmarks/bench_estimate.py               (or benchmarks/run_all.py)
      .venv/bin/python benchmarks/bench_estimate.py --constants   the cost model's constants:
-the probe and each part of the bundled runs timed in one process, alternately, so the reference
+the probe and each part of the bundled runs timed in one process (CPU time), alternately, so the reference
 probe (kvviz.calibration.REFERENCE_PROBE_US_PER_TURN) and the per-turn constants (attention_store's
 SECONDS_PER_TURN_*, parts.py's relative costs) come from the same machine state.
 """
@@ -41,19 +41,19 @@ def constants():
     for name in ("attention_store_sharegpt", "attention_store_mooncake"):
         sc = _scenario(name)
         p = plan(sc)
-        t = time.perf_counter()
+        t = time.thread_time()
         prep = p.prepare(sc)
         n = len(prep.wl)
-        print(f"{name}: {n:,} turns; preparing {(time.perf_counter() - t) / n * 1e6:.2f} µs per turn")
+        print(f"{name}: {n:,} turns; preparing {(time.thread_time() - t) / n * 1e6:.2f} µs per turn (CPU)")
         per = {}
         for part in p.order():
-            t = time.perf_counter()
+            t = time.thread_time()
             p.run(sc, prep, part.name)
-            per[part.name] = (time.perf_counter() - t) / n * 1e6
+            per[part.name] = (time.thread_time() - t) / n * 1e6
             probes.append(probe_us_per_turn(5))
         base = per["lru"]
         for name_, us in per.items():
-            print(f"  {name_:<16} {us:7.1f} µs per turn, {us / base:.2f}× lru's (cost model: "
+            print(f"  {name_:<16} {us:7.1f} CPU µs per turn, {us / base:.2f}× lru's (cost model: "
                   f"{p.part(name_).cost:.2f})")
     starts = []
     for _ in range(3):
@@ -61,7 +61,7 @@ def constants():
         map_indexed(_import_mechanism, [0, 1], n_workers=2)
         starts.append(time.perf_counter() - t)
     probes.sort()
-    print(f"probe: {probes[len(probes) // 2]:.1f} µs per turn (median of {len(probes)}, "
+    print(f"probe: {probes[len(probes) // 2]:.1f} CPU µs per turn (median of {len(probes)}, "
           f"{probes[0]:.1f}–{probes[-1]:.1f}); pool of 2 started: {sorted(starts)[1]:.2f} s (median of 3)")
 
 

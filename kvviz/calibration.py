@@ -4,9 +4,9 @@ on) scaled by a factor a few-ms probe measures here, and a run of parts schedule
 worker processes as the pool runs them, the parts already kept left out.
 
 The probe is a tiny AttentionStore run (one unrecorded LRU run of ~190 turns, after a warm-up),
-timed a few times: its median µs per turn over REFERENCE_PROBE_US_PER_TURN, which
-benchmarks/bench_estimate.py measured in the same session as the cost model's constants (so
-load on the machine then cancels out of the ratio). ASSUMPTION (ours): every mechanism is pure
+run a few times: its median CPU time per turn over REFERENCE_PROBE_US_PER_TURN, which
+benchmarks/bench_estimate.py measured with the cost model's constants (CPU time too, so time
+other processes take from the run is left to `contention`, counted when a run is estimated). ASSUMPTION (ours): every mechanism is pure
 Python on one core per process, so the one factor scales them all. The probe measures the
 machine's speed at the moment it runs (the app: at start-up); the processes that share the
 cores are counted when a run is estimated (`others_running`, `contention`).
@@ -22,11 +22,13 @@ from typing import Iterable, Sequence
 
 from .size_guard import Estimate
 
-# The probe's median µs per turn when the cost model's constants were measured (see the module
-# docstring); benchmarks/bench_estimate.py --constants prints both.
-REFERENCE_PROBE_US_PER_TURN = 16.7
+# The probe's median CPU µs per turn when the cost model's constants were measured (see the module
+# docstring; two sessions of benchmarks/bench_estimate.py --constants on a shared machine: 16.7
+# and 17.5, with LRU's run on the bundled ShareGPT workload 2.4 and 2.8× that per turn).
+REFERENCE_PROBE_US_PER_TURN = 17.0
 # Starting a process pool (two spawned interpreters importing numpy, pydantic and kvviz, side
-# by side), measured with the constants; scaled by the factor like the runs.
+# by side): 0.4-0.5 s measured with the constants (1.1 s under heavier load, which `contention`
+# counts); scaled by the factor like the runs.
 POOL_START_S = 0.5
 PROBE_REPEAT = 3  # timed runs after the warm-up (the median is taken)
 # A run estimated at this many seconds or more (one process, the reference machine) is worth
@@ -56,7 +58,7 @@ def probe_scenario():
 
 
 def probe_us_per_turn(repeat: int = PROBE_REPEAT) -> float:
-    """The median µs per turn of the probe's unrecorded LRU run, here and now (~3 ms a run)."""
+    """The median CPU µs per turn of the probe's unrecorded LRU run, here and now (~3 ms a run)."""
     from .mechanisms.attention_store.parts import plan
     sc = probe_scenario()
     p = plan(sc)
@@ -64,9 +66,9 @@ def probe_us_per_turn(repeat: int = PROBE_REPEAT) -> float:
     p.run(sc, prepared, "lru")  # warm-up: the first run pays for first calls and imports
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.thread_time()
         p.run(sc, prepared, "lru")
-        times.append(time.perf_counter() - t)
+        times.append(time.thread_time() - t)
     return sorted(times)[len(times) // 2] / len(prepared.wl) * 1e6
 
 
@@ -85,9 +87,9 @@ def makespan(seconds: Sequence[float], workers: int) -> float:
     return max(free)
 
 
-def others_running(samples: int = 3) -> float:
-    """Processes running or waiting for a core now besides this one: the median of a few reads
-    of /proc/stat's procs_running, 1 ms apart (Linux); 0 where it cannot be read."""
+def others_running(samples: int = 5) -> float:
+    """Processes (threads) running or waiting for a core now besides this one: the median of a
+    few reads of /proc/stat's procs_running, 1 ms apart (Linux); 0 where it cannot be read."""
     counts = []
     for i in range(samples):
         try:

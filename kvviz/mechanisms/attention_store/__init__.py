@@ -83,12 +83,12 @@ MAX_TURNS = 3_000_000
 # measured (see the README's size limits): 20,000 conversations (116,000 turns): 2.9 kB per turn
 # for one policy's run, 0.55 kB more per further run
 BYTES_PER_TURN, BYTES_PER_TURN_RUN = 2_600, 600
-# Time: an unrecorded LRU run's seconds per turn, other parts by their relative cost
+# Time: an unrecorded LRU run's CPU seconds per turn, other parts by their relative cost
 # (parts._cost), and preparing the workload before them; measured with benchmarks/
-# bench_estimate.py --constants on the bundled ShareGPT run, in one process, in the same session
-# as kvviz.calibration's reference probe (12-55 µs per turn and run in other scenarios: more with
+# bench_estimate.py --constants on the bundled ShareGPT run, in one process, in the same sessions
+# as kvviz.calibration's reference probe (LRU: 40.5 and 48.9 µs; preparing 0.7 and 1.1 µs) (12-55 µs per turn and run in other scenarios: more with
 # a deeper queue; the bundled Mooncake run: 22 µs)
-SECONDS_PER_TURN_RUN, SECONDS_PER_TURN_PREPARE = 41e-6, 0.7e-6
+SECONDS_PER_TURN_RUN, SECONDS_PER_TURN_PREPARE = 44e-6, 0.9e-6
 
 
 def _expected_turns(w) -> float:

@@ -78,8 +78,9 @@ def _runs(sc) -> dict[str, tuple[str, str, bool]]:
 
 
 # Run time per turn relative to an unrecorded LRU run, measured (benchmarks/bench_estimate.py
-# --constants: the bundled ShareGPT and Mooncake runs, one process): building the trace costs a
-# recorded run 3.3-3.9× its time unrecorded; the workload's figures a fraction of a run.
+# --constants: the bundled ShareGPT and Mooncake runs, one process, two sessions on a shared
+# machine; the ratios moved by up to ±0.3 between them): building the trace costs a recorded
+# run 3.3-4.6× its time unrecorded; the workload's figures a fraction of a run.
 RECORD_COST = 3.5
 POLICY_COST = {"recompute": 0.7, "fifo": 0.9, "lru": 1.0, "belady": 1.2, "scheduler_aware": 1.2}
 WORKLOAD_COST = 0.2
