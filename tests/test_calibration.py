@@ -80,3 +80,28 @@ def test_the_attention_store_estimate_follows_its_plan():
     assert est.parallel and est.seconds > sum(secs.values())  # the workload is made before the parts
     small = mechanisms()[sc.kind].estimate(load_scenario(FLAGSHIP, ["workload.conversations=100"]))
     assert not small.parallel  # below PARALLEL_TURNS the parts run in the child itself
+
+
+def test_the_cli_says_the_calibrated_time_of_what_its_cache_lacks(monkeypatch, capsys, tmp_path):
+    import kvviz.calibration as calibration
+    import kvviz.cli as cli
+    from kvviz.runs import disk_cache
+    monkeypatch.setattr(calibration, "machine", lambda: calibration_from(4 * REFERENCE_PROBE_US_PER_TURN))
+    monkeypatch.setattr(calibration, "others_running", lambda samples=5: 0.0)
+    monkeypatch.setattr(cli, "simulate", lambda *a, **k: "ran")  # the estimate is what is tested, not the run
+    monkeypatch.setenv("KVVIZ_WORKERS", "1")
+    sc = load_scenario(FLAGSHIP)
+    est = mechanisms()[sc.kind].estimate(sc)
+    assert cli._simulate(sc, "flag.toml") == "ran"
+    said = capsys.readouterr().err
+    assert 10 <= 4 * est.seconds < 120  # one process, 4× the reference: said in seconds
+    assert f"flag.toml: simulating, about 0.3 GB of memory and {4 * est.seconds:.0f} s (estimated)" in said
+    cache = disk_cache(str(tmp_path))
+    p = plan(sc)
+    for part in p.parts:
+        if part.name != "workload":
+            cache.put(part.key, "kept")
+    cli._simulate(sc, "flag.toml", cache_dir=str(tmp_path))
+    before = est.seconds - sum(s for _, s in est.parts)
+    assert 4 * (before + dict(est.parts)["workload"]) < 10  # only the workload's figures left: said nothing
+    assert capsys.readouterr().err == ""
