@@ -61,7 +61,7 @@ def constants():
         map_indexed(_import_mechanism, [0, 1], n_workers=2)
         starts.append(time.perf_counter() - t)
     probes.sort()
-    print(f"probe: {probes[len(probes) // 2]:.1f} CPU µs per turn (median of {len(probes)}, "
+    print(f"probe (its least of 5 runs): {probes[len(probes) // 2]:.1f} CPU µs per turn (median of {len(probes)}, "
           f"{probes[0]:.1f}–{probes[-1]:.1f}); pool of 2 started: {sorted(starts)[1]:.2f} s (median of 3)")
 
 
