@@ -20,6 +20,10 @@ import traceback
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from kvviz.calibration import REFERENCE_PROBE_US_PER_TURN as REFERENCE
+from kvviz.calibration import WORTH_CALIBRATING_S, calibrated, calibration_from, machine
+from kvviz.errors import ScenarioError
+from kvviz.executor import workers
 from kvviz.mechanisms import mechanisms
 from kvviz.runs import MemoryCache, keep
 from kvviz.size_guard import DEFAULT_MAX_MEMORY_GB
@@ -113,6 +117,11 @@ class SimulationRunner(QObject):
         self.kept = MemoryCache(KEEP_BYTES)  # parts' outputs by key
         self.parts_run = 0          # parts sent to the child to run, ever (tests count them)
         self.last_reused = 0        # parts of the last delivered run taken from `kept`
+        self.last_parts = 0         # parts in the last delivered run (0: one piece)
+        # the running request's time (kvviz.calibration: this machine, its parts over the worker
+        # processes, the parts kept left out) and (parts sent, parts in all); None / (0, 0)
+        self.estimate = None
+        self.sending = (0, 0)
         self._job: _Job | None = None
         self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
         self._arrived.connect(self._on_arrived)
@@ -172,6 +181,8 @@ class SimulationRunner(QObject):
         plan, outputs = self._plan(scenario)
         job = self._job = _Job(self._latest, scenario, plan, outputs)
         missing = job.missing() if plan is not None else None
+        self.estimate = self._estimate(scenario, outputs)
+        self.sending = (len(missing), len(plan.parts)) if plan is not None else (0, 0)
         if missing == []:  # every part kept: combined here, delivered as a run would be
             request = self._latest
             QTimer.singleShot(0, self, lambda: self._on_arrived(request, "done", None, 0.0))
@@ -181,6 +192,18 @@ class SimulationRunner(QObject):
         self._conn.send((self._latest, scenario, missing, self.max_memory_gb))
         self.busy_changed.emit(True)
         return self._latest
+
+    def _estimate(self, scenario, kept: dict):
+        """The run's calibrated estimate, the parts in `kept` left out; this machine's probe is
+        run (once) only for a run long enough to be worth it. None where it cannot be told."""
+        try:
+            est = mechanisms()[scenario.kind].estimate(scenario)
+        except (ScenarioError, OSError):  # a trace file that cannot be read: the child says so
+            return None
+        if est is None:
+            return None
+        cal = machine() if est.seconds >= WORTH_CALIBRATING_S else calibration_from(REFERENCE)
+        return calibrated(est, cal, workers(), skip=kept)
 
     def cancel(self):
         if self._running:
@@ -229,6 +252,7 @@ class SimulationRunner(QObject):
             job.delivered = True
             status, payload = "ok", result
         self.last_reused = job.reused if job is not None else 0
+        self.last_parts = len(job.plan.parts) if job is not None and job.plan is not None else 0
         if self._running:
             self._running = 0
             self.busy_changed.emit(False)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .bundled import bundled_scenarios, resolve_scenario
+from .calibration import WORTH_CALIBRATING_S, calibrated
 from .claims_cli import add_parser as add_claims_parser
 from .cli_flags import (
     MAX_CAPACITIES,
@@ -73,12 +74,23 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
+def _cached_parts(sc, cache) -> list[str]:
+    """The parts of `sc`'s run that --cache already holds (they will not run)."""
+    make = mechanisms()[sc.kind].plan
+    if cache is None or make is None:
+        return []
+    return [p.name for p in make(sc).parts if p.key in cache]
+
+
 def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
     try:
         est = check_run_size(sc, max_memory_gb)
-        if est is not None and est.seconds >= 10:  # a long run says so before it starts
-            print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
         cache = disk_cache(cache_dir)
+        if est is not None and est.seconds >= WORTH_CALIBRATING_S:  # a long run says so before it starts
+            from .executor import workers
+            est = calibrated(est, workers=workers(), skip=_cached_parts(sc, cache))
+            if est.seconds >= 10:
+                print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
         result = simulate(sc, max_memory_gb, cache=cache)
         if cache is not None and cache.write_error:
             print(f"warning: --cache {cache_dir}: {cache.write_error}; this run was not cached", file=sys.stderr)

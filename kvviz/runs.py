@@ -54,8 +54,12 @@ class Plan:
         return next(p for p in self.parts if p.name == name)
 
     def order(self) -> list[Part]:
-        """The needed parts first (the first partial result), then the longest first."""
-        return sorted(self.parts, key=lambda p: (not p.needed, -p.cost))
+        return run_order(self.parts)
+
+
+def run_order(parts) -> list[Part]:
+    """The needed parts first (the first partial result), then the longest first."""
+    return sorted(parts, key=lambda p: (not p.needed, -p.cost))
 
 
 # --- keys ---------------------------------------------------------------------------------------

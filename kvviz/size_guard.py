@@ -23,8 +23,12 @@ RAISE_HINT = "raise the limit with --max-memory-gb"  # how the CLI raises it; th
 @dataclass(frozen=True)
 class Estimate:
     bytes: float
-    seconds: float
+    seconds: float  # in one process, on the machine the constants were measured on
     field: str  # the field that drives the size (named in a refusal)
+    # a run of independent parts (Mechanism.plan): (part name, its seconds) in the order they
+    # run; `seconds` is their sum plus what comes before them. kvviz.calibration schedules them
+    parts: tuple[tuple[str, float], ...] = ()
+    parallel: bool = False  # the parts go to a process pool (when there are workers)
 
     def describe(self) -> str:
         return f"about {_gb(self.bytes)} of memory and {_duration(self.seconds)}"

@@ -43,7 +43,7 @@ def test_a_display_only_edit_runs_nothing_and_a_one_policy_edit_runs_one(window,
     runner.submit(load_scenario(FLAGSHIP, [*base, 'name="renamed"']))
     r = wait_new_result(qtbot, window, old)
     assert runner.parts_run == count and r.scenario.name == "renamed" and runner.last_reused == 7 - 1
-    assert "6 unchanged parts reused" in window.status.text()
+    assert "reused (6 parts)" in window.status.text() and "simulated in" not in window.status.text()
     runner.submit(load_scenario(FLAGSHIP, [*base, "store.lookahead_horizon_s=900"]))
     r2 = wait_new_result(qtbot, window, r)
     assert runner.parts_run == count + 2  # scheduler_aware and belady read the look-ahead horizon
@@ -58,3 +58,29 @@ def test_cancel_after_a_partial_says_what_is_shown(window, qtbot):
         window.runner.submit(sc)
     window.runner.cancel()
     assert not window.runner.busy() and window.status.text().startswith("⚠ cancelled: the ")
+
+
+def test_the_estimate_counts_only_the_parts_sent(window, qtbot, monkeypatch):
+    import app.worker as worker
+    import kvviz.calibration as calibration
+    from kvviz.mechanisms import mechanisms
+    monkeypatch.setattr(worker, "machine", lambda: calibration.calibration_from(calibration.REFERENCE_PROBE_US_PER_TURN))
+    monkeypatch.setattr(calibration, "others_running", lambda samples=3: 0.0)  # no other load: fixed figures
+    base = ["workload.conversations=120", "serving.arrivals=conversation_poisson", "store.lookahead=job_list",
+            "serving.compare_truncation=false", "trace_policy=lru"]
+    runner = window.runner
+    sc = load_scenario(FLAGSHIP, base)
+    runner.submit(sc)
+    whole = runner.estimate.seconds
+    assert whole == pytest.approx(mechanisms()[sc.kind].estimate(sc).seconds)  # small: one process, all of it
+    assert window.status.text().startswith("simulating…")
+    old = wait_new_result(qtbot, window, window.result)
+    sc2 = load_scenario(FLAGSHIP, [*base, "store.lookahead_horizon_s=900"])
+    runner.submit(sc2)
+    assert window.status.text().startswith("simulating 2 of 6 parts (the others unchanged)…")
+    est = mechanisms()[sc.kind].estimate(sc2)
+    parts = dict(est.parts)
+    before = est.seconds - sum(parts.values())  # making the workload, in the child before its parts
+    assert runner.estimate.seconds == pytest.approx(before + parts["scheduler_aware"] + parts["belady"])
+    assert runner.estimate.seconds < whole
+    wait_new_result(qtbot, window, old)

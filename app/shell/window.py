@@ -96,7 +96,6 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._shown_path: str | None = None  # the file whose result is on screen
         self._new_scenario = False  # the next result is the first of a newly opened file
         self._after_run_note = ""  # said with the next result (a pick that fell back)
-        self._run_hint = ""  # the running simulation's size and time estimate, when long
         self._metrics_kind = None  # the kind the Metrics dock was last fitted to
 
         self.runner = SimulationRunner(self)
@@ -229,19 +228,24 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     def _run(self, scenario):
         if self._closed:
             return
-        scenario = self._viewed(scenario)
-        est = mechanisms()[scenario.kind].estimate(scenario)  # a long run says how long before it starts
-        self._run_hint = f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else ""
-        self.runner.submit(scenario)
+        self.runner.submit(self._viewed(scenario))
 
     def _busy(self, busy: bool):
         if busy:
-            self._say(f"simulating…{self._run_hint}")
+            self._say(self._running_text())
             self._progress_timer.start()
         else:
             self._progress_timer.stop()
             self.progress.hide()
             self.cancel_btn.hide()
+
+    def _running_text(self) -> str:
+        """What a run says while it runs: how many of its parts it runs, and how long it will
+        take (a long one: the runner's estimate of what it sends, calibrated on this machine)."""
+        sent, total = self.runner.sending
+        what = f"simulating {sent} of {total} parts (the others unchanged)…" if 0 < sent < total else "simulating…"
+        est = self.runner.estimate
+        return what + (f" ({est.describe()}, estimated)" if est is not None and est.seconds >= 2 else "")
 
     def cancel_run(self):
         """Stop the running simulation: the views keep the last finished run, and say so."""
@@ -293,9 +297,14 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         failed = sum(not c["ok"] for c in checks)
         verdict = f"; ⚠ {failed} of {len(checks)} checks failed" if failed else \
             (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
-        reused = f" ({self.runner.last_reused} unchanged parts reused)" if self.runner.last_reused else ""
+        reused, parts = self.runner.last_reused, self.runner.last_parts
+        if parts and reused == parts:  # nothing ran: every part was kept from earlier runs
+            how = f"reused ({parts} parts)"
+        else:
+            how = f"simulated in {self.runner.last_seconds * 1000:.0f} ms" + \
+                (f" ({reused} unchanged parts reused)" if reused else "")
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"simulated in {self.runner.last_seconds * 1000:.0f} ms{reused}{verdict}{self._after_run_note}")
+                  f"{how}{verdict}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import ScenarioError
 from ...requests.extent import extent
 from ...result import Result
-from ...runs import complete
+from ...runs import complete, run_order
 from ...size_guard import Estimate
 from .. import Mechanism
 from .arrivals import conversation_poisson, interleaved, saturated
@@ -81,9 +81,14 @@ def inactive(data: dict) -> dict[str, str]:
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
 # measured (see the README's size limits): 20,000 conversations (116,000 turns): 2.9 kB per turn
-# for one policy's run, 0.55 kB more per further run; 12-55 µs per turn and run (more with a
-# deeper queue)
-BYTES_PER_TURN, BYTES_PER_TURN_RUN, SECONDS_PER_TURN_RUN = 2_600, 600, 30e-6
+# for one policy's run, 0.55 kB more per further run
+BYTES_PER_TURN, BYTES_PER_TURN_RUN = 2_600, 600
+# Time: an unrecorded LRU run's CPU seconds per turn, other parts by their relative cost
+# (parts._cost), and preparing the workload before them; measured with benchmarks/
+# bench_estimate.py --constants on the bundled ShareGPT run, in one process, in the same sessions
+# as kvviz.calibration's reference probe (LRU: 40.5 and 48.9 µs; preparing 0.7 and 1.1 µs) (12-55 µs per turn and run in other scenarios: more with
+# a deeper queue; the bundled Mooncake run: 22 µs)
+SECONDS_PER_TURN_RUN, SECONDS_PER_TURN_PREPARE = 44e-6, 0.9e-6
 
 
 def _expected_turns(w) -> float:
@@ -93,22 +98,29 @@ def _expected_turns(w) -> float:
 
 # Reading a trace file: measured on a 15 MB Mooncake JSONL (40,000 requests: 116 MB, 2.1 s) and
 # a 2.4 MB conversation-log CSV (100,000 turns: 35 MB, 0.9 s): 7.7 and 15 B of peak memory per
-# byte of file; taken as 16 B and 60 µs per line (ours). The whole 40,000-turn run of the bundled
-# Mooncake scenario, five policies, measured 164 MB against the 224 MB the per-turn figures give.
-BYTES_PER_TRACE_BYTE, SECONDS_PER_TRACE_LINE = 16, 60e-6
+# byte of file; taken as 16 B (ours), and 13 µs per line (reading and preparing) measured on the bundled Mooncake sample
+# with the constants above. The whole 40,000-turn run of the bundled Mooncake scenario, five
+# policies, measured 164 MB against the 224 MB the per-turn figures give.
+BYTES_PER_TRACE_BYTE, SECONDS_PER_TRACE_LINE = 16, 13e-6
 
 
 def estimate(sc: AttentionStoreScenario) -> Estimate | None:
+    from .parts import parts_of
     w = sc.workload
     runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
     if w.trace_file:  # turns: the file's lines, counted in its first MiB and scaled by its size
         ext = extent(w.trace_file)
-        turns, parse = ext.lines, ext.bytes * BYTES_PER_TRACE_BYTE
-        return Estimate(max(parse, turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs)),
-                        turns * (runs * SECONDS_PER_TURN_RUN + SECONDS_PER_TRACE_LINE), "workload.trace_file")
-    turns = _expected_turns(w)
-    return Estimate(turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs), turns * runs * SECONDS_PER_TURN_RUN,
-                    "workload.conversations")
+        if ext is None:  # a zstd file that does not state its size
+            return None
+        turns, field = ext.lines, "workload.trace_file"
+        nbytes = max(ext.bytes * BYTES_PER_TRACE_BYTE, turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs))
+        before = turns * SECONDS_PER_TRACE_LINE
+    else:
+        turns, field = _expected_turns(w), "workload.conversations"
+        nbytes = turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs)
+        before = turns * SECONDS_PER_TURN_PREPARE
+    parts = tuple((p.name, turns * SECONDS_PER_TURN_RUN * p.cost) for p in run_order(parts_of(sc, keyed=False)))
+    return Estimate(nbytes, before + sum(s for _, s in parts), field, parts=parts, parallel=turns >= PARALLEL_TURNS)
 
 
 def workload_of(sc: AttentionStoreScenario):

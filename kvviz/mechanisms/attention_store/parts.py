@@ -77,17 +77,32 @@ def _runs(sc) -> dict[str, tuple[str, str, bool]]:
     return out
 
 
+# Run time per turn relative to an unrecorded LRU run, measured (benchmarks/bench_estimate.py
+# --constants: the bundled ShareGPT and Mooncake runs, one process, two sessions on a shared
+# machine; the ratios moved by up to ±0.3 between them): building the trace costs a recorded
+# run 3.3-4.6× its time unrecorded; the workload's figures a fraction of a run.
+RECORD_COST = 3.5
+POLICY_COST = {"recompute": 0.7, "fifo": 0.9, "lru": 1.0, "belady": 1.2, "scheduler_aware": 1.2}
+WORKLOAD_COST = 0.2
+
+
 def _cost(policy: str, record: bool) -> float:
-    """Relative run time (the recorded one builds the trace; look-ahead policies prefetch)."""
-    return (1.6 if record else 1.0) * (1.3 if policy in ("scheduler_aware", "belady") else
-                                       0.7 if policy == "recompute" else 1.0)
+    """Relative run time: the longest start first, and the time estimate (see above)."""
+    return (RECORD_COST if record else 1.0) * POLICY_COST.get(policy, 1.0)
+
+
+def parts_of(sc, keyed: bool = True) -> list[Part]:
+    """The plan's parts; without their keys (hashing the inputs) when `keyed` is False."""
+    parts = [Part("workload", key_of(sc, unread(sc, "workload"), part="workload") if keyed else "",
+                  cost=WORKLOAD_COST, needed=True)]
+    for name, (policy, mode, record) in _runs(sc).items():
+        parts.append(Part(name, _run_key(sc, policy, mode, record) if keyed else "", cost=_cost(policy, record),
+                          needed=record, also=_run_key(sc, policy, mode, False) if record and keyed else ""))
+    return parts
 
 
 def plan(sc) -> Plan:
-    parts = [Part("workload", key_of(sc, unread(sc, "workload"), part="workload"), cost=0.1, needed=True)]
-    for name, (policy, mode, record) in _runs(sc).items():
-        parts.append(Part(name, _run_key(sc, policy, mode, record), cost=_cost(policy, record), needed=record,
-                          also=_run_key(sc, policy, mode, False) if record else ""))
+    parts = parts_of(sc)
     return Plan(tuple(parts), prepare, run_part, combine, parallel=lambda prep: len(prep.wl) >= PARALLEL_TURNS,
                 strip=lambda out: (out[0], None, {}, out[3]))
 
