@@ -88,12 +88,12 @@ def from_trace(w, partial: bool) -> Blocks:
                   got.output_tokens[:n].copy())
 
 
-def load(sc) -> Blocks:
+def load(sc, max_lookups: int | None = None) -> Blocks:
     w, partial = sc.workload, sc.cache.partial_block
     if w.trace_file:
         return from_trace(w, partial)
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    hashes, offsets, inputs, times, outputs = generate(w, tokens)
+    hashes, offsets, inputs, times, outputs = generate(w, tokens, max_lookups)
     ids, new_offsets = select(hashes, offsets, inputs, tokens, 1, partial)
     return Blocks(ids, new_offsets, inputs, times, tokens, f"generator (seed {w.seed}: {len(inputs):,} requests, "
                                                            f"{tokens}-token blocks)", outputs)
