@@ -67,8 +67,9 @@ def from_trace(w, partial: bool) -> Blocks:
     path = Path(w.trace_file)
     got = prompts.read(path)
     if got is None:
-        raise ScenarioError("not a Mooncake or Qwen/Bailian request trace: the first record has neither hash_ids "
-                            "with timestamp (Mooncake) nor chat_id (Qwen/Bailian)", str(path), "line 1")
+        raise ScenarioError("not a Mooncake, Qwen/Bailian or plain request trace: the first record has neither "
+                            "hash_ids with timestamp (Mooncake), chat_id (Qwen/Bailian) nor time and block_tokens "
+                            "(plain), nor is it a CSV whose header names hash_ids", str(path), "line 1")
     n = len(got) if not w.max_requests else min(w.max_requests, len(got))
     t = got.times_s[:n]
     back = np.flatnonzero(t[1:] < t[:-1])
