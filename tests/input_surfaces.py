@@ -34,6 +34,8 @@ NAMES = ["t.csv", "t.txt", "t.tsv", "t.jsonl", "t.oracleGeneral", "t.bin", "t"]
 FORMATS = ["auto", "auto", "auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen"]
 NUMBERS = ["0", "1", "-1", "2", "64", "65", "0x10", "1e3", "1.5", "nan", "inf", "-inf", "", " ", "99999999999999999999",
            "1" * 400, "abc", "٣"]
+LENGTHS = ["6.5in", "165mm", "16.5cm", "468pt", "1e308in", "-1cm", "0in", "1_000", "0x3C0", "6.5IN", "50%", "in",
+           "1.5 in", "2000in", "nanpx"]
 SIZES = ["1", "0", "-5", "1%", "100%", "1e400%", "0x10", "1KB", "1.5GiB", "nan", "inf", "1" * 30, "x", "99999999YB"]
 
 
@@ -69,7 +71,8 @@ def flag_case(rng: random.Random, tmp: Path) -> list[str]:
         argv = ["run", SEED, "--set", "sequence.length=64"]
         for flag in rng.sample(["--width", "--height", "--dpi", "--from-us", "--to-us", "--max-memory-gb"],
                                rng.randint(1, 3)):
-            argv += [flag, rng.choice(NUMBERS)]
+            lengths = LENGTHS if flag in ("--width", "--height") and rng.random() < 0.5 else NUMBERS
+            argv += [flag, rng.choice(lengths)]
         return argv
     if which == 1:
         argv = ["sweep", SEED, "--set", "sequence.length=64", "--param", rng.choice(["cache.slots", "nope", ""]),

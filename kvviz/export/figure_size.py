@@ -27,7 +27,10 @@ def parse_length(text: str) -> float:
     got = split_unit(str(text), UNITS)
     if got is None or (got[1] and got[1].lower() not in UNITS):  # split_unit lets % through
         raise ValueError(f"expected a length such as 960 (px), 6.5in, 165mm, 16.5cm or 468pt (got {text!r})")
-    px = float(got[0]) * UNITS[got[1].lower() or "px"]
+    try:
+        px = float(got[0]) * UNITS[got[1].lower() or "px"]
+    except OverflowError:  # an integer of hundreds of digits
+        px = math.inf
     if not math.isfinite(px):
         raise ValueError(f"expected a finite length (got {text!r})")
     return px
