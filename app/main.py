@@ -72,13 +72,14 @@ TIME_UNITS = ("ns", "us", "µs", "ms", "s")
 def _time_ns(text: str, flag: str) -> float:
     """A time on the command line (`57us`, `1.5 ms`; a unit is required) in ns."""
     from kvviz import ScenarioError
-    from kvviz.limits import NS_PER
+    from kvviz.limits import MAX_NS, NS_PER
     from kvviz.numbers import split_unit
-    got = split_unit(text, TIME_UNITS)
-    if got is None or not got[1] or got[0] < 0:
-        raise ScenarioError(f"expected a time of at least 0 with a unit ({', '.join(TIME_UNITS)}), got {text!r}",
-                            "kvviz-gui", flag)
-    return float(got[0]) * NS_PER[got[1].lower()]
+    got = split_unit(text.replace("\u03bc", "µ"), TIME_UNITS)  # Greek mu typed for the micro sign
+    ns = float(got[0]) * NS_PER[got[1].lower()] if got is not None and got[1] else None
+    if ns is None or not 0 <= ns <= MAX_NS:  # inf (1e400us, "inf s") went on to the cursors
+        raise ScenarioError(f"expected a time from 0 to {MAX_NS / 1e9:.3g} s with a unit ({', '.join(TIME_UNITS)}), "
+                            f"got {text!r}", "kvviz-gui", flag)
+    return ns
 
 
 def marks_of(select: str | None, measure: str | None, view: str) -> tuple:

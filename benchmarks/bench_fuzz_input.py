@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from tests.input_mutations import cases, outcome  # noqa: E402
+from tests.input_mutations import cases, outcome, source_of  # noqa: E402
 from tests.input_surfaces import SURFACES, run_case  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def _scenarios(n: int, rng_seed: int, seen: Counter, others: list) -> None:
     @given(cases())
     def run(case):
         try:
-            what = outcome(case[4])
+            what = outcome(case[4], source_of(case[0]))
         except Exception as e:  # noqa: BLE001 - counted, and the case shown
             what = f"other: {type(e).__name__}"
             others.append(("scenario", case[:4], str(e)[:200]))

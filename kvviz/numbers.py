@@ -42,7 +42,7 @@ def split_unit(text: str, units) -> tuple[int | float, str] | None:
     whole = toml_number(text)
     if whole is not None:
         return whole, ""
-    m = re.fullmatch(r"\s*(.*?)\s*([A-Za-z]+|%)\s*", text)
+    m = re.fullmatch(r"\s*(.*?)\s*([A-Za-zµ]+|%)\s*", text)  # µ: µs is a unit (it was never matched)
     if not m or (m.group(2) != "%" and m.group(2).lower() not in units):
         return None
     number = toml_number(m.group(1)) if m.group(1) else None

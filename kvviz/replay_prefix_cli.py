@@ -6,6 +6,7 @@ import json
 import re
 import sys
 
+from .cli_flags import MAX_CAPACITIES
 from .errors import ScenarioError
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 
@@ -57,6 +58,8 @@ def block_capacities(args, distinct: int | None) -> list[int | None]:
                 caps += sorted({max(1, int(round(c))) for c in pts}) + [None]
         else:
             entries = args.capacities.split(",")
+            if len(entries) > MAX_CAPACITIES:  # each is a replay of the whole stream (FIFO, Belady)
+                raise ScenarioError(f"at most {MAX_CAPACITIES:,} capacities (got {len(entries):,})", "--capacities")
             if any(not e.strip() for e in entries):
                 raise ScenarioError(f"an empty entry in {args.capacities!r}", "--capacities")
             caps += [parse_block_capacity(e, distinct, "--capacities") for e in entries]
@@ -132,6 +135,9 @@ def cmd_replay_prefix(args) -> int:
     names = [canonical(p) for p in args.policy.split(",") if p.strip()]
     if not names:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # the same replay again: a list of thousands would run for hours
+        raise ScenarioError(f"policy {', '.join(twice)} listed twice (opt and min are belady)", "--policy")
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity BLOCKS or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     caps = block_capacities(args, None)  # their form, before a long read

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -170,7 +171,12 @@ class MemoryCache:
 class DiskCache:
     """Outputs as pickles in a folder, one file per key. A write goes to a temporary file in the
     same folder, then is renamed over the key's name (atomic): concurrent writers of one key
-    write the same bytes, and a reader never sees half a file."""
+    write the same bytes, and a reader never sees half a file. A file holds (MARK, key, output):
+    one that is not a regular file, does not unpickle, or holds anything else (a truncated,
+    corrupt or swapped file) is a miss, and the part runs again. Never a reason to fail a run:
+    the cache only saves time. (Pickle runs code while loading: the folder must be yours.)"""
+
+    MARK = "kvviz-part-1"
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
@@ -183,10 +189,23 @@ class DiskCache:
         return self._path(key).is_file()
 
     def get(self, key: str):
+        path = self._path(key)
         try:
-            return pickle.loads(self._path(key).read_bytes())
-        except (OSError, EOFError, pickle.UnpicklingError):
-            return None  # absent, or unreadable: run it again
+            # a FIFO or device under the key's name would block or never end: regular files only
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return None
+                data = f.read()
+        except OSError:
+            return None  # absent, unreadable, a folder: run it again
+        try:
+            got = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - corrupt or from another version: any error is a miss
+            return None
+        if not (isinstance(got, tuple) and len(got) == 3 and got[0] == self.MARK and got[1] == key):
+            return None
+        return got[2]
 
     def put(self, key: str, output) -> None:
         if self.write_error:
@@ -195,7 +214,7 @@ class DiskCache:
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=self.folder)
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(output, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((self.MARK, key, output), f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self._path(key))
         except OSError as e:  # a cache that cannot be written is no reason to lose the run
             self.write_error = e.strerror or str(e)

@@ -17,7 +17,10 @@ from kvviz.scenario_data import read_toml
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 FUZZ_MEMORY_GB = 0.05  # keeps every accepted run small: the size guard refuses the rest (exit 2)
 # the bundled AttentionStore run takes seconds; a small workload keeps the same shape
-SMALLER = {"attention_store_sharegpt": {"workload": {"conversations": 30}}}
+# (the prefix-cache ones too: a few hundred requests of the trace, a few dozen generated and timed)
+SMALLER = {"attention_store_sharegpt": {"workload": {"conversations": 30}},
+           "prefix_cache_mooncake": {"workload": {"max_requests": 200}},
+           "prefix_cache_tiers": {"workload": {"requests": 30}}}
 
 
 def _merge(data: dict, small: dict) -> dict:
@@ -62,9 +65,16 @@ values = st.one_of(
 operations = st.sampled_from(["delete", "set", "set", "set", "add", "wrap"])
 
 
+def source_of(name: str) -> str:
+    """The bundled file a case mutates: its relative paths (trace_file) resolve beside it, as
+    they do when the user runs it (from a temp folder every relative trace was refused, so
+    trace-driven scenarios were never fuzzed past that)."""
+    return str(SCENARIOS / f"{name}.toml")
+
+
 @st.composite
 def cases(draw):
-    """(scenario name, path, operation, value, mutated data)."""
+    """(scenario name, path, operation, value, mutated data); run it as outcome(data, source_of(name))."""
     all_bases = bases()
     name = draw(st.sampled_from(sorted(all_bases)))
     data = copy.deepcopy(all_bases[name])
@@ -100,11 +110,11 @@ ROOT = Path(__file__).resolve().parents[1]
 KNOWN_VALIDATOR_BUGS: set[str] = set()
 
 
-def outcome(data: dict) -> str:
+def outcome(data: dict, source: str = "fuzz.toml") -> str:
     """'ran', 'refused', or 'validator bug in FILE'; any other exception propagates (it is the
-    bug the fuzz looks for)."""
+    bug the fuzz looks for). `source`: the file the data stands for (source_of)."""
     try:
-        simulate(parse_scenario(data, "fuzz.toml"), max_memory_gb=FUZZ_MEMORY_GB)
+        simulate(parse_scenario(data, source), max_memory_gb=FUZZ_MEMORY_GB)
         return "ran"
     except ValidatorBug as e:
         where = traceback.extract_tb(e.__cause__.__traceback__)[-1].filename

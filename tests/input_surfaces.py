@@ -34,6 +34,8 @@ NAMES = ["t.csv", "t.txt", "t.tsv", "t.jsonl", "t.oracleGeneral", "t.bin", "t"]
 FORMATS = ["auto", "auto", "auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen"]
 NUMBERS = ["0", "1", "-1", "2", "64", "65", "0x10", "1e3", "1.5", "nan", "inf", "-inf", "", " ", "99999999999999999999",
            "1" * 400, "abc", "٣"]
+LENGTHS = ["6.5in", "165mm", "16.5cm", "468pt", "1e308in", "-1cm", "0in", "1_000", "0x3C0", "6.5IN", "50%", "in",
+           "1.5 in", "2000in", "nanpx"]
 SIZES = ["1", "0", "-5", "1%", "100%", "1e400%", "0x10", "1KB", "1.5GiB", "nan", "inf", "1" * 30, "x", "99999999YB"]
 
 
@@ -69,7 +71,8 @@ def flag_case(rng: random.Random, tmp: Path) -> list[str]:
         argv = ["run", SEED, "--set", "sequence.length=64"]
         for flag in rng.sample(["--width", "--height", "--dpi", "--from-us", "--to-us", "--max-memory-gb"],
                                rng.randint(1, 3)):
-            argv += [flag, rng.choice(NUMBERS)]
+            lengths = LENGTHS if flag in ("--width", "--height") and rng.random() < 0.5 else NUMBERS
+            argv += [flag, rng.choice(lengths)]
         return argv
     if which == 1:
         argv = ["sweep", SEED, "--set", "sequence.length=64", "--param", rng.choice(["cache.slots", "nope", ""]),
@@ -142,7 +145,96 @@ def size_case(rng: random.Random, tmp: Path) -> list[str]:
     return ["validate", str(f), "--max-memory-gb", limit]
 
 
-SURFACES = {"trace": trace_case, "flags": flag_case, "output": output_case, "sizes": size_case}
+HASH_IDS = ["1", "2", "-1", "0", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1.5", "NaN",
+            "Infinity", '"a"', "[1]", "[]", "{}", "null", "true", "1e3", "-0", "1e400", "99999999999999999999"]
+CSV_IDS = ["-3", "9223372036854775807", "9223372036854775808", "x", "nan", "[1]", "1.5", "", "0x10", "٣", "1_0", "+5",
+           '"1,2"', '"[1, 2]"', '"']
+FIELDS = ["0", "16", "-1", "1.5", "nan", "1e400", "", '"x"', "null", "99999999999999999999", "1e308", "true", "[1]"]
+BLOCK_CAPACITIES = ["1", "2", "3", "inf", "auto", "50%", "0.001%", "100%", "1000%", "0", "-1", "1e3", "nan",
+                    "99999999999999999999", "1.5", "1KB", " 3 ", "inf%", "%", "auto,1", "0x10"]
+
+
+def _prefix_line(rng: random.Random, kind: str, t: int, hostile: float) -> str:
+    ids = "[" + ",".join(rng.choice(HASH_IDS) if rng.random() < hostile else str(rng.randrange(12))
+                         for _ in range(rng.randint(0, 6))) + "]"
+    if rng.random() < hostile / 2:
+        ids = rng.choice(HASH_IDS)
+
+    def f(value):
+        return rng.choice(FIELDS) if rng.random() < hostile / 2 else value
+    if kind == "plain":
+        rec = {"time": f(str(t)), "input_tokens": f("40"), "output_tokens": f("8"), "block_tokens": f("16"),
+               "hash_ids": ids}
+    elif kind == "mooncake":
+        rec = {"timestamp": f(str(t * 1000)), "input_length": f("1024"), "output_length": f("4"), "hash_ids": ids}
+    else:
+        rec = {"chat_id": f(str(rng.randrange(5))), "parent_chat_id": f("-1"), "timestamp": f(str(t)),
+               "input_length": f("40"), "output_length": f("4"), "type": '"text"', "turn": f("1"), "hash_ids": ids}
+    keys = list(rec)
+    if rng.random() < hostile / 2:
+        keys.remove(rng.choice(keys))
+    return "{" + ", ".join(f'"{k}": {rec[k]}' for k in keys) + "}"
+
+
+def prefix_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`kvviz replay TRACE --prefix`: Mooncake, Qwen/Bailian and plain (JSONL, CSV) traces with
+    odd hash_ids and fields (CRLF, BOM, a spliced byte, zstd, cut short), absurd capacities,
+    policies and formats."""
+    kind = rng.choice(["plain", "plain", "mooncake", "qwen", "csv", "csv"])
+    n = rng.choice([0, 1, 2, 5, 30])
+    hostile = rng.choice([0.0, 0.0, 0.02, 0.1])
+    nl = "\r\n" if rng.random() < 0.2 else "\n"
+    if kind == "csv":
+        cols = ["time", "input_tokens", "output_tokens", "block_tokens", "hash_ids"]
+        if rng.random() < 0.3:
+            rng.shuffle(cols)
+        if rng.random() < 0.05:
+            cols.pop()
+        rows = [",".join(cols)]
+        for i in range(n):
+            v = {"time": str(i), "input_tokens": "40", "output_tokens": "8", "block_tokens": "16",
+                 "hash_ids": " ".join(str(rng.randrange(12)) for _ in range(rng.randint(0, 5)))}
+            for c in cols:
+                if rng.random() < hostile:
+                    v[c] = rng.choice(CSV_IDS)
+            rows.append(",".join(v[c] for c in cols))
+        text, name = nl.join(rows) + nl, "t.csv"
+    else:
+        text, name = nl.join(_prefix_line(rng, kind, i, hostile) for i in range(n)) + (nl if n else ""), "t.jsonl"
+    data = text.encode()
+    if rng.random() < 0.1:
+        data = BOM + data
+    if rng.random() < 0.1 and data:
+        at = rng.randrange(len(data))
+        data = data[:at] + rng.choice([b"\x00", b"\xff", b"\n", b",", b"{", b'"']) + data[at:]
+    if rng.random() < 0.15:
+        import zstandard
+        data, name = zstandard.ZstdCompressor().compress(data), name + ".zst"
+        if rng.random() < 0.2:
+            data = data[:rng.randint(0, len(data))]
+    path = tmp / name
+    path.write_bytes(data)
+    argv = ["replay", str(path), "--prefix"]
+    caps = BLOCK_CAPACITIES[:8] if rng.random() < 0.7 else BLOCK_CAPACITIES  # mostly valid: reach the kernels
+    if rng.random() < 0.9:
+        argv += ["--capacity", rng.choice(caps)] if rng.random() < 0.6 else \
+            ["--capacities", ",".join(rng.choice(caps) for _ in range(rng.randint(1, 4)))]
+    if rng.random() < 0.5:
+        pols = ["lru", "fifo", "belady"] if rng.random() < 0.7 else ["lru", "fifo", "belady", "opt", "LRU", "x", " "]
+        argv += ["--policy", ",".join(rng.sample(pols, rng.randint(1, 3)))]
+    if rng.random() < 0.15:
+        argv += ["--format", rng.choice(["auto", "mooncake", "qwen", "plain", "csv", "oracleGeneral", "nope"])]
+    if rng.random() < 0.08:
+        argv += ["--unit", rng.choice(["blocks", "bytes", "x"])]
+    if rng.random() < 0.15:
+        argv += ["--json"]
+    if rng.random() < 0.05:
+        argv += ["--max-memory-gb", rng.choice(["0.00001", "1", "0", "nan"])]
+    return argv
+
+
+SURFACES = {"trace": trace_case, "flags": flag_case, "output": output_case, "sizes": size_case,
+            "prefix": prefix_case}
 
 
 def run_case(argv: list[str]) -> str:

@@ -161,6 +161,21 @@ def test_figure_size_is_one_definition_for_cli_and_app():
     assert FigureSize(width_px=20_000).problem(raster=False) is None
 
 
+@pytest.mark.parametrize("text, px", [("1_000", 1000), ("1e3", 1000), ("0x3C0", 960), ("6.5IN", 624),
+                                     ("1.5 in", 144)])
+def test_a_length_number_is_read_as_a_scenario_value(text, px):
+    """Issue 23: --dpi 1_0_0 was read as TOML (100) while --width 1_000 was refused."""
+    from kvviz.export.figure_size import parse_length
+    assert parse_length(text) == px
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "1e400", "1e308in", "1" * 400, "50%", "%", "in", "6.5inch", "true", "٣٠٠", "0x"])
+def test_a_length_that_is_no_length_is_refused_at_its_flag(text, capsys):
+    assert main(["run", SEED, "--svg", "/nonexistent/never.svg", "--width", text]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--width" in err[0]
+
+
 def test_cli_takes_a_width_in_inches(tmp_path):
     svg = tmp_path / "t.svg"
     assert main(["run", SEED, "--svg", str(svg), "--width", "6.5in", "--height", "76.2mm"]) == 0

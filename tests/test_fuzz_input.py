@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from .conftest import ROOT
-from .input_mutations import KNOWN_VALIDATOR_BUGS, cases, mutate, outcome
+from .input_mutations import KNOWN_VALIDATOR_BUGS, cases, mutate, outcome, source_of
 
 
 @settings(max_examples=int(os.environ.get("KVVIZ_FUZZ_EXAMPLES", 300)), deadline=None, derandomize=True,
@@ -18,7 +18,7 @@ from .input_mutations import KNOWN_VALIDATOR_BUGS, cases, mutate, outcome
 @pytest.mark.slow  # hundreds of runs and a child process
 def test_every_mutation_runs_or_is_refused_in_one_line(case):
     name, path, op, value, data = case
-    result = outcome(data)
+    result = outcome(data, source_of(name))
     assert result in ("ran", "refused") or result.removeprefix("validator bug in ") in KNOWN_VALIDATOR_BUGS, result
 
 
@@ -44,7 +44,7 @@ def test_the_command_line_prints_one_error_line_for_them(tmp_path, text):
     assert "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("surface", ["trace", "flags", "output", "sizes"])
+@pytest.mark.parametrize("surface", ["trace", "flags", "output", "sizes", "prefix"])
 def test_a_fixed_sample_of_each_surface_runs_or_is_refused(surface, tmp_path):
     """Issue 23: traces, flags, output paths and sizes; benchmarks/bench_fuzz_input.py draws thousands."""
     import random
@@ -59,4 +59,4 @@ def test_a_fixed_sample_of_each_surface_runs_or_is_refused(surface, tmp_path):
         result = run_case(argv)
         assert result in ("ran", "refused"), (argv, result)
         seen.add(result)
-    assert seen == {"ran", "refused"} or surface not in ("output", "sizes")  # these samples reach both ends
+    assert seen == {"ran", "refused"} or surface not in ("output", "sizes", "prefix")  # these samples reach both ends

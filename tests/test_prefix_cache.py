@@ -334,3 +334,27 @@ def test_a_huge_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
         check_run_size(_trace_scenario(tmp_path, huge, ["workload.max_requests=1000"]))
     assert e.value.field == "workload.trace_file"
     assert check_run_size(_trace_scenario(tmp_path, huge, ["workload.max_requests=1000"]), max_memory_gb=64)
+
+
+@pytest.mark.parametrize("what, words", [("folder", "not a regular file"), ("/dev/null", "not a regular file"),
+                                         ("zst", "a zstd-compressed trace: decompress it first"),
+                                         ("missing", "trace file not found")])
+def test_an_odd_trace_file_is_named_as_what_it_is(tmp_path, what, words):
+    """Issue 23: a folder or /dev/null was "not found", and a .zst trace (which replay --prefix
+    reads) "not a Mooncake or Qwen/Bailian request trace"."""
+    import zstandard
+    path = {"folder": tmp_path, "/dev/null": "/dev/null", "missing": tmp_path / "nope.jsonl",
+            "zst": tmp_path / "t.jsonl.zst"}[what]
+    if what == "zst":
+        path.write_bytes(zstandard.ZstdCompressor().compress(open(MOONCAKE, "rb").read(4000)))
+    with pytest.raises(ScenarioError) as e:
+        scenario(tmp_path, f'[workload]\ntrace_file = "{path}"\n')
+    assert e.value.field == "workload.trace_file" and words in e.value.message
+
+
+def test_a_file_of_no_trace_format_lists_every_format(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"a": 1}\n')
+    with pytest.raises(ScenarioError) as e:
+        simulate(scenario(tmp_path, f'[workload]\ntrace_file = "{f}"\n'))
+    assert "not a Mooncake, Qwen/Bailian or plain request trace" in e.value.message and e.value.field == "line 1"

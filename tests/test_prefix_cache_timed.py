@@ -192,3 +192,50 @@ def test_belady_gap_in_timed_mode_is_the_timed_belady_run_minus_the_policy():
     assert p["lru"]["belady_gap"] == p["belady"]["token_hit_rate"] - p["lru"]["token_hit_rate"] > 0
     assert alone["policies"]["lru"]["belady_gap"] == p["lru"]["belady_gap"]
     assert alone["belady_token_hit_rate"] == both["belady_token_hit_rate"] == p["belady"]["token_hit_rate"]
+
+
+# --- issue 23: inputs that made no sense came out as numbers ----------------------------------------
+
+def test_a_request_the_running_pool_never_holds_is_refused():
+    """A prompt and reply beyond serving.running_kv_gb waited forever: no first token, and the
+    TTFT percentiles came out negative (0 minus the arrival: -76,572 ms p50 with agent steps of
+    1e5 tokens). Now one line naming the field; one token less fits and runs."""
+    from kvviz.errors import ScenarioError
+    from kvviz.mechanisms.prefix_cache.timed import check_every_request_fits
+    blocks = blocks_of([[1, 2, 3], [1, 2]], [0.0, 1.0], out=[5, 1])   # request 1: 48 + 5 + 1 = 54 tokens
+    with pytest.raises(ScenarioError) as e:
+        check_every_request_fits(sc_of(running_kv_gb=53 * KV / 1e9), blocks)
+    assert e.value.field == "serving.running_kv_gb" and "request 1 of test needs 54 tokens" in e.value.message
+    check_every_request_fits(sc_of(running_kv_gb=54 * KV / 1e9), blocks)
+
+
+def test_every_ttft_of_a_timed_run_is_positive_at_a_tight_pool():
+    sc = load_scenario("scenarios/prefix_cache_tiers.toml")
+    sc = sc.model_copy(update={"workload": sc.workload.model_copy(update={"requests": 30}),
+                               "serving": sc.serving.model_copy(update={"running_kv_gb": 30.0})})
+    try:
+        pols = simulate(sc).metrics["policies"]
+    except Exception as e:  # noqa: BLE001 - a refusal is the other right answer
+        from kvviz.errors import ScenarioError
+        assert isinstance(e, ScenarioError) and e.field == "serving.running_kv_gb"
+        return
+    for m in pols.values():
+        assert m["ttft_p50_ms"] > 0 and m["mean_ttft_ms"] > 0 and m["tpot_ms"] > 0
+
+
+def test_the_generator_estimate_counts_agent_steps_and_the_generator_stops_at_its_limit():
+    """agent_step_tokens = 1e6 on every session was estimated at 0.2 MB and generated for 6 min
+    before MAX_LOOKUPS refused it; now the estimate counts agent steps, and the generator itself
+    stops once past the limit."""
+    from kvviz.errors import ScenarioError
+    from kvviz.mechanisms import mechanisms
+    from kvviz.mechanisms.prefix_cache.generator import generate
+    sc = load_scenario("scenarios/prefix_cache_tiers.toml")
+    w = sc.workload.model_copy(update={"agent_share": 1.0, "agent_step_tokens": 1e6})
+    est = mechanisms()["prefix_cache"].estimate(sc.model_copy(update={"workload": w}))
+    assert est.bytes > 4e9  # the default limit refuses it before anything runs
+    with pytest.raises(ScenarioError) as e:
+        generate(w, 16, max_lookups=100_000)
+    assert e.value.field == "workload.requests" and "limit 100,000" in e.value.message
+    small = sc.workload.model_copy(update={"requests": 20})
+    assert len(generate(small, 16, max_lookups=10**9)[0]) == len(generate(small, 16)[0])

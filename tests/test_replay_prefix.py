@@ -239,6 +239,11 @@ def test_bad_line_exits_2_naming_it(case, tmp_path, capsys):
     (["--prefix", "--capacity", "3MB"], "expected a number of blocks"),
     (["--prefix", "--capacity", "3", "--policy", "s3fifo"], "unknown policy 's3fifo' for --prefix"),
     (["--prefix", "--capacity", "3", "--sample-rate", "0.1"], "--sample-rate do(es) not apply"),
+    # issue 23: unbounded lists were each a replay of the whole stream (5,000 capacities under
+    # FIFO ran past 60 s; a policy repeated thousands of times, for hours)
+    (["--prefix", "--capacities", ",".join(["5"] * 1001), "--policy", "fifo"], "at most 1,000 capacities (got 1,001)"),
+    (["--prefix", "--capacity", "3", "--policy", "fifo,lru,fifo"], "policy fifo listed twice"),
+    (["--prefix", "--capacity", "3", "--policy", "opt,belady"], "policy belady listed twice"),
 ])
 def test_bad_options_exit_2(argv, words, capsys):
     code, _, err = run_cli(MOONCAKE, *argv, capsys=capsys)

@@ -265,3 +265,58 @@ def test_a_sweep_with_a_disk_cache_runs_each_part_once(tmp_path, capsys):
     assert main([*args, "--cache", str(tmp_path)]) == 0 and capsys.readouterr().out == plain
     # the workload, lru recorded (and its metrics as the unrecorded run), scheduler_aware × 3
     assert len(list(tmp_path.glob("*.pkl"))) == 1 + 2 + 3
+
+
+@pytest.mark.parametrize("spoil", ["truncated", "empty", "int", "dict", "other_key", "garbage", "fifo", "folder",
+                                   "unreadable", "loop"])
+def test_a_spoiled_cache_file_is_a_miss_and_the_run_is_the_same(spoil, tmp_path, capsys):
+    """Issue 23, --cache: whatever sits under a key's name (a truncated or foreign pickle, a FIFO
+    that would block a read forever, a folder) the part runs again and the output is unchanged."""
+    import os
+    import pickle
+    folder = tmp_path / "c"
+    args = ["run", str(SCENARIOS / "attention_store_sharegpt.toml"), "--set", "workload.conversations=30",
+            "--json", "--cache", str(folder)]
+    assert main(args) == 0
+    want = capsys.readouterr().out
+    files = sorted(folder.glob("*.pkl"))
+    assert files
+    for f in files:
+        data = f.read_bytes()
+        if spoil in ("fifo", "folder", "loop"):
+            f.unlink()
+            {"fifo": os.mkfifo, "folder": os.mkdir, "loop": lambda p: os.symlink(p.name, p)}[spoil](f)
+            continue
+        f.write_bytes({"truncated": data[:len(data) // 2], "empty": b"", "int": pickle.dumps(5),
+                       "dict": pickle.dumps({"a": 1}), "garbage": b"\x80\x05garbage",
+                       "other_key": pickle.dumps((DiskCache.MARK, "not-this-key", {"a": 1})),
+                       "unreadable": data}[spoil])
+        if spoil == "unreadable":
+            f.chmod(0)
+    assert main(args) == 0
+    assert capsys.readouterr().out == want
+
+
+def test_a_cache_folder_made_read_only_mid_run_loses_no_run(tmp_path, capsys, monkeypatch):
+    """The folder turns read-only after the first part is kept: the run ends with its result and
+    one warning; nothing half-written is left."""
+    folder = tmp_path / "c"
+    args = ["run", str(SCENARIOS / "attention_store_sharegpt.toml"), "--set", "workload.conversations=30",
+            "--json"]
+    assert main(args) == 0
+    want = capsys.readouterr().out
+    put = DiskCache.put
+
+    def once_then_read_only(self, key, output):
+        put(self, key, output)
+
+        def refused(*_a, **_k):  # as a folder made read-only does (root would still write into one)
+            raise PermissionError(13, "Permission denied")
+        monkeypatch.setattr("kvviz.runs.tempfile.mkstemp", refused)
+    monkeypatch.setattr(DiskCache, "put", once_then_read_only)
+    assert main(args + ["--cache", str(folder)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == want
+    said = [ln for ln in captured.err.splitlines() if "--cache" in ln]
+    assert len(said) == 1 and said[0].endswith("Permission denied; this run was not cached"), captured.err
+    assert len(list(folder.glob("*.pkl"))) == 1 and not list(folder.glob(".*"))

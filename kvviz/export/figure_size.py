@@ -8,7 +8,6 @@ a typo, and its raster no image."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
 PX_PER_IN = 96
@@ -19,15 +18,19 @@ MIN_WIDTH_PX, MIN_HEIGHT_PX = 200, 150
 MAX_FIGURE_PX = 20_000  # about 5 m at 96 px per inch
 MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
 MIN_DPI, MAX_DPI = 1, 2400
-LENGTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*$")
 
 
 def parse_length(text: str) -> float:
-    """`text` as CSS px; ValueError naming what is wrong."""
-    m = LENGTH.match(str(text))
-    if not m or m.group(2) not in ("", *UNITS):
+    """`text` as CSS px; ValueError naming what is wrong. The number is read as a scenario's
+    (kvviz.numbers: 1_000 and 1e3 alike, as --dpi already was); the unit in any case."""
+    from ..numbers import split_unit
+    got = split_unit(str(text), UNITS)
+    if got is None or (got[1] and got[1].lower() not in UNITS):  # split_unit lets % through
         raise ValueError(f"expected a length such as 960 (px), 6.5in, 165mm, 16.5cm or 468pt (got {text!r})")
-    px = float(m.group(1)) * UNITS[m.group(2) or "px"]
+    try:
+        px = float(got[0]) * UNITS[got[1].lower() or "px"]
+    except OverflowError:  # an integer of hundreds of digits
+        px = math.inf
     if not math.isfinite(px):
         raise ValueError(f"expected a finite length (got {text!r})")
     return px

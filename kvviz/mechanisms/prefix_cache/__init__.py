@@ -82,15 +82,18 @@ def estimate(sc: PrefixCacheScenario) -> Estimate:
         return Estimate(run + read, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN + size * READ_SECONDS_PER_BYTE,
                         "workload.max_requests" if run >= read else "workload.trace_file")
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    # a rough mean prompt: system prompt, a document for some, and a few turns of history
+    # a rough mean prompt: system prompt, a document for some, and a few turns of history: a
+    # chat's turns of user tokens and replies, an agent's steps of tool results and replies
+    # (agent_step_tokens was left out: 1e6 tokens a step was estimated at 0.2 MB and ran 6 min)
     prompt = w.system_prompt_tokens + w.document_share * w.document_tokens + \
-        (w.multi_turn_share + w.agent_share) * w.mean_turns * (w.user_tokens_mean + w.output_tokens_mean)
+        w.multi_turn_share * w.mean_turns * (w.user_tokens_mean + w.output_tokens_mean) + \
+        w.agent_share * w.agent_steps_mean * (w.agent_step_tokens + w.output_tokens_mean)
     lookups = w.requests * (prompt / tokens + 1)
     return Estimate(lookups * BYTES_PER_LOOKUP, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN, "workload.requests")
 
 
 def simulate(sc: PrefixCacheScenario) -> Result:
-    blocks = load(sc)
+    blocks = load(sc, MAX_LOOKUPS)
     if len(blocks.ids) > MAX_LOOKUPS:
         raise ScenarioError(f"too large to simulate: {len(blocks.ids):,} block lookups (limit {MAX_LOOKUPS:,}); "
                             f"set workload.max_requests or a larger workload.block_tokens",

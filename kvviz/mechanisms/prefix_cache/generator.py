@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from ...errors import ScenarioError
+
 
 def _zipf(n: int, s: float) -> np.ndarray:
     p = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
@@ -82,12 +84,13 @@ def _sessions(w, rng):
     return sessions, np.array(req_t)[order], np.array(req_s)[order], np.array(req_k)[order]
 
 
-def generate(w, block_tokens: int):
+def generate(w, block_tokens: int, max_lookups: int | None = None):
     """(hashes, offsets, input tokens, times in s, output tokens) of `w.requests` requests in time
     order: every block of each prompt, its last partial block included (as a trace records them).
     A request's output is the reply that joins its session's next prompt; a session's last reply
     (never re-sent) is drawn from a second generator (seed [seed, 1]), so the prompts are those
-    the untimed replay has always read."""
+    the untimed replay has always read. Past `max_lookups` block ids in all (lognormal lengths have
+    long tails: a mean is no bound) it stops at once, naming the request, rather than build them."""
     rng = np.random.default_rng(w.seed)
     sessions, times, sess_of, turn_of = _sessions(w, rng)
     n_sys, n_doc = w.system_prompts, w.documents
@@ -98,6 +101,7 @@ def generate(w, block_tokens: int):
     next_key = n_sys + n_doc  # keys below are the shared system prompts and documents
     state: dict[int, dict] = {}  # per session: its segments, their starts, its full block ids
     prompts, inputs = [], []
+    lookups = 0
     outputs, last_of = [0] * len(sess_of), {}  # per request; per session its latest request
     for r, (s, k) in enumerate(zip(sess_of.tolist(), turn_of.tolist())):
         kind, _ = sessions[s]
@@ -123,6 +127,12 @@ def generate(w, block_tokens: int):
         for _, length in segs[:-1]:
             starts.append(starts[-1] + length)
         total = starts[-1] + segs[-1][1]
+        lookups += -(-total // block_tokens)
+        if max_lookups is not None and lookups > max_lookups:
+            raise ScenarioError(f"too large to simulate: the generator's first {r + 1:,} of {len(sess_of):,} requests "
+                                f"already hold {lookups:,} block lookups (limit {max_lookups:,}); lower "
+                                f"workload.requests or the token means, or raise workload.block_tokens",
+                                field="workload.requests")
         full = st["full"]
         parent = full[-1] if full else -1
         for b in range(len(full), total // block_tokens):

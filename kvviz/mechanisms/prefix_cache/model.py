@@ -19,9 +19,10 @@ DEFAULT_PRESET = "llama-70b"
 
 
 class Workload(Section):
-    trace_file: str = param("", description="Mooncake or Qwen/Bailian JSONL request trace (hash_ids of chained "
-                                            "prompt blocks); empty = the generator below. A relative path is "
-                                            "taken from the scenario file's folder", file=True)
+    trace_file: str = param("", description="Mooncake, Qwen/Bailian or plain (kvviz.requests.plain) request "
+                                            "trace, uncompressed (hash_ids of chained prompt blocks); empty = the "
+                                            "generator below. A relative path is taken from the scenario file's "
+                                            "folder", file=True)
 
     @field_validator("trace_file")
     @classmethod
@@ -29,8 +30,13 @@ class Workload(Section):
         if not v:
             return v
         p = relative_to_source(v, info.context)
-        if not p.is_file():
+        if not p.exists():
             raise ValueError(f"trace file not found: {p}")
+        if not p.is_file():  # a folder, /dev/null, a FIFO: named as what it is, not as missing
+            raise ValueError(f"not a regular file: {p}")
+        if p.suffix == ".zst":  # read as JSONL it was "not a Mooncake trace", which misled
+            raise ValueError(f"a zstd-compressed trace: decompress it first (zstd -d {p.name}); a scenario reads "
+                             f"its trace uncompressed (kvviz replay --prefix reads .zst)")
         return str(p)
 
     block_tokens: int = param(0, ge=0, le=1_000_000, unit="tokens",

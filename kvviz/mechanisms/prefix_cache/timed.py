@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ScenarioError
 from ...result import Result
 from ...trace import TraceBuilder
 from ..attention_store.batching import BatchConfig, Batcher
@@ -182,8 +183,27 @@ def simulate_timed(sc, blocks, prep, caps, runs: dict):
     return metrics, trace, events, ref_rate
 
 
+def check_every_request_fits(sc, blocks) -> None:
+    """Refuse a workload with a request the running pool can never hold: the batcher admits a
+    request when its prompt fits beside the running ones, and preempts while its reply grows, so
+    one whose prompt and reply (and the one token of headroom admission keeps) exceed
+    serving.running_kv_gb would wait forever. It never got a first token, and its TTFT came out
+    negative (0 minus its arrival) in the percentiles."""
+    kv = sc.model.kv_bytes_per_token
+    cap_tok = int(sc.serving.running_kv_gb * 1e9) // kv
+    out = blocks.output_tokens if blocks.output_tokens is not None else np.ones(len(blocks), dtype=np.int64)
+    need = blocks.input_tokens + np.maximum(out, 1) + 1
+    if len(need) and int(need.max()) > cap_tok:
+        j = int(np.argmax(need))
+        raise ScenarioError(f"request {j + 1:,} of {blocks.source} needs {int(need[j]):,} tokens of KV (prompt "
+                            f"{int(blocks.input_tokens[j]):,}, reply {int(max(out[j], 1)):,}, 1 of headroom) = "
+                            f"{int(need[j]) * kv / 1e9:.4g} GB, more than the pool's {sc.serving.running_kv_gb:g} "
+                            f"GB ({cap_tok:,} tokens): it would wait forever", field="serving.running_kv_gb")
+
+
 def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
     """The timed runs' Result: the untimed result's workload and tier facts, per-run metrics."""
+    check_every_request_fits(sc, blocks)
     named = {p: (ev, False) for p, ev in runs.items()}
     if sc.store.prefetch:
         named.update({f"{p}_prefetch": (ev, True) for p, ev in runs.items()})

@@ -67,8 +67,9 @@ def from_trace(w, partial: bool) -> Blocks:
     path = Path(w.trace_file)
     got = prompts.read(path)
     if got is None:
-        raise ScenarioError("not a Mooncake or Qwen/Bailian request trace: the first record has neither hash_ids "
-                            "with timestamp (Mooncake) nor chat_id (Qwen/Bailian)", str(path), "line 1")
+        raise ScenarioError("not a Mooncake, Qwen/Bailian or plain request trace: the first record has neither "
+                            "hash_ids with timestamp (Mooncake), chat_id (Qwen/Bailian) nor time and block_tokens "
+                            "(plain), nor is it a CSV whose header names hash_ids", str(path), "line 1")
     n = len(got) if not w.max_requests else min(w.max_requests, len(got))
     t = got.times_s[:n]
     back = np.flatnonzero(t[1:] < t[:-1])
@@ -88,12 +89,12 @@ def from_trace(w, partial: bool) -> Blocks:
                   got.output_tokens[:n].copy())
 
 
-def load(sc) -> Blocks:
+def load(sc, max_lookups: int | None = None) -> Blocks:
     w, partial = sc.workload, sc.cache.partial_block
     if w.trace_file:
         return from_trace(w, partial)
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    hashes, offsets, inputs, times, outputs = generate(w, tokens)
+    hashes, offsets, inputs, times, outputs = generate(w, tokens, max_lookups)
     ids, new_offsets = select(hashes, offsets, inputs, tokens, 1, partial)
     return Blocks(ids, new_offsets, inputs, times, tokens, f"generator (seed {w.seed}: {len(inputs):,} requests, "
                                                            f"{tokens}-token blocks)", outputs)
