@@ -257,6 +257,8 @@ def cmd_replay(args) -> int:
     if not names:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
     names = [canonical(p, engine, "--policy") for p in names]
+    if twice := sorted({n for n in names if names.count(n) > 1}):  # as --prefix: no replay run twice
+        raise ScenarioError(f"policy {', '.join(twice)} listed twice", "kvviz replay", "--policy")
     if not args.capacity and not args.capacities:
         raise ScenarioError("give --capacity SIZE or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     if args.capacity:  # their form, before a long read

@@ -91,6 +91,8 @@ def test_cli_several_policies_one_curve(golden, capsys):
     assert [o["capacity"] for o in json.loads(capsys.readouterr().out)][-1] == 21
     assert main(["replay", str(golden), "--policy", "lru,mru", "--capacity", "10"]) == 2
     assert "unknown policy 'mru'" in capsys.readouterr().err
+    assert main(["replay", str(golden), "--policy", "lru,fifo,LRU", "--capacity", "10"]) == 2  # not run twice
+    assert "policy lru listed twice" in capsys.readouterr().err
 
 
 def test_sizes_with_units():
