@@ -4,7 +4,7 @@ One row per counter, as Perfetto's counter tracks (two counters in one plot hid 
 a legend hid the data), titled with its name; counters that share a unit and a scale share a y
 range, so their rows compare at a glance. Rows are at least ROW_MIN_PX high and scroll when they
 do not fit, so they never overlap. Their x axes are linked to each other and to the timeline's
-(its zoom, kept across re-runs, and its cursor), in the timeline's time unit. A counter holds its
+(its zoom, kept across re-runs, and its cursor); axis and hover read in the unit of the visible span, as the timeline's. A counter holds its
 value until its next sample, so every curve is drawn as steps, extended to the run's end. Hover a
 row for its value at that time (the value held then); File → Export → Data as CSV writes the
 samples, as `kvviz run --csv`'s _counters.csv.
