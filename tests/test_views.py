@@ -17,6 +17,7 @@ from app.views.counters import step_xy  # noqa: E402
 from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_colour_index, item_rgba, occupancy_grid  # noqa: E402
 from app.views.rung_table import PCT_COL  # noqa: E402
 from app.views.timeline import TimelineView  # noqa: E402
+from kvviz.export.axis import tick_decimals  # noqa: E402
 from kvviz.palette import span_color  # noqa: E402
 from kvviz.result import Result  # noqa: E402
 from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
@@ -161,8 +162,10 @@ def test_occupancy_view_image_matches_hand_checked_cells(qtbot):
     r = v.image.mapRectToParent(v.image.boundingRect())
     assert r.left() == pytest.approx(0) and r.right() == pytest.approx(100)
     assert r.top() == pytest.approx(-0.5) and r.bottom() == pytest.approx(1.5)
-    assert v.describe(30, 1.0) == "slot 1, t = 30.000 ns, item = 9 (token)"
-    assert v.describe(10, 1.1) == "slot 1, t = 10.000 ns, empty"
+    # the digits one pixel needs (as on the timeline): ~104 ns over ~1,100 px, 2 places of ns
+    assert v.fmt.unit == "ns" and v.fmt.places == 2
+    assert v.describe(30, 1.0) == "slot 1, t = 30.00 ns, item = 9 (token)"
+    assert v.describe(10, 1.1) == "slot 1, t = 10.00 ns, empty"
     assert v.describe(50, 0.0).endswith("item = 8 (token)")
 
 
@@ -577,3 +580,46 @@ def test_every_prefill_label_fits_its_chart(qtbot, results):
     right = v.time_plot.getViewBox().sceneBoundingRect().right()
     labels = [i for i in v.time_plot.items if type(i).__name__ == "TextItem"]
     assert labels and all(t.sceneBoundingRect().right() <= right + 1 for t in labels)
+
+
+# --- time units from the view (issue 22 item 4: the timeline's rule on Occupancy and Counters) ---
+
+def ten_ms_run() -> Result:
+    """A 10 ms run with residency in 2 slots and a counter sampled every 5 µs."""
+    tb = TraceBuilder(slots=2, item_name="token")
+    tb.span(tb.lane("gpu", "GPU"), 0, 10_000_000, "compute")
+    for k in range(100):  # 100 µs per record
+        tb.residency(k % 2, k * 100_000, (k + 1) * 100_000, k)
+    for k in range(2001):
+        tb.counter("fill", k * 5_000, float(k % 7), "slots")
+    return synthetic(tb.build())
+
+
+def axis_reading(axis, vb) -> list[float]:
+    """The tick labels `axis` draws for `vb`'s visible range, as numbers."""
+    (lo, hi), _ = vb.viewRange()
+    spacing, values = axis.tickValues(lo, hi, vb.width())[0]  # the major ticks
+    return [float(t) for t in axis.tickStrings(values, axis.scale, spacing)]
+
+
+@pytest.mark.parametrize("cls", [OccupancyView, CountersView])
+def test_time_unit_follows_the_visible_span(qtbot, cls):
+    v = shown(qtbot, cls, ten_ms_run())
+    assert v.unit == "ms"  # data stay in the run's unit: linked views share ranges
+    pi = v.plot.getPlotItem() if cls is OccupancyView else v.plots[-1]
+    axis, vb = pi.getAxis("bottom"), pi.getViewBox()
+    assert axis.labelText == "time (ms)"
+    ticks = axis_reading(axis, vb)
+    assert len(ticks) >= 2 and -0.3 <= min(ticks) and 5 <= max(ticks) <= 10.3  # ms (the whole run, padded)
+    vb.setXRange(0.055, 0.075, padding=0)  # 55–75 µs: 20 µs
+    assert axis.labelText == "time (µs)"
+    ticks = axis_reading(axis, vb)
+    assert len(ticks) >= 2 and 55 <= min(ticks) and max(ticks) <= 75  # µs, not 0.055…0.075
+    places = tick_decimals(20_000 / vb.width() / 1000)  # the digits one pixel needs, in µs
+    if cls is OccupancyView:
+        assert v.describe(0.0625, 0) == f"slot 0, t = {62.5:.{places}f} µs, item = 0 (token)"
+    else:
+        assert v.hover_text(0, 62_500) == f"t = {62.5:.{places}f} µs · fill = 5 slots"
+    vb.setXRange(0, 10, padding=0)  # zoomed out: ms again
+    assert axis.labelText == "time (ms)"
+    assert max(axis_reading(axis, vb)) >= 5

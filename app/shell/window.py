@@ -299,10 +299,10 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
             (f"; {len(checks)} {'check passes' if len(checks) == 1 else 'checks pass'}" if checks else "")
         reused, parts = self.runner.last_reused, self.runner.last_parts
         if parts and reused == parts:  # nothing ran: every part was kept from earlier runs
-            how = f"reused ({parts} parts)"
+            how = f"reused ({parts} {'part' if parts == 1 else 'parts'})"
         else:
             how = f"simulated in {self.runner.last_seconds * 1000:.0f} ms" + \
-                (f" ({reused} unchanged parts reused)" if reused else "")
+                (f" ({reused} unchanged {'part' if reused == 1 else 'parts'} reused)" if reused else "")
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"{how}{verdict}{self._after_run_note}")
         self._after_run_note = ""

@@ -4,7 +4,7 @@ One row per counter, as Perfetto's counter tracks (two counters in one plot hid 
 a legend hid the data), titled with its name; counters that share a unit and a scale share a y
 range, so their rows compare at a glance. Rows are at least ROW_MIN_PX high and scroll when they
 do not fit, so they never overlap. Their x axes are linked to each other and to the timeline's
-(its zoom, kept across re-runs, and its cursor), in the timeline's time unit. A counter holds its
+(its zoom, kept across re-runs, and its cursor); axis and hover read in the unit of the visible span, as the timeline's. A counter holds its
 value until its next sample, so every curve is drawn as steps, extended to the run's end. Hover a
 row for its value at that time (the value held then); File → Export → Data as CSV writes the
 samples, as `kvviz run --csv`'s _counters.csv.
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.format import readable_bytes, readable_number
+from kvviz.mechanisms import time_axis_title
 from kvviz.result import Result
 
 from ._common import (
@@ -36,6 +37,9 @@ from ._common import (
     view_box_of,
 )
 from .time_range import SharedTimeRange
+from .time_units import show_format, view_format
+from .timeline_details import TimeFormat
+from .timeline_items import GridAxis
 
 AXIS_WIDTH = 64  # the same left-axis width on every plot, so their x axes line up
 ROW_MIN_PX = 96  # a counter's row: its title, a readable curve and three y ticks
@@ -121,7 +125,9 @@ class CountersView(QWidget):
         self.plots: list[pg.PlotItem] = []
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.cursors: list[pg.InfiniteLine] = []
-        self.unit, self.scale = "µs", 1e3
+        self.unit, self.scale = "µs", 1e3  # data units: the run's, fixed while it is shown
+        self.fmt = TimeFormat()  # how times read: from the visible span, as on the timeline
+        self.result: Result | None = None
         self.shared_range: SharedTimeRange | None = None  # the zoom kept across re-runs (the window's)
         self._building = False
         self._end = 1.0
@@ -134,9 +140,21 @@ class CountersView(QWidget):
             self._set_result(result)
         finally:
             self._building = False
+        self._units()
+
+    def _units(self) -> None:
+        """Every row's time axis and the hover in the unit of the visible span (the timeline's
+        rule and code); the last row carries the label."""
+        if self.trace is None or not self.plots:
+            return
+        self.fmt = view_format(self.plots[0].getViewBox(), self.scale)
+        title = time_axis_title(self.result.scenario.kind, self.fmt.unit, self.result.scenario)
+        show_format(self.plots[-1].getAxis("bottom"), title, [p.getAxis("bottom") for p in self.plots],
+                    self.fmt, self.scale)
 
     def _set_result(self, result: Result) -> None:
         tr = result.trace
+        self.result = result
         self.layout_widget.clear()
         self.plots, self.curves, self.cursors, self.groups, self.trace = [], {}, [], [], None
         self.info.setText(" ")
@@ -163,7 +181,7 @@ class CountersView(QWidget):
             lo, hi = 0.0, 0.0
             for i, c in zip(idx, series):
                 x, y = step_xy(c["t"] / self.scale, c["value"] / div, end)
-                pi = pg.PlotItem()
+                pi = pg.PlotItem(axisItems={"bottom": GridAxis()})  # ticks in the view's unit
                 style_plot(pi, left=label)
                 pi.setTitle(tr.counter_names[i], color=LINE_COLOURS[i % len(LINE_COLOURS)], size="9pt",
                             justify="left")
@@ -184,7 +202,7 @@ class CountersView(QWidget):
             last = i == n - 1
             self.layout_widget.addItem(pi, row=i, col=0)
             if last:
-                pi.setLabel("bottom", f"time ({self.unit})", **LABEL_STYLE)
+                pi.setLabel("bottom", " ", **LABEL_STYLE)  # the words: _units, from the view
             else:
                 pi.getAxis("bottom").setStyle(showValues=False)
             pi.setLimits(xMin=-0.05 * end, xMax=1.05 * end)
@@ -206,6 +224,7 @@ class CountersView(QWidget):
 
     def _range_moved(self, *_):
         """Zoom or pan here is the window's kept range too (as on the timeline and Occupancy)."""
+        self._units()
         if self._building or self.trace is None or not self.isVisible():
             return
         if self.shared_range is not None and self.plots:
@@ -249,7 +268,7 @@ class CountersView(QWidget):
     def hover_text(self, plot: int, t_ns: float) -> str:
         """The hover line over plot `plot` at t_ns: each of its counters' value then."""
         tr = self.trace
-        parts = [f"t = {t_ns / self.scale:,.6g} {self.unit}"]
+        parts = [f"t = {self.fmt.at(t_ns)}"]
         for i in self.groups[plot]:
             v = self.value_at(i, t_ns)
             unit = tr.counter_units[i] if i < len(tr.counter_units) else ""

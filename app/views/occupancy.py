@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QWidget
 
 from kvviz.export.axis import time_unit
+from kvviz.mechanisms import time_axis_title
 from kvviz.result import Result
 
 from ._common import (
@@ -33,6 +34,9 @@ from ._common import (
     view_box_of,
 )
 from .time_range import SharedTimeRange
+from .time_units import show_format, view_format
+from .timeline_details import TimeFormat
+from .timeline_items import GridAxis
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -253,7 +257,8 @@ class OccupancyView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.plot = pg.PlotWidget(background="w")
+        self.time_axis = GridAxis()  # the timeline's: ticks in the unit of the visible span
+        self.plot = pg.PlotWidget(background="w", axisItems={"bottom": self.time_axis})
         pi = self.plot.getPlotItem()
         style_plot(pi, left="slot", bottom="time (µs)", grid=(False, False))
         pi.invertY(True)  # slot 0 on top, as in a table
@@ -277,7 +282,8 @@ class OccupancyView(QWidget):
 
         self.result: Result | None = None
         self.grid: OccupancyGrid | None = None
-        self.unit, self.scale = "µs", 1e3
+        self.unit, self.scale = "µs", 1e3  # data units: the run's, fixed while it is shown
+        self.fmt = TimeFormat()  # how times read: from the visible span, as on the timeline
         self._res = None       # residency sorted by (slot, start), for hover
         self._slot_bounds = None
         self._n_slots = 0
@@ -301,8 +307,18 @@ class OccupancyView(QWidget):
             self._set_result(result)
         finally:
             self._building = False
+        self._units()
+
+    def _units(self) -> None:
+        """Axis and hover in the unit of the visible span (the timeline's rule and code)."""
+        if self._res is None:
+            return
+        self.fmt = view_format(self.plot.getPlotItem().getViewBox(), self.scale)
+        title = time_axis_title(self.result.scenario.kind, self.fmt.unit, self.result.scenario)
+        show_format(self.time_axis, title, [self.time_axis], self.fmt, self.scale)
 
     def _range_moved(self, *_):
+        self._units()
         if self.shared_range is not None and not self._building and self._res is not None and self.isVisible():
             self.shared_range.record(self.plot.getPlotItem().getViewBox(), self.scale, self._t_end / self.scale)
         if self.isVisible() and not self._building and self._res is not None:
@@ -327,7 +343,6 @@ class OccupancyView(QWidget):
         self._res = np.take(res, order)  # (take: ~5x faster than res[order] on records)
         self._slot_bounds = np.searchsorted(self._res["slot"], np.arange(self._n_slots + 1))
         pi = self.plot.getPlotItem()
-        pi.setLabel("bottom", f"time ({self.unit})")
         items = np.sort(res["item"])  # (np.unique hashes: several times slower on 1M rows)
         n_items = int((items[1:] != items[:-1]).sum()) + 1
         self.caption.setText(
@@ -377,7 +392,7 @@ class OccupancyView(QWidget):
         if self._res is None:
             return ""
         s = int(round(y))
-        t_text = f"t = {x:.3f} {self.unit}"
+        t_text = f"t = {self.fmt.at(x * self.scale)}"
         if not 0 <= s < self._n_slots:
             return t_text
         t = x * self.scale

@@ -23,6 +23,7 @@ from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
 from ._common import hover_point, hover_tip, info_label, no_si_prefix, rehover
 from .time_range import SharedTimeRange
+from .time_units import show_format, view_format
 from .timeline_details import CursorText, TimeFormat, TimelineViewBox
 from .timeline_instrument import Instrument
 from .timeline_items import BAR, MAX_LABELLED, GridAxis, LaneAxis, SpanLayer
@@ -140,16 +141,10 @@ class TimelineView(Instrument, QWidget):
         needs, from the relative origin when one is set."""
         if self.result is None:
             return
-        (lo, hi), _ = self.viewbox.viewRange()
-        origin = self.origin_ns or 0.0
-        fmt = TimeFormat.for_view((hi - lo) * self.scale, self.ns_per_pixel(), origin)
+        fmt = view_format(self.viewbox, self.scale, self.origin_ns or 0.0)
         rel = " from the cursor" if self.origin_ns is not None else ""
         title = time_axis_title(self.result.scenario.kind, fmt.unit, self.result.scenario) + rel  # the CLI figure's words
-        if (fmt.unit, fmt.ns, fmt.origin_ns) != (self.fmt.unit, self.fmt.ns, self.fmt.origin_ns) \
-                or self.plot.getPlotItem().getAxis("bottom").labelText != title:
-            self.plot.getPlotItem().setLabel("bottom", title)
-            self.time_axis.setScale(self.scale / fmt.ns)
-            self.time_axis.set_origin(origin / self.scale)
+        show_format(self.plot.getPlotItem().getAxis("bottom"), title, [self.time_axis], fmt, self.scale)
         self.fmt = fmt
         for line in (self.time_cursor, self.cursor_b):
             line.label.valueChanged()
