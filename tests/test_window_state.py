@@ -357,6 +357,23 @@ def test_save_as_names_the_new_file_in_the_scenario_box(window, qtbot, tmp_path,
     assert window.picker.currentText() == "copy.toml" and window.settings.value("recent")[0] == str(out.resolve())
 
 
+def test_the_toolbar_export_writes_what_the_current_tab_shows(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+    asked = []
+
+    def save_as(*a, **k):
+        asked.append(a[2])  # the suggested name says which figure is being written
+        return str(tmp_path / f"{len(asked)}.svg"), ""
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save_as))
+    window.act_export.trigger()
+    window.show_view("counters")
+    window.act_export.trigger()
+    assert asked[0].endswith("rope_prefetch_16.svg") and asked[1].endswith("rope_prefetch_16_counters.svg")
+    timeline, counters = ((tmp_path / f"{i}.svg").read_text() for i in (1, 2))
+    # the timeline figure (kvviz's own SVG: spans grouped per kind), then the Counters view's plots
+    assert 'id="spans-' in timeline and 'id="spans-' not in counters and "<svg" in counters
+
+
 def test_docks_squeezed_by_a_wide_tab_get_their_width_back_on_the_next(window, qtbot):
     params = window.findChild(type(window.metrics_dock), "dock-parameters")
     qtbot.wait(50)

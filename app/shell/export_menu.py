@@ -65,6 +65,14 @@ class ExportMenu:
         remember(self.settings, path)
         self._say("wrote " + ", ".join(written))
 
+    def export_current(self):
+        """The toolbar's Export…: what the current tab shows (the timeline's full SVG figure on
+        the Timeline tab; elsewhere the tab's view), never the timeline from another tab."""
+        if self.current_tab().name == "timeline":
+            self.export_dialog("svg")
+        else:
+            self.export_view_dialog("svg")
+
     def export_view_dialog(self, fmt: str):
         name = self.current_tab().name
         stem = Path(self.panel.path() or "kvviz").stem

@@ -134,7 +134,8 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         for tab in self.tab_list:
             for text, tip, slot in tab.toolbar_actions():
                 bar.addAction(text, slot).setToolTip(tip)
-        self.act_export = bar.addAction("Export…", lambda: self.export_dialog("svg"))
+        self.act_export = bar.addAction("Export…", self.export_current)
+        self.act_export.setToolTip("the timeline as an SVG figure; on another tab, that tab's view (File → Export: more)")
 
     def _build_menus(self):
         m = self.menuBar().addMenu("&File")
