@@ -289,6 +289,18 @@ def relative_to_source(path: str, context: dict | None) -> Path:
     return base / p
 
 
+def existing_file(path: str, context: dict | None, what: str) -> Path:
+    """A file a scenario names (relative to the scenario's file, as relative_to_source), checked
+    where the field is validated, so the panel marks that field: missing, or there but no regular
+    file (a folder, /dev/null, a FIFO), each said as what it is."""
+    p = relative_to_source(path, context)
+    if not p.exists():
+        raise ValueError(f"{what} not found: {p}")
+    if not p.is_file():
+        raise ValueError(f"{what} is not a regular file: {p}")
+    return p
+
+
 def scenario_to_dict(scenario: BaseModel) -> dict:
     """The plain-data form of a scenario (round-trips through parse_scenario)."""
     return scenario.model_dump(mode="json")

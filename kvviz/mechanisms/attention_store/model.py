@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 
-from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
+from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from .placement import PLACEMENTS
-from .presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, PRESETS, fp16_weights_gb, free_hbm_gb
+from .presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, fp16_weights_gb, free_hbm_gb, with_preset
 
 GB = 10**9
 
@@ -28,10 +28,7 @@ class Workload(Section):
     def _beside_the_scenario(cls, v: str, info: ValidationInfo) -> str:
         if not v:
             return v
-        p = relative_to_source(v, info.context)
-        if not p.is_file():  # here, so the panel marks the field (a run failing later did not)
-            raise ValueError(f"trace file not found: {p}")
-        return str(p)
+        return str(existing_file(v, info.context, "trace file"))
     conversations: int = param(9000, ge=1, le=2_000_000, unit="conversations",
                                description="Conversations generated (paper: ~9K ShareGPT conversations)")
     arrival_rate_per_s: float = param(1.0, gt=0, le=1e6, unit="1/s",
@@ -82,12 +79,7 @@ class Model(Section):
     @model_validator(mode="before")
     @classmethod
     def _fill_preset(cls, data):
-        # A preset supplies defaults; anything written in the file or by --set wins.
-        if isinstance(data, dict):
-            preset = data.get("preset", DEFAULT_PRESET)
-            if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
-                data = {**PRESETS[preset], **data}
-        return data
+        return with_preset(data)
 
     @property
     def weights_gb(self) -> float:

@@ -89,6 +89,17 @@ HARDWARE: dict[str, dict] = {
 }
 
 
+def with_preset(data, default: str = DEFAULT_PRESET, fields: tuple[str, ...] | None = None):
+    """A model section's data with its preset's values (or only `fields` of them) as defaults:
+    anything written in the file or by --set wins; an unknown preset is left to the Literal."""
+    if isinstance(data, dict):
+        preset = data.get("preset", default)
+        if isinstance(preset, str) and preset in PRESETS:
+            values = PRESETS[preset]
+            data = {**(values if fields is None else {f: values[f] for f in fields}), **data}
+    return data
+
+
 def fp16_weights_gb(params_b: float) -> float:
     """GB (10^9 B) of FP16 weights: 2 bytes per parameter."""
     return params_b * BYTES_PER_PARAM

@@ -43,7 +43,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationInfo, field_validator, mo
 
 from ...errors import ScenarioError
 from ...result import Result
-from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source, validate
+from ...scenario import FieldError, ScenarioBase, Section, existing_file, param, validate
 from ...scenario_data import apply_override, read_toml
 from ...size_guard import Estimate
 from ...trace import TraceBuilder
@@ -99,10 +99,7 @@ class LadderScenario(ScenarioBase):
         (context={"source": file}); otherwise relative paths resolve against the cwd."""
         if not isinstance(v, str):
             return v
-        p = relative_to_source(v, info.context)
-        if not p.is_file():
-            raise ValueError(f"base scenario file not found: {p}")
-        return str(p.resolve())
+        return str(existing_file(v, info.context, "base scenario file").resolve())
 
     @model_validator(mode="after")
     def _check(self):

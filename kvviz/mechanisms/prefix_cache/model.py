@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from ...scenario import FieldError, ScenarioBase, Section, param, relative_to_source
-from ..attention_store.presets import MFU_PAPER, PRESETS
+from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
+from ..attention_store.presets import MFU_PAPER, with_preset
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
 EVICTIONS = ("lru", "leaf_lru", "fifo", "belady")
@@ -29,11 +29,7 @@ class Workload(Section):
     def _beside_the_scenario(cls, v: str, info: ValidationInfo) -> str:
         if not v:
             return v
-        p = relative_to_source(v, info.context)
-        if not p.exists():
-            raise ValueError(f"trace file not found: {p}")
-        if not p.is_file():  # a folder, /dev/null, a FIFO: named as what it is, not as missing
-            raise ValueError(f"not a regular file: {p}")
+        p = existing_file(v, info.context, "trace file")
         if p.suffix == ".zst":  # read as JSONL it was "not a Mooncake trace", which misled
             raise ValueError(f"a zstd-compressed trace: decompress it first (zstd -d {p.name}); a scenario reads "
                              f"its trace uncompressed (kvviz replay --prefix reads .zst)")
@@ -105,12 +101,7 @@ class Model(Section):
     @model_validator(mode="before")
     @classmethod
     def _fill_preset(cls, data):
-        if isinstance(data, dict):
-            preset = data.get("preset", DEFAULT_PRESET)
-            if isinstance(preset, str) and preset in PRESETS:  # anything else: the Literal refuses it
-                data = {**{f: PRESETS[preset][f] for f in ("kv_bytes_per_token", "layers", "params_b", "d_model")},
-                        **data}
-        return data
+        return with_preset(data, DEFAULT_PRESET, ("kv_bytes_per_token", "layers", "params_b", "d_model"))
 
 
 class Tier(Section):
