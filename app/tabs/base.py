@@ -102,3 +102,14 @@ class Tab:
 
     def shutdown(self) -> None:
         """The window closes: stop any background work."""
+
+
+def follow_timeline(view, ctx: TabContext):
+    """`view` linked to the timeline: the shared time range (its zoom, kept across re-runs) and
+    the timeline's cursor. The timeline is built first (TABS lists it first)."""
+    view.shared_range = ctx.time_range
+    timeline = ctx.time_view
+    if timeline is not None:
+        view.link_x(timeline.plot)
+        timeline.time_cursor.sigPositionChanged.connect(lambda line: view.set_cursor(line.value()))
+    return view

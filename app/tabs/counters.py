@@ -3,7 +3,7 @@ timeline's zoom (kept across re-runs) and its cursor."""
 from __future__ import annotations
 
 from ..views.counters import CountersView
-from .base import Tab
+from .base import Tab, follow_timeline
 
 
 class CountersTab(Tab):
@@ -11,13 +11,7 @@ class CountersTab(Tab):
     label = "Counters"
 
     def make_widget(self):
-        view = CountersView()
-        view.shared_range = self.ctx.time_range
-        timeline = self.ctx.time_view  # built first (TABS lists the timeline first)
-        if timeline is not None:
-            view.link_x(timeline.plot)
-            timeline.time_cursor.sigPositionChanged.connect(lambda line: view.set_cursor(line.value()))
-        return view
+        return follow_timeline(CountersView(), self.ctx)
 
     def set_result(self, result):
         self.widget.set_result(result)

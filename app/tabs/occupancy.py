@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..views.occupancy import OccupancyView
-from .base import Tab
+from .base import Tab, follow_timeline
 
 
 class OccupancyTab(Tab):
@@ -10,10 +10,4 @@ class OccupancyTab(Tab):
     label = "Occupancy"
 
     def make_widget(self):
-        view = OccupancyView()
-        view.shared_range = self.ctx.time_range
-        timeline = self.ctx.time_view  # built first (TABS lists the timeline first)
-        if timeline is not None:
-            view.link_x(timeline.plot)
-            timeline.time_cursor.sigPositionChanged.connect(lambda line: view.set_cursor(line.value()))
-        return view
+        return follow_timeline(OccupancyView(), self.ctx)

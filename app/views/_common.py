@@ -226,6 +226,14 @@ def hover_tip(plot: pg.PlotWidget, scene_pos, text: str | None) -> None:
         QToolTip.hideText()
 
 
+def show_hover(plot: pg.PlotWidget, info: QLabel, scene_pos, text: str | None) -> None:
+    """A chart's hover: `text` on its line under the plot (kept when the mouse leaves the data)
+    and as a tooltip at the mouse (hidden there)."""
+    if text:
+        info.setText(text)
+    hover_tip(plot, scene_pos, text)
+
+
 def rehover(plot: pg.PlotWidget, on_move) -> None:
     """The view moved under a still mouse (Home, a wheel step): `on_move` what is under it now,
     or hide the tooltip. The hover line and tooltip kept naming what had been there."""

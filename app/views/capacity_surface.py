@@ -21,7 +21,7 @@ from kvviz.format import format_value, readable_number
 from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, shaped
 
 from ..background import JobControls
-from ._common import caption_label, hover_point, hover_tip, info_label, no_si_prefix
+from ._common import caption_label, hover_point, info_label, no_si_prefix, show_hover
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 from .iso_lines import iso_segments, nice_levels
 
@@ -327,10 +327,7 @@ class CapacitySurfaceView(QWidget):
 
     # --- numbers: hover and the data table ----------------------------------------------------
     def _on_move(self, pos):
-        text = self.text_at(pos)
-        if text:
-            self.info.setText(text)
-        hover_tip(self.plot, pos, text)
+        show_hover(self.plot, self.info, pos, self.text_at(pos))
 
     def text_at(self, scene_pos) -> str | None:
         res, at = self._shown, hover_point(self.plot, scene_pos)

@@ -31,7 +31,7 @@ from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, s
 
 from ..background import JobControls
 from ..run_on import RunOn
-from ._common import hover_point, hover_tip, info_label, nearest_point, no_si_prefix
+from ._common import hover_point, info_label, nearest_point, no_si_prefix, show_hover
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
@@ -397,10 +397,7 @@ class SweepView(QWidget):
 
     # --- numbers: hover and the data table --------------------------------------------------
     def _on_move(self, pos):
-        text = self.text_at(pos)
-        if text:
-            self.info.setText(text)
-        hover_tip(self.plot, pos, text)
+        show_hover(self.plot, self.info, pos, self.text_at(pos))
 
     def text_at(self, scene_pos) -> str | None:
         """What the point or cell under `scene_pos` holds, as its hover line."""

@@ -13,7 +13,16 @@ from kvviz.format import readable_bytes, readable_number
 from kvviz.palette import tier_color
 from kvviz.result import Result
 
-from ._common import TEXT, NoteStack, caption_label, hover_point, hover_tip, info_label, stack_vertically, style_plot
+from ._common import (
+    TEXT,
+    NoteStack,
+    caption_label,
+    hover_point,
+    info_label,
+    show_hover,
+    stack_vertically,
+    style_plot,
+)
 
 CEILING_COLOUR = "#222222"
 BELADY_COLOUR = "#009E73"  # Belady's own colour (kvviz.export.colours.POLICY_COLOURS)
@@ -126,10 +135,7 @@ class TierBarsView(QWidget):
 
     # --- hover and the data table -------------------------------------------------------------
     def _on_move(self, pos):
-        text = self.text_at(pos)
-        if text:
-            self.info.setText(text)
-        hover_tip(self.plot, pos, text)
+        show_hover(self.plot, self.info, pos, self.text_at(pos))
 
     def text_at(self, scene_pos) -> str | None:
         """The tier segment (or the whole bar, right of it) under `scene_pos`, as its hover line."""
