@@ -102,6 +102,10 @@ def test_hover_names_the_tier_and_its_value(qtbot, small):
     assert text.startswith("lru · DRAM: ") and f"{100 * dram:.1f}% of prompt tokens" in text
     whole = view.text_at(vb.mapViewToScene(QPointF(row["rate"] + 0.05, 0.0)))  # right of the bar
     assert f"token hit rate {100 * row['rate']:.1f}%" in whole and "ceiling" in whole
+    view._on_move(vb.mapViewToScene(QPointF(hbm + dram / 2, 0.0)))
+    assert view.info.text().startswith("lru · DRAM: ")
+    view.set_result(result)  # a re-run: the hover line described the previous one
+    assert view.info.text().strip() == ""
 
 
 @pytest.mark.gui

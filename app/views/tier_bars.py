@@ -76,6 +76,7 @@ class TierBarsView(QWidget):
         self.belady: float | None = None
 
     def set_result(self, result: Result) -> None:
+        self.info.setText(" ")  # the hover line described the previous run (seen in a real window)
         m = result.metrics_dict()
         self.tiers, self.rows = tier_rows(m)
         self.ceiling, self.belady = m.get("hit_rate_ceiling"), m.get("belady_token_hit_rate")
