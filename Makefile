@@ -14,11 +14,14 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
 # exported SVG independently of Qt (those tests skip without them).
 TEST_DEB_LIBS := xvfb librsvg2-bin
 
-.PHONY: run test setup system-libs test-libs bench screenshots clean claims-table
+.PHONY: run test setup native system-libs test-libs bench screenshots clean claims-table
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the compiled engine's sources too: an edit rebuilds it (a stale build is never run: native/__init__.py)
+NATIVE_SRC := $(wildcard kvviz/mechanisms/attention_store/native/*.pyx kvviz/mechanisms/attention_store/native/*.pxi kvviz/mechanisms/attention_store/native/*.pxd)
+
+$(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	@$(MAKE) --no-print-directory system-libs
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -39,6 +42,10 @@ define install_debs
 	  else echo "warning: missing Debian packages:$$missing (install them as root)"; fi; \
 	fi
 endef
+
+# Rebuild the compiled engine in place after editing its .pyx/.pxi files.
+native: setup
+	$(PY) setup.py --quiet build_ext --inplace
 
 system-libs:
 	$(call install_debs,$(DEB_LIBS))

@@ -67,10 +67,11 @@ def run_order(parts) -> list[Part]:
 
 @cache
 def code_version() -> str:
-    """A hash of kvviz's own source: a part's output is only reusable by the code that made it."""
+    """A hash of kvviz's own source (the compiled engine's too): a part's output is only reusable
+    by the code that made it."""
     h = hashlib.sha256()
     root = Path(__file__).parent
-    for f in sorted(root.rglob("*.py")):
+    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".pyx", ".pxi", ".pxd")):
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]

@@ -1,0 +1,8 @@
+# cython: language_level=3
+"""The compiled AttentionStore engine: the reference engine's rules (events.py, gpu.py,
+batching.py, host_load.py, load_rule.py, store.py, ssd_queue.py, placement/) over C data, one
+compilation unit so its classes call each other directly. Which runs: __init__.py."""
+
+include "loop.pxi"
+include "batcher.pxi"
+include "store.pxi"
