@@ -24,7 +24,7 @@ import numpy as np
 
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
-from . import economics
+from . import economics, native
 from .batching import BatchConfig, Batcher
 from .events import Loop
 from .gpu import Roofline
@@ -146,7 +146,13 @@ class Prepared:
 class Run:
     """All state of one simulated run (nothing is shared between runs)."""
 
-    def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool):
+    def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
+                 engine: str = "auto"):
+        # engine: "auto" (the compiled one where it is built and current), "python" (the
+        # reference), "native" (the compiled one, or an error saying why not): native/__init__.py
+        nat = native.engine() if engine != "python" else None
+        if engine == "native" and nat is None:
+            raise RuntimeError(f"engine='native': {native.note()}")
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
@@ -167,7 +173,7 @@ class Run:
         self.queue_mid = self.queue_end = 0
         self.detail = prep.detail
         self.detail_info: dict = {}
-        self.loop = Loop()
+        self.loop = nat.Loop() if nat else Loop()
         self.tb = TraceBuilder(item_name="session") if record else None
         if record:
             tb, d = self.tb, self.detail
@@ -179,7 +185,10 @@ class Run:
             self._last = (None,) * len(COUNTERS)
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
         self.store = Store(self, policy, self.coupled)
-        self.batcher = Batcher(self, batch_config(sc, prep))
+        self.batcher = (nat.Batcher if nat else Batcher)(self, batch_config(sc, prep))
+        self.native = nat is not None
+        if self.native:  # the compiled batcher does the per-turn glue (arrive, job_done) itself
+            self.arrival = self.batcher.arrival
 
     # --- release --------------------------------------------------------------------------
     def arrive(self, j: int):
@@ -286,8 +295,11 @@ class Run:
 
     def run(self):
         first = np.flatnonzero(self.prep.wl.turn == 0).tolist()
-        self.loop.stream([self.rec_arrival[j] for j in first], self.arrive, [(j,) for j in first], priority=2)
-        self.loop.run()
+        if self.native:
+            self.batcher.serve(first, [self.rec_arrival[j] for j in first])
+        else:
+            self.loop.stream([self.rec_arrival[j] for j in first], self.arrive, [(j,) for j in first], priority=2)
+            self.loop.run()
         self.store.close()
         return self
 

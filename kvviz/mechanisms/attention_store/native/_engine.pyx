@@ -1,8 +1,12 @@
 # cython: language_level=3
+# distutils: extra_compile_args = -ffp-contract=off
 """The compiled AttentionStore engine: the reference engine's rules (events.py, gpu.py,
 batching.py, host_load.py, load_rule.py, store.py, ssd_queue.py, placement/) over C data, one
-compilation unit so its classes call each other directly. Which runs: __init__.py."""
+compilation unit so its classes call each other directly. No FMA contraction (the flag above):
+Python rounds `a * b + c` twice, so must the C. Which runs: __init__.py."""
 
 include "loop.pxi"
+include "roofline.pxi"
+include "batch_state.pxi"
 include "batcher.pxi"
 include "store.pxi"
