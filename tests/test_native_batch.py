@@ -1,0 +1,115 @@
+"""The compiled event loop and batcher (attention_store/native: loop.pxi, roofline.pxi,
+batch_state.pxi, batcher.pxi) against the pure-Python reference (events.py, gpu.py, batching.py,
+serving.Run's glue): every run gives the same raw metrics (before rounding), the same event count,
+the same drawn job's details and, recorded, the same trace. The cases: every golden case of
+tests/test_attention_store_speed.py (its bundled variants and random scenarios) and more seeded
+random small scenarios. Skipped, with the reason, where the compiled module is not built.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kvviz import load_scenario, parse_scenario
+from kvviz.mechanisms.attention_store import gpu, native, parts
+from kvviz.mechanisms.attention_store.serving import Run
+from tests.test_attention_store_speed import RANDOM, ROOT, VARIANTS, _schedule_log, random_scenario
+
+ENGINE = native.engine()
+pytestmark = pytest.mark.skipif(ENGINE is None, reason=native.note())
+
+
+def outcome(sc, prep, name: str, engine: str) -> dict:
+    policy, mode, record = parts._runs(sc)[name]
+    run = Run(sc, prep, policy, mode, record, engine=engine).run()
+    assert run.native == (engine == "native")
+    return {"metrics": run.metrics(), "events": run.loop.processed, "detail": run.detail_info,
+            "trace": run.tb.build().fingerprint() if record else None}
+
+
+def assert_same(sc):
+    """Every run of the scenario (each policy, the truncation run) alike in both engines."""
+    prep = parts.prepare(sc)
+    for name in parts._runs(sc):
+        want, got = outcome(sc, prep, name, "python"), outcome(sc, prep, name, "native")
+        assert got == want, name
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_golden_variants_alike(name):
+    scenario = "attention_store_mooncake" if name == "mooncake" else "attention_store_sharegpt"
+    assert_same(load_scenario(ROOT / "scenarios" / f"{scenario}.toml", VARIANTS[name]))
+
+
+@pytest.mark.parametrize("seed", RANDOM)
+def test_golden_random_scenarios_alike(seed):
+    assert_same(parse_scenario(random_scenario(seed)))
+
+
+def more_random(seed: int) -> dict:
+    """random_scenario with the flags it leaves at their defaults drawn too."""
+    r = random.Random(seed)
+    d = random_scenario(seed)
+    d["workload"]["conversations"] = r.randint(5, 60)
+    d["store"]["preload"] = r.choice(["layerwise", "none"])
+    d["hardware"]["write_buffer_gb"] = r.choice([0.0, 0.05, 1.0])
+    d["hardware"]["host_link_gbps"] = r.choice([0.5, 26.0])
+    d["serving"]["truncation"] = r.choice(["decoupled", "coupled"])
+    d["model"]["context_window"] = r.choice([1024, 2048])
+    return d
+
+
+@pytest.mark.parametrize("seed", range(100, 124))
+def test_random_small_scenarios_alike(seed):
+    assert_same(parse_scenario(more_random(seed)))
+
+
+# --- the pieces ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(20))
+def test_loop_runs_events_as_the_reference(seed):
+    from kvviz.engine import EventLoop
+    want = _schedule_log(EventLoop, seed, stream=False)
+    assert _schedule_log(ENGINE.Loop, seed, stream=True) == want
+    assert _schedule_log(ENGINE.Loop, seed, stream=False) == want
+
+
+def test_loop_refuses_the_past_and_late_streams():
+    for schedule in (lambda loop: loop.push(5, 0, print, ()), lambda loop: loop.stream([5], print, [()])):
+        loop = ENGINE.Loop()
+        loop.now = 10
+        with pytest.raises(ValueError, match="in the past"):
+            schedule(loop)
+    loop = ENGINE.Loop()
+    loop.push(1, 0, print, ())
+    with pytest.raises(RuntimeError):
+        loop.stream([2], print, [()])
+
+
+def test_roofline_alike():
+    # Random shapes and times, both sides of the compute/memory ridge and through i*: the same
+    # doubles and step counts as gpu.py's.
+    r = random.Random(7)
+    for _ in range(300):
+        py = gpu.Roofline(r.choice([7e9, 13e9, 65e9]), r.choice([1, 4, 8]), r.choice([312.0, 989.0]),
+                          r.uniform(0.2, 0.7), r.choice([1.5, 3.35]), r.uniform(0.5, 0.9),
+                          r.choice([0, 160_000, 2_621_440]), r.choice([32, 80]), r.choice([4096, 8192]))
+        c = ENGINE.Roofline.of(py)
+        n, ctx, k = r.randint(1, 64), r.randint(0, 200_000), r.randint(-1, 5_000)
+        t, h = r.randint(0, 8192), r.randint(0, 8192)
+        assert c.prefill_ns(t, h) == py.prefill_ns(t, h) and c.prefill_ns(t) == py.prefill_ns(t)
+        assert c.decode_step_ns(n, ctx) == py.decode_step_ns(n, ctx)
+        assert c.decode_ns(n, ctx, k) == py.decode_ns(n, ctx, k)
+        x = r.choice([0, 1, r.randint(1, 10**7), r.randint(1, 10**11)])
+        assert c.decode_steps_to(n, ctx, x) == py.decode_steps_to(n, ctx, x)
+
+
+def test_native_asked_where_missing(monkeypatch):
+    sc = parse_scenario(random_scenario(0))
+    prep = parts.prepare(sc)
+    monkeypatch.setattr(native, "engine", lambda: None)
+    monkeypatch.setattr(native, "note", lambda: "the compiled engine is not built")
+    with pytest.raises(RuntimeError, match="not built"):
+        Run(sc, prep, sc.policies[0], "decoupled", False, engine="native")
+    assert not Run(sc, prep, sc.policies[0], "decoupled", False).native  # auto: the reference
