@@ -26,7 +26,7 @@ from .errors import ScenarioError
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
-from .mechanisms import mechanisms
+from .mechanisms import engine_note_once, mechanisms
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -39,8 +39,7 @@ BAD_INPUT = 2
 CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
 
 
-def _is_scalar(v) -> bool:
-    return not isinstance(v, (dict, list))
+_is_scalar = lambda v: not isinstance(v, (dict, list))
 
 
 def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[str]:
@@ -84,6 +83,8 @@ def _cached_parts(sc, cache) -> list[str]:
 
 def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
     try:
+        if note := engine_note_once(sc.kind):  # a slower engine than it could run (said once)
+            print(f"note: {note}", file=sys.stderr)
         est = check_run_size(sc, max_memory_gb)
         cache = disk_cache(cache_dir)
         if est is not None and est.seconds >= WORTH_CALIBRATING_S:  # a long run says so before it starts
@@ -175,7 +176,6 @@ def cmd_check(args) -> int:
 def cmd_sweep(args) -> int:
     from .scenario_data import apply_override, read_toml
     from .sweep import Axis, StderrProgress, parse_values, run_sweep
-
     file = resolve_scenario(args.file)
     if len(args.param or []) != len(args.values or []):
         raise ScenarioError("each --param needs one --values", "kvviz sweep", "--values")

@@ -17,7 +17,8 @@ from kvviz.mechanisms.attention_store.serving import Run
 from tests.test_attention_store_speed import RANDOM, ROOT, VARIANTS, _schedule_log, random_scenario
 
 ENGINE = native.engine()
-pytestmark = pytest.mark.skipif(ENGINE is None, reason=native.note())
+# every test but the last compares the two engines: skipped where the compiled one is not built
+needs_engine = pytest.mark.skipif(ENGINE is None, reason=native.note())
 
 
 def outcome(sc, prep, name: str, engine: str) -> dict:
@@ -36,12 +37,14 @@ def assert_same(sc):
         assert got == want, name
 
 
+@needs_engine
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_golden_variants_alike(name):
     scenario = "attention_store_mooncake" if name == "mooncake" else "attention_store_sharegpt"
     assert_same(load_scenario(ROOT / "scenarios" / f"{scenario}.toml", VARIANTS[name]))
 
 
+@needs_engine
 @pytest.mark.parametrize("seed", RANDOM)
 def test_golden_random_scenarios_alike(seed):
     assert_same(parse_scenario(random_scenario(seed)))
@@ -60,6 +63,7 @@ def more_random(seed: int) -> dict:
     return d
 
 
+@needs_engine
 @pytest.mark.parametrize("seed", range(100, 124))
 def test_random_small_scenarios_alike(seed):
     assert_same(parse_scenario(more_random(seed)))
@@ -67,6 +71,7 @@ def test_random_small_scenarios_alike(seed):
 
 # --- the pieces ---------------------------------------------------------------------------------
 
+@needs_engine
 @pytest.mark.parametrize("seed", range(20))
 def test_loop_runs_events_as_the_reference(seed):
     from kvviz.engine import EventLoop
@@ -75,6 +80,7 @@ def test_loop_runs_events_as_the_reference(seed):
     assert _schedule_log(ENGINE.Loop, seed, stream=False) == want
 
 
+@needs_engine
 def test_loop_refuses_the_past_and_late_streams():
     for schedule in (lambda loop: loop.push(5, 0, print, ()), lambda loop: loop.stream([5], print, [()])):
         loop = ENGINE.Loop()
@@ -87,6 +93,7 @@ def test_loop_refuses_the_past_and_late_streams():
         loop.stream([2], print, [()])
 
 
+@needs_engine
 def test_roofline_alike():
     # Random shapes and times, both sides of the compute/memory ridge and through i*: the same
     # doubles and step counts as gpu.py's.
@@ -105,6 +112,7 @@ def test_roofline_alike():
         assert c.decode_steps_to(n, ctx, x) == py.decode_steps_to(n, ctx, x)
 
 
+@needs_engine
 def test_native_asked_where_missing(monkeypatch):
     sc = parse_scenario(random_scenario(0))
     prep = parts.prepare(sc)
@@ -113,3 +121,21 @@ def test_native_asked_where_missing(monkeypatch):
     with pytest.raises(RuntimeError, match="not built"):
         Run(sc, prep, sc.policies[0], "decoupled", False, engine="native")
     assert not Run(sc, prep, sc.policies[0], "decoupled", False).native  # auto: the reference
+
+
+def test_cli_says_once_that_the_reference_runs(monkeypatch, capsys):
+    import kvviz.mechanisms as mechanisms_module
+    from kvviz.cli import main
+    why = "the compiled engine is not built (`make setup` builds it): the Python reference engine runs"
+    monkeypatch.setattr(native, "_load", lambda: (None, why))
+    monkeypatch.setattr(mechanisms_module, "_noted", set())
+    monkeypatch.setenv("KVVIZ_WORKERS", "1")
+    ran = []
+    monkeypatch.setattr(Run, "run", lambda self, orig=Run.run: ran.append(self.native) or orig(self))
+    small = ["--set", "workload.conversations=3", "--set", "serving.compare_truncation=false"]
+    assert main(["run", "attention_store_sharegpt", "--json", *small]) == 0
+    err = capsys.readouterr().err
+    assert err.count(why) == 1 and f"note: {why}\n" in err
+    assert ran and not any(ran)  # every run on the reference
+    assert main(["run", "attention_store_sharegpt", "--json", *small]) == 0
+    assert why not in capsys.readouterr().err  # once a process

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from kvviz import ScenarioError, parse_scenario
 from kvviz.bundled import bundled_scenarios
-from kvviz.mechanisms import mechanisms
+from kvviz.mechanisms import engine_note_once, mechanisms
 
 from ..memory_limit import for_app, stored_limit
 from ..params import ParameterPanel
@@ -229,7 +229,10 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     def _run(self, scenario):
         if self._closed:
             return
-        self.runner.submit(self._viewed(scenario))
+        viewed = self._viewed(scenario)
+        if note := engine_note_once(viewed.kind):  # a slower engine than it could run: said once, with the result
+            self._after_run_note += f"; {note}"
+        self.runner.submit(viewed)
 
     def _busy(self, busy: bool):
         if busy:

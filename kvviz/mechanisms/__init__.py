@@ -51,6 +51,22 @@ class Mechanism:
     # (the ladder draws 1,000 accesses: its µs are ns per access; prefix_cache's untimed replay
     # draws arrivals); None: "time (unit)"
     time_axis: Callable[[str, object], str] | None = None
+    # () -> one line on why this kind's runs take its slower reference engine (a compiled one
+    # missing or older than its source), or "" when the compiled one runs
+    engine_note: Callable[[], str] | None = None
+
+
+_noted: set[str] = set()
+
+
+def engine_note_once(kind: str) -> str:
+    """`kind`'s engine note the first time it is asked for in this process, else "": the CLI and
+    the app say it once, where a run starts."""
+    m = mechanisms().get(kind)
+    if kind in _noted or m is None or m.engine_note is None:
+        return ""
+    _noted.add(kind)
+    return m.engine_note()
 
 
 def time_axis_title(kind: str | None, unit: str, scenario=None) -> str:

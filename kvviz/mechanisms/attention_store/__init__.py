@@ -19,6 +19,7 @@ from ...result import Result
 from ...runs import complete, run_order
 from ...size_guard import Estimate
 from .. import Mechanism
+from . import native
 from .arrivals import conversation_poisson, interleaved, saturated
 from .model import AttentionStoreScenario
 from .parts import PARALLEL_TURNS, plan  # noqa: F401 (PARALLEL_TURNS: tests read it here)
@@ -159,4 +160,5 @@ def simulate(sc: AttentionStoreScenario) -> Result:
 
 
 MECHANISM = Mechanism("attention_store", AttentionStoreScenario, simulate, estimate, pick=PICK,
-                      initial_range=initial_range, inactive=inactive, analyses=("policies",), plan=plan)
+                      initial_range=initial_range, inactive=inactive, analyses=("policies",), plan=plan,
+                      engine_note=native.note)
