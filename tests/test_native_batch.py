@@ -139,3 +139,23 @@ def test_cli_says_once_that_the_reference_runs(monkeypatch, capsys):
     assert ran and not any(ran)  # every run on the reference
     assert main(["run", "attention_store_sharegpt", "--json", *small]) == 0
     assert why not in capsys.readouterr().err  # once a process
+
+
+@pytest.mark.gui
+def test_app_says_once_that_the_reference_runs(window, qtbot, monkeypatch):
+    import kvviz.mechanisms as mechanisms_module
+
+    from .conftest import wait_new_result
+    why = "the compiled engine is older than its source (`make native` rebuilds it): the Python reference engine runs"
+    monkeypatch.setattr(native, "_load", lambda: (None, why))
+    monkeypatch.setattr(mechanisms_module, "_noted", set())
+    sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml",
+                       ["workload.conversations=20", "serving.compare_truncation=false"])
+    old = window.result
+    window._run(sc)  # where every run of the window starts (edits, files, picks)
+    old = wait_new_result(qtbot, window, old)
+    assert window.status.text().endswith(f"; {why}") and "\n" not in window.status.text()
+    window._run(load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml",
+                              ["workload.conversations=21", "serving.compare_truncation=false"]))
+    wait_new_result(qtbot, window, old)
+    assert why not in window.status.text()  # once
