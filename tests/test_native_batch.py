@@ -7,6 +7,9 @@ random small scenarios. Skipped, with the reason, where the compiled module is n
 """
 from __future__ import annotations
 
+import functools
+import math
+import operator
 import random
 
 import pytest
@@ -110,6 +113,28 @@ def test_roofline_alike():
         assert c.decode_ns(n, ctx, k) == py.decode_ns(n, ctx, k)
         x = r.choice([0, 1, r.randint(1, 10**7), r.randint(1, 10**11)])
         assert c.decode_steps_to(n, ctx, x) == py.decode_steps_to(n, ctx, x)
+
+
+@needs_engine
+def test_float_sums_as_this_python_sums():
+    # the compute-share rule divides by sum(work): left to right before Python 3.12, compensated
+    # (Neumaier) from 3.12 on; values over many magnitudes, where the two differ
+    r = random.Random(3)
+    for _ in range(500):
+        xs = [r.uniform(0, 1) * 10 ** r.randint(-3, 12) for _ in range(r.randint(1, 12))]
+        assert ENGINE.sum_like_python(xs) == sum(xs)
+        assert ENGINE.sum_like_python(xs, compensated=False) == functools.reduce(operator.add, xs, 0.0)
+        assert ENGINE.sum_like_python(xs, compensated=True) == neumaier(xs)
+
+
+def neumaier(xs: list[float]) -> float:
+    """CPython 3.12's sum() of floats (Python/bltinmodule.c), transcribed."""
+    f = c = 0.0
+    for x in xs:
+        t = f + x
+        c += (f - t) + x if abs(f) >= abs(x) else (x - t) + f
+        f = t
+    return f + c if c and math.isfinite(c) else f
 
 
 @needs_engine

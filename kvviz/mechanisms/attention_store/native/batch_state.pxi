@@ -41,11 +41,11 @@ cdef inline long long pyround(double x) noexcept nogil:
     return <long long> nearbyint(x)
 
 
-cdef double pysum(double* w, Py_ssize_t n) noexcept:
-    """sum(list of floats) as this Python computes it."""
+cdef double pysum(double* w, Py_ssize_t n, int compensated=-1) noexcept:
+    """sum(list of floats) as this Python computes it (compensated: 0/1 forces a way, for tests)."""
     cdef double f = 0.0, c = 0.0, t, x
     cdef Py_ssize_t i
-    if not NEUMAIER:
+    if not (NEUMAIER if compensated < 0 else compensated):
         for i in range(n):
             f += w[i]
         return f
@@ -60,6 +60,12 @@ cdef double pysum(double* w, Py_ssize_t n) noexcept:
     if c != 0.0 and c - c == 0.0:  # finite
         f += c
     return f
+
+
+def sum_like_python(values, compensated=None):
+    """pysum over a list of floats, for the tests: this Python's sum(), or the way asked for."""
+    a = np.append(np.asarray(values, dtype=np.float64), 0.0)
+    return pysum(pf64(a), len(a) - 1, -1 if compensated is None else int(compensated))
 
 
 cdef inline long long* p64(object a) except NULL:
