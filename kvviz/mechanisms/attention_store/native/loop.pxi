@@ -146,6 +146,8 @@ cdef class Loop:
             if t < self.now:
                 raise _past_error(t, self.now)
         order = sorted(range(n), key=lambda i: (int(times[i]), i))
+        PyMem_Free(self.s_t)  # an empty stream may come before another
+        PyMem_Free(self.s_i)
         self.s_t = <long long*> PyMem_Malloc((n + 1) * sizeof(long long))
         self.s_i = <long long*> PyMem_Malloc((n + 1) * sizeof(long long))
         if self.s_t == NULL or self.s_i == NULL:
