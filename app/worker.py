@@ -46,7 +46,9 @@ def _child(conn, n_workers: int = 1):
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # its own process group: stopping it stops its workers too
     from kvviz.executor import WarmPool
-    pool = WarmPool(n_workers, inherited=(conn,)) if n_workers > 1 else None
+    # kept only where stopping the child's process group stops them too (not on Windows: a run
+    # there starts a pool of its own, as the CLI's does, rather than leave idle workers behind)
+    pool = WarmPool(n_workers, inherited=(conn,)) if n_workers > 1 and hasattr(os, "killpg") else None
     try:
         _serve(conn, pool)
     finally:
