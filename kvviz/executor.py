@@ -2,8 +2,8 @@
 
 By default a local process pool (spawned, so no Qt or thread state is forked into workers);
 any `concurrent.futures.Executor` can be passed instead, such as a `WarmPool`'s (kept across
-calls: the app's simulation child, which holds no Qt, forks its workers once). `open_executor("tcp://HOST:PORT")`
-connects to a running Dask scheduler (`kvviz[cluster]`, imported only then) and gives its
+calls: the app's simulation child, which holds no Qt, forks its workers once).
+`open_executor("tcp://HOST:PORT")` connects to a running Dask scheduler (`kvviz[cluster]`, imported only then) and gives its
 `client.get_executor()`, after checking that every worker runs what this process runs (kvviz,
 Python, numpy, pydantic: a run's result is only comparable if they do). KVVIZ_EXECUTOR sets the
 default. Results stream to `on_result(index, value)` as they arrive, and `on_result` may raise
