@@ -1,8 +1,9 @@
 """Simulations run in a warm child process; the finished Result comes back through a signal.
 
 A child process, not a thread, because a pure-Python simulation cannot be interrupted:
-Cancel (or a newer edit while a run is still going) terminates the child and starts a fresh
-one. Graphics items are never touched here: the window builds them when `finished` arrives.
+Cancel (or a newer edit while a run is still going) terminates the child (and the worker
+processes it keeps for a run's parts) and starts a fresh one, whose workers start at once.
+Graphics items are never touched here: the window builds them when `finished` arrives.
 
 A run made of independent parts (Mechanism.plan: AttentionStore's policies) comes back part by
 part: this side keeps each part's output (by its key: the inputs it reads) in memory, combines
@@ -35,13 +36,27 @@ from .gui_gc import collect_on_gui_thread
 KEEP_BYTES = DEFAULT_MAX_MEMORY_GB * 1e9 / 4
 
 
-def _child(conn):
-    """Child process: simulate each scenario received, send back the Result or a message."""
+def _child(conn, n_workers: int = 1):
+    """Child process: simulate each scenario received, send back the Result or a message. A
+    run's independent parts go to `n_workers` processes it keeps from its start to its end
+    (forked from it where that is safe: it holds no Qt), so no edit waits for a pool to start."""
     import os
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the app
     if hasattr(os, "setpgrp"):
-        os.setpgrp()  # its own process group: stopping it stops the pool it may start too
+        os.setpgrp()  # its own process group: stopping it stops its workers too
+    from kvviz.executor import WarmPool
+    # kept only where stopping the child's process group stops them too (not on Windows: a run
+    # there starts a pool of its own, as the CLI's does, rather than leave idle workers behind)
+    pool = WarmPool(n_workers, inherited=(conn,)) if n_workers > 1 and hasattr(os, "killpg") else None
+    try:
+        _serve(conn, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _serve(conn, pool):
     from kvviz import ScenarioError, simulate
     from kvviz.runs import run_parts
     from kvviz.simulation import check_run_size, representable
@@ -57,9 +72,15 @@ def _child(conn):
                 conn.send((request, "ok", result, time.perf_counter() - t))
                 continue
             check_run_size(scenario, max_memory_gb)
-            with representable():
-                run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
-                          lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)))
+            try:
+                with representable():
+                    run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
+                              lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)),
+                              pool=pool.executor if pool is not None else None)
+            except BaseException:
+                if pool is not None:  # parts of the failed run may still be running there
+                    pool.discard()
+                raise
         except ScenarioError as e:  # the field too, so the window can mark it where it is edited
             conn.send((request, "error", (str(e), e.field or "", e.message), 0.0))
         except Exception as e:  # a bug: say so in one line; the details go to the terminal
@@ -131,9 +152,10 @@ class SimulationRunner(QObject):
     def _start(self):
         parent, child = self._ctx.Pipe()
         # Not a daemon: a daemonic process may not start processes, and a scenario's independent
-        # runs (AttentionStore's policies) go to a pool of their own. shutdown() and cancel end
-        # it and its process group; if the app dies, its pipe closes and the child's loop returns.
-        self._proc = self._ctx.Process(target=_child, args=(child,), daemon=False, name="kvviz-sim")
+        # runs (AttentionStore's policies) go to the child's pool of workers (as many as the
+        # estimate counts). shutdown() and cancel end it and its process group, workers
+        # included; if the app dies, its pipe closes and the child's loop returns.
+        self._proc = self._ctx.Process(target=_child, args=(child, workers()), daemon=False, name="kvviz-sim")
         self._proc.start()
         child.close()
         self._conn = parent

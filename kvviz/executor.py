@@ -1,8 +1,9 @@
 """One seam for independent work: map a pure function over inputs, results keyed by index.
 
 By default a local process pool (spawned, so no Qt or thread state is forked into workers);
-any `concurrent.futures.Executor` can be passed instead. `open_executor("tcp://HOST:PORT")`
-connects to a running Dask scheduler (`kvviz[cluster]`, imported only then) and gives its
+any `concurrent.futures.Executor` can be passed instead, such as a `WarmPool`'s (kept across
+calls: the app's simulation child, which holds no Qt, forks its workers once).
+`open_executor("tcp://HOST:PORT")` connects to a running Dask scheduler (`kvviz[cluster]`, imported only then) and gives its
 `client.get_executor()`, after checking that every worker runs what this process runs (kvviz,
 Python, numpy, pydantic: a run's result is only comparable if they do). KVVIZ_EXECUTOR sets the
 default. Results stream to `on_result(index, value)` as they arrive, and `on_result` may raise
@@ -41,6 +42,62 @@ def _ignore_sigint():
 
 def local_pool(n: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+
+
+def _forked_worker(inherited: tuple):
+    """A forked worker: Ctrl-C left to the parent, and the parent's pipe ends it inherited closed
+    (only the parent talks on them; a copy held here would keep the other end from seeing EOF)."""
+    _ignore_sigint()
+    for end in inherited:
+        end.close()
+
+
+def _ready() -> None:
+    """A no-op task: submitting one per worker starts the processes now, not at the first call."""
+
+
+class WarmPool:
+    """A local pool of `n` processes kept for many calls (the app's simulation child serves edit
+    after edit with it, rather than starting a pool for each). Its workers are forked where
+    that is safe (Linux): they start in milliseconds with every module the caller imported; a
+    spawned pool (elsewhere; macOS's system libraries are not fork-safe) starts interpreters
+    that import kvviz again, 0.4-1.1 s, once. Fork only from a process that holds no threads
+    and no Qt, before anything it started holds a lock. `inherited`: the caller's pipe ends
+    (multiprocessing Connections) its workers must not keep open, closed in each forked one."""
+
+    def __init__(self, n: int, inherited: tuple = ()):
+        self.n = n
+        self._inherited = inherited
+        self._pool: ProcessPoolExecutor | None = None
+        self._start()
+
+    def _start(self) -> None:
+        if "fork" in multiprocessing.get_all_start_methods() and platform.system() == "Linux":
+            ctx, init, args = multiprocessing.get_context("fork"), _forked_worker, (self._inherited,)
+        else:
+            ctx, init, args = multiprocessing.get_context("spawn"), _ignore_sigint, ()
+        self._pool = ProcessPoolExecutor(self.n, mp_context=ctx, initializer=init, initargs=args)
+        for _ in range(self.n):  # start the workers now, while the caller waits for its first request
+            self._pool.submit(_ready)
+
+    @property
+    def executor(self) -> ProcessPoolExecutor:
+        return self._pool
+
+    def discard(self) -> None:
+        """After a call that failed: its other calls may still be running, or the pool broke.
+        Its workers are stopped and a fresh pool started, so the next call waits for none."""
+        self.close()
+        self._start()
+
+    def close(self) -> None:
+        if self._pool is None:
+            return
+        # the executor has no public way to stop a busy worker (Python 3.14 adds one)
+        for proc in list((getattr(self._pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
 
 
 def map_indexed(fn: Callable, items: Sequence, executor: Executor | None = None, n_workers: int | None = None,

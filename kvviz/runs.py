@@ -17,6 +17,7 @@ import pickle
 import stat
 import tempfile
 from collections import OrderedDict
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -264,15 +265,18 @@ def _call(task):
     return run(scenario, prepared, name)
 
 
-def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None]) -> None:
+def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None],
+              pool: Executor | None = None) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
-    ends: in parallel (kvviz.executor) when the plan says it is worth it."""
+    ends: in parallel when the plan says it is worth it and there is more than one, on `pool`
+    (a pool kept across calls: the app's) or else a pool of this call's own (kvviz.executor)."""
     if not names:
         return
     order = [p.name for p in plan.order() if p.name in set(names)]
     prepared = plan.prepare(scenario)
-    n = None if plan.parallel(prepared) else 1
-    map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order], n_workers=n,
+    parallel = plan.parallel(prepared)
+    map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order],
+                executor=pool if parallel and len(order) > 1 else None, n_workers=None if parallel else 1,
                 on_result=lambda i, out: on_output(order[i], out))
 
 

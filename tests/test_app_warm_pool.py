@@ -1,0 +1,83 @@
+"""The app's simulation child keeps its worker processes from edit to edit (started with the
+child, before any request), and Cancel still ends the child and every worker it started."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kvviz import load_scenario
+from kvviz.mechanisms.attention_store import workload_of
+from kvviz.mechanisms.attention_store.parts import PARALLEL_TURNS
+
+from .conftest import wait_new_result
+
+pytestmark = pytest.mark.gui
+
+FLAGSHIP = Path(__file__).resolve().parent.parent / "scenarios" / "attention_store_sharegpt.toml"
+# large enough for the pool (10,520 turns: above PARALLEL_TURNS), three parts: the workload, two
+# of the cheaper policies' runs (recompute's recorded)
+POOLED = ["workload.conversations=1800", 'policies=["recompute", "fifo"]', 'trace_policy="recompute"',
+          "serving.compare_truncation=false"]
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    """Before `window`: the runner gives its child as many workers as KVVIZ_WORKERS says."""
+    monkeypatch.setenv("KVVIZ_WORKERS", "2")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _workers(child: int) -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process(child).children(recursive=True) if _alive(p.pid)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def _cpu(pids) -> float:
+    return sum(sum(psutil.Process(p).cpu_times()[:2]) for p in pids)
+
+
+def test_successive_runs_are_served_by_the_same_workers(two_workers, window, qtbot):
+    runner = window.runner
+    child = runner._proc.pid
+    qtbot.waitUntil(lambda: len(_workers(child)) == 2, timeout=10_000)  # at the child's start
+    pids = _workers(child)
+    first = load_scenario(FLAGSHIP, POOLED)
+    assert len(workload_of(first)) >= PARALLEL_TURNS  # else the parts would run in the child
+    old = window.result
+    for ratio in (0.5, 0.4):  # the second edit changes what every part reads: all three run again
+        before, before_child = _cpu(pids), _cpu([child])
+        ran = runner.parts_run
+        runner.submit(load_scenario(FLAGSHIP, [*POOLED, f"serving.truncation_ratio={ratio}"]))
+        old = wait_new_result(qtbot, window, old)
+        assert runner.parts_run == ran + 3 and runner._proc.pid == child
+        assert _workers(child) == pids  # no pool started for the run, none left over
+        assert _cpu(pids) - before > _cpu([child]) - before_child  # the parts ran there
+    runner.shutdown()  # closing the window: the workers end with the child
+    qtbot.waitUntil(lambda: not any(_alive(p) for p in {child, *pids}), timeout=10_000)
+
+
+def test_cancel_ends_the_child_and_its_workers(two_workers, window, qtbot):
+    runner = window.runner
+    child = runner._proc.pid
+    qtbot.waitUntil(lambda: len(_workers(child)) == 2, timeout=10_000)
+    stopped = {child, *_workers(child)}
+    idle = _cpu(stopped - {child})
+    runner.submit(load_scenario(FLAGSHIP, ["workload.conversations=1800"]))
+    qtbot.waitUntil(lambda: _cpu(stopped - {child}) > idle, timeout=30_000)  # the workers are running parts
+    runner.cancel()
+    assert not runner.busy()
+    qtbot.waitUntil(lambda: not any(_alive(p) for p in stopped), timeout=10_000)
+    fresh = runner._proc.pid
+    assert fresh != child
+    qtbot.waitUntil(lambda: len(_workers(fresh)) == 2, timeout=10_000)  # a fresh pool, before any request
+    assert not _workers(fresh) & stopped
