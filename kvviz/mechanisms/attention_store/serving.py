@@ -24,7 +24,7 @@ import numpy as np
 
 from ...requests.conversations import Conversations
 from ...trace import TraceBuilder
-from . import economics
+from . import economics, native
 from .batching import BatchConfig, Batcher
 from .events import Loop
 from .gpu import Roofline
@@ -141,12 +141,26 @@ class Prepared:
         return -(-tokens // self.block) * self.block
 
 
+def _store_class(engine: str, policy: str):
+    """The Store to run: the compiled one where `engine` allows it and it is built ("auto"), the
+    reference ("python"), or the compiled one or an error ("native")."""
+    if engine not in ("auto", "python", "native"):
+        raise ValueError(f"engine: {engine!r} (auto, python or native)")
+    mod = native.engine() if engine != "python" else None
+    if mod is not None and policy in mod.POLICIES:
+        return mod.Store
+    if engine == "native":
+        raise RuntimeError(f"the compiled store cannot run {policy!r}: {native.note() or 'not compiled'}")
+    return Store
+
+
 # --- one run of one policy ------------------------------------------------------------------------
 
 class Run:
     """All state of one simulated run (nothing is shared between runs)."""
 
-    def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool):
+    def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
+                 engine: str = "auto"):
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
@@ -178,7 +192,7 @@ class Run:
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self._last = (None,) * len(COUNTERS)
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
-        self.store = Store(self, policy, self.coupled)
+        self.store = _store_class(engine, policy)(self, policy, self.coupled)
         self.batcher = Batcher(self, batch_config(sc, prep))
 
     # --- release --------------------------------------------------------------------------

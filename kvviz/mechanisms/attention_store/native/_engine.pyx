@@ -5,4 +5,6 @@ compilation unit so its classes call each other directly. Which runs: __init__.p
 
 include "loop.pxi"
 include "batcher.pxi"
+include "placement.pxi"
+include "ssd.pxi"
 include "store.pxi"
