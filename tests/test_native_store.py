@@ -15,6 +15,7 @@ from kvviz.errors import ScenarioError
 from kvviz.mechanisms.attention_store import native
 from kvviz.mechanisms.attention_store import parts as P
 from kvviz.mechanisms.attention_store.serving import Run
+
 from .test_attention_store_speed import ROOT, VARIANTS
 
 POLICIES = ["recompute", "lru", "fifo", "scheduler_aware", "belady"]
