@@ -277,3 +277,8 @@ cdef class SsdCore(StoreState):
         for k in range(self.qn):
             self._ssd_span(self.qh + k)
         self.qh = self.qn = 0
+
+
+def floordiv(double vx, double wx):
+    """st_floordiv from Python (tests hold it to Python's float `//`)."""
+    return st_floordiv(vx, wx)
