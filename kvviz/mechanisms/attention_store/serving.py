@@ -147,7 +147,7 @@ def _store_class(engine: str, policy: str):
     if engine not in ("auto", "python", "native"):
         raise ValueError(f"engine: {engine!r} (auto, python or native)")
     mod = native.engine() if engine != "python" else None
-    if mod is not None and policy in mod.POLICIES:
+    if mod is not None and policy in getattr(mod, "STORE_POLICIES", ()):
         return mod.Store
     if engine == "native":
         raise RuntimeError(f"the compiled store cannot run {policy!r}: {native.note() or 'not compiled'}")

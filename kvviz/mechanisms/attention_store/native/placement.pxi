@@ -6,7 +6,12 @@
 import numpy as np
 
 cdef long long ST_INF = 4611686018427387904  # 1 << 62: store.INF
-cdef int ST_NONE = 0, ST_DRAM = 1, ST_SSD = 2, ST_PREFETCHING = 3  # placement/base.py
+# placement/base.py
+cdef enum:
+    ST_NONE = 0
+    ST_DRAM = 1
+    ST_SSD = 2
+    ST_PREFETCHING = 3
 
 
 cdef object st_i64(Py_ssize_t n, long long fill):
@@ -402,7 +407,7 @@ cdef class PolicySchedulerAware(Placement):
                               key[before] if before >= 0 else -1)
 
 
-POLICIES = ("recompute", "lru", "fifo", "scheduler_aware", "belady")  # the ones compiled here
+STORE_POLICIES = ("recompute", "lru", "fifo", "scheduler_aware", "belady")  # the ones compiled here
 
 
 cdef Placement st_policy(StoreState st, str name):

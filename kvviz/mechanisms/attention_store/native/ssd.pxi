@@ -4,11 +4,27 @@
 
 from libc.math cimport fmod, floor, copysign
 
-cdef int ST_P_DEMAND = 0, ST_P_PREFETCH = 1, ST_P_WRITE = 2  # ssd_queue.py
+# ssd_queue.py
+cdef enum:
+    ST_P_DEMAND = 0
+    ST_P_PREFETCH = 1
+    ST_P_WRITE = 2
+
 # An op's label (ssd_queue.py's op[6]): "", "fetch", "prefetch".
-cdef int ST_L_NONE = 0, ST_L_FETCH = 1, ST_L_PREFETCH = 2
+cdef enum:
+    ST_L_NONE = 0
+    ST_L_FETCH = 1
+    ST_L_PREFETCH = 2
+
 # Columns of a queued op: ssd_queue.py's [start, end, prio, earliest, c, seq, label].
-cdef int Q_S0 = 0, Q_S1 = 1, Q_PRIO = 2, Q_EARL = 3, Q_C = 4, Q_SEQ = 5, Q_LBL = 6
+cdef enum:
+    SQ_S0 = 0
+    SQ_S1 = 1
+    SQ_PRIO = 2
+    SQ_EARL = 3
+    SQ_C = 4
+    SQ_SEQ = 5
+    SQ_LBL = 6
 
 
 cdef double st_floordiv(double vx, double wx):
@@ -121,7 +137,7 @@ cdef class SsdCore(StoreState):
         cdef long long dur = <long long>(nbytes / bw), t0
         self.lr_pending = 0  # LoadRule.booked
         if self.ssd_prio:
-            return self.q[self._ssd_book(dur, ST_P_DEMAND, earliest, c, ST_L_FETCH, 0), Q_S0]
+            return self.q[self._ssd_book(dur, ST_P_DEMAND, earliest, c, ST_L_FETCH, 0), SQ_S0]
         t0 = st_max(earliest, self.ssd_free)
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
@@ -138,7 +154,7 @@ cdef class SsdCore(StoreState):
         if self.ssd_prio:
             r = self._ssd_book(<long long>(nbytes / bw), prio, self.loop.now, c,
                                ST_L_PREFETCH if prio == ST_P_PREFETCH else ST_L_NONE, seq)
-            out[0], out[1] = self.q[r, Q_S0], self.q[r, Q_S1]
+            out[0], out[1] = self.q[r, SQ_S0], self.q[r, SQ_S1]
             return
         s0 = st_max(self.loop.now, self.ssd_free)
         s1 = s0 + <long long>(nbytes / bw)
@@ -149,7 +165,7 @@ cdef class SsdCore(StoreState):
     cdef void _ssd_retire(self):
         cdef long long now = self.loop.now
         cdef Py_ssize_t k = 0, i
-        while k < self.qn and self.q[self.qh + k, Q_S1] <= now:
+        while k < self.qn and self.q[self.qh + k, SQ_S1] <= now:
             k += 1
         if k:
             if self.tb is not None:
@@ -161,10 +177,10 @@ cdef class SsdCore(StoreState):
     cdef void _ssd_span(self, Py_ssize_t r):
         if self.tb is None:
             return
-        cdef long long s0 = self.q[r, Q_S0], s1 = self.q[r, Q_S1], c = self.q[r, Q_C]
-        if self.q[r, Q_PRIO] == ST_P_WRITE:
+        cdef long long s0 = self.q[r, SQ_S0], s1 = self.q[r, SQ_S1], c = self.q[r, SQ_C]
+        if self.q[r, SQ_PRIO] == ST_P_WRITE:
             self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c, src="DRAM", dst="SSD", job=c)
-        elif self.q[r, Q_LBL] == ST_L_FETCH:
+        elif self.q[r, SQ_LBL] == ST_L_FETCH:
             self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c, src="SSD", dst="HBM", job=c)
         else:
             self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, src="SSD", dst="DRAM", job=c)
@@ -172,17 +188,17 @@ cdef class SsdCore(StoreState):
     cdef void _retime_from(self, Py_ssize_t i):
         """Ops from position i on start when the one before ends (or at their earliest)."""
         cdef long long[:, ::1] q = self.q
-        cdef long long prev = q[self.qh + i - 1, Q_S1] if i else self.loop.now, s0, d
+        cdef long long prev = q[self.qh + i - 1, SQ_S1] if i else self.loop.now, s0, d
         cdef Py_ssize_t k, r
         for k in range(i, self.qn):
             r = self.qh + k
-            s0 = st_max(prev, q[r, Q_EARL])
-            if s0 != q[r, Q_S0]:
-                d = q[r, Q_S1] - q[r, Q_S0]
-                q[r, Q_S0], q[r, Q_S1] = s0, s0 + d
-                if q[r, Q_LBL] == ST_L_PREFETCH and self.m_pf_seq[q[r, Q_C]] == q[r, Q_SEQ]:
+            s0 = st_max(prev, q[r, SQ_EARL])
+            if s0 != q[r, SQ_S0]:
+                d = q[r, SQ_S1] - q[r, SQ_S0]
+                q[r, SQ_S0], q[r, SQ_S1] = s0, s0 + d
+                if q[r, SQ_LBL] == ST_L_PREFETCH and self.m_pf_seq[q[r, SQ_C]] == q[r, SQ_SEQ]:
                     self._pf_retimed(r)
-            prev = q[r, Q_S1]
+            prev = q[r, SQ_S1]
 
     cdef Py_ssize_t _ssd_slot(self, int prio, long long c):
         """Where an op of priority `prio` for session c goes: behind the ops started and the
@@ -190,11 +206,11 @@ cdef class SsdCore(StoreState):
         cdef long long[:, ::1] q = self.q
         cdef long long now = self.loop.now
         cdef Py_ssize_t i = self.qn, k, h = self.qh
-        while i > 0 and q[h + i - 1, Q_S0] > now and q[h + i - 1, Q_PRIO] > prio:
+        while i > 0 and q[h + i - 1, SQ_S0] > now and q[h + i - 1, SQ_PRIO] > prio:
             i -= 1
         if prio != ST_P_WRITE and c >= 0:  # not ahead of c's own queued write
             for k in range(self.qn - 1, i - 1, -1):
-                if q[h + k, Q_C] == c and q[h + k, Q_PRIO] == ST_P_WRITE:
+                if q[h + k, SQ_C] == c and q[h + k, SQ_PRIO] == ST_P_WRITE:
                     i = k + 1
                     break
         return i
@@ -203,7 +219,7 @@ cdef class SsdCore(StoreState):
                                 long long seq, int lbl):
         """Place the op by priority among the queued ops, re-time from there on: its row."""
         cdef Py_ssize_t i = self._ssd_slot(prio, c), r, k
-        cdef long long prev = self.q[self.qh + i - 1, Q_S1] if i else self.loop.now
+        cdef long long prev = self.q[self.qh + i - 1, SQ_S1] if i else self.loop.now
         if self.qh + self.qn == self.q.shape[0]:  # full: to the front, or a larger array
             if self.qh * 2 >= self.q.shape[0]:
                 for k in range(self.qn):
@@ -217,9 +233,9 @@ cdef class SsdCore(StoreState):
         for k in range(self.qh + self.qn, r, -1):
             self._mv(k, k - 1)
         self.qn += 1
-        self.q[r, Q_S0] = st_max(prev, earliest)
-        self.q[r, Q_S1] = self.q[r, Q_S0] + (s1 - s0)
-        self.q[r, Q_PRIO], self.q[r, Q_EARL], self.q[r, Q_C], self.q[r, Q_SEQ], self.q[r, Q_LBL] = \
+        self.q[r, SQ_S0] = st_max(prev, earliest)
+        self.q[r, SQ_S1] = self.q[r, SQ_S0] + (s1 - s0)
+        self.q[r, SQ_PRIO], self.q[r, SQ_EARL], self.q[r, SQ_C], self.q[r, SQ_SEQ], self.q[r, SQ_LBL] = \
             prio, earliest, c, seq, lbl
         self._retime_from(i + 1)
         return r
@@ -230,11 +246,11 @@ cdef class SsdCore(StoreState):
             self.q[dst, x] = self.q[src, x]
 
     cdef void _pf_retimed(self, Py_ssize_t r):
-        cdef long long c = self.q[r, Q_C]
+        cdef long long c = self.q[r, SQ_C]
         self.m_pf_seq[c] += 1
-        self.q[r, Q_SEQ] = self.m_pf_seq[c]
-        self.m_pf_end[c] = self.q[r, Q_S1]
-        self.loop.push(self.q[r, Q_S1], 0, self.landed_fn, (c, self.q[r, Q_SEQ]))
+        self.q[r, SQ_SEQ] = self.m_pf_seq[c]
+        self.m_pf_end[c] = self.q[r, SQ_S1]
+        self.loop.push(self.q[r, SQ_S1], 0, self.landed_fn, (c, self.q[r, SQ_SEQ]))
 
     cdef Py_ssize_t _ssd_book(self, long long dur, int prio, long long earliest, long long c, int lbl, long long seq):
         self._ssd_retire()
@@ -249,16 +265,16 @@ cdef class SsdCore(StoreState):
         cdef Py_ssize_t k, r, j
         for k in range(self.qn):
             r = self.qh + k
-            if self.q[r, Q_C] == c and self.q[r, Q_LBL] == ST_L_PREFETCH and self.q[r, Q_SEQ] == self.m_pf_seq[c] \
-                    and self.q[r, Q_S0] > now:
-                s0, s1, earl, seq, lbl = self.q[r, Q_S0], self.q[r, Q_S1], self.q[r, Q_EARL], self.q[r, Q_SEQ], \
-                    self.q[r, Q_LBL]
+            if self.q[r, SQ_C] == c and self.q[r, SQ_LBL] == ST_L_PREFETCH and self.q[r, SQ_SEQ] == self.m_pf_seq[c] \
+                    and self.q[r, SQ_S0] > now:
+                s0, s1, earl, seq, lbl = self.q[r, SQ_S0], self.q[r, SQ_S1], self.q[r, SQ_EARL], self.q[r, SQ_SEQ], \
+                    self.q[r, SQ_LBL]
                 for j in range(r, self.qh + self.qn - 1):
                     self._mv(j, j + 1)
                 self.qn -= 1
                 self._retime_from(k)  # close the gap it leaves
                 r = self._ssd_insert(s0, s1, ST_P_DEMAND, earl, c, seq, lbl)
-                if self.q[r, Q_S1] != s1:
+                if self.q[r, SQ_S1] != s1:
                     self._pf_retimed(r)
                 return
 
@@ -269,7 +285,7 @@ cdef class SsdCore(StoreState):
             return st_max(now, self.ssd_free)
         self._ssd_retire()
         cdef Py_ssize_t i = self._ssd_slot(ST_P_DEMAND, c)
-        return st_max(now, self.q[self.qh + i - 1, Q_S1]) if i else now
+        return st_max(now, self.q[self.qh + i - 1, SQ_S1]) if i else now
 
     cdef void _ssd_close(self):
         """Draw what is still queued (read priority: drawn once the times are final)."""
@@ -279,6 +295,6 @@ cdef class SsdCore(StoreState):
         self.qh = self.qn = 0
 
 
-def floordiv(double vx, double wx):
+def store_floordiv(double vx, double wx):
     """st_floordiv from Python (tests hold it to Python's float `//`)."""
     return st_floordiv(vx, wx)

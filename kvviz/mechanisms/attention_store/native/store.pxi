@@ -6,7 +6,14 @@
 import heapq
 
 # Job outcomes (store.py)
-cdef int ST_FIRST = 0, ST_MISS = 1, ST_RECOMPUTE_FASTER = 2, ST_HIT_HBM = 3, ST_HIT_DRAM = 4, ST_HIT_SSD = 5
+cdef enum:
+    ST_FIRST = 0
+    ST_MISS = 1
+    ST_RECOMPUTE_FASTER = 2
+    ST_HIT_HBM = 3
+    ST_HIT_DRAM = 4
+    ST_HIT_SSD = 5
+
 
 
 cdef class Store(SsdCore):
