@@ -6,6 +6,7 @@ Runs as far as the compiled engine goes (the rest of the run is the Python one w
 compiled)."""
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -26,7 +27,10 @@ needs_native = pytest.mark.skipif(native.engine() is None or not hasattr(native.
 
 def _one(sc, prep, policy, mode, record, engine):
     run = Run(sc, prep, policy, mode, record, engine=engine).run()
-    return run.metrics(), run.loop.processed, (run.tb.build().fingerprint() if record else None)
+    m = run.metrics()
+    # equal values of the same types (1 == 1.0, but the JSON output would differ)
+    typed = json.dumps({k: repr(v) for k, v in m.items()}, sort_keys=True)
+    return m, typed, run.loop.processed, (run.tb.build().fingerprint() if record else None), run.detail_info
 
 
 def _same(sc, record_all=False):
@@ -36,9 +40,11 @@ def _same(sc, record_all=False):
         record = record or record_all
         want = _one(sc, prep, policy, mode, record, "python")
         got = _one(sc, prep, policy, mode, record, "native")
-        assert got[1] == want[1], (name, "events")
+        assert got[2] == want[2], (name, "events")
         assert got[0] == want[0], (name, {k: (want[0][k], got[0][k]) for k in want[0] if want[0][k] != got[0][k]})
-        assert got[2] == want[2], (name, "trace")
+        assert got[1] == want[1], (name, "types")
+        assert got[3] == want[3], (name, "trace")
+        assert got[4] == want[4], (name, "detail")
 
 
 @needs_native
