@@ -2,6 +2,8 @@
 # its docstring the description). Included by _engine.pyx after placement.pxi and ssd.pxi.
 # Until the compiled Loop and Run are joined, `loop`, `run` and `tb` are Python objects: the
 # calls (loop.push(t, priority, fn, args), loop.now, run.load_span, tb.*) keep their signatures.
+# The join: SsdCore's `cdef public object run, loop, tb` becomes `cdef public Loop loop` (run and tb
+# stay Python objects); a compiled job_done may write `store.m_next_time[c]` (the `next_time` array).
 
 import heapq
 
