@@ -141,6 +141,19 @@ class Prepared:
         return -(-tokens // self.block) * self.block
 
 
+def _compiled(engine: str, policy: str):
+    """The compiled engine's module to run, or None for the reference: "auto" (the compiled one
+    where it is built and current and has the policy), "python" (the reference), "native" (the
+    compiled one, or an error saying why not): native/__init__.py."""
+    if engine not in ("auto", "python", "native"):
+        raise ValueError(f"engine: {engine!r} (auto, python or native)")
+    nat = native.engine() if engine != "python" else None
+    why = native.note() if nat is None else "" if policy in nat.STORE_POLICIES else f"{policy!r} is not compiled"
+    if engine == "native" and why:
+        raise RuntimeError(f"engine='native': {why}")
+    return None if why else nat
+
+
 # --- one run of one policy ------------------------------------------------------------------------
 
 class Run:
@@ -148,11 +161,7 @@ class Run:
 
     def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
                  engine: str = "auto"):
-        # engine: "auto" (the compiled one where it is built and current), "python" (the
-        # reference), "native" (the compiled one, or an error saying why not): native/__init__.py
-        nat = native.engine() if engine != "python" else None
-        if engine == "native" and nat is None:
-            raise RuntimeError(f"engine='native': {native.note()}")
+        nat = _compiled(engine, policy)
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
@@ -184,7 +193,7 @@ class Run:
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self._last = (None,) * len(COUNTERS)
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
-        self.store = Store(self, policy, self.coupled)
+        self.store = (nat.Store if nat else Store)(self, policy, self.coupled)
         self.batcher = (nat.Batcher if nat else Batcher)(self, batch_config(sc, prep))
         self.native = nat is not None
         if self.native:  # the compiled batcher does the per-turn glue (arrive, job_done) itself

@@ -3,7 +3,7 @@
 # order) and the HBM-kept sessions (LRU first), a C heap for the ends of decoding; what the run,
 # the metrics and the tests read, with batching.py's names.
 #
-# The store is `object` (the Python Store, until the compiled one joins: then `cdef Store store`).
+# The store is the compiled Store (store.pxi): its entry points are C calls.
 
 import sys
 import numpy as np
@@ -105,7 +105,9 @@ cdef class _Jobs:
 
 cdef class BatchState:
     """The compiled Batcher's data (its rules: batcher.pxi's Batcher, a subclass)."""
-    cdef object run, store, next_time
+    cdef object run
+    cdef Store store
+    cdef long long[::1] next_time
     cdef Loop loop
     cdef readonly Roofline gpu
     cdef readonly long long kv, L, wb_ns, max_batch, cap_tok, n, n_conv
@@ -167,7 +169,7 @@ cdef class BatchState:
     def __init__(self, run, cfg):
         cdef Py_ssize_t n = run.n
         self.run, self.store = run, run.store
-        self.next_time = run.store.next_time
+        self.next_time = self.store.m_next_time
         self.loop = run.loop
         self.loop.owner = self
         self.gpu = Roofline.of(cfg.gpu)
