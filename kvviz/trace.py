@@ -7,6 +7,7 @@ stay fixed-width.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -35,10 +36,24 @@ FACT_DTYPE = np.dtype([("bytes", "i8"), ("items", "i8"), ("src", "i1"), ("dst", 
                        ("turn", "i8"), ("pos", "i8"), ("layer", "i4"), ("flow", "i8")])
 FACT_FIELDS: tuple[str, ...] = FACT_DTYPE.names
 NO_FACT = 0
+_UNKNOWN = (-1,) * len(FACT_FIELDS)  # a fact row that knows nothing
+_FACT_AT = {name: i for i, name in enumerate(FACT_FIELDS)}
 COUNTER_DTYPE = np.dtype([("name", "i4"), ("t", "i8"), ("value", "f8")])
 RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("item", "i8")])
 
 NO_LABEL = -1
+
+
+def _layout(dtype: np.dtype) -> struct.Struct:
+    """The packed bytes of one row of `dtype` (native order, no padding, as numpy lays it out),
+    so rows gathered as bytes become an array without a per-value conversion."""
+    codes = {"i1": "b", "u1": "B", "i4": "i", "i8": "q", "f8": "d"}
+    out = struct.Struct("=" + "".join(codes[dtype[n].str[1:]] for n in dtype.names))
+    assert out.size == dtype.itemsize
+    return out
+
+
+_SPAN, _INSTANT, _RESIDENCY, _FACT = (_layout(d) for d in (SPAN_DTYPE, INSTANT_DTYPE, RESIDENCY_DTYPE, FACT_DTYPE))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -52,11 +67,13 @@ def _tier(v) -> int:
 
 def fact_row(**facts) -> tuple:
     """One FACT_DTYPE row from keyword facts (tiers by name); the rest unknown (-1)."""
-    unknown = set(facts) - set(FACT_FIELDS)
-    if unknown:
-        raise TypeError(f"unknown facts: {sorted(unknown)}")
-    return tuple(_tier(facts[f]) if f in ("src", "dst") and f in facts else int(facts.get(f, -1))
-                 for f in FACT_FIELDS)
+    row = list(_UNKNOWN)
+    for name, v in facts.items():
+        i = _FACT_AT.get(name)
+        if i is None:
+            raise TypeError(f"unknown facts: {sorted(set(facts) - set(FACT_FIELDS))}")
+        row[i] = _tier(v) if name in ("src", "dst") else int(v)
+    return tuple(row)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,14 +153,21 @@ class Trace:
         return h.hexdigest()
 
 
+def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
+    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur."""
+    first = np.full(n, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    seen = np.flatnonzero(first < len(ids))
+    return seen[np.argsort(first[seen])]
+
+
 def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
     """Renumber labels by first use in the (sorted) spans and drop unused ones, so equal
     timelines have equal arrays however their labels were created."""
     used = spans["label"] >= 0
     if not used.any():
         return spans, ()
-    uniq, first = np.unique(spans["label"][used], return_index=True)
-    order = uniq[np.argsort(first)]
+    order = _first_use(spans["label"][used], len(labels))
     remap = np.full(len(labels), NO_LABEL, dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     out = spans.copy()
@@ -151,47 +175,87 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
     return _frozen(out), tuple(labels[i] for i in order)
 
 
-def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
+def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray, distinct: bool):
     """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
-    Row 0 (nothing known) stays first."""
+    Row 0 (nothing known) stays first. `distinct`: rows 1.. are already pairwise different
+    (then a row's id is its value's, and no rows need comparing)."""
     ids = np.concatenate([spans["fact"], instants["fact"]])
     used = ids > NO_FACT
     if not used.any():
         return spans, instants, _frozen(facts[:1].copy())
-    rows = facts[ids[used]]
-    uniq, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
     new = ids.astype(np.int32).copy()
-    new[used] = rank[inverse.reshape(-1)] + 1
+    if distinct:
+        order = _first_use(ids[used], len(facts))
+        rank = np.zeros(len(facts), dtype=np.int32)
+        rank[order] = np.arange(1, len(order) + 1, dtype=np.int32)
+        new[used] = rank[ids[used]]
+        table = facts[order]
+    else:
+        uniq, first, inverse = np.unique(facts[ids[used]], return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        new[used] = rank[inverse.reshape(-1)] + 1
+        table = uniq[order]
     sp, ins = spans.copy(), instants.copy()
     sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
-    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], uniq[order]]))
+    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], table]))
+
+
+def _time_order(a: np.ndarray, t: str) -> np.ndarray:
+    """`a` in stable order of column `t`; as it is when already in that order (recorded runs
+    mostly emit in time order: a test of order is far cheaper than a sort)."""
+    col = a[t]
+    if len(col) < 2 or not (col[1:] < col[:-1]).any():
+        return _frozen(a)
+    return _frozen(a[np.argsort(col, kind="stable")])
 
 
 @dataclass
 class TraceBuilder:
     """Collects events during a run; `build()` freezes them into a Trace.
 
-    Rows are gathered in Python lists (cheap appends) or as whole numpy blocks (for
-    mechanisms that emit vectorised batches) and concatenated once at the end.
+    Rows are gathered as packed bytes (one struct.pack per row; the arrays are views of them at
+    the end, no per-value conversion) or as whole numpy blocks (for mechanisms that emit
+    vectorised batches), and concatenated once at the end.
+
+    Two ways to record. The keyword calls (`span`, `instant`, `counter`: kinds and labels as
+    text, facts as keywords) suit code that records little. A run that records an event per job
+    or per iteration uses the positional calls, whose arguments are ints resolved once, so each
+    call is a pack and an append (and one dict look-up for a fact); they suit compiled callers:
+      - `SPAN_KINDS.index(kind)` / `INSTANT_KINDS.index(kind)`: a kind's number, once per kind;
+      - `label(text)`: a label's id, once per distinct text (keep the ids in a dict or list keyed
+        by what the text is made of, rather than formatting the text per call);
+      - `fact_id(bytes, items, src, dst, job, turn, pos, layer, flow)`: the id of a fact, nine
+        ints in FACT_FIELDS order, -1 where unknown, tiers as TIERS indices; equal facts get one
+        id (a fact with nothing known is still a fact of its own, not NO_FACT);
+      - `add_span(lane, start, end, kind, label, ref, fact)` (label NO_LABEL, fact NO_FACT when
+        none; a span that ends before it starts is refused at build()),
+        `add_instant(lane, t, kind, ref, fact)`, `residency(slot, start, end, item)`;
+      - `counter_series(names, units)` once, then `counter_row(series, t, values)`: a point for
+        each value that differs from the series' previous row (every value of its first row),
+        compared as float64. A series' names are registered at build(), after `counter`'s.
+    Every value must be an int (or a numpy integer) in its column's range: a float is refused.
+    The two kinds of call may be mixed; the Trace does not depend on which made a row.
     """
 
     slots: int = 0
     item_name: str = "item"
     _lanes: list[tuple[str, str]] = field(default_factory=list)
-    _spans: list = field(default_factory=list)
-    _instants: list = field(default_factory=list)
+    _spans: bytearray = field(default_factory=bytearray)
+    _instants: bytearray = field(default_factory=bytearray)
     _counters: list = field(default_factory=list)
-    _residency: list = field(default_factory=list)
+    _residency: bytearray = field(default_factory=bytearray)
     _blocks: dict = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
                                                      "residency": []})
     _labels: dict[str, int] = field(default_factory=dict)
     _counter_names: dict[str, int] = field(default_factory=dict)
     _counter_units: list[str] = field(default_factory=list)
-    # FACT_DTYPE arrays, and tuples not yet in one; row 0 is "nothing known"
-    _facts: list = field(default_factory=lambda: [fact_row()])
+    _series: list = field(default_factory=list)  # (names, units, row layout, packed rows)
+    # Fact rows (packed) -> id, from 1 (row 0 is "nothing known"); prebuilt FACT_DTYPE blocks
+    # with their first id
+    _fact_ids: dict[bytes, int] = field(default_factory=dict)
+    _fact_blocks: list = field(default_factory=list)
     _n_facts: int = 1
 
     def lane(self, name: str, group: str) -> int:
@@ -205,17 +269,31 @@ class TraceBuilder:
         """A span; keyword `facts` (bytes=, src="DRAM", job=, ...: FACT_FIELDS) say what it moved."""
         if end < start:
             raise ValueError(f"span ends before it starts: {start}..{end}")
-        self._spans.append((lane, start, end, SPAN_KINDS.index(kind),
-                            self.label(label) if label else NO_LABEL, ref, self.fact(**facts) if facts else NO_FACT))
+        self._spans += _SPAN.pack(int(lane), int(start), int(end), SPAN_KINDS.index(kind),
+                                  self.label(label) if label else NO_LABEL, int(ref),
+                                  self.fact(**facts) if facts else NO_FACT)
 
     def instant(self, lane: int, t: int, kind: str, ref: int = -1, **facts):
-        self._instants.append((lane, t, INSTANT_KINDS.index(kind), ref, self.fact(**facts) if facts else NO_FACT))
+        self._instants += _INSTANT.pack(int(lane), int(t), INSTANT_KINDS.index(kind), int(ref),
+                                        self.fact(**facts) if facts else NO_FACT)
+
+    def add_span(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, fact: int):
+        self._spans += _SPAN.pack(lane, start, end, kind, label, ref, fact)
+
+    def add_instant(self, lane: int, t: int, kind: int, ref: int, fact: int):
+        self._instants += _INSTANT.pack(lane, t, kind, ref, fact)
 
     def fact(self, **facts) -> int:
         """The id of a fact row (for a span or instant's `fact`, or a prebuilt block's)."""
-        self._facts.append(fact_row(**facts))
-        self._n_facts += 1
-        return self._n_facts - 1
+        return self.fact_id(*fact_row(**facts))
+
+    def fact_id(self, *row: int) -> int:
+        """The id of a fact given positionally (see the class docstring)."""
+        n = self._n_facts
+        i = self._fact_ids.setdefault(_FACT.pack(*row), n)
+        if i == n:
+            self._n_facts = n + 1
+        return i
 
     def fact_block(self, n: int, **columns) -> np.ndarray:
         """Ids of n fact rows given as columns (arrays or one value each; tiers by name or index),
@@ -225,23 +303,23 @@ class TraceBuilder:
             if name not in FACT_FIELDS:
                 raise TypeError(f"unknown fact: {name}")
             block[name] = _tier(v) if name in ("src", "dst") and isinstance(v, str) else v
-        self._facts.append(block)
+        first = self._n_facts
+        self._fact_blocks.append((first, block))
         self._n_facts += n
-        return np.arange(self._n_facts - n, self._n_facts, dtype=np.int32)
+        return np.arange(first, first + n, dtype=np.int32)
 
     def fact_table(self) -> np.ndarray:
-        parts, rows = [], []
-        for f in self._facts:
-            if isinstance(f, tuple):
-                rows.append(f)
-                continue
-            if rows:
-                parts.append(np.array(rows, dtype=FACT_DTYPE))
-                rows = []
-            parts.append(f)
+        """Every fact row by id (row 0: nothing known)."""
+        table = np.empty(self._n_facts, dtype=FACT_DTYPE)
+        table[0] = _UNKNOWN
+        rows = self._fact_ids
         if rows:
-            parts.append(np.array(rows, dtype=FACT_DTYPE))
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=FACT_DTYPE)
+            at = (slice(1, len(rows) + 1) if len(rows) == self._n_facts - 1
+                  else np.fromiter(rows.values(), dtype=np.int64, count=len(rows)))
+            table[at] = np.frombuffer(b"".join(rows), dtype=FACT_DTYPE)
+        for first, block in self._fact_blocks:
+            table[first:first + len(block)] = block
+        return table
 
     def counter_id(self, name: str, unit: str = "") -> int:
         if name not in self._counter_names:
@@ -252,29 +330,56 @@ class TraceBuilder:
     def counter(self, name: str, t: int, value: float, unit: str = ""):
         self._counters.append((self.counter_id(name, unit), t, value))
 
+    def counter_series(self, names: tuple[str, ...], units: tuple[str, ...]) -> int:
+        """Counters sampled together (see the class docstring): the series' id for counter_row."""
+        self._series.append((tuple(names), tuple(units), struct.Struct("=q" + "d" * len(names)).pack, bytearray()))
+        return len(self._series) - 1
+
+    def counter_row(self, series: int, t: int, values: tuple):
+        _, _, pack, rows = self._series[series]
+        rows += pack(t, *values)
+
     def residency(self, slot: int, start: int, end: int, item: int):
-        self._residency.append((slot, start, end, item))
+        self._residency += _RESIDENCY.pack(slot, start, end, item)
 
     def add_block(self, table: str, block: np.ndarray):
         """Append a prebuilt structured array (dtype must match the table's)."""
         self._blocks[table].append(block)
 
-    def _table(self, rows: list, table: str, dtype: np.dtype) -> np.ndarray:
-        parts = [np.array(rows, dtype=dtype)] + self._blocks[table]
-        out = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return _frozen(out)
+    def _table(self, rows, table: str, dtype: np.dtype, extra=()) -> np.ndarray:
+        first = np.frombuffer(rows, dtype=dtype) if isinstance(rows, bytearray) else np.array(rows, dtype=dtype)
+        parts = [first, *extra, *self._blocks[table]]
+        return np.concatenate(parts) if len(parts) > 1 else first.copy()
+
+    def _series_points(self) -> list[np.ndarray]:
+        out = []
+        for names, units, _, rows in self._series:
+            if not rows:
+                continue
+            ids = np.array([self.counter_id(n, u) for n, u in zip(names, units)], dtype=np.int32)
+            m = np.frombuffer(rows, dtype=np.dtype([("t", "i8"), ("v", "f8", len(names))]))
+            v = m["v"]
+            changed = np.ones(v.shape, dtype=bool)
+            changed[1:] = v[1:] != v[:-1]
+            r, c = np.nonzero(changed)  # row-major: a row's points in the series' order
+            block = np.empty(len(r), dtype=COUNTER_DTYPE)
+            block["name"], block["t"], block["value"] = ids[c], m["t"][r], v[r, c]
+            out.append(block)
+        return out
 
     def build(self) -> Trace:
         spans = self._table(self._spans, "spans", SPAN_DTYPE)
+        n = len(self._spans) // SPAN_DTYPE.itemsize  # rows from calls, before any block
+        late = np.flatnonzero(spans["end"][:n] < spans["start"][:n])
+        if len(late):
+            raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
         instants = self._table(self._instants, "instants", INSTANT_DTYPE)
-        counters = self._table(self._counters, "counters", COUNTER_DTYPE)
-        residency = self._table(self._residency, "residency", RESIDENCY_DTYPE)
+        counters = self._table(self._counters, "counters", COUNTER_DTYPE, self._series_points())
+        residency = _frozen(self._table(self._residency, "residency", RESIDENCY_DTYPE))
         # Stable time order makes traces comparable and lets views binary-search.
-        spans = _frozen(spans[np.argsort(spans["start"], kind="stable")])
-        instants = _frozen(instants[np.argsort(instants["t"], kind="stable")])
-        counters = _frozen(counters[np.argsort(counters["t"], kind="stable")])
+        spans, instants, counters = _time_order(spans, "start"), _time_order(instants, "t"), _time_order(counters, "t")
         spans, labels = _canonical_labels(spans, tuple(self._labels))
-        spans, instants, facts = _canonical_facts(spans, instants, self.fact_table())
+        spans, instants, facts = _canonical_facts(spans, instants, self.fact_table(), not self._fact_blocks)
         return Trace(
             lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
             spans=spans, instants=instants, counters=counters, residency=residency,
