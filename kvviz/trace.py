@@ -44,16 +44,21 @@ RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("it
 NO_LABEL = -1
 
 
-def _layout(dtype: np.dtype) -> struct.Struct:
-    """The packed bytes of one row of `dtype` (native order, no padding, as numpy lays it out),
-    so rows gathered as bytes become an array without a per-value conversion."""
+def _codes(dtype: np.dtype) -> str:
+    """struct's codes for one row of `dtype` (native order, no padding: as numpy lays it out)."""
     codes = {"i1": "b", "u1": "B", "i4": "i", "i8": "q", "f8": "d"}
-    out = struct.Struct("=" + "".join(codes[dtype[n].str[1:]] for n in dtype.names))
-    assert out.size == dtype.itemsize
-    return out
+    return "".join(codes[dtype[n].str[1:]] for n in dtype.names)
 
 
-_SPAN, _INSTANT, _RESIDENCY, _FACT = (_layout(d) for d in (SPAN_DTYPE, INSTANT_DTYPE, RESIDENCY_DTYPE, FACT_DTYPE))
+# TraceBuilder gathers rows as packed bytes, so they become arrays without a per-value conversion.
+# A span's or an instant's row carries its fact inline (the fact id INLINE, the fact's columns
+# after the row's own) or by id (the fact columns then zero padding).
+INLINE = np.iinfo(np.int32).min
+_SPAN_ROW, _INSTANT_ROW = (np.dtype(d.descr + FACT_DTYPE.descr) for d in (SPAN_DTYPE, INSTANT_DTYPE))
+_SPAN, _INSTANT = (struct.Struct(f"={_codes(d)}{FACT_DTYPE.itemsize}x") for d in (SPAN_DTYPE, INSTANT_DTYPE))
+_SPAN_F, _INSTANT_F = (struct.Struct("=" + _codes(d)) for d in (_SPAN_ROW, _INSTANT_ROW))
+_RESIDENCY, _FACT = (struct.Struct("=" + _codes(d)) for d in (RESIDENCY_DTYPE, FACT_DTYPE))
+assert _SPAN.size == _SPAN_F.size == _SPAN_ROW.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -175,31 +180,55 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
     return _frozen(out), tuple(labels[i] for i in order)
 
 
-def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray, distinct: bool):
+def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each row, a row of each class): rows share a class iff their values are equal.
+    Grouped by a hash of the row (a sort of one integer column), every row then checked against
+    its class's row; a collision (never seen) falls back to sorting the rows themselves."""
+    h = np.zeros(len(facts), dtype=np.uint64)
+    for name in FACT_FIELDS:
+        h ^= facts[name].astype(np.int64).view(np.uint64)
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    _, first, cls = np.unique(h, return_index=True, return_inverse=True)
+    cls = cls.reshape(-1)
+    if all((facts[name] == facts[name][first[cls]]).all() for name in FACT_FIELDS):
+        return cls, first
+    _, first, cls = np.unique(facts, return_index=True, return_inverse=True)
+    return cls.reshape(-1), first
+
+
+def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
     """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
-    Row 0 (nothing known) stays first. `distinct`: rows 1.. are already pairwise different
-    (then a row's id is its value's, and no rows need comparing)."""
+    Row 0 (nothing known) stays first."""
     ids = np.concatenate([spans["fact"], instants["fact"]])
     used = ids > NO_FACT
     if not used.any():
         return spans, instants, _frozen(facts[:1].copy())
+    cls, first = _value_classes(facts[1:])
+    c = cls[ids[used] - 1]
+    order = _first_use(c, len(first))
+    rank = np.zeros(len(first), dtype=np.int32)
+    rank[order] = np.arange(1, len(order) + 1, dtype=np.int32)
     new = ids.astype(np.int32).copy()
-    if distinct:
-        order = _first_use(ids[used], len(facts))
-        rank = np.zeros(len(facts), dtype=np.int32)
-        rank[order] = np.arange(1, len(order) + 1, dtype=np.int32)
-        new[used] = rank[ids[used]]
-        table = facts[order]
-    else:
-        uniq, first, inverse = np.unique(facts[ids[used]], return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), dtype=np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        new[used] = rank[inverse.reshape(-1)] + 1
-        table = uniq[order]
+    new[used] = rank[c]
     sp, ins = spans.copy(), instants.copy()
     sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
-    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], table]))
+    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], facts[1:][first[order]]]))
+
+
+def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype, next_fact: int):
+    """Packed span or instant rows as `dtype`, and the facts they carry inline, which take the
+    ids from `next_fact` on."""
+    r = np.frombuffer(rows, dtype=row_dtype)
+    out = np.empty(len(r), dtype=dtype)
+    for name in dtype.names:
+        out[name] = r[name]
+    inline = np.flatnonzero(r["fact"] == INLINE)
+    out["fact"][inline] = np.arange(next_fact, next_fact + len(inline))
+    facts = np.empty(len(inline), dtype=FACT_DTYPE)
+    for name in FACT_FIELDS:
+        facts[name] = r[name][inline]
+    return out, facts
 
 
 def _time_order(a: np.ndarray, t: str) -> np.ndarray:
@@ -215,28 +244,30 @@ def _time_order(a: np.ndarray, t: str) -> np.ndarray:
 class TraceBuilder:
     """Collects events during a run; `build()` freezes them into a Trace.
 
-    Rows are gathered as packed bytes (one struct.pack per row; the arrays are views of them at
-    the end, no per-value conversion) or as whole numpy blocks (for mechanisms that emit
-    vectorised batches), and concatenated once at the end.
+    Rows are gathered as packed bytes (a struct.pack per row; arrays are views of them at the
+    end, with no per-value conversion) or as whole numpy blocks (for mechanisms that emit
+    vectorised batches). Equal facts are merged once, at build().
 
     Two ways to record. The keyword calls (`span`, `instant`, `counter`: kinds and labels as
     text, facts as keywords) suit code that records little. A run that records an event per job
-    or per iteration uses the positional calls, whose arguments are ints resolved once, so each
-    call is a pack and an append (and one dict look-up for a fact); they suit compiled callers:
+    or per iteration uses the positional calls, whose arguments are ints resolved once, so a
+    call is one pack and one append; they suit compiled callers too:
       - `SPAN_KINDS.index(kind)` / `INSTANT_KINDS.index(kind)`: a kind's number, once per kind;
       - `label(text)`: a label's id, once per distinct text (keep the ids in a dict or list keyed
-        by what the text is made of, rather than formatting the text per call);
-      - `fact_id(bytes, items, src, dst, job, turn, pos, layer, flow)`: the id of a fact, nine
-        ints in FACT_FIELDS order, -1 where unknown, tiers as TIERS indices; equal facts get one
-        id (a fact with nothing known is still a fact of its own, not NO_FACT);
-      - `add_span(lane, start, end, kind, label, ref, fact)` (label NO_LABEL, fact NO_FACT when
-        none; a span that ends before it starts is refused at build()),
-        `add_instant(lane, t, kind, ref, fact)`, `residency(slot, start, end, item)`;
+        by what the text is made of, rather than formatting the text per call); NO_LABEL: none;
+      - a fact is nine ints in FACT_FIELDS order (bytes, items, src, dst, job, turn, pos, layer,
+        flow), -1 where unknown, tiers as TIERS indices;
+      - `add_span_facts(lane, start, end, kind, label, ref, <fact>)`: a span and its fact;
+        `add_instant_facts(lane, t, kind, ref, <fact>)`: an instant and its fact;
+      - `add_span(lane, start, end, kind, label, ref, fact)`, `add_instant(lane, t, kind, ref,
+        fact)`: with a fact id (NO_FACT: none; `fact_id(<fact>)` makes one, e.g. to share);
+      - `residency(slot, start, end, item)`;
       - `counter_series(names, units)` once, then `counter_row(series, t, values)`: a point for
         each value that differs from the series' previous row (every value of its first row),
         compared as float64. A series' names are registered at build(), after `counter`'s.
-    Every value must be an int (or a numpy integer) in its column's range: a float is refused.
-    The two kinds of call may be mixed; the Trace does not depend on which made a row.
+    Every value must be an int (or a numpy integer) in its column's range: a float is refused
+    (struct.error). A span that ends before it starts is refused at build().
+    The kinds of call may be mixed; the Trace does not depend on which made a row.
     """
 
     slots: int = 0
@@ -252,10 +283,10 @@ class TraceBuilder:
     _counter_names: dict[str, int] = field(default_factory=dict)
     _counter_units: list[str] = field(default_factory=list)
     _series: list = field(default_factory=list)  # (names, units, row layout, packed rows)
-    # Fact rows (packed) -> id, from 1 (row 0 is "nothing known"); prebuilt FACT_DTYPE blocks
-    # with their first id
-    _fact_ids: dict[bytes, int] = field(default_factory=dict)
-    _fact_blocks: list = field(default_factory=list)
+    # Facts by id from 1 (row 0 is "nothing known"): FACT_DTYPE arrays, then the packed rows
+    # made since the last of them
+    _fact_parts: list = field(default_factory=list)
+    _facts: bytearray = field(default_factory=bytearray)
     _n_facts: int = 1
 
     def lane(self, name: str, group: str) -> int:
@@ -280,8 +311,18 @@ class TraceBuilder:
     def add_span(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, fact: int):
         self._spans += _SPAN.pack(lane, start, end, kind, label, ref, fact)
 
+    def add_span_facts(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, bytes_: int,
+                       items: int, src: int, dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+        self._spans += _SPAN_F.pack(lane, start, end, kind, label, ref, INLINE,
+                                    bytes_, items, src, dst, job, turn, pos, layer, flow)
+
     def add_instant(self, lane: int, t: int, kind: int, ref: int, fact: int):
         self._instants += _INSTANT.pack(lane, t, kind, ref, fact)
+
+    def add_instant_facts(self, lane: int, t: int, kind: int, ref: int, bytes_: int, items: int, src: int,
+                          dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+        self._instants += _INSTANT_F.pack(lane, t, kind, ref, INLINE,
+                                          bytes_, items, src, dst, job, turn, pos, layer, flow)
 
     def fact(self, **facts) -> int:
         """The id of a fact row (for a span or instant's `fact`, or a prebuilt block's)."""
@@ -289,11 +330,9 @@ class TraceBuilder:
 
     def fact_id(self, *row: int) -> int:
         """The id of a fact given positionally (see the class docstring)."""
-        n = self._n_facts
-        i = self._fact_ids.setdefault(_FACT.pack(*row), n)
-        if i == n:
-            self._n_facts = n + 1
-        return i
+        self._facts += _FACT.pack(*row)
+        self._n_facts += 1
+        return self._n_facts - 1
 
     def fact_block(self, n: int, **columns) -> np.ndarray:
         """Ids of n fact rows given as columns (arrays or one value each; tiers by name or index),
@@ -303,23 +342,17 @@ class TraceBuilder:
             if name not in FACT_FIELDS:
                 raise TypeError(f"unknown fact: {name}")
             block[name] = _tier(v) if name in ("src", "dst") and isinstance(v, str) else v
-        first = self._n_facts
-        self._fact_blocks.append((first, block))
+        if self._facts:
+            self._fact_parts.append(np.frombuffer(bytes(self._facts), dtype=FACT_DTYPE))
+            self._facts = bytearray()
+        self._fact_parts.append(block)
         self._n_facts += n
-        return np.arange(first, first + n, dtype=np.int32)
+        return np.arange(self._n_facts - n, self._n_facts, dtype=np.int32)
 
     def fact_table(self) -> np.ndarray:
-        """Every fact row by id (row 0: nothing known)."""
-        table = np.empty(self._n_facts, dtype=FACT_DTYPE)
-        table[0] = _UNKNOWN
-        rows = self._fact_ids
-        if rows:
-            at = (slice(1, len(rows) + 1) if len(rows) == self._n_facts - 1
-                  else np.fromiter(rows.values(), dtype=np.int64, count=len(rows)))
-            table[at] = np.frombuffer(b"".join(rows), dtype=FACT_DTYPE)
-        for first, block in self._fact_blocks:
-            table[first:first + len(block)] = block
-        return table
+        """Every fact row made by id (row 0: nothing known), not those given inline."""
+        return np.concatenate([np.array([_UNKNOWN], dtype=FACT_DTYPE), *self._fact_parts,
+                               np.frombuffer(self._facts, dtype=FACT_DTYPE)])
 
     def counter_id(self, name: str, unit: str = "") -> int:
         if name not in self._counter_names:
@@ -346,10 +379,9 @@ class TraceBuilder:
         """Append a prebuilt structured array (dtype must match the table's)."""
         self._blocks[table].append(block)
 
-    def _table(self, rows, table: str, dtype: np.dtype, extra=()) -> np.ndarray:
-        first = np.frombuffer(rows, dtype=dtype) if isinstance(rows, bytearray) else np.array(rows, dtype=dtype)
+    def _table(self, first: np.ndarray, table: str, extra=()) -> np.ndarray:
         parts = [first, *extra, *self._blocks[table]]
-        return np.concatenate(parts) if len(parts) > 1 else first.copy()
+        return np.concatenate(parts) if len(parts) > 1 else first
 
     def _series_points(self) -> list[np.ndarray]:
         out = []
@@ -368,18 +400,20 @@ class TraceBuilder:
         return out
 
     def build(self) -> Trace:
-        spans = self._table(self._spans, "spans", SPAN_DTYPE)
-        n = len(self._spans) // SPAN_DTYPE.itemsize  # rows from calls, before any block
-        late = np.flatnonzero(spans["end"][:n] < spans["start"][:n])
+        facts = self.fact_table()
+        spans, span_facts = _unpack(self._spans, _SPAN_ROW, SPAN_DTYPE, len(facts))
+        late = np.flatnonzero(spans["end"] < spans["start"])
         if len(late):
             raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
-        instants = self._table(self._instants, "instants", INSTANT_DTYPE)
-        counters = self._table(self._counters, "counters", COUNTER_DTYPE, self._series_points())
-        residency = _frozen(self._table(self._residency, "residency", RESIDENCY_DTYPE))
+        instants, instant_facts = _unpack(self._instants, _INSTANT_ROW, INSTANT_DTYPE, len(facts) + len(span_facts))
+        facts = np.concatenate([facts, span_facts, instant_facts])
+        spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
+        counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())
+        residency = _frozen(self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency"))
         # Stable time order makes traces comparable and lets views binary-search.
         spans, instants, counters = _time_order(spans, "start"), _time_order(instants, "t"), _time_order(counters, "t")
         spans, labels = _canonical_labels(spans, tuple(self._labels))
-        spans, instants, facts = _canonical_facts(spans, instants, self.fact_table(), not self._fact_blocks)
+        spans, instants, facts = _canonical_facts(spans, instants, facts)
         return Trace(
             lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
             spans=spans, instants=instants, counters=counters, residency=residency,

@@ -228,14 +228,12 @@ class Run:
         tb, turn1, conv, outcome, kv, lane = self.tb, self.turn1, self.conv, self.batcher.outcome, self.batcher.kv, self.l_gpu
         for j in jobs:
             o, c = outcome[j], conv[j]
-            tb.add_instant(lane, S, MARK[o], c,
-                           tb.fact_id(self.keep[j] * kv, U, U, U, c, turn1[j], U, U, U))
+            tb.add_instant_facts(lane, S, MARK[o], c, self.keep[j] * kv, U, U, U, c, turn1[j], U, U, U)
             if self.over[j]:
-                tb.add_instant(lane, S, rec.OVERFLOW, c, tb.fact_id(U, U, U, U, c, turn1[j], U, U, U))
+                tb.add_instant_facts(lane, S, rec.OVERFLOW, c, U, U, U, U, c, turn1[j], U, U, U)
         shown = self.detail if self.detail in jobs else jobs[0]
-        tb.add_span(lane, S, pe, PREFILL, self.labels.prefill[len(jobs)], shown,
-                    tb.fact_id(U, len(jobs), U, U, conv[jobs[0]], turn1[jobs[0]], U, U,
-                               self._load_flow if layer is not None else U))
+        tb.add_span_facts(lane, S, pe, PREFILL, self.labels.prefill[len(jobs)], shown,
+                          U, len(jobs), U, U, conv[jobs[0]], turn1[jobs[0]], U, U, self._load_flow if layer is not None else U)
         if self.detail in jobs:
             self._draw_layers(S, pe, jobs, layer)
 
@@ -248,15 +246,14 @@ class Run:
             # the load feeds the iteration's prefill (a flow, by the first job's row) and its layers
             self._load_flow, self._load_bytes = jobs[0], dram + ssd
             tb, c = self.tb, self.conv[jobs[0]]
-            tb.add_span(self.l_load, t0, t1, LOAD, self.labels.load[len(jobs)], c,
-                        tb.fact_id(int(dram + ssd), len(jobs), T_DRAM if dram else T_SSD, T_HBM, c, self.turn1[jobs[0]],
-                                   U, U, jobs[0]))
+            tb.add_span_facts(self.l_load, t0, t1, LOAD, self.labels.load[len(jobs)], c, int(dram + ssd), len(jobs),
+                              T_DRAM if dram else T_SSD, T_HBM, c, self.turn1[jobs[0]], U, U, jobs[0])
 
     def save_span(self, t0: int, t1: int, j: int):
         if self.tb is not None:
-            tb, c = self.tb, self.conv[j]
-            tb.add_span(self.l_save, t0, t1, SAVE, self.labels.save, c,
-                        tb.fact_id(self.batcher._new_kv(j), U, T_HBM, T_DRAM, c, self.turn1[j], U, U, U))
+            c = self.conv[j]
+            self.tb.add_span_facts(self.l_save, t0, t1, SAVE, self.labels.save, c,
+                                   self.batcher._new_kv(j), U, T_HBM, T_DRAM, c, self.turn1[j], U, U, U)
 
     def stall_span(self, t0: int, t1: int):
         if self.tb is not None:

@@ -41,11 +41,11 @@ class SsdQueue:
             s0, s1, prio, _, c, _, _ = op
             tb, lab = self.tb, self.labels
             if prio == P_WRITE:
-                tb.add_span(self.l_ssd_write, s0, s1, EVICT_WRITE, lab.evict_write, c, tb.fact_id(U, U, T_DRAM, T_SSD, c, U, U, U, U))
+                tb.add_span_facts(self.l_ssd_write, s0, s1, EVICT_WRITE, lab.evict_write, c, U, U, T_DRAM, T_SSD, c, U, U, U, U)
             elif op[6] == "fetch":
-                tb.add_span(self.l_ssd_read, s0, s1, FETCH, lab.fetch, c, tb.fact_id(U, U, T_SSD, T_HBM, c, U, U, U, U))
+                tb.add_span_facts(self.l_ssd_read, s0, s1, FETCH, lab.fetch, c, U, U, T_SSD, T_HBM, c, U, U, U, U)
             else:
-                tb.add_span(self.l_ssd_read, s0, s1, PREFETCH, lab.prefetch, c, tb.fact_id(U, U, T_SSD, T_DRAM, c, U, U, U, U))
+                tb.add_span_facts(self.l_ssd_read, s0, s1, PREFETCH, lab.prefetch, c, U, U, T_SSD, T_DRAM, c, U, U, U, U)
 
     def _retime_from(self, i: int):
         """Ops from position i on start when the one before ends (or at their earliest)."""

@@ -200,9 +200,8 @@ class Store(HostLoad, SsdQueue):
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
         if self.tb is not None:
-            tb = self.tb
-            tb.add_span(self.l_ssd_read, t0, t0 + dur, FETCH, self.labels.fetch, c,
-                        tb.fact_id(int(nbytes), U, T_SSD, T_HBM, c, U, U, U, U))
+            self.tb.add_span_facts(self.l_ssd_read, t0, t0 + dur, FETCH, self.labels.fetch, c,
+                                   int(nbytes), U, T_SSD, T_HBM, c, U, U, U, U)
         return t0
 
     def finished(self, j: int):
@@ -287,9 +286,8 @@ class Store(HostLoad, SsdQueue):
                 self.prefetched += 1
                 self.loop.push(s1, 0, self._landed, (c, self.pf_seq[c]))
                 if self.tb is not None and not self.ssd_prio:
-                    tb = self.tb
-                    tb.add_span(self.l_ssd_read, s0, s1, PREFETCH, self.labels.prefetch, c,
-                                tb.fact_id(int(size), U, T_SSD, T_DRAM, c, U, U, U, U))
+                    self.tb.add_span_facts(self.l_ssd_read, s0, s1, PREFETCH, self.labels.prefetch, c,
+                                           int(size), U, T_SSD, T_DRAM, c, U, U, U, U)
             i += 1
         self.pf_scan = i
 
@@ -298,8 +296,7 @@ class Store(HostLoad, SsdQueue):
             self.where[c] = DRAM
             self.policy.on_insert(DRAM, c)
             if self.tb is not None:
-                tb = self.tb
-                tb.add_instant(self.l_ssd_read, self.loop.now, LAND, c, tb.fact_id(U, U, U, T_DRAM, c, U, U, U, U))
+                self.tb.add_instant_facts(self.l_ssd_read, self.loop.now, LAND, c, U, U, U, T_DRAM, c, U, U, U, U)
 
     # --- residency (the occupancy view) ----------------------------------------------------
     def _resident(self, c: int):
@@ -389,12 +386,10 @@ class Store(HostLoad, SsdQueue):
             s0, s1 = self._ssd_io(write, self.ssd_w, P_WRITE, v)
             self.ssd_write_bytes += write
             if self.tb is not None and not self.ssd_prio:
-                tb = self.tb
-                tb.add_span(self.l_ssd_write, s0, s1, EVICT_WRITE, self.labels.evict_write, v,
-                            tb.fact_id(int(write), U, T_DRAM, T_SSD, v, U, U, U, U))
+                self.tb.add_span_facts(self.l_ssd_write, s0, s1, EVICT_WRITE, self.labels.evict_write, v,
+                                       int(write), U, T_DRAM, T_SSD, v, U, U, U, U)
         if self.tb is not None:
-            tb = self.tb
-            tb.add_instant(self.l_ssd_write, t, EVICT, v, tb.fact_id(U, U, T_DRAM, T_SSD, v, U, U, U, U))
+            self.tb.add_instant_facts(self.l_ssd_write, t, EVICT, v, U, U, T_DRAM, T_SSD, v, U, U, U, U)
         self.where[v] = SSD
         self.ssd_used += write
         self.ssd_size[v], self.ssd_tok[v] = size, self.tok[v]
@@ -421,8 +416,7 @@ class Store(HostLoad, SsdQueue):
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
-                tb = self.tb
-                tb.add_instant(self.l_ssd_write, self.loop.now, EVICT, x, tb.fact_id(U, U, T_SSD, U, x, U, U, U, U))
+                self.tb.add_instant_facts(self.l_ssd_write, self.loop.now, EVICT, x, U, U, T_SSD, U, x, U, U, U, U)
 
     def _fit_dram(self, extra: int = 0, before: int = -1) -> bool:
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
