@@ -182,19 +182,25 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
 
 def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(class of each row, a row of each class): rows share a class iff their values are equal.
-    Grouped by a hash of the row (a sort of one integer column), every row then checked against
-    its class's row; a collision (never seen) falls back to sorting the rows themselves."""
+    Grouped by a polynomial hash of the row (a sort of one integer column), every row then
+    checked against its class's row; on a collision (never seen) the rows themselves are sorted."""
     h = np.zeros(len(facts), dtype=np.uint64)
     for name in FACT_FIELDS:
-        h ^= facts[name].astype(np.int64).view(np.uint64)
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-    _, first, cls = np.unique(h, return_index=True, return_inverse=True)
-    cls = cls.reshape(-1)
-    if all((facts[name] == facts[name][first[cls]]).all() for name in FACT_FIELDS):
-        return cls, first
-    _, first, cls = np.unique(facts, return_index=True, return_inverse=True)
-    return cls.reshape(-1), first
+        h *= np.uint64(0x9E3779B97F4A7C15)  # wraps: arithmetic mod 2**64
+        h += facts[name].astype(np.int64).view(np.uint64)
+    perm = np.argsort(h)
+    hs = h[perm]
+    start = np.empty(len(hs), dtype=bool)
+    start[:1] = True
+    np.not_equal(hs[1:], hs[:-1], out=start[1:])
+    cls = np.empty(len(hs), dtype=np.int64)
+    cls[perm] = np.cumsum(start) - 1
+    rep = perm[start]
+    rows = facts.view(np.dtype((np.void, facts.dtype.itemsize)))  # a row's bytes: no padding
+    if (rows == rows[rep[cls]]).all():
+        return cls, rep
+    _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
+    return cls.reshape(-1), rep
 
 
 def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
@@ -220,15 +226,10 @@ def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype, next_fact: in
     """Packed span or instant rows as `dtype`, and the facts they carry inline, which take the
     ids from `next_fact` on."""
     r = np.frombuffer(rows, dtype=row_dtype)
-    out = np.empty(len(r), dtype=dtype)
-    for name in dtype.names:
-        out[name] = r[name]
+    out = r[list(dtype.names)].astype(dtype)
     inline = np.flatnonzero(r["fact"] == INLINE)
     out["fact"][inline] = np.arange(next_fact, next_fact + len(inline))
-    facts = np.empty(len(inline), dtype=FACT_DTYPE)
-    for name in FACT_FIELDS:
-        facts[name] = r[name][inline]
-    return out, facts
+    return out, r[inline][list(FACT_FIELDS)].astype(FACT_DTYPE)
 
 
 def _time_order(a: np.ndarray, t: str) -> np.ndarray:
