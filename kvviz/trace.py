@@ -58,7 +58,8 @@ _SPAN_ROW, _INSTANT_ROW = (np.dtype(d.descr + FACT_DTYPE.descr) for d in (SPAN_D
 _SPAN, _INSTANT = (struct.Struct(f"={_codes(d)}{FACT_DTYPE.itemsize}x") for d in (SPAN_DTYPE, INSTANT_DTYPE))
 _SPAN_F, _INSTANT_F = (struct.Struct("=" + _codes(d)) for d in (_SPAN_ROW, _INSTANT_ROW))
 _RESIDENCY, _FACT = (struct.Struct("=" + _codes(d)) for d in (RESIDENCY_DTYPE, FACT_DTYPE))
-assert _SPAN.size == _SPAN_F.size == _SPAN_ROW.itemsize and _FACT.size == FACT_DTYPE.itemsize
+assert _SPAN.size == _SPAN_F.size == _SPAN_ROW.itemsize == SPAN_DTYPE.itemsize + FACT_DTYPE.itemsize
+assert _INSTANT.size == _INSTANT_ROW.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -180,6 +181,12 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
     return _frozen(out), tuple(labels[i] for i in order)
 
 
+def _as_bytes(a: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value of its bytes (packed dtypes: no padding, so equal bytes are
+    equal values), which numpy compares and gathers in one piece rather than field by field."""
+    return a.view(np.dtype((np.void, a.dtype.itemsize)))
+
+
 def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(class of each row, a row of each class): rows share a class iff their values are equal.
     Grouped by a polynomial hash of the row (a sort of one integer column), every row then
@@ -196,7 +203,7 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cls = np.empty(len(hs), dtype=np.int64)
     cls[perm] = np.cumsum(start) - 1
     rep = perm[start]
-    rows = facts.view(np.dtype((np.void, facts.dtype.itemsize)))  # a row's bytes: no padding
+    rows = _as_bytes(facts)
     if (rows == rows[rep[cls]]).all():
         return cls, rep
     _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
@@ -219,17 +226,18 @@ def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray)
     new[used] = rank[c]
     sp, ins = spans.copy(), instants.copy()
     sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
-    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], facts[1:][first[order]]]))
+    rows = _as_bytes(facts)
+    return _frozen(sp), _frozen(ins), _frozen(rows[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE))
 
 
 def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype, next_fact: int):
     """Packed span or instant rows as `dtype`, and the facts they carry inline, which take the
     ids from `next_fact` on."""
-    r = np.frombuffer(rows, dtype=row_dtype)
-    out = r[list(dtype.names)].astype(dtype)
-    inline = np.flatnonzero(r["fact"] == INLINE)
+    b = np.frombuffer(rows, dtype=np.uint8).reshape(-1, row_dtype.itemsize)  # a row's bytes: the row's, the fact's
+    out = np.ascontiguousarray(b[:, :dtype.itemsize]).view(dtype).reshape(-1)
+    inline = np.flatnonzero(out["fact"] == INLINE)
     out["fact"][inline] = np.arange(next_fact, next_fact + len(inline))
-    return out, r[inline][list(FACT_FIELDS)].astype(FACT_DTYPE)
+    return out, np.ascontiguousarray(b[inline, dtype.itemsize:]).view(FACT_DTYPE).reshape(-1)
 
 
 def _time_order(a: np.ndarray, t: str) -> np.ndarray:
