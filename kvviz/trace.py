@@ -181,6 +181,9 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
     return _frozen(out), tuple(labels[i] for i in order)
 
 
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: a row hashes as the polynomial in it of its columns
+
+
 def _as_bytes(a: np.ndarray) -> np.ndarray:
     """Each row as one opaque value of its bytes (packed dtypes: no padding, so equal bytes are
     equal values), which numpy compares and gathers in one piece rather than field by field."""
@@ -193,7 +196,7 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     checked against its class's row; on a collision (never seen) the rows themselves are sorted."""
     h = np.zeros(len(facts), dtype=np.uint64)
     for name in FACT_FIELDS:
-        h *= np.uint64(0x9E3779B97F4A7C15)  # wraps: arithmetic mod 2**64
+        h *= _HASH_MUL  # wraps: arithmetic mod 2**64
         h += facts[name].astype(np.int64).view(np.uint64)
     perm = np.argsort(h)
     hs = h[perm]

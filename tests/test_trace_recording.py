@@ -11,13 +11,28 @@ only for a deliberate change of a trace (say which in the commit):
 from __future__ import annotations
 
 import json
+import random
+import struct
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kvviz import load_scenario, parse_scenario, simulate
+from kvviz import trace as trace_module
 from kvviz.simulation import representable
+from kvviz.trace import (
+    FACT_FIELDS,
+    INSTANT_KINDS,
+    NO_FACT,
+    NO_LABEL,
+    SPAN_DTYPE,
+    SPAN_KINDS,
+    TIERS,
+    TraceBuilder,
+    fact_row,
+)
 
 from .test_attention_store_speed import RANDOM, VARIANTS, random_scenario
 
@@ -91,3 +106,115 @@ def write_golden():
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     write_golden()
+
+
+# --- the builder itself: positional and keyword calls, against a plain-Python oracle ------------------
+
+
+def random_events(seed: int) -> dict:
+    """Spans, instants and counter rows with ties in time, repeated labels and facts (some with
+    nothing known), and a prebuilt block: what the two ways of recording must agree on."""
+    r = random.Random(seed)
+    pool = [{}, {"flow": -1}] + [{k: r.choice([-1, 0, 3, 7, 1 << 30]) for k in r.sample(FACT_FIELDS, r.randint(1, 4))}
+                                 for _ in range(6)]
+    for f in pool:
+        for k in ("src", "dst"):
+            if k in f:
+                f[k] = r.randrange(len(TIERS))
+    def when():
+        return r.choice([0, 5, 5, 9, r.randrange(100)])
+    spans = []
+    for _ in range(r.randint(0, 60)):
+        s = when()
+        spans.append((r.randrange(3), s, s + r.choice([0, 1, 30]), r.randrange(len(SPAN_KINDS)),
+                      r.choice(["", "a", "b", "load 3"]), r.randrange(-1, 5), r.choice(pool)))
+    instants = [(r.randrange(3), when(), r.randrange(len(INSTANT_KINDS)), r.randrange(-1, 5), r.choice(pool))
+                for _ in range(r.randint(0, 40))]
+    rows = [(when(), tuple(r.choice([0, 1, 2.0]) for _ in range(3))) for _ in range(r.randint(0, 20))]
+    return {"spans": spans, "instants": instants, "rows": sorted(rows, key=lambda x: x[0]),
+            "block": [(2, when(), 40, r.randrange(len(SPAN_KINDS))) for _ in range(r.randint(0, 5))]}
+
+
+def record(ev: dict, positional: bool):
+    tb = TraceBuilder()
+    for name in ("a", "b", "c"):
+        tb.lane(name, "g")
+    if ev["block"]:  # a vectorised block with facts made as columns (engram's and rope's way)
+        block = np.zeros(len(ev["block"]), dtype=SPAN_DTYPE)
+        block["lane"], block["start"], block["end"], block["kind"] = np.array(ev["block"]).T
+        block["label"], block["ref"] = NO_LABEL, -1
+        block["fact"] = tb.fact_block(len(block), job=np.arange(len(block)) % 2, src="SSD")
+        tb.add_block("spans", block)
+    for i, (lane, s, e, kind, label, ref, facts) in enumerate(ev["spans"]):
+        if not positional:
+            tb.span(lane, s, e, SPAN_KINDS[kind], label, ref, **facts)
+            continue
+        lab = tb.label(label) if label else NO_LABEL
+        if not facts:
+            tb.add_span(lane, s, e, kind, lab, ref, NO_FACT)
+        elif i % 2:
+            tb.add_span_facts(lane, s, e, kind, lab, ref, *fact_row(**facts))
+        else:
+            tb.add_span(lane, s, e, kind, lab, ref, tb.fact_id(*fact_row(**facts)))
+    for i, (lane, t, kind, ref, facts) in enumerate(ev["instants"]):
+        if not positional:
+            tb.instant(lane, t, INSTANT_KINDS[kind], ref, **facts)
+        elif not facts:
+            tb.add_instant(lane, t, kind, ref, NO_FACT)
+        elif i % 2:
+            tb.add_instant_facts(lane, t, kind, ref, *fact_row(**facts))
+        else:
+            tb.add_instant(lane, t, kind, ref, tb.fact_id(*fact_row(**facts)))
+    names, units = ("x", "y", "z"), ("B", "jobs", "")
+    series, last = tb.counter_series(names, units) if positional else None, (None,) * 3
+    for t, values in ev["rows"]:
+        if positional:
+            tb.counter_row(series, t, values)
+            continue
+        for i, v in enumerate(values):
+            if v != last[i]:
+                tb.counter(names[i], t, v, units[i])
+        last = values
+    return tb.build()
+
+
+def oracle(ev: dict) -> tuple[list, tuple, list]:
+    """Spans (labels and facts as canonical ids), the labels and the fact rows, by the rules of
+    Trace in plain Python: stable time order; labels and equal facts numbered by first use."""
+    block = [(lane, s, e, kind, "", -1, {"job": i % 2, "src": "SSD"}) for i, (lane, s, e, kind) in enumerate(ev["block"])]
+    spans = sorted(ev["spans"] + block, key=lambda x: x[1])
+    instants = sorted(ev["instants"], key=lambda x: x[1])
+    labels = tuple(dict.fromkeys(x[4] for x in spans if x[4]))
+    facts: dict[tuple, int] = {}
+    def fid(f):
+        return facts.setdefault(fact_row(**f), len(facts) + 1) if f else NO_FACT
+    out = [(lane, s, e, kind, labels.index(lab) if lab else NO_LABEL, ref, fid(f)) for lane, s, e, kind, lab, ref, f in spans]
+    inst = [(lane, t, kind, ref, fid(f)) for lane, t, kind, ref, f in instants]
+    return out + inst, labels, [fact_row()] + list(facts)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_positional_and_keyword_calls_build_the_oracles_trace(seed):
+    ev = random_events(seed)
+    fast, slow = record(ev, positional=True), record(ev, positional=False)
+    assert fast.fingerprint() == slow.fingerprint()
+    rows, labels, facts = oracle(ev)
+    assert fast.spans.tolist() + fast.instants.tolist() == rows
+    assert fast.labels == labels and fast.facts.tolist() == facts
+
+
+def test_equal_facts_found_when_their_hashes_collide(monkeypatch):
+    # a hash of the last column only: rows that differ elsewhere collide; the fallback sorts rows
+    want = [record(random_events(seed), True).fingerprint() for seed in range(10)]
+    monkeypatch.setattr(trace_module, "_HASH_MUL", np.uint64(0))
+    assert [record(random_events(seed), True).fingerprint() for seed in range(10)] == want
+
+
+def test_bad_rows_refused():
+    tb = TraceBuilder()
+    tb.lane("a", "g")
+    tb.add_span(0, 10, 5, 0, NO_LABEL, -1, NO_FACT)
+    with pytest.raises(ValueError, match="ends before it starts"):
+        tb.build()
+    with pytest.raises(struct.error):  # a float where an int belongs: refused, not truncated
+        TraceBuilder().add_span(0, 1.5, 2, 0, NO_LABEL, -1, NO_FACT)
