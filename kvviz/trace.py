@@ -62,11 +62,6 @@ assert _SPAN.size == _SPAN_F.size == _SPAN_ROW.itemsize == SPAN_DTYPE.itemsize +
 assert _INSTANT.size == _INSTANT_ROW.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
 def _tier(v) -> int:
     return TIERS.index(v) if isinstance(v, str) else int(v)
 
@@ -169,16 +164,15 @@ def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
 
 def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
     """Renumber labels by first use in the (sorted) spans and drop unused ones, so equal
-    timelines have equal arrays however their labels were created."""
+    timelines have equal arrays however their labels were created. In place (build()'s arrays)."""
     used = spans["label"] >= 0
     if not used.any():
         return spans, ()
     order = _first_use(spans["label"][used], len(labels))
     remap = np.full(len(labels), NO_LABEL, dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    out = spans.copy()
-    out["label"][used] = remap[spans["label"][used]]
-    return _frozen(out), tuple(labels[i] for i in order)
+    spans["label"][used] = remap[spans["label"][used]]
+    return spans, tuple(labels[i] for i in order)
 
 
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: a row hashes as the polynomial in it of its columns
@@ -215,22 +209,19 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
     """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
-    Row 0 (nothing known) stays first."""
+    Row 0 (nothing known) stays first. In place (build()'s arrays)."""
     ids = np.concatenate([spans["fact"], instants["fact"]])
     used = ids > NO_FACT
     if not used.any():
-        return spans, instants, _frozen(facts[:1].copy())
+        return spans, instants, facts[:1].copy()
     cls, first = _value_classes(facts[1:])
     c = cls[ids[used] - 1]
     order = _first_use(c, len(first))
     rank = np.zeros(len(first), dtype=np.int32)
     rank[order] = np.arange(1, len(order) + 1, dtype=np.int32)
-    new = ids.astype(np.int32).copy()
-    new[used] = rank[c]
-    sp, ins = spans.copy(), instants.copy()
-    sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
-    rows = _as_bytes(facts)
-    return _frozen(sp), _frozen(ins), _frozen(rows[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE))
+    ids[used] = rank[c]
+    spans["fact"], instants["fact"] = ids[:len(spans)], ids[len(spans):]
+    return spans, instants, _as_bytes(facts)[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE)
 
 
 def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype, next_fact: int):
@@ -248,8 +239,8 @@ def _time_order(a: np.ndarray, t: str) -> np.ndarray:
     mostly emit in time order: a test of order is far cheaper than a sort)."""
     col = a[t]
     if len(col) < 2 or not (col[1:] < col[:-1]).any():
-        return _frozen(a)
-    return _frozen(a[np.argsort(col, kind="stable")])
+        return a
+    return a[np.argsort(col, kind="stable")]
 
 
 @dataclass
@@ -421,13 +412,13 @@ class TraceBuilder:
         facts = np.concatenate([facts, span_facts, instant_facts])
         spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
         counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())
-        residency = _frozen(self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency"))
+        residency = self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency")
         # Stable time order makes traces comparable and lets views binary-search.
         spans, instants, counters = _time_order(spans, "start"), _time_order(instants, "t"), _time_order(counters, "t")
         spans, labels = _canonical_labels(spans, tuple(self._labels))
         spans, instants, facts = _canonical_facts(spans, instants, facts)
         return Trace(
-            lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
+            lanes=np.array(self._lanes, dtype=LANE_DTYPE),  # every array made read-only by Trace
             spans=spans, instants=instants, counters=counters, residency=residency,
             labels=labels, counter_names=tuple(self._counter_names),
             counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,
