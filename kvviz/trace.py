@@ -51,15 +51,15 @@ def _codes(dtype: np.dtype) -> str:
 
 
 # TraceBuilder gathers rows as packed bytes, so they become arrays without a per-value conversion.
-# A span's or an instant's row carries its fact inline (the fact id INLINE, the fact's columns
-# after the row's own) or by id (the fact columns then zero padding).
+# A span's or an instant's row (SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE: the table's columns, then the
+# fact's) carries its fact inline (its `fact` INLINE) or by id (the fact columns then ignored).
 INLINE = np.iinfo(np.int32).min
-_SPAN_ROW, _INSTANT_ROW = (np.dtype(d.descr + FACT_DTYPE.descr) for d in (SPAN_DTYPE, INSTANT_DTYPE))
+SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE = (np.dtype(d.descr + FACT_DTYPE.descr) for d in (SPAN_DTYPE, INSTANT_DTYPE))
 _SPAN, _INSTANT = (struct.Struct(f"={_codes(d)}{FACT_DTYPE.itemsize}x") for d in (SPAN_DTYPE, INSTANT_DTYPE))
-_SPAN_F, _INSTANT_F = (struct.Struct("=" + _codes(d)) for d in (_SPAN_ROW, _INSTANT_ROW))
+_SPAN_F, _INSTANT_F = (struct.Struct("=" + _codes(d)) for d in (SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE))
 _RESIDENCY, _FACT = (struct.Struct("=" + _codes(d)) for d in (RESIDENCY_DTYPE, FACT_DTYPE))
-assert _SPAN.size == _SPAN_F.size == _SPAN_ROW.itemsize == SPAN_DTYPE.itemsize + FACT_DTYPE.itemsize
-assert _INSTANT.size == _INSTANT_ROW.itemsize and _FACT.size == FACT_DTYPE.itemsize
+assert _SPAN.size == _SPAN_F.size == SPAN_ROW_DTYPE.itemsize == SPAN_DTYPE.itemsize + FACT_DTYPE.itemsize
+assert _INSTANT.size == INSTANT_ROW_DTYPE.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
 def _tier(v) -> int:
@@ -267,7 +267,12 @@ class TraceBuilder:
       - `residency(slot, start, end, item)`;
       - `counter_series(names, units)` once, then `counter_row(series, t, values)`: a point for
         each value that differs from the series' previous row (every value of its first row),
-        compared as float64. A series' names are registered at build(), after `counter`'s.
+        compared as float64. A series' names are registered at build(), after `counter`'s;
+      - a compiled recorder may skip the call per event: it packs the same rows into its own
+        buffer (SPAN_ROW_DTYPE: the span's columns, then the fact's, `fact` INLINE for a fact
+        given inline; INSTANT_ROW_DTYPE; RESIDENCY_DTYPE; native byte order, no padding) and hands
+        them over with `add_rows(table, rows)`; a series' rows (t int64, then its values as
+        float64) with `counter_rows(series, rows)`. Rows keep their order among calls'.
     Every value must be an int (or a numpy integer) in its column's range: a float is refused
     (struct.error). A span that ends before it starts is refused at build().
     The kinds of call may be mixed; the Trace does not depend on which made a row.
@@ -375,8 +380,26 @@ class TraceBuilder:
         _, _, pack, rows = self._series[series]
         rows += pack(t, *values)
 
+    def counter_rows(self, series: int, rows):
+        """Whole packed rows of a series (see the class docstring), as if each were a counter_row."""
+        names, _, _, mine = self._series[series]
+        size = 8 * (1 + len(names))
+        if memoryview(rows).nbytes % size:
+            raise ValueError(f"counter series {series}: {memoryview(rows).nbytes} bytes is not a whole number of "
+                             f"{size}-byte rows")
+        mine.extend(rows)
+
     def residency(self, slot: int, start: int, end: int, item: int):
         self._residency += _RESIDENCY.pack(slot, start, end, item)
+
+    def add_rows(self, table: str, rows):
+        """Whole packed rows (bytes-like) of "spans" (SPAN_ROW_DTYPE), "instants" (INSTANT_ROW_DTYPE)
+        or "residency" (RESIDENCY_DTYPE), as if each were a call, in order: for a compiled recorder
+        that fills its own buffer and hands it over now and then instead of calling per event."""
+        dtype = {"spans": SPAN_ROW_DTYPE, "instants": INSTANT_ROW_DTYPE, "residency": RESIDENCY_DTYPE}[table]
+        if memoryview(rows).nbytes % dtype.itemsize:
+            raise ValueError(f"{table}: {memoryview(rows).nbytes} bytes is not a whole number of {dtype.itemsize}-byte rows")
+        getattr(self, f"_{table}").extend(rows)
 
     def add_block(self, table: str, block: np.ndarray):
         """Append a prebuilt structured array (dtype must match the table's)."""
@@ -404,11 +427,11 @@ class TraceBuilder:
 
     def build(self) -> Trace:
         facts = self.fact_table()
-        spans, span_facts = _unpack(self._spans, _SPAN_ROW, SPAN_DTYPE, len(facts))
+        spans, span_facts = _unpack(self._spans, SPAN_ROW_DTYPE, SPAN_DTYPE, len(facts))
         late = np.flatnonzero(spans["end"] < spans["start"])
         if len(late):
             raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
-        instants, instant_facts = _unpack(self._instants, _INSTANT_ROW, INSTANT_DTYPE, len(facts) + len(span_facts))
+        instants, instant_facts = _unpack(self._instants, INSTANT_ROW_DTYPE, INSTANT_DTYPE, len(facts) + len(span_facts))
         facts = np.concatenate([facts, span_facts, instant_facts])
         spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
         counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())

@@ -24,11 +24,14 @@ from kvviz import trace as trace_module
 from kvviz.simulation import representable
 from kvviz.trace import (
     FACT_FIELDS,
+    INLINE,
     INSTANT_KINDS,
+    INSTANT_ROW_DTYPE,
     NO_FACT,
     NO_LABEL,
     SPAN_DTYPE,
     SPAN_KINDS,
+    SPAN_ROW_DTYPE,
     TIERS,
     TraceBuilder,
     fact_row,
@@ -218,3 +221,36 @@ def test_bad_rows_refused():
         tb.build()
     with pytest.raises(struct.error):  # a float where an int belongs: refused, not truncated
         TraceBuilder().add_span(0, 1.5, 2, 0, NO_LABEL, -1, NO_FACT)
+
+
+def test_packed_rows_handed_over_record_as_calls_do():
+    # a compiled recorder's way: the same rows packed by numpy, handed over between calls
+    ev = random_events(3)
+    want = record(ev, positional=True)
+    tb = TraceBuilder()
+    for name in ("a", "b", "c"):
+        tb.lane(name, "g")
+    half = len(ev["spans"]) // 2
+    rows = np.zeros(len(ev["spans"]), dtype=SPAN_ROW_DTYPE)
+    for i, (lane, s, e, kind, label, ref, facts) in enumerate(ev["spans"]):
+        rows[i] = (lane, s, e, kind, tb.label(label) if label else NO_LABEL, ref,
+                   INLINE if facts else NO_FACT, *(fact_row(**facts) if facts else (0,) * len(FACT_FIELDS)))
+    tb.add_rows("spans", rows[:half].tobytes())
+    if ev["block"]:
+        block = np.zeros(len(ev["block"]), dtype=SPAN_DTYPE)
+        block["lane"], block["start"], block["end"], block["kind"] = np.array(ev["block"]).T
+        block["label"], block["ref"] = NO_LABEL, -1
+        block["fact"] = tb.fact_block(len(block), job=np.arange(len(block)) % 2, src="SSD")
+        tb.add_block("spans", block)
+    tb.add_rows("spans", memoryview(rows[half:].tobytes()))
+    inst = np.zeros(len(ev["instants"]), dtype=INSTANT_ROW_DTYPE)
+    for i, (lane, t, kind, ref, facts) in enumerate(ev["instants"]):
+        inst[i] = (lane, t, kind, ref, INLINE if facts else NO_FACT,
+                   *(fact_row(**facts) if facts else (0,) * len(FACT_FIELDS)))
+    tb.add_rows("instants", inst.tobytes())
+    series = tb.counter_series(("x", "y", "z"), ("B", "jobs", ""))
+    counters = np.array([(t, v) for t, v in ev["rows"]], dtype=[("t", "i8"), ("v", "f8", 3)])
+    tb.counter_rows(series, counters.tobytes())
+    assert tb.build().fingerprint() == want.fingerprint()
+    with pytest.raises(ValueError, match="whole number"):
+        tb.add_rows("spans", b"\0" * (SPAN_ROW_DTYPE.itemsize + 1))
