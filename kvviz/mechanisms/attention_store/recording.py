@@ -2,7 +2,8 @@
 per job and per iteration makes the keyword calls the recorded run's main cost), so the kinds and
 tiers below are resolved once, and each label's text is formatted once per distinct value.
 
-A fact is `tb.fact_id(bytes, items, src, dst, job, turn, pos, layer, flow)`, U where unknown.
+A span's or an instant's fact is nine ints after the row's own (`add_span_facts`,
+`add_instant_facts`): bytes, items, src, dst, job, turn, pos, layer, flow; U where unknown.
 """
 from __future__ import annotations
 

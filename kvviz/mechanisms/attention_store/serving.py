@@ -30,7 +30,7 @@ from .batching import BatchConfig, Batcher
 from .events import Loop
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
-from .recording import DECODE, LOAD, PREFILL, SAVE, STALL, T_DRAM, T_HBM, T_SSD, RunLabels, U
+from .recording import U
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
@@ -180,7 +180,7 @@ class Run:
             self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
             self.l_layer_load = tb.lane(LAYER_LOADS_LANE.format(d), "PCIe")
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
-            self.labels = RunLabels(tb)
+            self.labels = rec.RunLabels(tb)
             self.counters = tb.counter_series(COUNTERS, UNITS)
             self.turn1 = (wl.turn + 1).tolist()  # turns as the trace numbers them, from 1
             self._last = None
@@ -232,32 +232,32 @@ class Run:
             if self.over[j]:
                 tb.add_instant_facts(lane, S, rec.OVERFLOW, c, U, U, U, U, c, turn1[j], U, U, U)
         shown = self.detail if self.detail in jobs else jobs[0]
-        tb.add_span_facts(lane, S, pe, PREFILL, self.labels.prefill[len(jobs)], shown,
+        tb.add_span_facts(lane, S, pe, rec.PREFILL, self.labels.prefill[len(jobs)], shown,
                           U, len(jobs), U, U, conv[jobs[0]], turn1[jobs[0]], U, U, self._load_flow if layer is not None else U)
         if self.detail in jobs:
             self._draw_layers(S, pe, jobs, layer)
 
     def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int):
         if self.tb is not None:
-            self.tb.add_span(self.l_gpu, t0, t1, DECODE, self.labels.decode[n, k], ref, NO_FACT)
+            self.tb.add_span(self.l_gpu, t0, t1, rec.DECODE, self.labels.decode[n, k], ref, NO_FACT)
 
     def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0):
         if self.tb is not None:
             # the load feeds the iteration's prefill (a flow, by the first job's row) and its layers
             self._load_flow, self._load_bytes = jobs[0], dram + ssd
             tb, c = self.tb, self.conv[jobs[0]]
-            tb.add_span_facts(self.l_load, t0, t1, LOAD, self.labels.load[len(jobs)], c, int(dram + ssd), len(jobs),
-                              T_DRAM if dram else T_SSD, T_HBM, c, self.turn1[jobs[0]], U, U, jobs[0])
+            tb.add_span_facts(self.l_load, t0, t1, rec.LOAD, self.labels.load[len(jobs)], c, int(dram + ssd), len(jobs),
+                              rec.T_DRAM if dram else rec.T_SSD, rec.T_HBM, c, self.turn1[jobs[0]], U, U, jobs[0])
 
     def save_span(self, t0: int, t1: int, j: int):
         if self.tb is not None:
             c = self.conv[j]
-            self.tb.add_span_facts(self.l_save, t0, t1, SAVE, self.labels.save, c,
-                                   self.batcher._new_kv(j), U, T_HBM, T_DRAM, c, self.turn1[j], U, U, U)
+            self.tb.add_span_facts(self.l_save, t0, t1, rec.SAVE, self.labels.save, c,
+                                   self.batcher._new_kv(j), U, rec.T_HBM, rec.T_DRAM, c, self.turn1[j], U, U, U)
 
     def stall_span(self, t0: int, t1: int):
         if self.tb is not None:
-            self.tb.add_span(self.l_gpu, t0, t1, STALL, self.labels.stall, -1, NO_FACT)
+            self.tb.add_span(self.l_gpu, t0, t1, rec.STALL, self.labels.stall, -1, NO_FACT)
 
     def _draw_layers(self, S, pe, jobs, layer):
         tb, L, j = self.tb, self.L, self.detail
