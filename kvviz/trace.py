@@ -200,8 +200,8 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cls = np.empty(len(hs), dtype=np.int64)
     cls[perm] = np.cumsum(start) - 1
     rep = perm[start]
-    rows = _as_bytes(facts)
-    if (rows == rows[rep[cls]]).all():
+    rows, step = _as_bytes(facts), 1 << 16  # checked in pieces: no temporary the size of the table
+    if all((rows[i:i + step] == rows[rep[cls[i:i + step]]]).all() for i in range(0, len(rows), step)):
         return cls, rep
     _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
     return cls.reshape(-1), rep
@@ -224,14 +224,26 @@ def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray)
     return spans, instants, _as_bytes(facts)[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE)
 
 
-def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype, next_fact: int):
-    """Packed span or instant rows as `dtype`, and the facts they carry inline, which take the
-    ids from `next_fact` on."""
+def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Packed span or instant rows: (the rows as `dtype`, which of them carry their fact inline,
+    those facts' bytes: a view, to be copied where they go)."""
     b = np.frombuffer(rows, dtype=np.uint8).reshape(-1, row_dtype.itemsize)  # a row's bytes: the row's, the fact's
     out = np.ascontiguousarray(b[:, :dtype.itemsize]).view(dtype).reshape(-1)
-    inline = np.flatnonzero(out["fact"] == INLINE)
-    out["fact"][inline] = np.arange(next_fact, next_fact + len(inline))
-    return out, np.ascontiguousarray(b[inline, dtype.itemsize:]).view(FACT_DTYPE).reshape(-1)
+    return out, np.flatnonzero(out["fact"] == INLINE), b[:, dtype.itemsize:]
+
+
+def _gather_facts(table: np.ndarray, *inline: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """The facts made by id, then each table's inline facts (their rows get the ids in turn)."""
+    n = len(table) + sum(len(at) for _, at, _ in inline)
+    facts = np.empty(n, dtype=FACT_DTYPE)
+    facts[:len(table)] = table
+    into = facts.view(np.uint8).reshape(n, FACT_DTYPE.itemsize)
+    i = len(table)
+    for rows, at, fact_bytes in inline:
+        np.take(fact_bytes, at, axis=0, out=into[i:i + len(at)], mode="clip")  # at is in range
+        rows["fact"][at] = np.arange(i, i + len(at))
+        i += len(at)
+    return facts
 
 
 def _time_order(a: np.ndarray, t: str) -> np.ndarray:
@@ -426,13 +438,14 @@ class TraceBuilder:
         return out
 
     def build(self) -> Trace:
-        facts = self.fact_table()
-        spans, span_facts = _unpack(self._spans, SPAN_ROW_DTYPE, SPAN_DTYPE, len(facts))
+        span_rows, instant_rows = _unpack(self._spans, SPAN_ROW_DTYPE, SPAN_DTYPE), _unpack(
+            self._instants, INSTANT_ROW_DTYPE, INSTANT_DTYPE)
+        spans, instants = span_rows[0], instant_rows[0]
         late = np.flatnonzero(spans["end"] < spans["start"])
         if len(late):
             raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
-        instants, instant_facts = _unpack(self._instants, INSTANT_ROW_DTYPE, INSTANT_DTYPE, len(facts) + len(span_facts))
-        facts = np.concatenate([facts, span_facts, instant_facts])
+        facts = _gather_facts(self.fact_table(), span_rows, instant_rows)
+        del span_rows, instant_rows  # views of the packed rows
         spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
         counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())
         residency = self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency")
