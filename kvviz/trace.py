@@ -7,6 +7,7 @@ stay fixed-width.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -35,15 +36,30 @@ FACT_DTYPE = np.dtype([("bytes", "i8"), ("items", "i8"), ("src", "i1"), ("dst", 
                        ("turn", "i8"), ("pos", "i8"), ("layer", "i4"), ("flow", "i8")])
 FACT_FIELDS: tuple[str, ...] = FACT_DTYPE.names
 NO_FACT = 0
+_UNKNOWN = (-1,) * len(FACT_FIELDS)  # a fact row that knows nothing
+_FACT_AT = {name: i for i, name in enumerate(FACT_FIELDS)}
 COUNTER_DTYPE = np.dtype([("name", "i4"), ("t", "i8"), ("value", "f8")])
 RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("item", "i8")])
 
 NO_LABEL = -1
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
+def _codes(dtype: np.dtype) -> str:
+    """struct's codes for one row of `dtype` (native order, no padding: as numpy lays it out)."""
+    codes = {"i1": "b", "u1": "B", "i4": "i", "i8": "q", "f8": "d"}
+    return "".join(codes[dtype[n].str[1:]] for n in dtype.names)
+
+
+# TraceBuilder gathers rows as packed bytes, so they become arrays without a per-value conversion.
+# A span's or an instant's row (SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE: the table's columns, then the
+# fact's) carries its fact inline (its `fact` INLINE) or by id (the fact columns then ignored).
+INLINE = np.iinfo(np.int32).min
+SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE = (np.dtype(d.descr + FACT_DTYPE.descr) for d in (SPAN_DTYPE, INSTANT_DTYPE))
+_SPAN, _INSTANT = (struct.Struct(f"={_codes(d)}{FACT_DTYPE.itemsize}x") for d in (SPAN_DTYPE, INSTANT_DTYPE))
+_SPAN_F, _INSTANT_F = (struct.Struct("=" + _codes(d)) for d in (SPAN_ROW_DTYPE, INSTANT_ROW_DTYPE))
+_RESIDENCY, _FACT = (struct.Struct("=" + _codes(d)) for d in (RESIDENCY_DTYPE, FACT_DTYPE))
+assert _SPAN.size == _SPAN_F.size == SPAN_ROW_DTYPE.itemsize == SPAN_DTYPE.itemsize + FACT_DTYPE.itemsize
+assert _INSTANT.size == INSTANT_ROW_DTYPE.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
 def _tier(v) -> int:
@@ -52,11 +68,13 @@ def _tier(v) -> int:
 
 def fact_row(**facts) -> tuple:
     """One FACT_DTYPE row from keyword facts (tiers by name); the rest unknown (-1)."""
-    unknown = set(facts) - set(FACT_FIELDS)
-    if unknown:
-        raise TypeError(f"unknown facts: {sorted(unknown)}")
-    return tuple(_tier(facts[f]) if f in ("src", "dst") and f in facts else int(facts.get(f, -1))
-                 for f in FACT_FIELDS)
+    row = list(_UNKNOWN)
+    for name, v in facts.items():
+        i = _FACT_AT.get(name)
+        if i is None:
+            raise TypeError(f"unknown facts: {sorted(set(facts) - set(FACT_FIELDS))}")
+        row[i] = _tier(v) if name in ("src", "dst") else int(v)
+    return tuple(row)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,62 +154,159 @@ class Trace:
         return h.hexdigest()
 
 
+def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
+    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur."""
+    first = np.full(n, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    seen = np.flatnonzero(first < len(ids))
+    return seen[np.argsort(first[seen])]
+
+
 def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
     """Renumber labels by first use in the (sorted) spans and drop unused ones, so equal
-    timelines have equal arrays however their labels were created."""
+    timelines have equal arrays however their labels were created. In place (build()'s arrays)."""
     used = spans["label"] >= 0
     if not used.any():
         return spans, ()
-    uniq, first = np.unique(spans["label"][used], return_index=True)
-    order = uniq[np.argsort(first)]
+    order = _first_use(spans["label"][used], len(labels))
     remap = np.full(len(labels), NO_LABEL, dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    out = spans.copy()
-    out["label"][used] = remap[spans["label"][used]]
-    return _frozen(out), tuple(labels[i] for i in order)
+    spans["label"][used] = remap[spans["label"][used]]
+    return spans, tuple(labels[i] for i in order)
+
+
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: a row hashes as the polynomial in it of its columns
+
+
+def _as_bytes(a: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value of its bytes (packed dtypes: no padding, so equal bytes are
+    equal values), which numpy compares and gathers in one piece rather than field by field."""
+    return a.view(np.dtype((np.void, a.dtype.itemsize)))
+
+
+def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each row, a row of each class): rows share a class iff their values are equal.
+    Grouped by a polynomial hash of the row (a sort of one integer column), every row then
+    checked against its class's row; on a collision (never seen) the rows themselves are sorted."""
+    h = np.zeros(len(facts), dtype=np.uint64)
+    for name in FACT_FIELDS:
+        h *= _HASH_MUL  # wraps: arithmetic mod 2**64
+        h += facts[name].astype(np.int64).view(np.uint64)
+    perm = np.argsort(h)
+    hs = h[perm]
+    start = np.empty(len(hs), dtype=bool)
+    start[:1] = True
+    np.not_equal(hs[1:], hs[:-1], out=start[1:])
+    cls = np.empty(len(hs), dtype=np.int64)
+    cls[perm] = np.cumsum(start) - 1
+    rep = perm[start]
+    rows, step = _as_bytes(facts), 1 << 16  # checked in pieces: no temporary the size of the table
+    if all((rows[i:i + step] == rows[rep[cls[i:i + step]]]).all() for i in range(0, len(rows), step)):
+        return cls, rep
+    _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
+    return cls.reshape(-1), rep
 
 
 def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
     """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
-    Row 0 (nothing known) stays first."""
+    Row 0 (nothing known) stays first. In place (build()'s arrays)."""
     ids = np.concatenate([spans["fact"], instants["fact"]])
     used = ids > NO_FACT
     if not used.any():
-        return spans, instants, _frozen(facts[:1].copy())
-    rows = facts[ids[used]]
-    uniq, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    new = ids.astype(np.int32).copy()
-    new[used] = rank[inverse.reshape(-1)] + 1
-    sp, ins = spans.copy(), instants.copy()
-    sp["fact"], ins["fact"] = new[:len(spans)], new[len(spans):]
-    return _frozen(sp), _frozen(ins), _frozen(np.concatenate([facts[:1], uniq[order]]))
+        return spans, instants, facts[:1].copy()
+    cls, first = _value_classes(facts[1:])
+    c = cls[ids[used] - 1]
+    order = _first_use(c, len(first))
+    rank = np.zeros(len(first), dtype=np.int32)
+    rank[order] = np.arange(1, len(order) + 1, dtype=np.int32)
+    ids[used] = rank[c]
+    spans["fact"], instants["fact"] = ids[:len(spans)], ids[len(spans):]
+    return spans, instants, _as_bytes(facts)[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE)
+
+
+def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Packed span or instant rows: (the rows as `dtype`, which of them carry their fact inline,
+    those facts' bytes: a view, to be copied where they go)."""
+    b = np.frombuffer(rows, dtype=np.uint8).reshape(-1, row_dtype.itemsize)  # a row's bytes: the row's, the fact's
+    out = np.ascontiguousarray(b[:, :dtype.itemsize]).view(dtype).reshape(-1)
+    return out, np.flatnonzero(out["fact"] == INLINE), b[:, dtype.itemsize:]
+
+
+def _gather_facts(table: np.ndarray, *inline: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """The facts made by id, then each table's inline facts (their rows get the ids in turn)."""
+    n = len(table) + sum(len(at) for _, at, _ in inline)
+    facts = np.empty(n, dtype=FACT_DTYPE)
+    facts[:len(table)] = table
+    into = facts.view(np.uint8).reshape(n, FACT_DTYPE.itemsize)
+    i = len(table)
+    for rows, at, fact_bytes in inline:
+        np.take(fact_bytes, at, axis=0, out=into[i:i + len(at)], mode="clip")  # at is in range
+        rows["fact"][at] = np.arange(i, i + len(at))
+        i += len(at)
+    return facts
+
+
+def _time_order(a: np.ndarray, t: str) -> np.ndarray:
+    """`a` in stable order of column `t`; as it is when already in that order (recorded runs
+    mostly emit in time order: a test of order is far cheaper than a sort)."""
+    col = a[t]
+    if len(col) < 2 or not (col[1:] < col[:-1]).any():
+        return a
+    return a[np.argsort(col, kind="stable")]
 
 
 @dataclass
 class TraceBuilder:
     """Collects events during a run; `build()` freezes them into a Trace.
 
-    Rows are gathered in Python lists (cheap appends) or as whole numpy blocks (for
-    mechanisms that emit vectorised batches) and concatenated once at the end.
+    Rows are gathered as packed bytes (a struct.pack per row; arrays are views of them at the
+    end, with no per-value conversion) or as whole numpy blocks (for mechanisms that emit
+    vectorised batches). Equal facts are merged once, at build().
+
+    Two ways to record. The keyword calls (`span`, `instant`, `counter`: kinds and labels as
+    text, facts as keywords) suit code that records little. A run that records an event per job
+    or per iteration uses the positional calls, whose arguments are ints resolved once, so a
+    call is one pack and one append; they suit compiled callers too:
+      - `SPAN_KINDS.index(kind)` / `INSTANT_KINDS.index(kind)`: a kind's number, once per kind;
+      - `label(text)`: a label's id, once per distinct text (keep the ids in a dict or list keyed
+        by what the text is made of, rather than formatting the text per call); NO_LABEL: none;
+      - a fact is nine ints in FACT_FIELDS order (bytes, items, src, dst, job, turn, pos, layer,
+        flow), -1 where unknown, tiers as TIERS indices;
+      - `add_span_facts(lane, start, end, kind, label, ref, <fact>)`: a span and its fact;
+        `add_instant_facts(lane, t, kind, ref, <fact>)`: an instant and its fact;
+      - `add_span(lane, start, end, kind, label, ref, fact)`, `add_instant(lane, t, kind, ref,
+        fact)`: with a fact id (NO_FACT: none; `fact_id(<fact>)` makes one, e.g. to share);
+      - `residency(slot, start, end, item)`;
+      - `counter_series(names, units)` once, then `counter_row(series, t, values)`: a point for
+        each value that differs from the series' previous row (every value of its first row),
+        compared as float64. A series' names are registered at build(), after `counter`'s;
+      - a compiled recorder may skip the call per event: it packs the same rows into its own
+        buffer (SPAN_ROW_DTYPE: the span's columns, then the fact's, `fact` INLINE for a fact
+        given inline; INSTANT_ROW_DTYPE; RESIDENCY_DTYPE; native byte order, no padding) and hands
+        them over with `add_rows(table, rows)`; a series' rows (t int64, then its values as
+        float64) with `counter_rows(series, rows)`. Rows keep their order among calls'.
+    Every value must be an int (or a numpy integer) in its column's range: a float is refused
+    (struct.error). A span that ends before it starts is refused at build().
+    The kinds of call may be mixed; the Trace does not depend on which made a row.
     """
 
     slots: int = 0
     item_name: str = "item"
     _lanes: list[tuple[str, str]] = field(default_factory=list)
-    _spans: list = field(default_factory=list)
-    _instants: list = field(default_factory=list)
+    _spans: bytearray = field(default_factory=bytearray)
+    _instants: bytearray = field(default_factory=bytearray)
     _counters: list = field(default_factory=list)
-    _residency: list = field(default_factory=list)
+    _residency: bytearray = field(default_factory=bytearray)
     _blocks: dict = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
                                                      "residency": []})
     _labels: dict[str, int] = field(default_factory=dict)
     _counter_names: dict[str, int] = field(default_factory=dict)
     _counter_units: list[str] = field(default_factory=list)
-    # FACT_DTYPE arrays, and tuples not yet in one; row 0 is "nothing known"
-    _facts: list = field(default_factory=lambda: [fact_row()])
+    _series: list = field(default_factory=list)  # (names, units, row layout, packed rows)
+    # Facts by id from 1 (row 0 is "nothing known"): FACT_DTYPE arrays, then the packed rows
+    # made since the last of them
+    _fact_parts: list = field(default_factory=list)
+    _facts: bytearray = field(default_factory=bytearray)
     _n_facts: int = 1
 
     def lane(self, name: str, group: str) -> int:
@@ -205,15 +320,37 @@ class TraceBuilder:
         """A span; keyword `facts` (bytes=, src="DRAM", job=, ...: FACT_FIELDS) say what it moved."""
         if end < start:
             raise ValueError(f"span ends before it starts: {start}..{end}")
-        self._spans.append((lane, start, end, SPAN_KINDS.index(kind),
-                            self.label(label) if label else NO_LABEL, ref, self.fact(**facts) if facts else NO_FACT))
+        self._spans += _SPAN.pack(int(lane), int(start), int(end), SPAN_KINDS.index(kind),
+                                  self.label(label) if label else NO_LABEL, int(ref),
+                                  self.fact(**facts) if facts else NO_FACT)
 
     def instant(self, lane: int, t: int, kind: str, ref: int = -1, **facts):
-        self._instants.append((lane, t, INSTANT_KINDS.index(kind), ref, self.fact(**facts) if facts else NO_FACT))
+        self._instants += _INSTANT.pack(int(lane), int(t), INSTANT_KINDS.index(kind), int(ref),
+                                        self.fact(**facts) if facts else NO_FACT)
+
+    def add_span(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, fact: int):
+        self._spans += _SPAN.pack(lane, start, end, kind, label, ref, fact)
+
+    def add_span_facts(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, bytes_: int,
+                       items: int, src: int, dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+        self._spans += _SPAN_F.pack(lane, start, end, kind, label, ref, INLINE,
+                                    bytes_, items, src, dst, job, turn, pos, layer, flow)
+
+    def add_instant(self, lane: int, t: int, kind: int, ref: int, fact: int):
+        self._instants += _INSTANT.pack(lane, t, kind, ref, fact)
+
+    def add_instant_facts(self, lane: int, t: int, kind: int, ref: int, bytes_: int, items: int, src: int,
+                          dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+        self._instants += _INSTANT_F.pack(lane, t, kind, ref, INLINE,
+                                          bytes_, items, src, dst, job, turn, pos, layer, flow)
 
     def fact(self, **facts) -> int:
         """The id of a fact row (for a span or instant's `fact`, or a prebuilt block's)."""
-        self._facts.append(fact_row(**facts))
+        return self.fact_id(*fact_row(**facts))
+
+    def fact_id(self, *row: int) -> int:
+        """The id of a fact given positionally (see the class docstring)."""
+        self._facts += _FACT.pack(*row)
         self._n_facts += 1
         return self._n_facts - 1
 
@@ -225,23 +362,17 @@ class TraceBuilder:
             if name not in FACT_FIELDS:
                 raise TypeError(f"unknown fact: {name}")
             block[name] = _tier(v) if name in ("src", "dst") and isinstance(v, str) else v
-        self._facts.append(block)
+        if self._facts:
+            self._fact_parts.append(np.frombuffer(bytes(self._facts), dtype=FACT_DTYPE))
+            self._facts = bytearray()
+        self._fact_parts.append(block)
         self._n_facts += n
         return np.arange(self._n_facts - n, self._n_facts, dtype=np.int32)
 
     def fact_table(self) -> np.ndarray:
-        parts, rows = [], []
-        for f in self._facts:
-            if isinstance(f, tuple):
-                rows.append(f)
-                continue
-            if rows:
-                parts.append(np.array(rows, dtype=FACT_DTYPE))
-                rows = []
-            parts.append(f)
-        if rows:
-            parts.append(np.array(rows, dtype=FACT_DTYPE))
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=FACT_DTYPE)
+        """Every fact row made by id (row 0: nothing known), not those given inline."""
+        return np.concatenate([np.array([_UNKNOWN], dtype=FACT_DTYPE), *self._fact_parts,
+                               np.frombuffer(self._facts, dtype=FACT_DTYPE)])
 
     def counter_id(self, name: str, unit: str = "") -> int:
         if name not in self._counter_names:
@@ -252,31 +383,78 @@ class TraceBuilder:
     def counter(self, name: str, t: int, value: float, unit: str = ""):
         self._counters.append((self.counter_id(name, unit), t, value))
 
+    def counter_series(self, names: tuple[str, ...], units: tuple[str, ...]) -> int:
+        """Counters sampled together (see the class docstring): the series' id for counter_row."""
+        self._series.append((tuple(names), tuple(units), struct.Struct("=q" + "d" * len(names)).pack, bytearray()))
+        return len(self._series) - 1
+
+    def counter_row(self, series: int, t: int, values: tuple):
+        _, _, pack, rows = self._series[series]
+        rows += pack(t, *values)
+
+    def counter_rows(self, series: int, rows):
+        """Whole packed rows of a series (see the class docstring), as if each were a counter_row."""
+        names, _, _, mine = self._series[series]
+        size = 8 * (1 + len(names))
+        if memoryview(rows).nbytes % size:
+            raise ValueError(f"counter series {series}: {memoryview(rows).nbytes} bytes is not a whole number of "
+                             f"{size}-byte rows")
+        mine.extend(rows)
+
     def residency(self, slot: int, start: int, end: int, item: int):
-        self._residency.append((slot, start, end, item))
+        self._residency += _RESIDENCY.pack(slot, start, end, item)
+
+    def add_rows(self, table: str, rows):
+        """Whole packed rows (bytes-like) of "spans" (SPAN_ROW_DTYPE), "instants" (INSTANT_ROW_DTYPE)
+        or "residency" (RESIDENCY_DTYPE), as if each were a call, in order: for a compiled recorder
+        that fills its own buffer and hands it over now and then instead of calling per event."""
+        dtype = {"spans": SPAN_ROW_DTYPE, "instants": INSTANT_ROW_DTYPE, "residency": RESIDENCY_DTYPE}[table]
+        if memoryview(rows).nbytes % dtype.itemsize:
+            raise ValueError(f"{table}: {memoryview(rows).nbytes} bytes is not a whole number of {dtype.itemsize}-byte rows")
+        getattr(self, f"_{table}").extend(rows)
 
     def add_block(self, table: str, block: np.ndarray):
         """Append a prebuilt structured array (dtype must match the table's)."""
         self._blocks[table].append(block)
 
-    def _table(self, rows: list, table: str, dtype: np.dtype) -> np.ndarray:
-        parts = [np.array(rows, dtype=dtype)] + self._blocks[table]
-        out = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return _frozen(out)
+    def _table(self, first: np.ndarray, table: str, extra=()) -> np.ndarray:
+        parts = [first, *extra, *self._blocks[table]]
+        return np.concatenate(parts) if len(parts) > 1 else first
+
+    def _series_points(self) -> list[np.ndarray]:
+        out = []
+        for names, units, _, rows in self._series:
+            if not rows:
+                continue
+            ids = np.array([self.counter_id(n, u) for n, u in zip(names, units)], dtype=np.int32)
+            m = np.frombuffer(rows, dtype=np.dtype([("t", "i8"), ("v", "f8", len(names))]))
+            v = m["v"]
+            changed = np.ones(v.shape, dtype=bool)
+            changed[1:] = v[1:] != v[:-1]
+            r, c = np.nonzero(changed)  # row-major: a row's points in the series' order
+            block = np.empty(len(r), dtype=COUNTER_DTYPE)
+            block["name"], block["t"], block["value"] = ids[c], m["t"][r], v[r, c]
+            out.append(block)
+        return out
 
     def build(self) -> Trace:
-        spans = self._table(self._spans, "spans", SPAN_DTYPE)
-        instants = self._table(self._instants, "instants", INSTANT_DTYPE)
-        counters = self._table(self._counters, "counters", COUNTER_DTYPE)
-        residency = self._table(self._residency, "residency", RESIDENCY_DTYPE)
+        span_rows, instant_rows = _unpack(self._spans, SPAN_ROW_DTYPE, SPAN_DTYPE), _unpack(
+            self._instants, INSTANT_ROW_DTYPE, INSTANT_DTYPE)
+        spans, instants = span_rows[0], instant_rows[0]
+        late = np.flatnonzero(spans["end"] < spans["start"])
+        if len(late):
+            raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
+        facts = _gather_facts(self.fact_table(), span_rows, instant_rows)
+        del span_rows, instant_rows  # views of the packed rows
+        spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
+        counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())
+        residency = self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency")
         # Stable time order makes traces comparable and lets views binary-search.
-        spans = _frozen(spans[np.argsort(spans["start"], kind="stable")])
-        instants = _frozen(instants[np.argsort(instants["t"], kind="stable")])
-        counters = _frozen(counters[np.argsort(counters["t"], kind="stable")])
+        spans, instants, counters = _time_order(spans, "start"), _time_order(instants, "t"), _time_order(counters, "t")
         spans, labels = _canonical_labels(spans, tuple(self._labels))
-        spans, instants, facts = _canonical_facts(spans, instants, self.fact_table())
+        spans, instants, facts = _canonical_facts(spans, instants, facts)
         return Trace(
-            lanes=_frozen(np.array(self._lanes, dtype=LANE_DTYPE)),
+            lanes=np.array(self._lanes, dtype=LANE_DTYPE),  # every array made read-only by Trace
             spans=spans, instants=instants, counters=counters, residency=residency,
             labels=labels, counter_names=tuple(self._counter_names),
             counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,

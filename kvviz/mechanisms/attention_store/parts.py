@@ -79,9 +79,13 @@ def _runs(sc) -> dict[str, tuple[str, str, bool]]:
 
 # Run time per turn relative to an unrecorded LRU run, measured (benchmarks/bench_estimate.py
 # --constants: the bundled ShareGPT and Mooncake runs, one process, two sessions on a shared
-# machine; the ratios moved by up to ±0.3 between them): building the trace costs a recorded
-# run 3.3-4.6× its time unrecorded; the workload's figures a fraction of a run.
-RECORD_COST = 3.5
+# machine; the ratios moved by up to ±0.3 between them): the workload's figures cost a fraction of
+# a run. Recording the trace: the recorded scheduler_aware run took 1.83-2.02× LRU's on ShareGPT,
+# 1.68-1.92× on Mooncake (three sessions of --constants, load average 1.8-3.5), so 1.4-1.7× its
+# policy's cost: there it runs first in a fresh process; run again in one process, alternating
+# with the unrecorded run, it took 1.29-1.32× that run (min of 3). Before TraceBuilder's
+# positional calls (issue 24) it was 3.3-4.6×.
+RECORD_COST = 1.5
 POLICY_COST = {"recompute": 0.7, "fifo": 0.9, "lru": 1.0, "belady": 1.2, "scheduler_aware": 1.2}
 WORKLOAD_COST = 0.2
 

@@ -23,12 +23,14 @@ import math
 import numpy as np
 
 from ...requests.conversations import Conversations
-from ...trace import TraceBuilder
+from ...trace import NO_FACT, TraceBuilder
 from . import economics, native
+from . import recording as rec
 from .batching import BatchConfig, Batcher
 from .events import Loop
 from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
+from .recording import U
 from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
@@ -37,6 +39,8 @@ LAYERS_LANE = "GPU · layers of turn {}'s prefill iteration"
 LAYER_LOADS_LANE = "PCIe · layer loads of turn {}'s iteration"
 COUNTERS = ("batch size", "queue length", "HBM KV in use", "DRAM in use", "SSD in use")
 UNITS = ("jobs", "jobs", "B", "B", "B")
+# The mark a turn's outcome puts on the GPU lane when its prefill starts
+MARK = tuple(rec.HIT if o >= HIT_HBM else rec.ARRIVE if o == FIRST else rec.MISS for o in sorted(OUTCOME))
 
 
 def layer_schedule(S: int, T0: int, a: int, c: int, L: int, k: int):
@@ -191,7 +195,10 @@ class Run:
             self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
             self.l_layer_load = tb.lane(LAYER_LOADS_LANE.format(d), "PCIe")
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
-            self._last = (None,) * len(COUNTERS)
+            self.labels = rec.RunLabels(tb)
+            self.counters = tb.counter_series(COUNTERS, UNITS)
+            self.turn1 = (wl.turn + 1).tolist()  # turns as the trace numbers them, from 1
+            self._last = None
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
         self.store = (nat.Store if nat else Store)(self, policy, self.coupled)
         self.batcher = (nat.Batcher if nat else Batcher)(self, batch_config(sc, prep))
@@ -229,51 +236,46 @@ class Run:
         if self.tb is not None:
             g, st = self.batcher, self.store
             now = (batch, len(g.waiting), (g.tok_run + g.cached_tok) * g.kv, st.dram_used, st.ssd_used)
-            last = self._last
-            if now != last:
-                for i in range(len(COUNTERS)):
-                    if now[i] != last[i]:
-                        self.tb.counter(COUNTERS[i], t, now[i], UNITS[i])
+            if now != self._last:
+                self.tb.counter_row(self.counters, t, now)
                 self._last = now
 
     def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
         if self.tb is None:
             return
-        tb, turn = self.tb, self.prep.wl.turn
+        tb, turn1, conv, outcome, kv, lane = self.tb, self.turn1, self.conv, self.batcher.outcome, self.batcher.kv, self.l_gpu
         for j in jobs:
-            o = self.batcher.outcome[j]
-            tb.instant(self.l_gpu, S, "hit" if o >= HIT_HBM else "arrive" if o == FIRST else "miss", self.conv[j],
-                       job=self.conv[j], turn=int(turn[j]) + 1, bytes=self.keep[j] * self.batcher.kv)
+            o, c = outcome[j], conv[j]
+            tb.add_instant_facts(lane, S, MARK[o], c, self.keep[j] * kv, U, U, U, c, turn1[j], U, U, U)
             if self.over[j]:
-                tb.instant(self.l_gpu, S, "overflow", self.conv[j], job=self.conv[j], turn=int(turn[j]) + 1)
+                tb.add_instant_facts(lane, S, rec.OVERFLOW, c, U, U, U, U, c, turn1[j], U, U, U)
         shown = self.detail if self.detail in jobs else jobs[0]
-        tb.span(self.l_gpu, S, pe, "prefill", f"prefill · {len(jobs)} job{'s' * (len(jobs) > 1)}", ref=shown,
-                job=self.conv[jobs[0]], turn=int(turn[jobs[0]]) + 1, items=len(jobs),
-                flow=self._load_flow if layer is not None else -1)
+        tb.add_span_facts(lane, S, pe, rec.PREFILL, self.labels.prefill[len(jobs)], shown,
+                          U, len(jobs), U, U, conv[jobs[0]], turn1[jobs[0]], U, U, self._load_flow if layer is not None else U)
         if self.detail in jobs:
             self._draw_layers(S, pe, jobs, layer)
 
     def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int):
         if self.tb is not None:
-            self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} job{'s' * (n > 1)} × {k} iterations", ref=ref)
+            self.tb.add_span(self.l_gpu, t0, t1, rec.DECODE, self.labels.decode[n, k], ref, NO_FACT)
 
     def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0):
         if self.tb is not None:
             # the load feeds the iteration's prefill (a flow, by the first job's row) and its layers
             self._load_flow, self._load_bytes = jobs[0], dram + ssd
-            self.tb.span(self.l_load, t0, t1, "load", f"load history of {len(jobs)} job{'s' * (len(jobs) > 1)}",
-                         ref=self.conv[jobs[0]], bytes=int(dram + ssd), src="DRAM" if dram else "SSD", dst="HBM",
-                         job=self.conv[jobs[0]], turn=int(self.prep.wl.turn[jobs[0]]) + 1, items=len(jobs),
-                         flow=jobs[0])
+            tb, c = self.tb, self.conv[jobs[0]]
+            tb.add_span_facts(self.l_load, t0, t1, rec.LOAD, self.labels.load[len(jobs)], c, int(dram + ssd), len(jobs),
+                              rec.T_DRAM if dram else rec.T_SSD, rec.T_HBM, c, self.turn1[jobs[0]], U, U, jobs[0])
 
     def save_span(self, t0: int, t1: int, j: int):
         if self.tb is not None:
-            self.tb.span(self.l_save, t0, t1, "save", "save new KV", ref=self.conv[j], bytes=self.batcher._new_kv(j),
-                         src="HBM", dst="DRAM", job=self.conv[j], turn=int(self.prep.wl.turn[j]) + 1)
+            c = self.conv[j]
+            self.tb.add_span_facts(self.l_save, t0, t1, rec.SAVE, self.labels.save, c,
+                                   self.batcher._new_kv(j), U, rec.T_HBM, rec.T_DRAM, c, self.turn1[j], U, U, U)
 
     def stall_span(self, t0: int, t1: int):
         if self.tb is not None:
-            self.tb.span(self.l_gpu, t0, t1, "stall", "save stall (store.save = sync)")
+            self.tb.add_span(self.l_gpu, t0, t1, rec.STALL, self.labels.stall, -1, NO_FACT)
 
     def _draw_layers(self, S, pe, jobs, layer):
         tb, L, j = self.tb, self.L, self.detail

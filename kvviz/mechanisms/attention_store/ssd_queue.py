@@ -4,6 +4,8 @@ then prefetches, then eviction writes. Apart from store.py so the store keeps to
 live; the queue's state (`ssd_q`, `ssd_free`, `ssd_busy_ns`, `pf_seq`, `pf_end`) is the store's."""
 from __future__ import annotations
 
+from .recording import EVICT_WRITE, FETCH, PREFETCH, T_DRAM, T_HBM, T_SSD, U
+
 P_DEMAND, P_PREFETCH, P_WRITE = 0, 1, 2                  # SSD request priorities (store.ssd_read_priority)
 
 
@@ -37,12 +39,13 @@ class SsdQueue:
     def _ssd_span(self, op):
         if self.tb is not None:
             s0, s1, prio, _, c, _, _ = op
+            tb, lab = self.tb, self.labels
             if prio == P_WRITE:
-                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=c, src="DRAM", dst="SSD", job=c)
+                tb.add_span_facts(self.l_ssd_write, s0, s1, EVICT_WRITE, lab.evict_write, c, U, U, T_DRAM, T_SSD, c, U, U, U, U)
             elif op[6] == "fetch":
-                self.tb.span(self.l_ssd_read, s0, s1, "fetch", "demand read SSD→HBM", ref=c, src="SSD", dst="HBM", job=c)
+                tb.add_span_facts(self.l_ssd_read, s0, s1, FETCH, lab.fetch, c, U, U, T_SSD, T_HBM, c, U, U, U, U)
             else:
-                self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, src="SSD", dst="DRAM", job=c)
+                tb.add_span_facts(self.l_ssd_read, s0, s1, PREFETCH, lab.prefetch, c, U, U, T_SSD, T_DRAM, c, U, U, U, U)
 
     def _retime_from(self, i: int):
         """Ops from position i on start when the one before ends (or at their earliest)."""

@@ -37,6 +37,7 @@ from .host_load import HostLoad
 from .load_rule import LoadRule
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
+from .recording import EVICT, EVICT_WRITE, FETCH, LAND, PREFETCH, T_DRAM, T_HBM, T_SSD, U
 from .ssd_queue import P_DEMAND, P_PREFETCH, P_WRITE, SsdQueue
 
 INF = 1 << 62
@@ -110,6 +111,7 @@ class Store(HostLoad, SsdQueue):
         if self.tb is not None:
             self.l_ssd_read = self.tb.lane("SSD · prefetch + demand reads", "SSD")
             self.l_ssd_write = self.tb.lane("SSD · eviction writes", "SSD")
+            self.labels = run.labels
             self.free_slots: list[int] = []
             self.n_slots = 0
             self.slot_of: dict[int, tuple[int, int]] = {}
@@ -198,8 +200,8 @@ class Store(HostLoad, SsdQueue):
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
         if self.tb is not None:
-            self.tb.span(self.l_ssd_read, t0, t0 + dur, "fetch", "demand read SSD→HBM", ref=c, bytes=int(nbytes),
-                         src="SSD", dst="HBM", job=c)
+            self.tb.add_span_facts(self.l_ssd_read, t0, t0 + dur, FETCH, self.labels.fetch, c,
+                                   int(nbytes), U, T_SSD, T_HBM, c, U, U, U, U)
         return t0
 
     def finished(self, j: int):
@@ -284,8 +286,8 @@ class Store(HostLoad, SsdQueue):
                 self.prefetched += 1
                 self.loop.push(s1, 0, self._landed, (c, self.pf_seq[c]))
                 if self.tb is not None and not self.ssd_prio:
-                    self.tb.span(self.l_ssd_read, s0, s1, "prefetch", "prefetch SSD→DRAM", ref=c, bytes=int(size),
-                                 src="SSD", dst="DRAM", job=c)
+                    self.tb.add_span_facts(self.l_ssd_read, s0, s1, PREFETCH, self.labels.prefetch, c,
+                                           int(size), U, T_SSD, T_DRAM, c, U, U, U, U)
             i += 1
         self.pf_scan = i
 
@@ -294,7 +296,7 @@ class Store(HostLoad, SsdQueue):
             self.where[c] = DRAM
             self.policy.on_insert(DRAM, c)
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_read, self.loop.now, "land", c, job=c, dst="DRAM")
+                self.tb.add_instant_facts(self.l_ssd_read, self.loop.now, LAND, c, U, U, U, T_DRAM, c, U, U, U, U)
 
     # --- residency (the occupancy view) ----------------------------------------------------
     def _resident(self, c: int):
@@ -384,10 +386,10 @@ class Store(HostLoad, SsdQueue):
             s0, s1 = self._ssd_io(write, self.ssd_w, P_WRITE, v)
             self.ssd_write_bytes += write
             if self.tb is not None and not self.ssd_prio:
-                self.tb.span(self.l_ssd_write, s0, s1, "evict_write", "evict DRAM→SSD", ref=v, bytes=int(write),
-                             src="DRAM", dst="SSD", job=v)
+                self.tb.add_span_facts(self.l_ssd_write, s0, s1, EVICT_WRITE, self.labels.evict_write, v,
+                                       int(write), U, T_DRAM, T_SSD, v, U, U, U, U)
         if self.tb is not None:
-            self.tb.instant(self.l_ssd_write, t, "evict", v, job=v, src="DRAM", dst="SSD")
+            self.tb.add_instant_facts(self.l_ssd_write, t, EVICT, v, U, U, T_DRAM, T_SSD, v, U, U, U, U)
         self.where[v] = SSD
         self.ssd_used += write
         self.ssd_size[v], self.ssd_tok[v] = size, self.tok[v]
@@ -414,7 +416,7 @@ class Store(HostLoad, SsdQueue):
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x, job=x, src="SSD")
+                self.tb.add_instant_facts(self.l_ssd_write, self.loop.now, EVICT, x, U, U, T_SSD, U, x, U, U, U, U)
 
     def _fit_dram(self, extra: int = 0, before: int = -1) -> bool:
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
