@@ -92,6 +92,9 @@ cdef class Store(SsdCore):
         if self.tb is not None:
             self.l_ssd_read = self.tb.lane("SSD · prefetch + demand reads", "SSD")
             self.l_ssd_write = self.tb.lane("SSD · eviction writes", "SSD")
+            self.tb_span, self.tb_instant = self.tb.add_span_facts, self.tb.add_instant_facts
+            lab = run.labels
+            self.lab_fetch, self.lab_prefetch, self.lab_evict_write = lab.fetch, lab.prefetch, lab.evict_write
             self.free_slots = []
             self.n_slots = 0
             self.m_slot, self.m_since = st_i64(n_conv, 0), st_i64(n_conv, 0)
@@ -248,8 +251,8 @@ cdef class Store(SsdCore):
                 self.prefetched += 1
                 self.loop.push(io[1], 0, self.landed_fn, (c, self.m_pf_seq[c]))
                 if self.tb is not None and not self.ssd_prio:
-                    self.tb.span(self.l_ssd_read, io[0], io[1], "prefetch", "prefetch SSD→DRAM", ref=c, bytes=size,
-                                 src="SSD", dst="DRAM", job=c)
+                    self.tb_span(self.l_ssd_read, io[0], io[1], RC_PREFETCH, self.lab_prefetch, c,
+                                 size, RC_U, RC_SSD, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
             i += 1
         self.pf_scan = i
 
@@ -258,7 +261,7 @@ cdef class Store(SsdCore):
             self.m_where[c] = ST_DRAM
             self.policy.on_insert(ST_DRAM, c)
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_read, self.loop.now, "land", c, job=c, dst="DRAM")
+                self.tb_instant(self.l_ssd_read, self.loop.now, RC_LAND, c, RC_U, RC_U, RC_U, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
 
     # --- residency (the occupancy view) ----------------------------------------------------
     cdef void _resident(self, long long c):
@@ -349,10 +352,10 @@ cdef class Store(SsdCore):
             self._ssd_io(write, self.d_ssd_w, ST_P_WRITE, v, 0, io)
             self.ssd_write_bytes += write
             if self.tb is not None and not self.ssd_prio:
-                self.tb.span(self.l_ssd_write, io[0], io[1], "evict_write", "evict DRAM→SSD", ref=v, bytes=write,
-                             src="DRAM", dst="SSD", job=v)
+                self.tb_span(self.l_ssd_write, io[0], io[1], RC_EVICT_WRITE, self.lab_evict_write, v,
+                             write, RC_U, RC_DRAM, RC_SSD, v, RC_U, RC_U, RC_U, RC_U)
         if self.tb is not None:
-            self.tb.instant(self.l_ssd_write, t, "evict", v, job=v, src="DRAM", dst="SSD")
+            self.tb_instant(self.l_ssd_write, t, RC_EVICT, v, RC_U, RC_U, RC_DRAM, RC_SSD, v, RC_U, RC_U, RC_U, RC_U)
         self.m_where[v] = ST_SSD
         self.ssd_used += write
         self.m_ssd_size[v], self.m_ssd_tok[v] = size, self.m_tok[v]
@@ -381,7 +384,7 @@ cdef class Store(SsdCore):
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
-                self.tb.instant(self.l_ssd_write, self.loop.now, "evict", x, job=x, src="SSD")
+                self.tb_instant(self.l_ssd_write, self.loop.now, RC_EVICT, x, RC_U, RC_U, RC_SSD, RC_U, x, RC_U, RC_U, RC_U, RC_U)
 
     cdef bint _fit_dram(self, long long extra, long long before):
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
