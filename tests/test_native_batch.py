@@ -12,6 +12,7 @@ import math
 import operator
 import random
 
+import numpy as np
 import pytest
 
 from kvviz import load_scenario, parse_scenario
@@ -184,3 +185,16 @@ def test_app_says_once_that_the_reference_runs(window, qtbot, monkeypatch):
                               ["workload.conversations=21", "serving.compare_truncation=false"]))
     wait_new_result(qtbot, window, old)
     assert why not in window.status.text()  # once
+
+
+@needs_engine
+@pytest.mark.parametrize("seed", range(8))
+def test_distinct_between_as_the_reference(seed):
+    from kvviz.mechanisms.attention_store.workload_figures import _distinct_between
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    conv = rng.integers(0, int(rng.integers(1, 60)), n).astype(np.int64)
+    left = rng.integers(0, n, int(rng.integers(0, 300))).astype(np.int64)
+    right = np.minimum(n - 1, left + rng.integers(0, n, len(left))).astype(np.int64)
+    want = _distinct_between(conv, list(zip(left.tolist(), right.tolist()))) if len(left) else np.zeros(0)
+    assert ENGINE.distinct_between(conv, left, right).tolist() == want.tolist()

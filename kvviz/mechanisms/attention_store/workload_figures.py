@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import native
+
 
 def _distinct_between(conv_in_order: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
     """For each (l, r) of list positions, the number of distinct conversations at positions
@@ -45,6 +47,15 @@ def _distinct_between(conv_in_order: np.ndarray, pairs: list[tuple[int, int]]) -
     return out
 
 
+def distinct_between(conv_in_order: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """`_distinct_between` of the pairs (left[i], right[i]): compiled where the engine is."""
+    nat = native.engine()
+    if nat is not None:
+        return nat.distinct_between(*(np.ascontiguousarray(a, dtype=np.int64) for a in (conv_in_order, left, right)))
+    pairs = list(zip(left.tolist(), right.tolist()))
+    return _distinct_between(conv_in_order, pairs) if pairs else np.zeros(0, dtype=np.int64)
+
+
 def workload_figures(prep, coupled: bool) -> dict:
     wl = prep.wl
     n = len(wl)
@@ -65,8 +76,7 @@ def workload_figures(prep, coupled: bool) -> dict:
             mean = float((level * widths).sum() / (t1 - t0))
     # Reuse distance: distinct other sessions between a turn and its session's next turn.
     rank = prep.rank
-    pairs = [(int(rank[j]), int(rank[nxt[j]])) for j in live.tolist()]
-    dist = _distinct_between(wl.conv[prep.order], pairs) if pairs else np.zeros(0)
+    dist = distinct_between(wl.conv[prep.order], rank[live], rank[nxt[live]])
     with_hist = prep.keep > 0
     reusable = with_hist & ~(prep.overflow & coupled)
     c_mem, c_all = prep.dram_cap, prep.dram_cap + prep.ssd_cap
