@@ -22,7 +22,7 @@ cdef long long RC_HBM = _rec.T_HBM, RC_DRAM = _rec.T_DRAM, RC_SSD = _rec.T_SSD
 cdef long long RC_PREFILL = _rec.PREFILL, RC_DECODE = _rec.DECODE, RC_LOAD = _rec.LOAD
 cdef long long RC_SAVE = _rec.SAVE, RC_STALL = _rec.STALL, RC_OVERFLOW = _rec.OVERFLOW
 cdef int32_t RC_INLINE = _trace.INLINE, RC_NO_FACT = _trace.NO_FACT
-cdef Py_ssize_t RC_ROWS = 1 << 15   # rows a buffer holds before it is handed over
+cdef Py_ssize_t RC_ROWS = 1 << 15   # rows a buffer holds before it is handed over (recorder_rows)
 DEF N_COUNTERS = 5                  # serving.COUNTERS
 
 
@@ -95,6 +95,18 @@ def _check_layouts():
 _check_layouts()
 
 
+def recorder_rows(n=None):
+    """The rows a recorder's buffer holds before it hands them over (for tests: a small n makes
+    hand-overs happen mid-run); sets it when n is given. The previous value."""
+    global RC_ROWS
+    old = RC_ROWS
+    if n is not None:
+        if n < 1:
+            raise ValueError(f"recorder_rows: {n} < 1")
+        RC_ROWS = n
+    return old
+
+
 cdef class LabelIds:
     """Label ids by a non-negative key (open addressing): the builder is asked once per key."""
     cdef long long* keys
@@ -163,7 +175,7 @@ cdef class Recorder:
     cdef RInstant* instants
     cdef RResidency* res
     cdef RCounters* ctr
-    cdef Py_ssize_t n_spans, n_instants, n_res, n_ctr
+    cdef Py_ssize_t n_spans, n_instants, n_res, n_ctr, cap
     cdef long long last[N_COUNTERS]     # serving.Run._last: the counters' last row
     cdef bint has_last
     cdef LabelIds prefill_ids, decode_ids, load_ids
@@ -181,10 +193,11 @@ cdef class Recorder:
         from kvviz.mechanisms.attention_store import serving
         prep, lab = run.prep, run.labels
         self.run, self.tb, self.series = run, run.tb, run.counters
-        self.spans = <RSpan*> PyMem_Malloc(RC_ROWS * sizeof(RSpan))
-        self.instants = <RInstant*> PyMem_Malloc(RC_ROWS * sizeof(RInstant))
-        self.res = <RResidency*> PyMem_Malloc(RC_ROWS * sizeof(RResidency))
-        self.ctr = <RCounters*> PyMem_Malloc(RC_ROWS * sizeof(RCounters))
+        self.cap = RC_ROWS
+        self.spans = <RSpan*> PyMem_Malloc(self.cap * sizeof(RSpan))
+        self.instants = <RInstant*> PyMem_Malloc(self.cap * sizeof(RInstant))
+        self.res = <RResidency*> PyMem_Malloc(self.cap * sizeof(RResidency))
+        self.ctr = <RCounters*> PyMem_Malloc(self.cap * sizeof(RCounters))
         self.cap_free = 64
         self.free_slots = <long long*> PyMem_Malloc(self.cap_free * sizeof(long long))
         if not (self.spans and self.instants and self.res and self.ctr and self.free_slots):
@@ -238,7 +251,7 @@ cdef class Recorder:
                     long long turn, long long pos, long long layer, long long flow) except -1:
         """TraceBuilder.add_span_facts."""
         cdef RSpan* r
-        if self.n_spans == RC_ROWS:
+        if self.n_spans == self.cap:
             self.flush()
         r = &self.spans[self.n_spans]
         self.n_spans += 1
@@ -251,7 +264,7 @@ cdef class Recorder:
                    long long ref) except -1:
         """TraceBuilder.add_span with NO_FACT (the fact's columns are ignored: zeros, as _SPAN pads)."""
         cdef RSpan* r
-        if self.n_spans == RC_ROWS:
+        if self.n_spans == self.cap:
             self.flush()
         r = &self.spans[self.n_spans]
         self.n_spans += 1
@@ -265,7 +278,7 @@ cdef class Recorder:
                        long long layer, long long flow) except -1:
         """TraceBuilder.add_instant_facts."""
         cdef RInstant* r
-        if self.n_instants == RC_ROWS:
+        if self.n_instants == self.cap:
             self.flush()
         r = &self.instants[self.n_instants]
         self.n_instants += 1
@@ -275,7 +288,7 @@ cdef class Recorder:
 
     cdef int residency(self, long long slot, long long start, long long end, long long item) except -1:
         cdef RResidency* r
-        if self.n_res == RC_ROWS:
+        if self.n_res == self.cap:
             self.flush()
         r = &self.res[self.n_res]
         self.n_res += 1
@@ -340,7 +353,7 @@ cdef class Recorder:
                     break
             else:
                 return 0
-        if self.n_ctr == RC_ROWS:
+        if self.n_ctr == self.cap:
             self.flush()
         r = &self.ctr[self.n_ctr]
         self.n_ctr += 1
