@@ -209,7 +209,7 @@ cdef class BatchState:
         self.gpu_ns_ = pf64(self._gpu_ns)
         self.rc = self.store.rc
         if self.rc is not None:
-            self.rc.outcome = self.outcome_
+            self.rc.outcome, self.rc.conv, self.rc.keep, self.rc.over = self.outcome_, self.conv, self.keep, self.over
 
     def __dealloc__(self):
         PyMem_Free(self.fin)

@@ -94,6 +94,8 @@ cdef class Batcher(BatchState):
                 self.cached_tok -= self.c_pop(self.c_head)
             self.b_append(j)
             self.tok_run += need
+            if self.rec:
+                self.rc.prefetch(j)
             self.pf_jobs[cnt] = j
             cnt += 1
         return cnt

@@ -2,7 +2,9 @@
 # load_span, save_span, stall_span and the store's spans, marks and residency): the same rows, in
 # the same order, as the reference's TraceBuilder calls make, written into buffers of
 # SPAN_ROW_DTYPE / INSTANT_ROW_DTYPE / RESIDENCY_DTYPE rows and a counter series' rows, handed
-# over with TraceBuilder.add_rows / counter_rows when a buffer is full and at the end of the run.
+# over with TraceBuilder.add_rows / counter_rows when a buffer is full, before the chosen turn's
+# layers are drawn (by Python calls) and at the end of the run. The buffers are small and reused, so
+# they stay in cache and their pages are touched once (the builder's copy is the only fresh memory).
 # One Recorder per run, held by the Batcher and the Store: rows with equal start times keep their
 # emission order (build()'s stable sort), so both must write into the same buffers.
 # Included by _engine.pyx before batch_state.pxi and ssd.pxi.
@@ -22,7 +24,17 @@ cdef long long RC_HBM = _rec.T_HBM, RC_DRAM = _rec.T_DRAM, RC_SSD = _rec.T_SSD
 cdef long long RC_PREFILL = _rec.PREFILL, RC_DECODE = _rec.DECODE, RC_LOAD = _rec.LOAD
 cdef long long RC_SAVE = _rec.SAVE, RC_STALL = _rec.STALL, RC_OVERFLOW = _rec.OVERFLOW
 cdef int32_t RC_INLINE = _trace.INLINE, RC_NO_FACT = _trace.NO_FACT
-cdef Py_ssize_t RC_ROWS = 1 << 15   # rows a buffer holds before it is handed over (recorder_rows)
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define KVVIZ_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define KVVIZ_PREFETCH(p) ((void) 0)
+    #endif
+    """
+    void KVVIZ_PREFETCH(const void* p) noexcept nogil
+
+cdef Py_ssize_t RC_ROWS = 1 << 12  # the rows a buffer holds (recorder_rows)
 DEF N_COUNTERS = 5                  # serving.COUNTERS
 
 
@@ -169,7 +181,7 @@ cdef inline void rc_fact(RFact* f, long long bytes_, long long items, long long 
 
 cdef class Recorder:
     """One recorded run's rows (see the top of this file). The Store makes it (after its lanes),
-    the Batcher gives it the outcomes; `flush()` hands every row over to the run's TraceBuilder."""
+    the Batcher gives it its per-job arrays; `flush()` hands every row over to the run's TraceBuilder."""
     cdef object run, tb, series
     cdef RSpan* spans
     cdef RInstant* instants
@@ -182,8 +194,12 @@ cdef class Recorder:
     cdef object py_prefill, py_decode, py_load  # recording.Labels: the texts, registered on first use
     cdef int32_t lab_save, lab_stall, lab_fetch, lab_prefetch, lab_evict_write
     cdef int32_t l_gpu, l_load, l_save, l_ssd_read, l_ssd_write
-    cdef long long[::1] conv, keep, over, turn1
-    cdef long long* outcome              # the Batcher's outcomes (set by it)
+    cdef long long[::1] turn1_
+    cdef long long* turn1
+    cdef long long* conv                 # the Batcher's arrays (set by it: rows it has just read)
+    cdef long long* keep
+    cdef long long* over
+    cdef long long* outcome
     cdef long long kv, detail, load_flow, load_bytes
     cdef long long mark[8]               # serving.MARK: the mark a turn's outcome puts at its prefill
     cdef long long* free_slots           # residency slots given back: a min-heap (the store's heapq)
@@ -194,10 +210,10 @@ cdef class Recorder:
         prep, lab = run.prep, run.labels
         self.run, self.tb, self.series = run, run.tb, run.counters
         self.cap = RC_ROWS
-        self.spans = <RSpan*> PyMem_Malloc(self.cap * sizeof(RSpan))
-        self.instants = <RInstant*> PyMem_Malloc(self.cap * sizeof(RInstant))
-        self.res = <RResidency*> PyMem_Malloc(self.cap * sizeof(RResidency))
-        self.ctr = <RCounters*> PyMem_Malloc(self.cap * sizeof(RCounters))
+        self.spans = <RSpan*> PyMem_Malloc(RC_ROWS * sizeof(RSpan))
+        self.instants = <RInstant*> PyMem_Malloc(RC_ROWS * sizeof(RInstant))
+        self.res = <RResidency*> PyMem_Malloc(RC_ROWS * sizeof(RResidency))
+        self.ctr = <RCounters*> PyMem_Malloc(RC_ROWS * sizeof(RCounters))
         self.cap_free = 64
         self.free_slots = <long long*> PyMem_Malloc(self.cap_free * sizeof(long long))
         if not (self.spans and self.instants and self.res and self.ctr and self.free_slots):
@@ -208,9 +224,8 @@ cdef class Recorder:
         self.lab_prefetch, self.lab_evict_write = lab.prefetch, lab.evict_write
         self.l_gpu, self.l_load, self.l_save = run.l_gpu, run.l_load, run.l_save
         self.l_ssd_read, self.l_ssd_write = l_ssd_read, l_ssd_write
-        i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64) if len(a) else np.zeros(1, dtype=np.int64)
-        self.conv, self.keep, self.over = i64(prep.wl.conv), i64(prep.keep), i64(prep.overflow)
-        self.turn1 = i64(prep.wl.turn + 1)  # turns as the trace numbers them, from 1
+        self.turn1_ = np.append(prep.wl.turn + 1, 0).astype(np.int64)  # turns as the trace numbers them, from 1
+        self.turn1 = &self.turn1_[0]
         self.kv, self.detail = prep.kv, run.detail
         self.load_flow = self.load_bytes = 0
         if len(serving.MARK) > 8:
@@ -363,6 +378,12 @@ cdef class Recorder:
             self.last[i] = now[i]
         self.has_last = True
         return 0
+
+    cdef void prefetch(self, long long j) noexcept:
+        """What prefill() will read of job j that the engine does not: asked for early (at admission),
+        so the reads of a batch's jobs overlap rather than wait one by one."""
+        KVVIZ_PREFETCH(&self.turn1[j])
+        KVVIZ_PREFETCH(&self.over[j])
 
     cdef int prefill(self, long long S, long long pe, long long* jobs, Py_ssize_t cnt, bint loaded,
                      object layer) except -1:
