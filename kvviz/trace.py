@@ -155,11 +155,13 @@ class Trace:
 
 
 def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
-    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur."""
+    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur: the values at
+    their first positions, taken in position order (no sort)."""
     first = np.full(n, len(ids), dtype=np.int64)
     np.minimum.at(first, ids, np.arange(len(ids)))
-    seen = np.flatnonzero(first < len(ids))
-    return seen[np.argsort(first[seen])]
+    at_first = np.zeros(len(ids), dtype=bool)
+    at_first[first[first < len(ids)]] = True
+    return ids[at_first]
 
 
 def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -200,8 +202,10 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cls = np.empty(len(hs), dtype=np.int64)
     cls[perm] = np.cumsum(start) - 1
     rep = perm[start]
-    rows, step = _as_bytes(facts), 1 << 16  # checked in pieces: no temporary the size of the table
-    if all((rows[i:i + step] == rows[rep[cls[i:i + step]]]).all() for i in range(0, len(rows), step)):
+    # each row against its class's row (a class's own row is equal to itself: not compared)
+    rows, step, other = _as_bytes(facts), 1 << 16, np.flatnonzero(rep[cls] != np.arange(len(cls)))
+    if all((rows[other[i:i + step]] == rows[rep[cls[other[i:i + step]]]]).all()  # in pieces: no temporary
+           for i in range(0, len(other), step)):                                 # the size of the table
         return cls, rep
     _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
     return cls.reshape(-1), rep
