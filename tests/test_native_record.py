@@ -57,7 +57,7 @@ def test_recorded_run_hands_rows_over_in_bulk(monkeypatch):
     monkeypatch.setattr(serving, "TraceBuilder", CountingBuilder)
     run = _trace_policy_run("sharegpt_prio", "native")
     calls = run.tb.calls
-    spans = len(run.tb._spans)
+    spans = sum(len(p) for p in run.tb._rows("spans"))
     per_event = {k: v for k, v in calls.items() if k in (
         "add_span_facts", "add_instant_facts", "add_span", "add_instant", "counter_row", "residency")}
     assert not per_event, per_event
