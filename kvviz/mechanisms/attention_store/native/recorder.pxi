@@ -35,7 +35,8 @@ cdef extern from *:
     void KVVIZ_PREFETCH(const void* p) noexcept nogil
 
 cdef Py_ssize_t RC_ROWS = 1 << 12  # the rows a buffer holds (recorder_rows)
-DEF N_COUNTERS = 5                  # serving.COUNTERS
+cdef enum:
+    N_COUNTERS = 5                  # len(serving.COUNTERS): checked by Recorder
 
 
 cdef packed struct RFact:           # FACT_DTYPE
@@ -228,8 +229,8 @@ cdef class Recorder:
         self.turn1 = &self.turn1_[0]
         self.kv, self.detail = prep.kv, run.detail
         self.load_flow = self.load_bytes = 0
-        if len(serving.MARK) > 8:
-            raise ValueError("serving.MARK: more outcomes than the recorder holds")
+        if len(serving.MARK) > 8 or len(serving.COUNTERS) != N_COUNTERS:
+            raise ValueError("serving.MARK or COUNTERS: not what the compiled recorder holds")
         for o, m in enumerate(serving.MARK):
             self.mark[o] = m
 
