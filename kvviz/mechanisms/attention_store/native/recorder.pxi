@@ -424,7 +424,10 @@ cdef class Recorder:
     cdef int load(self, long long t0, long long t1, long long first, long long n, long long dram,
                   long long ssd) except -1:
         """The load feeds the iteration's prefill (a flow, by the first job's row) and its layers."""
-        cdef long long c = self.conv[first]
+        cdef long long c
+        if self.conv == NULL:
+            raise RuntimeError("the compiled recorder has no compiled batcher")
+        c = self.conv[first]
         cdef int32_t label = self.load_ids.get(n)
         if label == -2:
             label = self.py_load[n]
