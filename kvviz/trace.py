@@ -155,11 +155,13 @@ class Trace:
 
 
 def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
-    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur."""
+    """The distinct values of `ids` (ints in 0..n-1) in the order they first occur: the values at
+    their first positions, taken in position order (no sort)."""
     first = np.full(n, len(ids), dtype=np.int64)
     np.minimum.at(first, ids, np.arange(len(ids)))
-    seen = np.flatnonzero(first < len(ids))
-    return seen[np.argsort(first[seen])]
+    at_first = np.zeros(len(ids), dtype=bool)
+    at_first[first[first < len(ids)]] = True
+    return ids[at_first]
 
 
 def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -200,8 +202,10 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cls = np.empty(len(hs), dtype=np.int64)
     cls[perm] = np.cumsum(start) - 1
     rep = perm[start]
-    rows, step = _as_bytes(facts), 1 << 16  # checked in pieces: no temporary the size of the table
-    if all((rows[i:i + step] == rows[rep[cls[i:i + step]]]).all() for i in range(0, len(rows), step)):
+    # each row against its class's row (a class's own row is equal to itself: not compared)
+    rows, step, other = _as_bytes(facts), 1 << 16, np.flatnonzero(rep[cls] != np.arange(len(cls)))
+    if all((rows[other[i:i + step]] == rows[rep[cls[other[i:i + step]]]]).all()  # in pieces: no temporary
+           for i in range(0, len(other), step)):                                 # the size of the table
         return cls, rep
     _, rep, cls = np.unique(facts, return_index=True, return_inverse=True)
     return cls.reshape(-1), rep
@@ -224,12 +228,20 @@ def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray)
     return spans, instants, _as_bytes(facts)[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE)
 
 
-def _unpack(rows: bytearray, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Packed span or instant rows: (the rows as `dtype`, which of them carry their fact inline,
-    those facts' bytes: a view, to be copied where they go)."""
-    b = np.frombuffer(rows, dtype=np.uint8).reshape(-1, row_dtype.itemsize)  # a row's bytes: the row's, the fact's
-    out = np.ascontiguousarray(b[:, :dtype.itemsize]).view(dtype).reshape(-1)
-    return out, np.flatnonzero(out["fact"] == INLINE), b[:, dtype.itemsize:]
+def _unpack(parts: list, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarray, list]:
+    """Packed span or instant rows, in parts (bytes-likes, in order): (every row as `dtype`, and per
+    part: (its rows: a view of those, which of them carry their fact inline, the part's facts' bytes:
+    a view, to be copied where they go)). The parts are not joined: a row's columns are copied once."""
+    views = [np.frombuffer(p, dtype=np.uint8).reshape(-1, row_dtype.itemsize) for p in parts]
+    out = np.empty(sum(len(b) for b in views), dtype=dtype)
+    heads = out.view(np.uint8).reshape(-1, dtype.itemsize)  # packed dtypes: a row is its bytes
+    pieces, i = [], 0
+    for b in views:
+        rows = out[i:i + len(b)]
+        heads[i:i + len(b)] = b[:, :dtype.itemsize]
+        pieces.append((rows, np.flatnonzero(rows["fact"] == INLINE), b[:, dtype.itemsize:]))
+        i += len(b)
+    return out, pieces
 
 
 def _gather_facts(table: np.ndarray, *inline: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
@@ -293,10 +305,12 @@ class TraceBuilder:
     slots: int = 0
     item_name: str = "item"
     _lanes: list[tuple[str, str]] = field(default_factory=list)
+    # Packed rows made by calls since the last add_rows; the earlier rows, in order, in _parts
     _spans: bytearray = field(default_factory=bytearray)
     _instants: bytearray = field(default_factory=bytearray)
     _counters: list = field(default_factory=list)
     _residency: bytearray = field(default_factory=bytearray)
+    _parts: dict = field(default_factory=lambda: {"spans": [], "instants": [], "residency": []})
     _blocks: dict = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
                                                      "residency": []})
     _labels: dict[str, int] = field(default_factory=dict)
@@ -411,7 +425,16 @@ class TraceBuilder:
         dtype = {"spans": SPAN_ROW_DTYPE, "instants": INSTANT_ROW_DTYPE, "residency": RESIDENCY_DTYPE}[table]
         if memoryview(rows).nbytes % dtype.itemsize:
             raise ValueError(f"{table}: {memoryview(rows).nbytes} bytes is not a whole number of {dtype.itemsize}-byte rows")
-        getattr(self, f"_{table}").extend(rows)
+        # Kept as a part, not appended: a bytearray grown block by block is copied at each growth
+        parts, mine = self._parts[table], getattr(self, f"_{table}")
+        if mine:  # the calls' rows so far come first
+            parts.append(mine)
+            setattr(self, f"_{table}", bytearray())
+        parts.append(bytes(rows))
+
+    def _rows(self, table: str) -> list:
+        """A table's packed rows in order: the parts, then the calls' rows since."""
+        return [*self._parts[table], getattr(self, f"_{table}")]
 
     def add_block(self, table: str, block: np.ndarray):
         """Append a prebuilt structured array (dtype must match the table's)."""
@@ -438,17 +461,17 @@ class TraceBuilder:
         return out
 
     def build(self) -> Trace:
-        span_rows, instant_rows = _unpack(self._spans, SPAN_ROW_DTYPE, SPAN_DTYPE), _unpack(
-            self._instants, INSTANT_ROW_DTYPE, INSTANT_DTYPE)
-        spans, instants = span_rows[0], instant_rows[0]
+        spans, span_rows = _unpack(self._rows("spans"), SPAN_ROW_DTYPE, SPAN_DTYPE)
+        instants, instant_rows = _unpack(self._rows("instants"), INSTANT_ROW_DTYPE, INSTANT_DTYPE)
         late = np.flatnonzero(spans["end"] < spans["start"])
         if len(late):
             raise ValueError(f"span ends before it starts: {spans['start'][late[0]]}..{spans['end'][late[0]]}")
-        facts = _gather_facts(self.fact_table(), span_rows, instant_rows)
+        facts = _gather_facts(self.fact_table(), *span_rows, *instant_rows)
         del span_rows, instant_rows  # views of the packed rows
         spans, instants = self._table(spans, "spans"), self._table(instants, "instants")
         counters = self._table(np.array(self._counters, dtype=COUNTER_DTYPE), "counters", self._series_points())
-        residency = self._table(np.frombuffer(self._residency, dtype=RESIDENCY_DTYPE).copy(), "residency")
+        residency = self._table(np.concatenate([np.frombuffer(p, dtype=RESIDENCY_DTYPE) for p in self._rows("residency")]),
+                                "residency")
         # Stable time order makes traces comparable and lets views binary-search.
         spans, instants, counters = _time_order(spans, "start"), _time_order(instants, "t"), _time_order(counters, "t")
         spans, labels = _canonical_labels(spans, tuple(self._labels))

@@ -171,17 +171,14 @@ class Run:
         self.coupled = truncation == "coupled"
         self.closed = sc.serving.arrivals in ("closed_loop", "saturated")  # saturated: think times are 0
         self.L = sc.model.layers
-        # Plain lists: the per-job path is pure Python, and list indexing beats numpy scalars.
-        self.conv = wl.conv.tolist()
-        self.think = wl.think_ns.tolist()
-        self.rec_arrival = wl.arrival_ns.tolist()
-        self.inn, self.out = prep.inn.tolist(), prep.out.tolist()
-        self.keep, self.over = prep.keep.tolist(), prep.overflow.tolist()
-        self.hist = prep.hist.tolist()
-        self.size_after, self.after = prep.size_after.tolist(), prep.after.tolist()
-        self.next_row = prep.next_row.tolist()
+        # Plain lists for the reference (its per-job path is pure Python, and list indexing beats
+        # numpy scalars); the compiled engine copies the arrays into its own.
+        cols = (wl.conv, wl.think_ns, wl.arrival_ns, prep.inn, prep.out, prep.keep, prep.overflow, prep.hist,
+                prep.size_after, prep.after, prep.next_row)
+        (self.conv, self.think, self.rec_arrival, self.inn, self.out, self.keep, self.over, self.hist,
+         self.size_after, self.after, self.next_row) = cols if nat else [a.tolist() for a in cols]
         self.n = len(wl)
-        self.arrival = [0] * self.n
+        self.arrival = [0] * self.n if not nat else None  # the compiled batcher's, below
         self.arrived = 0
         self.queue_mid = self.queue_end = 0
         self.detail = prep.detail
@@ -197,7 +194,7 @@ class Run:
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self.labels = rec.RunLabels(tb)
             self.counters = tb.counter_series(COUNTERS, UNITS)
-            self.turn1 = (wl.turn + 1).tolist()  # turns as the trace numbers them, from 1
+            self.turn1 = (wl.turn + 1).tolist() if not nat else None  # the trace's turn numbers, from 1
             self._last = None
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
         self.store = (nat.Store if nat else Store)(self, policy, self.coupled)
@@ -285,7 +282,7 @@ class Run:
             T0, a, c_layer, k, S_c = layer
         ls, le, cs, ce = layer_schedule(S_c, T0, a, c_layer, L, k)
         gaps = 0
-        who = dict(job=self.conv[j], turn=int(self.prep.wl.turn[j]) + 1)
+        who = dict(job=int(self.conv[j]), turn=int(self.prep.wl.turn[j]) + 1)
         for i in range(L):
             flow = self.n + i  # past every turn row's id: layer i's load to layer i
             if a:
@@ -300,7 +297,7 @@ class Run:
         o = self.batcher.outcome[j]
         self.detail_info = {"turn_row": j, "conversation": self.prep.wl.names[self.conv[j]],
                             "turn": int(self.prep.wl.turn[j]) + 1, "outcome": OUTCOME[o],
-                            "L_hist": self.keep[j], "L_new": self.inn[j], "batch_jobs": len(jobs),
+                            "L_hist": int(self.keep[j]), "L_new": int(self.inn[j]), "batch_jobs": len(jobs),
                             "layers_preloaded": min(k, L) if a else 0,
                             "overlap_gaps_ms": gaps / 1e6, "prefill_ms": (pe - S) / 1e6}
 

@@ -7,6 +7,7 @@ Python rounds `a * b + c` twice, so must the C. Which runs: __init__.py."""
 
 include "loop.pxi"
 include "roofline.pxi"
+include "recorder.pxi"
 include "batch_state.pxi"
 include "batcher.pxi"
 include "placement.pxi"

@@ -107,6 +107,7 @@ cdef class BatchState:
     """The compiled Batcher's data (its rules: batcher.pxi's Batcher, a subclass)."""
     cdef object run
     cdef Store store
+    cdef Recorder rc                     # a recorded run's rows (recorder.pxi, shared with the store), or None
     cdef long long[::1] next_time
     cdef Loop loop
     cdef readonly Roofline gpu
@@ -206,6 +207,9 @@ cdef class BatchState:
         self.first_admit_, self.first_token_ = p64(self._first_admit), p64(self._first_token)
         self.end_, self.outcome_, self.arrival_ = p64(self._end), p64(self._outcome), p64(self._arrival)
         self.gpu_ns_ = pf64(self._gpu_ns)
+        self.rc = self.store.rc
+        if self.rc is not None:
+            self.rc.outcome, self.rc.conv, self.rc.keep, self.rc.over = self.outcome_, self.conv, self.keep, self.over
 
     def __dealloc__(self):
         PyMem_Free(self.fin)

@@ -94,6 +94,8 @@ cdef class Batcher(BatchState):
                 self.cached_tok -= self.c_pop(self.c_head)
             self.b_append(j)
             self.tok_run += need
+            if self.rec:
+                self.rc.prefetch(j)
             self.pf_jobs[cnt] = j
             cnt += 1
         return cnt
@@ -114,7 +116,8 @@ cdef class Batcher(BatchState):
         if not self.n_dec:
             self.state, self.seg_on = IDLE, False
             if self.rec:
-                self.run.gpu_state(now, 0)
+                self.rc.gpu_state(now, 0, self.w_len, (self.tok_run + self.cached_tok) * self.kv,
+                                  self.store.dram_used, self.store.ssd_used)
             return 0
         while self.cap_tok - self.tok_run < self.n_dec:
             self._preempt_youngest()
@@ -137,7 +140,8 @@ cdef class Batcher(BatchState):
         self.seg_on, self.seg_T, self.seg_n, self.seg_ctx, self.seg_k, self.seg_v = True, now, n_dec, self.ctx_dec, k, 0
         self._schedule_segment(k)
         if self.rec:
-            self.run.gpu_state(now, self.b_len)
+            self.rc.gpu_state(now, self.b_len, self.w_len, (self.tok_run + self.cached_tok) * self.kv,
+                              self.store.dram_used, self.store.ssd_used)
         return 0
 
     cdef int _stall_done(self) except -1:
@@ -145,7 +149,7 @@ cdef class Batcher(BatchState):
         self.busy_ns += now - self.stall_from
         self.save_stall_ns += now - self.stall_from
         if self.rec:
-            self.run.stall_span(self.stall_from, now)
+            self.rc.stall(self.stall_from, now)
         self._iterate()
         return 0
 
@@ -167,7 +171,7 @@ cdef class Batcher(BatchState):
         self.dec_job_iters += nk
         self.dec_share += <double> (now - T_s) / <double> n
         if self.rec:
-            self.run.decode_span(T_s, now, n, k, self.b_head)
+            self.rc.decode(T_s, now, n, k, self.b_head)
         self.G = G = self.G + k
         self.ctx_dec += nk
         self.tok_run += nk
@@ -247,8 +251,9 @@ cdef class Batcher(BatchState):
         if self.b_len > self.max_seen:
             self.max_seen = self.b_len
         if self.rec:
-            self.run.gpu_state(S, self.b_len)
-            self.run.prefill_span(S, pe, [self.pf_jobs[i] for i in range(cnt)], layer)
+            self.rc.gpu_state(S, self.b_len, self.w_len, (self.tok_run + self.cached_tok) * self.kv,
+                              self.store.dram_used, self.store.ssd_used)
+            self.rc.prefill(S, pe, self.pf_jobs, cnt, loads is not None, layer)
         self.pf_n, self.pf_pending = cnt, True
         self.loop.put(pe, 1, K_PREFILL, S, wait)
         return 0
@@ -282,7 +287,7 @@ cdef class Batcher(BatchState):
                     s0 = self.pcie_save_free if self.pcie_save_free > now else now
                     self.pcie_save_free = self.save_end[j] = s0 + <long long> (<double> self._new_kv(j) / self.pcie)
                     if self.rec:
-                        self.run.save_span(s0, self.save_end[j], j)
+                        self.rc.save(s0, self.save_end[j], j, self._new_kv(j))
             if self.left[j] <= 0:
                 self._finish_now(j, ctx)
                 continue
@@ -316,7 +321,7 @@ cdef class Batcher(BatchState):
             self.stall_end = self.save_end[j] = s0 + <long long> (<double> self._new_kv(j) / self.pcie)
             self.gpu_ns_[j] += <double> (self.stall_end - s0)
             if self.rec:
-                self.run.save_span(s0, self.stall_end, j)
+                self.rc.save(s0, self.stall_end, j, self._new_kv(j))
             release = self.stall_end
         else:
             release = self.save_end[j] - self.wb_ns

@@ -4,14 +4,6 @@
 
 from libc.math cimport fmod, floor, copysign
 
-from kvviz.mechanisms.attention_store import recording as _rec
-
-# recording.py's kinds and tiers (the positional TraceBuilder calls), as C constants
-cdef long long RC_U = _rec.U
-cdef long long RC_FETCH = _rec.FETCH, RC_PREFETCH = _rec.PREFETCH, RC_EVICT_WRITE = _rec.EVICT_WRITE
-cdef long long RC_LAND = _rec.LAND, RC_EVICT = _rec.EVICT
-cdef long long RC_HBM = _rec.T_HBM, RC_DRAM = _rec.T_DRAM, RC_SSD = _rec.T_SSD
-
 # ssd_queue.py
 cdef enum:
     ST_P_DEMAND = 0
@@ -56,8 +48,7 @@ cdef inline long long st_max(long long a, long long b):
 
 cdef class SsdCore(StoreState):
     cdef public object run, tb
-    cdef object tb_span, tb_instant   # the recorded run's add_span_facts, add_instant_facts
-    cdef long long lab_fetch, lab_prefetch, lab_evict_write
+    cdef Recorder rc                 # the recorded run's rows (recorder.pxi), or None
     cdef public Loop loop
     cdef object landed_fn            # the store's _landed, bound once (a prefetch's landing event)
     cdef long long[::1] m_conv, m_pf_seq, m_pf_end
@@ -65,7 +56,6 @@ cdef class SsdCore(StoreState):
     cdef long long[:, ::1] q         # ssd_queue.py's ssd_q: rows qh .. qh+qn-1
     cdef Py_ssize_t qh, qn
     cdef public long long ssd_free, ssd_busy_ns
-    cdef object l_ssd_read, l_ssd_write
     # host_load.py
     cdef double pcie, ssd_stream
     cdef long long buf, L
@@ -140,7 +130,7 @@ cdef class SsdCore(StoreState):
         wait = pe - S - L * c_layer
         self.pcie_load_free = le_last
         if self.tb is not None:
-            self.run.load_span(min(T0, le_last), le_last, loads, dram, ssd)
+            self.rc.load(min(T0, le_last), le_last, loads[0], len(loads), dram, ssd)
         return pe, wait, layer
 
     cpdef long long demand_read(self, long long nbytes, double bw, long long earliest, long long c):
@@ -153,7 +143,7 @@ cdef class SsdCore(StoreState):
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
         if self.tb is not None:
-            self.tb_span(self.l_ssd_read, t0, t0 + dur, RC_FETCH, self.lab_fetch, c,
+            self.rc.span_f(self.rc.l_ssd_read, t0, t0 + dur, RC_FETCH, self.rc.lab_fetch, c,
                          nbytes, RC_U, RC_SSD, RC_HBM, c, RC_U, RC_U, RC_U, RC_U)
         return t0
 
@@ -190,12 +180,12 @@ cdef class SsdCore(StoreState):
             return
         cdef long long s0 = self.q[r, SQ_S0], s1 = self.q[r, SQ_S1], c = self.q[r, SQ_C]
         if self.q[r, SQ_PRIO] == ST_P_WRITE:
-            self.tb_span(self.l_ssd_write, s0, s1, RC_EVICT_WRITE, self.lab_evict_write, c,
+            self.rc.span_f(self.rc.l_ssd_write, s0, s1, RC_EVICT_WRITE, self.rc.lab_evict_write, c,
                          RC_U, RC_U, RC_DRAM, RC_SSD, c, RC_U, RC_U, RC_U, RC_U)
         elif self.q[r, SQ_LBL] == ST_L_FETCH:
-            self.tb_span(self.l_ssd_read, s0, s1, RC_FETCH, self.lab_fetch, c, RC_U, RC_U, RC_SSD, RC_HBM, c, RC_U, RC_U, RC_U, RC_U)
+            self.rc.span_f(self.rc.l_ssd_read, s0, s1, RC_FETCH, self.rc.lab_fetch, c, RC_U, RC_U, RC_SSD, RC_HBM, c, RC_U, RC_U, RC_U, RC_U)
         else:
-            self.tb_span(self.l_ssd_read, s0, s1, RC_PREFETCH, self.lab_prefetch, c,
+            self.rc.span_f(self.rc.l_ssd_read, s0, s1, RC_PREFETCH, self.rc.lab_prefetch, c,
                          RC_U, RC_U, RC_SSD, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
 
     cdef void _retime_from(self, Py_ssize_t i):

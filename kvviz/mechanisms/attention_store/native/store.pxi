@@ -1,9 +1,7 @@
 # store.py's Store over C data: the same rules, calls and order (store.py is the definition and
 # its docstring the description). Included by _engine.pyx after placement.pxi and ssd.pxi.
-# `loop` is the compiled Loop; `run` and `tb` stay Python objects (run.load_span, tb.*: the
-# recorded run's calls). The batcher writes `m_next_time` (the `next_time` array) directly.
-
-import heapq
+# `loop` is the compiled Loop; a recorded run's rows go to the run's Recorder (recorder.pxi),
+# shared with the batcher. The batcher writes `m_next_time` (the `next_time` array) directly.
 
 # Job outcomes (store.py)
 cdef enum:
@@ -29,7 +27,6 @@ cdef class Store(SsdCore):
     cdef public long long dram_used, ssd_used, demoted, dropped, prefetched, ssd_copies_evicted, lost_queued
     cdef public long long ssd_write_bytes, ssd_read_bytes, late_prefetch
     # residency slots (recorded runs): slot_of as arrays plus an insertion-ordered list (dict order)
-    cdef object free_slots
     cdef public long long n_slots
     cdef long long[::1] m_slot, m_since
     cdef StList slot_order
@@ -90,12 +87,8 @@ cdef class Store(SsdCore):
         self.late_prefetch = 0
 
         if self.tb is not None:
-            self.l_ssd_read = self.tb.lane("SSD · prefetch + demand reads", "SSD")
-            self.l_ssd_write = self.tb.lane("SSD · eviction writes", "SSD")
-            self.tb_span, self.tb_instant = self.tb.add_span_facts, self.tb.add_instant_facts
-            lab = run.labels
-            self.lab_fetch, self.lab_prefetch, self.lab_evict_write = lab.fetch, lab.prefetch, lab.evict_write
-            self.free_slots = []
+            self.rc = Recorder(run, self.tb.lane("SSD · prefetch + demand reads", "SSD"),
+                               self.tb.lane("SSD · eviction writes", "SSD"))
             self.n_slots = 0
             self.m_slot, self.m_since = st_i64(n_conv, 0), st_i64(n_conv, 0)
             self.slot_order = StList(n_conv)
@@ -251,7 +244,7 @@ cdef class Store(SsdCore):
                 self.prefetched += 1
                 self.loop.push(io[1], 0, self.landed_fn, (c, self.m_pf_seq[c]))
                 if self.tb is not None and not self.ssd_prio:
-                    self.tb_span(self.l_ssd_read, io[0], io[1], RC_PREFETCH, self.lab_prefetch, c,
+                    self.rc.span_f(self.rc.l_ssd_read, io[0], io[1], RC_PREFETCH, self.rc.lab_prefetch, c,
                                  size, RC_U, RC_SSD, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
             i += 1
         self.pf_scan = i
@@ -261,15 +254,14 @@ cdef class Store(SsdCore):
             self.m_where[c] = ST_DRAM
             self.policy.on_insert(ST_DRAM, c)
             if self.tb is not None:
-                self.tb_instant(self.l_ssd_read, self.loop.now, RC_LAND, c, RC_U, RC_U, RC_U, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
+                self.rc.instant_f(self.rc.l_ssd_read, self.loop.now, RC_LAND, c, RC_U, RC_U, RC_U, RC_DRAM, c, RC_U, RC_U, RC_U, RC_U)
 
     # --- residency (the occupancy view) ----------------------------------------------------
     cdef void _resident(self, long long c):
         cdef long long slot
         if self.tb is not None:
-            if self.free_slots:
-                slot = heapq.heappop(self.free_slots)
-            else:
+            slot = self.rc.slot_take()
+            if slot < 0:
                 slot = self.n_slots
                 self.n_slots += 1
             self.m_slot[c], self.m_since[c] = slot, self.loop.now
@@ -278,8 +270,8 @@ cdef class Store(SsdCore):
     cdef void _gone(self, long long c):
         if self.tb is not None:
             self.slot_order.remove(c)
-            self.tb.residency(self.m_slot[c], self.m_since[c], self.loop.now, c)
-            heapq.heappush(self.free_slots, self.m_slot[c])
+            self.rc.residency(self.m_slot[c], self.m_since[c], self.loop.now, c)
+            self.rc.slot_give(self.m_slot[c])
 
     cpdef void close(self):
         """End of the run: draw what is still queued or resident."""
@@ -288,6 +280,7 @@ cdef class Store(SsdCore):
             while self.slot_order.head >= 0:
                 self._gone(self.slot_order.head)
             self.tb.slots = self.n_slots
+            self.rc.flush()
 
     # --- tiers -----------------------------------------------------------------------------
     cdef void _drop_dram(self, long long c):
@@ -352,10 +345,10 @@ cdef class Store(SsdCore):
             self._ssd_io(write, self.d_ssd_w, ST_P_WRITE, v, 0, io)
             self.ssd_write_bytes += write
             if self.tb is not None and not self.ssd_prio:
-                self.tb_span(self.l_ssd_write, io[0], io[1], RC_EVICT_WRITE, self.lab_evict_write, v,
+                self.rc.span_f(self.rc.l_ssd_write, io[0], io[1], RC_EVICT_WRITE, self.rc.lab_evict_write, v,
                              write, RC_U, RC_DRAM, RC_SSD, v, RC_U, RC_U, RC_U, RC_U)
         if self.tb is not None:
-            self.tb_instant(self.l_ssd_write, t, RC_EVICT, v, RC_U, RC_U, RC_DRAM, RC_SSD, v, RC_U, RC_U, RC_U, RC_U)
+            self.rc.instant_f(self.rc.l_ssd_write, t, RC_EVICT, v, RC_U, RC_U, RC_DRAM, RC_SSD, v, RC_U, RC_U, RC_U, RC_U)
         self.m_where[v] = ST_SSD
         self.ssd_used += write
         self.m_ssd_size[v], self.m_ssd_tok[v] = size, self.m_tok[v]
@@ -384,7 +377,7 @@ cdef class Store(SsdCore):
             else:
                 self.ssd_copies_evicted += 1
             if self.tb is not None:
-                self.tb_instant(self.l_ssd_write, self.loop.now, RC_EVICT, x, RC_U, RC_U, RC_SSD, RC_U, x, RC_U, RC_U, RC_U, RC_U)
+                self.rc.instant_f(self.rc.l_ssd_write, self.loop.now, RC_EVICT, x, RC_U, RC_U, RC_SSD, RC_U, x, RC_U, RC_U, RC_U, RC_U)
 
     cdef bint _fit_dram(self, long long extra, long long before):
         """Evict until `extra` more bytes fit in DRAM; False if the policy finds no victim."""
