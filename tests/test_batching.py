@@ -262,7 +262,7 @@ def test_invariants(data):
     cap = None
     for policy in sc.policies:
         # the reference engine: its boundaries are watched through its Python _iterate (the
-        # compiled engine gives the same runs: tests/test_native_batch.py)
+        # compiled engine gives the same runs: tests/test_native_engine.py)
         run = Run(sc, prep, policy, "decoupled", record=False, engine="python")
         g = run.batcher
         seen = []

@@ -1,7 +1,7 @@
 """The compiled engine's recording (native/recorder.pxi): rows packed in C and handed over in bulk
 give the reference's Trace (fingerprint), also when the buffers are handed over mid-run (a tiny
 buffer: every few rows, around the detail job's layer drawing), and the recorded run makes no
-TraceBuilder call per event. The golden cases (test_native_batch, test_native_store) hold the
+TraceBuilder call per event. The golden cases (test_native_engine) hold the
 recorded branches (read priority, sync save, preload none, HBM tiers, preemption) with the default
 buffer, which small runs never fill."""
 from __future__ import annotations

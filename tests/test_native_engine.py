@@ -1,13 +1,16 @@
-"""The compiled event loop and batcher (attention_store/native: loop.pxi, roofline.pxi,
-batch_state.pxi, batcher.pxi) against the pure-Python reference (events.py, gpu.py, batching.py,
-serving.Run's glue): every run gives the same raw metrics (before rounding), the same event count,
-the same drawn job's details and, recorded, the same trace. The cases: every golden case of
-tests/test_attention_store_speed.py (its bundled variants and random scenarios) and more seeded
-random small scenarios. Skipped, with the reason, where the compiled module is not built.
+"""The compiled AttentionStore engine (attention_store/native: the loop, roofline, batcher, store,
+SSD queue, placement policies and the workload's reuse distance) against the pure-Python reference
+(events.py, gpu.py, batching.py, store.py, host_load.py, ssd_queue.py, load_rule.py, placement/,
+workload_figures.py): every run gives the same raw metrics (before rounding, of the same types),
+the same event count, the same drawn job's details and, recorded, the same trace. The cases: every
+golden case of tests/test_attention_store_speed.py (its bundled variants and random scenarios) and
+more seeded random small scenarios, over the batcher's flags and over the store's rules (tight
+tiers). Skipped, with the reason, where the compiled module is not built.
 """
 from __future__ import annotations
 
 import functools
+import json
 import math
 import operator
 import random
@@ -16,28 +19,37 @@ import numpy as np
 import pytest
 
 from kvviz import load_scenario, parse_scenario
+from kvviz.errors import ScenarioError
 from kvviz.mechanisms.attention_store import gpu, native, parts
 from kvviz.mechanisms.attention_store.serving import Run
 from tests.test_attention_store_speed import RANDOM, ROOT, VARIANTS, _schedule_log, random_scenario
 
 ENGINE = native.engine()
-# every test but the last compares the two engines: skipped where the compiled one is not built
+# every test but the note's and the choice's compares the two engines: skipped where the compiled one is not built
 needs_engine = pytest.mark.skipif(ENGINE is None, reason=native.note())
+POLICIES = ["recompute", "lru", "fifo", "scheduler_aware", "belady"]
 
 
-def outcome(sc, prep, name: str, engine: str) -> dict:
-    policy, mode, record = parts._runs(sc)[name]
+def outcome(sc, prep, policy, mode, record, engine) -> dict:
     run = Run(sc, prep, policy, mode, record, engine=engine).run()
     assert run.native == (engine == "native")
-    return {"metrics": run.metrics(), "events": run.loop.processed, "detail": run.detail_info,
+    m = run.metrics()
+    # equal values of the same types (1 == 1.0, but the JSON output would differ)
+    typed = json.dumps({k: repr(v) for k, v in m.items()}, sort_keys=True)
+    return {"metrics": m, "types": typed, "events": run.loop.processed, "detail": run.detail_info,
             "trace": run.tb.build().fingerprint() if record else None}
 
 
-def assert_same(sc):
-    """Every run of the scenario (each policy, the truncation run) alike in both engines."""
+def assert_same(sc, record_all: bool = False):
+    """Every run of the scenario (each policy, the truncation run) alike in both engines;
+    `record_all`: each one recorded, not only trace_policy's."""
     prep = parts.prepare(sc)
-    for name in parts._runs(sc):
-        want, got = outcome(sc, prep, name, "python"), outcome(sc, prep, name, "native")
+    for name, (policy, mode, record) in parts._runs(sc).items():
+        record = record or record_all
+        want = outcome(sc, prep, policy, mode, record, "python")
+        got = outcome(sc, prep, policy, mode, record, "native")
+        assert got["metrics"] == want["metrics"], (name, {k: (v, got["metrics"][k]) for k, v in want["metrics"].items()
+                                                          if got["metrics"][k] != v})
         assert got == want, name
 
 
@@ -71,6 +83,44 @@ def more_random(seed: int) -> dict:
 @pytest.mark.parametrize("seed", range(100, 124))
 def test_random_small_scenarios_alike(seed):
     assert_same(parse_scenario(more_random(seed)))
+
+
+def store_scenario(seed: int) -> dict:
+    """A small random scenario over the store's rules (tight tiers so that evictions, drops,
+    prefetches and SSD queueing happen)."""
+    r = random.Random(seed)
+    policies = r.sample(POLICIES, r.randint(2, 5))
+    arrivals = r.choice(["closed_loop", "interleaved", "recorded", "saturated", "conversation_poisson"])
+    dram = r.choice([0.0, 11.0, 16.0, 30.0])
+    job_list = arrivals in ("interleaved", "recorded", "conversation_poisson") and r.random() < 0.7
+    return {
+        "kind": "attention_store", "policies": policies, "trace_policy": r.choice(policies),
+        "workload": {"conversations": r.randint(5, 60), "seed": r.randint(0, 10_000),
+                     "arrival_rate_per_s": r.choice([0.5, 5.0, 50.0]), "max_turn_tokens": r.choice([256, 1024, 2048])},
+        "model": {"preset": r.choice(["llama-13b", "llama-65b"]), "context_window": r.choice([2048, 4096])},
+        "hardware": {"hbm_free_gb": r.choice([14.0, 30.0, 190.0]), "dram_gb": dram,
+                     "ssd_gb": 0.0 if not dram else r.choice([0.0, 12.0, 25.0, 10_000.0]),
+                     "read_buffer_gb": r.choice([0.0, 0.5, 1.0]), "ssds": r.choice([1, 2]),
+                     "ssd_read_gbps": r.choice([1.0, 3.5]), "ssd_write_gbps": r.choice([0.5, 2.0])},
+        "serving": {"arrivals": arrivals, "max_batch": r.randint(1, 8), "compare_truncation": r.random() < 0.5,
+                    "truncation": r.choice(["decoupled", "coupled"])},
+        "store": {"tiers": r.choice(["dram_ssd", "dram_ssd", "hbm", "hbm_dram", "hbm_dram_ssd"]),
+                  "lookahead": "job_list" if job_list else "waiting_queue",
+                  "lookahead_horizon_s": r.choice([1.0, 30.0, 3600.0]),
+                  "ssd_read_priority": r.random() < 0.5, "load_if_faster": r.random() < 0.5,
+                  "ssd_inclusive": r.random() < 0.6, "save": r.choice(["async", "sync"]),
+                  "preload": r.choice(["layerwise", "layerwise", "none"])},
+    }
+
+
+@needs_engine
+@pytest.mark.parametrize("seed", range(24))
+def test_random_store_scenarios_alike(seed):
+    try:
+        sc = parse_scenario(store_scenario(seed))
+    except ScenarioError as e:  # a draw the model refuses (e.g. a tier too small for one session)
+        pytest.skip(f"seed {seed}: {e}")
+    assert_same(sc, record_all=seed % 3 == 0)
 
 
 # --- the pieces ---------------------------------------------------------------------------------
@@ -198,3 +248,27 @@ def test_distinct_between_as_the_reference(seed):
     right = np.minimum(n - 1, left + rng.integers(0, n, len(left))).astype(np.int64)
     want = _distinct_between(conv, list(zip(left.tolist(), right.tolist()))) if len(left) else np.zeros(0)
     assert ENGINE.distinct_between(conv, left, right).tolist() == want.tolist()
+
+
+def test_engine_choice():
+    sc = load_scenario(ROOT / "scenarios" / "attention_store_sharegpt.toml", ["workload.conversations=5"])
+    prep = parts.prepare(sc)
+    assert type(Run(sc, prep, "lru", "decoupled", False, engine="python").store).__module__.endswith(".store")
+    with pytest.raises(ValueError):
+        Run(sc, prep, "lru", "decoupled", False, engine="fast")
+    if ENGINE is None:
+        with pytest.raises(RuntimeError):
+            Run(sc, prep, "lru", "decoupled", False, engine="native")
+
+
+@needs_engine
+def test_float_floor_division_as_python():
+    # host_load's k = int(buf // layer_bytes): a float floor division, which C's floor(a / b) gets
+    # wrong where a / b rounds up to an integer (e.g. 1 // 0.1 is 9.0 in Python, floor(1 / 0.1) 10).
+    fd = ENGINE.store_floordiv
+    r = random.Random(7)
+    cases = [(1.0, 0.1), (0.0, 3.0), (5e9, 1.0 / 3), (2.0 ** 40, 3.0), (1e10, 1e10), (7.0, 7.000000000000001)]
+    cases += [(float(r.randrange(10 ** 11)), r.uniform(1e3, 1e9)) for _ in range(2000)]
+    cases += [(r.randrange(1, 10 ** 6) * 0.1, r.randrange(1, 1000) * 0.1) for _ in range(2000)]
+    for a, b in cases:
+        assert fd(a, b) == a // b, (a, b)
