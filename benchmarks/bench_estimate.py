@@ -104,9 +104,14 @@ def constants(rounds: int = 3):
             ratios = {q: us[q] / lru for q in us if q not in ("workload", "truncation", rec)}
             ratios[rec] = us["truncation"] / lru  # its unrecorded run: the truncation run
             print("            policy ratios: " + ", ".join(f"{q} {r:.2f}" for q, r in ratios.items()))
+    med = {}
     for what, xs in pools:
+        med[what] = sorted(xs)[len(xs) // 2] * k
         print(f"pool of 2 ({what}): the flagship's parts sent and their outputs back, no run: "
-              f"{', '.join(f'{x:.3f}' for x in xs)} s (× {k:.2f}: {sorted(xs)[len(xs) // 2] * k:.3f} s, the median)")
+              f"{', '.join(f'{x:.3f}' for x in xs)} s (× {k:.2f}: {med[what]:.3f} s, the median)")
+    n = found["attention_store_sharegpt"][0]
+    print(f"  DISPATCH_S_PER_TURN {med['warm'] / n * 1e6:.1f} µs (warm / {n:,} turns); "
+          f"POOL_START_S {med['spawned'] - med['warm']:.2f} s (spawned - warm)")
 
 
 def _wall(fn) -> float:

@@ -38,12 +38,12 @@ def workers() -> int:
 # What a local pool adds to a run of independent parts, in seconds of the machine kvviz.calibration's
 # reference was measured on (it scales them by this machine's factor). Measured with
 # benchmarks/bench_estimate.py --constants (the flagship's parts, their runs left out: a pool of
-# 2 spawned for them 0.61-1.03 s, median 0.67; a warm one 0.25-0.35, median 0.25: the
-# difference is the start): starting a pool of this call's own (the CLI's: two spawned
-# interpreters importing numpy, pydantic and kvviz side by side). A pool kept across calls and
-# already started (the app's WarmPool) costs none of it; the parts' inputs and outputs sent
+# 2 spawned for them, median 0.67 and 1.17 s in two sessions; a warm one 0.25 and 0.24 s: the
+# difference, 0.42 and 0.94 s, is the start): starting a pool of this call's own (the CLI's: two
+# spawned interpreters importing numpy, pydantic and kvviz side by side). A pool kept across calls
+# and already started (the app's WarmPool) costs none of it; the parts' inputs and outputs sent
 # through it cost both (the mechanism's plan says how much: Plan.dispatch).
-POOL_START_S = 0.42
+POOL_START_S = 0.68
 # A pool is used when its wall time (start, sending, the parts' makespan over its workers) times
 # this is at most the parts' serial time. ASSUMPTION (ours), from the figures: on this shared
 # 2-core machine (load average 1-2.3 from other sessions) `kvviz run` of the flagship took
