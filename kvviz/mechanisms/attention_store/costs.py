@@ -29,7 +29,7 @@ class EngineCosts:
 
 
 # Measured with benchmarks/bench_estimate.py --constants, three sessions (19:56, 20:11 and 20:16
-# UTC on 2026-12-01, load average 1.5-3.8 from other sessions on the 2 cores; each figure the
+# UTC on 2026-12-01, load average 2.0-3.8 from other sessions on the 2 cores; each figure the
 # least of 3 rounds, put at the reference probe: × 0.93, 0.97, 0.97), on the bundled ShareGPT run
 # (52,400 turns; the bundled Mooncake sample, 3,993 turns, in brackets where it differs); each
 # constant the mean of the sessions, rounded.
