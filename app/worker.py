@@ -36,6 +36,13 @@ from .gui_gc import collect_on_gui_thread
 KEEP_BYTES = DEFAULT_MAX_MEMORY_GB * 1e9 / 4
 
 
+def keeps_pool(n_workers: int) -> bool:
+    """Whether the child keeps its workers from its start (a run's parts find them started): only
+    where stopping the child's process group stops them too (not on Windows: a run there starts
+    a pool of its own, as the CLI's does, rather than leave idle workers behind)."""
+    return n_workers > 1 and hasattr(os, "killpg")
+
+
 def _child(conn, n_workers: int = 1):
     """Child process: simulate each scenario received, send back the Result or a message. A
     run's independent parts go to `n_workers` processes it keeps from its start to its end
@@ -46,9 +53,7 @@ def _child(conn, n_workers: int = 1):
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # its own process group: stopping it stops its workers too
     from kvviz.executor import WarmPool
-    # kept only where stopping the child's process group stops them too (not on Windows: a run
-    # there starts a pool of its own, as the CLI's does, rather than leave idle workers behind)
-    pool = WarmPool(n_workers, inherited=(conn,)) if n_workers > 1 and hasattr(os, "killpg") else None
+    pool = WarmPool(n_workers, inherited=(conn,)) if keeps_pool(n_workers) else None
     try:
         _serve(conn, pool)
     finally:
@@ -216,8 +221,9 @@ class SimulationRunner(QObject):
         return self._latest
 
     def _estimate(self, scenario, kept: dict):
-        """The run's calibrated estimate, the parts in `kept` left out; this machine's probe is
-        run (once) only for a run long enough to be worth it. None where it cannot be told."""
+        """The run's calibrated estimate, the parts in `kept` left out, no pool start charged where
+        the child keeps its workers; this machine's probe is run (once) only for a run long
+        enough to be worth it. None where it cannot be told."""
         try:
             est = mechanisms()[scenario.kind].estimate(scenario)
         except (ScenarioError, OSError):  # a trace file that cannot be read: the child says so
@@ -225,7 +231,8 @@ class SimulationRunner(QObject):
         if est is None:
             return None
         cal = machine() if est.seconds >= WORTH_CALIBRATING_S else calibration_from(REFERENCE)
-        return calibrated(est, cal, workers(), skip=kept)
+        n = workers()  # the child's workers (its start gave it workers() too)
+        return calibrated(est, cal, n, skip=kept, warm=keeps_pool(n))
 
     def cancel(self):
         if self._running:

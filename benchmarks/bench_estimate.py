@@ -4,9 +4,12 @@ others kept) and the Mooncake run. Prints figures, asserts nothing about time.
 
 Run: .venv/bin/python benchmarks/bench_estimate.py               (or benchmarks/run_all.py)
      .venv/bin/python benchmarks/bench_estimate.py --constants   the cost model's constants:
-the probe and each part of the bundled runs timed in one process (CPU time), alternately, so the reference
-probe (kvviz.calibration.REFERENCE_PROBE_US_PER_TURN) and the per-turn constants (attention_store's
-SECONDS_PER_TURN_*, parts.py's relative costs) come from the same machine state.
+the probe and each part of the bundled runs under both engines (the Python reference and the
+compiled one) timed in one process (CPU time), alternately, so the per-turn constants
+(kvviz/mechanisms/attention_store/costs.py: REFERENCE, COMPILED, the workload's and the
+preparing's) are put at the reference probe (kvviz.calibration.REFERENCE_PROBE_US_PER_TURN)
+from the same machine state; and what a pool costs before the parts (kvviz/executor.py
+POOL_START_S, WARM_DISPATCH_S).
 """
 from __future__ import annotations
 
@@ -30,39 +33,91 @@ def _scenario(name: str, sets=()):
     return load_scenario(ROOT / "scenarios" / f"{name}.toml", list(sets))
 
 
-def _import_mechanism(_):
-    import kvviz.mechanisms.attention_store  # noqa: F401 (what a pool worker imports first)
-    return 0
+ENGINES = (("python", "REFERENCE"), ("native", "COMPILED"))
 
 
-def constants():
-    from kvviz.mechanisms.attention_store.parts import plan
+def _cpu(fn) -> float:
+    t = time.thread_time()
+    fn()
+    return time.thread_time() - t
+
+
+def _echo(task):
+    """A part's round trip without its run: the prepared workload in, its output back."""
+    return task[2]
+
+
+def _pool_cost(sc, prep, outputs: list, executor=None) -> float:
+    """Wall seconds of sending every part's inputs to a pool of 2 (`executor`, or one started
+    for them) and its output back, the runs left out: what a pool adds to the parts."""
+    t = time.perf_counter()
+    map_indexed(_echo, [(sc, prep, out) for out in outputs], executor=executor, n_workers=2)
+    return time.perf_counter() - t
+
+
+def constants(rounds: int = 3):
+    """Each part of the bundled runs under both engines, `rounds` times alternately (the least
+    CPU time of each), a probe after each, the reading/preparing, and what a pool costs; printed
+    at the reference probe (× REFERENCE_PROBE_US_PER_TURN / this session's probe median) in
+    kvviz/mechanisms/attention_store/costs.py's and kvviz/executor.py's shape."""
+    from kvviz.calibration import REFERENCE_PROBE_US_PER_TURN as REF
+    from kvviz.executor import WarmPool
+    from kvviz.mechanisms.attention_store.parts import plan, run_part
     probes = [probe_us_per_turn(5)]
+    found, pools = {}, []
     for name in ("attention_store_sharegpt", "attention_store_mooncake"):
         sc = _scenario(name)
         p = plan(sc)
-        t = time.thread_time()
+        prep_s = min(_cpu(lambda: p.prepare(sc)) for _ in range(rounds))
         prep = p.prepare(sc)
         n = len(prep.wl)
-        print(f"{name}: {n:,} turns; preparing {(time.thread_time() - t) / n * 1e6:.2f} µs per turn (CPU)")
-        per = {}
-        for part in p.order():
-            t = time.thread_time()
-            p.run(sc, prep, part.name)
-            per[part.name] = (time.thread_time() - t) / n * 1e6
-            probes.append(probe_us_per_turn(5))
-        base = per["lru"]
-        for name_, us in per.items():
-            print(f"  {name_:<16} {us:7.1f} CPU µs per turn, {us / base:.2f}× lru's (cost model: "
-                  f"{p.part(name_).cost:.2f})")
-    starts = []
-    for _ in range(3):
-        t = time.perf_counter()
-        map_indexed(_import_mechanism, [0, 1], n_workers=2)
-        starts.append(time.perf_counter() - t)
+        per = {eng: {} for eng, _ in ENGINES}
+        for _ in range(rounds):
+            for part in p.order():
+                for eng, _label in ENGINES:
+                    us = _cpu(lambda: run_part(sc, prep, part.name, eng)) / n * 1e6
+                    per[eng][part.name] = min(us, per[eng].get(part.name, us))
+                probes.append(probe_us_per_turn(5))
+        found[name] = (n, prep_s / n * 1e6, per)
+        if name == "attention_store_sharegpt":  # what a pool costs the flagship's parts
+            outputs = [p.run(sc, prep, q.name) for q in p.order()]
+            pools.append(("spawned", [_pool_cost(sc, prep, outputs) for _ in range(rounds)]))
+            warm = WarmPool(2)
+            try:
+                _pool_cost(sc, prep, outputs[:2], warm.executor)  # its workers' first call
+                pools.append(("warm", [_pool_cost(sc, prep, outputs, warm.executor) for _ in range(rounds)]))
+            finally:
+                warm.close()
     probes.sort()
-    print(f"probe (its least of 5 runs): {probes[len(probes) // 2]:.1f} CPU µs per turn (median of {len(probes)}, "
-          f"{probes[0]:.1f}–{probes[-1]:.1f}); pool of 2 started: {sorted(starts)[1]:.2f} s (median of 3)")
+    probe = probes[len(probes) // 2]
+    k = REF / probe  # this session's figures at the reference probe
+    print(f"probe (its least of 5 runs, the Python engine): {probe:.1f} CPU µs per turn (median of {len(probes)}, "
+          f"{probes[0]:.1f}–{probes[-1]:.1f}); figures below × {k:.2f} (REFERENCE_PROBE_US_PER_TURN {REF})")
+    for name, (n, prep_us, per) in found.items():
+        print(f"{name}: {n:,} turns; reading and preparing {prep_us * k:.2f} µs per turn")
+        for eng, label in ENGINES:
+            us, lru = per[eng], per[eng]["lru"]
+            rec = next(q for q in plan(_scenario(name)).parts if q.needed and q.name != "workload").name
+            print(f"  {label:<9} ({eng}): unrecorded lru {lru * k:.2f} µs per turn; recorded {rec} "
+                  f"{us[rec] / us['truncation']:.2f}× its unrecorded run (truncation); workload "
+                  f"{us['workload'] * k:.2f} µs per turn")
+            ratios = {q: us[q] / lru for q in us if q not in ("workload", "truncation", rec)}
+            ratios[rec] = us["truncation"] / lru  # its unrecorded run: the truncation run
+            print("            policy ratios: " + ", ".join(f"{q} {r:.2f}" for q, r in ratios.items()))
+    med = {}
+    for what, xs in pools:
+        med[what] = sorted(xs)[len(xs) // 2] * k
+        print(f"pool of 2 ({what}): the flagship's parts sent and their outputs back, no run: "
+              f"{', '.join(f'{x:.3f}' for x in xs)} s (× {k:.2f}: {med[what]:.3f} s, the median)")
+    n = found["attention_store_sharegpt"][0]
+    print(f"  DISPATCH_S_PER_TURN {med['warm'] / n * 1e6:.1f} µs (warm / {n:,} turns); "
+          f"POOL_START_S {med['spawned'] - med['warm']:.2f} s (spawned - warm)")
+
+
+def _wall(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def _versus(what: str, est, actual: float):

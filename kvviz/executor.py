@@ -11,6 +11,7 @@ default. Results stream to `on_result(index, value)` as they arrive, and `on_res
 """
 from __future__ import annotations
 
+import heapq
 import logging
 import multiprocessing
 import os
@@ -32,6 +33,47 @@ def workers() -> int:
     if multiprocessing.current_process().daemon or not env.isdigit():
         return 1
     return max(1, int(env))
+
+
+# What a local pool adds to a run of independent parts, in seconds of the machine kvviz.calibration's
+# reference was measured on (it scales them by this machine's factor). Measured with
+# benchmarks/bench_estimate.py --constants (the flagship's parts, their runs left out: a pool of
+# 2 spawned for them, median 0.67 and 1.17 s in two sessions; a warm one 0.25 and 0.24 s: the
+# difference, 0.42 and 0.94 s, is the start): starting a pool of this call's own (the CLI's: two
+# spawned interpreters importing numpy, pydantic and kvviz side by side). A pool kept across calls
+# and already started (the app's WarmPool) costs none of it; the parts' inputs and outputs sent
+# through it cost both (the mechanism's plan says how much: Plan.dispatch).
+POOL_START_S = 0.68
+# A pool is used when its wall time (start, sending, the parts' makespan over its workers) times
+# this is at most the parts' serial time. ASSUMPTION (ours), from the figures: on this shared
+# 2-core machine (load average 1-2.3 from other sessions) `kvviz run` of the flagship took
+# 2.5-3.05 s on one process, 3.8-4.05 s with a pool of 2 (compiled engine, ~1.9 s of parts);
+# with KVVIZ_ENGINE=python 14.2-14.7 s vs 13.4-15.0 s (~13.5 s of parts), and at 3,000
+# conversations 5.3 vs 6.5 s: the other processes took most of what a second worker gives, so
+# the pool must promise a saving of a fifth, not merely any.
+POOL_MARGIN = 1.25
+
+
+def makespan(seconds: Sequence[float], workers: int) -> float:
+    """When the last of `seconds` ends if each, in the order given, goes to the first worker
+    free (as a process pool takes its queued tasks)."""
+    free = [0.0] * max(1, min(workers, len(seconds)))
+    for s in seconds:
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def pool_seconds(seconds: Sequence[float], workers: int, warm: bool, dispatch_s: float) -> float:
+    """Wall seconds of parts taking `seconds` (in the order they go) on a pool of `workers`:
+    its start unless `warm`, sending them (`dispatch_s`), and their makespan."""
+    return (0.0 if warm else POOL_START_S) + dispatch_s + makespan(seconds, workers)
+
+
+def worth_a_pool(seconds: Sequence[float], workers: int, warm: bool, dispatch_s: float) -> bool:
+    """Whether parts taking `seconds` in one process go to a pool of `workers` (one already
+    started when `warm`): more than one of each, and the pool saves enough (POOL_MARGIN)."""
+    n = min(workers, len(seconds))
+    return n > 1 and POOL_MARGIN * pool_seconds(seconds, n, warm, dispatch_s) < sum(seconds)
 
 
 def _ignore_sigint():

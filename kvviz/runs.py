@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ScenarioError
-from .executor import map_indexed
+from .executor import map_indexed, workers, worth_a_pool
 
 # ScenarioBase's fields no simulation reads: titles, and the checks and claims held against the
 # metrics after the run.
@@ -35,7 +35,9 @@ DISPLAY_FIELDS = ("name", "description", "expect", "claim")
 class Part:
     name: str          # unique within its plan ("workload", "lru", "truncation coupled")
     key: str           # content hash of exactly the inputs it reads
-    cost: float = 1.0  # relative run time: the longest start first when parts run in parallel
+    # its run time, relative to its plan's other parts (× the plan's `scale`: seconds in one
+    # process on the reference machine); the longest start first when parts run in parallel
+    cost: float = 1.0
     needed: bool = False  # combine can do nothing without it (a partial result waits for it)
     # the key under which its output also answers for a part that needs less of it (a recorded
     # run's metrics answer for the same run unrecorded), or "" for none
@@ -48,7 +50,12 @@ class Plan:
     prepare: Callable[[Any], Any]             # scenario -> what every part reads (once per process)
     run: Callable[[Any, Any, str], Any]       # (scenario, prepared, part name) -> output (picklable)
     combine: Callable[[Any, dict], Any]       # (scenario, {part name: output}) -> Result or None
-    parallel: Callable[[Any], bool] = lambda prepared: False  # worth a process pool
+    # what the parts' costs (and `dispatch`) are multiplied by to give their seconds (one
+    # process, the machine kvviz.calibration's reference was measured on): a pool is used when
+    # those are worth it (kvviz.executor.worth_a_pool); 0: never
+    scale: Callable[[Any], float] = lambda prepared: 0.0
+    # sending every part's inputs to a pool's worker and its output back, per unit of `scale`
+    dispatch: float = 0.0
     # a part's output as the part that needs less of it reads it (see Part.also), or None
     strip: Callable[[Any], Any] | None = None
 
@@ -268,15 +275,19 @@ def _call(task):
 def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None],
               pool: Executor | None = None) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
-    ends: in parallel when the plan says it is worth it and there is more than one, on `pool`
-    (a pool kept across calls: the app's) or else a pool of this call's own (kvviz.executor)."""
+    ends: in parallel when there is more than one and their estimated seconds are worth a pool
+    (kvviz.executor.worth_a_pool): on `pool` (a pool kept across calls, already started: the
+    app's) or else a pool of this call's own (kvviz.executor), which must start first."""
     if not names:
         return
     order = [p.name for p in plan.order() if p.name in set(names)]
     prepared = plan.prepare(scenario)
-    parallel = plan.parallel(prepared)
+    scale = plan.scale(prepared)
+    seconds = [scale * plan.part(name).cost for name in order]
+    dispatch = scale * plan.dispatch * len(order) / len(plan.parts)  # the parts sent, of all
+    parallel = worth_a_pool(seconds, workers(), pool is not None, dispatch)
     map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order],
-                executor=pool if parallel and len(order) > 1 else None, n_workers=None if parallel else 1,
+                executor=pool if parallel else None, n_workers=None if parallel else 1,
                 on_result=lambda i, out: on_output(order[i], out))
 
 

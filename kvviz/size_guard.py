@@ -28,7 +28,8 @@ class Estimate:
     # a run of independent parts (Mechanism.plan): (part name, its seconds) in the order they
     # run; `seconds` is their sum plus what comes before them. kvviz.calibration schedules them
     parts: tuple[tuple[str, float], ...] = ()
-    parallel: bool = False  # the parts go to a process pool (when there are workers)
+    parallel: bool = False  # the parts may go to a process pool (kvviz.executor.worth_a_pool)
+    dispatch: float = 0.0  # seconds of sending all the parts to a pool and their outputs back
 
     def describe(self) -> str:
         return f"about {_gb(self.bytes)} of memory and {_duration(self.seconds)}"

@@ -16,8 +16,8 @@ SLOW_TO_SIMULATE = {"attention_store_sharegpt"}  # ~20 s as shipped (9,000 conve
 
 def quicker_copy(path: Path, folder: Path) -> Path:
     """A bundled scenario as shipped, or, for ShareGPT, a copy in `folder` with 2,000 of its 9,000
-    conversations: 11,800 turns, still past PARALLEL_TURNS (so a window's child still starts its
-    pool of runs), for tests of the window rather than of the full run (test_views takes that)."""
+    conversations: 11,800 turns, still worth the child's pool of workers (test_app checks), for
+    tests of the window rather than of the full run (test_views takes that)."""
     if path.stem != "attention_store_sharegpt":
         return path
     text = path.read_text(encoding="utf-8")

@@ -8,17 +8,17 @@ import psutil
 import pytest
 
 from kvviz import load_scenario
-from kvviz.mechanisms.attention_store import workload_of
-from kvviz.mechanisms.attention_store.parts import PARALLEL_TURNS
+from kvviz.executor import worth_a_pool
+from kvviz.mechanisms import mechanisms
 
 from .conftest import wait_new_result
 
 pytestmark = pytest.mark.gui
 
 FLAGSHIP = Path(__file__).resolve().parent.parent / "scenarios" / "attention_store_sharegpt.toml"
-# large enough for the pool (10,520 turns: above PARALLEL_TURNS), three parts: the workload, two
-# of the cheaper policies' runs (recompute's recorded)
-POOLED = ["workload.conversations=1800", 'policies=["recompute", "fifo"]', 'trace_policy="recompute"',
+# worth the child's warm pool (10,520 turns; kvviz.executor.worth_a_pool), five parts: the
+# workload, four of the cheaper policies' runs (recompute's recorded)
+POOLED = ["workload.conversations=1800", 'policies=["recompute", "lru", "fifo", "belady"]', 'trace_policy="recompute"',
           "serving.compare_truncation=false"]
 
 
@@ -52,14 +52,15 @@ def test_successive_runs_are_served_by_the_same_workers(two_workers, window, qtb
     qtbot.waitUntil(lambda: len(_workers(child)) == 2, timeout=10_000)  # at the child's start
     pids = _workers(child)
     first = load_scenario(FLAGSHIP, POOLED)
-    assert len(workload_of(first)) >= PARALLEL_TURNS  # else the parts would run in the child
+    est = mechanisms()[first.kind].estimate(first)
+    assert worth_a_pool([s for _, s in est.parts], 2, True, est.dispatch)  # else the parts would run in the child
     old = window.result
-    for ratio in (0.5, 0.4):  # the second edit changes what every part reads: all three run again
+    for ratio in (0.5, 0.4):  # the second edit changes what every part reads: all five run again
         before, before_child = _cpu(pids), _cpu([child])
         ran = runner.parts_run
         runner.submit(load_scenario(FLAGSHIP, [*POOLED, f"serving.truncation_ratio={ratio}"]))
         old = wait_new_result(qtbot, window, old)
-        assert runner.parts_run == ran + 3 and runner._proc.pid == child
+        assert runner.parts_run == ran + 5 and runner._proc.pid == child
         assert _workers(child) == pids  # no pool started for the run, none left over
         assert _cpu(pids) - before > _cpu([child]) - before_child  # the parts ran there
     runner.shutdown()  # closing the window: the workers end with the child

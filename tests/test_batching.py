@@ -318,17 +318,24 @@ def test_figure_24_tiers_shape():
 @pytest.mark.slow  # 2,000 conversations, serial and then on a pool
 def test_parallel_runs_equal_serial(monkeypatch):
     from kvviz import load_scenario
-    from kvviz.mechanisms.attention_store import PARALLEL_TURNS
+    from kvviz.executor import local_pool, worth_a_pool
+    from kvviz.mechanisms import mechanisms
+    from kvviz.mechanisms.attention_store import plan
+    from kvviz.runs import complete, run_parts
     from tests.conftest import SCENARIOS
     sc = load_scenario(SCENARIOS / "attention_store_sharegpt.toml",
                        ['policies=["recompute","lru","scheduler_aware"]', "workload.conversations=2000"])
-    out = {}
-    for workers in ("1", "2"):
-        monkeypatch.setenv("KVVIZ_WORKERS", workers)
-        out[workers] = simulate(sc)
-    assert out["1"].metrics["turns"] >= PARALLEL_TURNS
-    assert out["1"].metrics_dict() == out["2"].metrics_dict()
-    assert out["1"].trace.fingerprint() == out["2"].trace.fingerprint()
+    monkeypatch.setenv("KVVIZ_WORKERS", "1")
+    serial = complete(plan(sc), sc)
+    monkeypatch.setenv("KVVIZ_WORKERS", "2")
+    est = mechanisms()[sc.kind].estimate(sc)
+    assert worth_a_pool([s for _, s in est.parts], 2, True, est.dispatch)  # a pool already started takes them
+    p, outs = plan(sc), {}
+    with local_pool(2) as pool:
+        run_parts(p, sc, [q.name for q in p.parts], outs.__setitem__, pool=pool)
+    pooled = p.combine(sc, outs)
+    assert serial.metrics_dict() == pooled.metrics_dict()
+    assert serial.trace.fingerprint() == pooled.trace.fingerprint()
 
 
 def test_views_open_on_the_chosen_jobs_iteration(tmp_path):

@@ -21,8 +21,9 @@ from ...size_guard import Estimate
 from .. import Mechanism
 from . import native
 from .arrivals import conversation_poisson, interleaved, saturated
+from .costs import DISPATCH_S_PER_TURN, PREPARE_S_PER_TURN, TRACE_LINE_S
 from .model import AttentionStoreScenario
-from .parts import PARALLEL_TURNS, plan  # noqa: F401 (PARALLEL_TURNS: tests read it here)
+from .parts import plan
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE
 from .workload import load_trace, synthetic
 
@@ -84,14 +85,6 @@ MAX_TURNS = 3_000_000
 # measured (see the README's size limits): 20,000 conversations (116,000 turns): 2.9 kB per turn
 # for one policy's run, 0.55 kB more per further run
 BYTES_PER_TURN, BYTES_PER_TURN_RUN = 2_600, 600
-# Time: an unrecorded LRU run's CPU seconds per turn, other parts by their relative cost
-# (parts._cost), and preparing the workload before them; measured with benchmarks/
-# bench_estimate.py --constants on the bundled ShareGPT run, in one process, in the same sessions
-# as kvviz.calibration's reference probe (LRU: 40.5 and 48.9 µs; preparing 0.7 and 1.1 µs) (12-55 µs per turn and run in other scenarios: more with
-# a deeper queue; the bundled Mooncake run: 22 µs)
-SECONDS_PER_TURN_RUN, SECONDS_PER_TURN_PREPARE = 44e-6, 0.9e-6
-
-
 def _expected_turns(w) -> float:
     """Turns the synthetic generator makes, on average."""
     return w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
@@ -99,10 +92,9 @@ def _expected_turns(w) -> float:
 
 # Reading a trace file: measured on a 15 MB Mooncake JSONL (40,000 requests: 116 MB, 2.1 s) and
 # a 2.4 MB conversation-log CSV (100,000 turns: 35 MB, 0.9 s): 7.7 and 15 B of peak memory per
-# byte of file; taken as 16 B (ours), and 13 µs per line (reading and preparing) measured on the bundled Mooncake sample
-# with the constants above. The whole 40,000-turn run of the bundled Mooncake scenario, five
-# policies, measured 164 MB against the 224 MB the per-turn figures give.
-BYTES_PER_TRACE_BYTE, SECONDS_PER_TRACE_LINE = 16, 13e-6
+# byte of file; taken as 16 B (ours). The whole 40,000-turn run of the bundled Mooncake scenario,
+# five policies, measured 164 MB against the 224 MB the per-turn figures give. Time: costs.py.
+BYTES_PER_TRACE_BYTE = 16
 
 
 def estimate(sc: AttentionStoreScenario) -> Estimate | None:
@@ -115,13 +107,15 @@ def estimate(sc: AttentionStoreScenario) -> Estimate | None:
             return None
         turns, field = ext.lines, "workload.trace_file"
         nbytes = max(ext.bytes * BYTES_PER_TRACE_BYTE, turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs))
-        before = turns * SECONDS_PER_TRACE_LINE
+        before = turns * TRACE_LINE_S
     else:
         turns, field = _expected_turns(w), "workload.conversations"
         nbytes = turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs)
-        before = turns * SECONDS_PER_TURN_PREPARE
-    parts = tuple((p.name, turns * SECONDS_PER_TURN_RUN * p.cost) for p in run_order(parts_of(sc, keyed=False)))
-    return Estimate(nbytes, before + sum(s for _, s in parts), field, parts=parts, parallel=turns >= PARALLEL_TURNS)
+        before = turns * PREPARE_S_PER_TURN
+    # each part's cost is its seconds per turn with the engine that will run it (costs.py)
+    parts = tuple((p.name, turns * p.cost) for p in run_order(parts_of(sc, keyed=False)))
+    return Estimate(nbytes, before + sum(s for _, s in parts), field, parts=parts, parallel=True,
+                    dispatch=turns * DISPATCH_S_PER_TURN)
 
 
 def workload_of(sc: AttentionStoreScenario):

@@ -15,6 +15,7 @@ from ...errors import ScenarioError
 from ...result import Result
 from ...runs import Part, Plan, key_of
 from .arrivals import mean_turns
+from .costs import DISPATCH_S_PER_TURN, WORKLOAD_S_PER_TURN, s_per_turn
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing
 from .workload_figures import workload_figures
@@ -41,9 +42,6 @@ NOT_READ_BY = {
     "fifo": ("store.lookahead", "store.lookahead_horizon_s"),
 }
 
-# From this many turns the parts go to a process pool over the machine's cores; smaller runs are
-# not worth starting processes for.
-PARALLEL_TURNS = 10_000
 TRUNCATION = "truncation"  # the name of the part that runs trace_policy with the other mode
 
 
@@ -77,37 +75,21 @@ def _runs(sc) -> dict[str, tuple[str, str, bool]]:
     return out
 
 
-# Run time per turn relative to an unrecorded LRU run, measured (benchmarks/bench_estimate.py
-# --constants: the bundled ShareGPT and Mooncake runs, one process, two sessions on a shared
-# machine; the ratios moved by up to ±0.3 between them): the workload's figures cost a fraction of
-# a run. Recording the trace: the recorded scheduler_aware run took 1.83-2.02× LRU's on ShareGPT,
-# 1.68-1.92× on Mooncake (three sessions of --constants, load average 1.8-3.5), so 1.4-1.7× its
-# policy's cost: there it runs first in a fresh process; run again in one process, alternating
-# with the unrecorded run, it took 1.29-1.32× that run (min of 3). Before TraceBuilder's
-# positional calls (issue 24) it was 3.3-4.6×.
-RECORD_COST = 1.5
-POLICY_COST = {"recompute": 0.7, "fifo": 0.9, "lru": 1.0, "belady": 1.2, "scheduler_aware": 1.2}
-WORKLOAD_COST = 0.2
-
-
-def _cost(policy: str, record: bool) -> float:
-    """Relative run time: the longest start first, and the time estimate (see above)."""
-    return (RECORD_COST if record else 1.0) * POLICY_COST.get(policy, 1.0)
-
-
 def parts_of(sc, keyed: bool = True) -> list[Part]:
-    """The plan's parts; without their keys (hashing the inputs) when `keyed` is False."""
+    """The plan's parts (each one's cost: its seconds per turn); without their keys (hashing the
+    inputs) when `keyed` is False."""
     parts = [Part("workload", key_of(sc, unread(sc, "workload"), part="workload") if keyed else "",
-                  cost=WORKLOAD_COST, needed=True)]
+                  cost=WORKLOAD_S_PER_TURN, needed=True)]
     for name, (policy, mode, record) in _runs(sc).items():
-        parts.append(Part(name, _run_key(sc, policy, mode, record) if keyed else "", cost=_cost(policy, record),
+        parts.append(Part(name, _run_key(sc, policy, mode, record) if keyed else "", cost=s_per_turn(policy, record),
                           needed=record, also=_run_key(sc, policy, mode, False) if record and keyed else ""))
     return parts
 
 
 def plan(sc) -> Plan:
     parts = parts_of(sc)
-    return Plan(tuple(parts), prepare, run_part, combine, parallel=lambda prep: len(prep.wl) >= PARALLEL_TURNS,
+    return Plan(tuple(parts), prepare, run_part, combine, scale=lambda prep: len(prep.wl),
+                dispatch=DISPATCH_S_PER_TURN,
                 strip=lambda out: (out[0], None, {}, out[3]))
 
 
@@ -123,13 +105,14 @@ def prepare(sc) -> Prepared:
     return Prepared(sc, wl)
 
 
-def run_part(sc, prep: Prepared, name: str):
+def run_part(sc, prep: Prepared, name: str, engine: str = "auto"):
     """One part's output. A run: (its metrics, its trace if recorded, the drawn job's details,
-    events). The workload: the figures and formulas that come before any policy."""
+    events), by `engine` (serving._compiled; kvviz.calibration's probe asks for the reference).
+    The workload: the figures and formulas that come before any policy."""
     if name == "workload":
         return _workload(sc, prep)
     policy, mode, record = _runs(sc)[name]
-    run = Run(sc, prep, policy, mode, record).run()
+    run = Run(sc, prep, policy, mode, record, engine).run()
     return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
 
 
