@@ -42,19 +42,22 @@ REFERENCE = EngineCosts(
     run_s_per_turn=35e-6, record=1.3,
     policy={"recompute": 0.7, "fifo": 0.95, "lru": 1.0, "belady": 1.3, "scheduler_aware": 1.4})
 
-# The compiled engine (native/): LRU 2.12, 2.74, 2.59 µs per turn (Mooncake 1.62, 1.31, 1.41);
-# recorded scheduler_aware 5.53, 4.51, 5.12× its unrecorded run (5.86, 6.19, 6.29: recording,
-# the Python TraceBuilder's, is most of a recorded run's time); policies over LRU: recompute
-# 0.86, 0.67, 0.97; fifo 1.08, 0.79, 1.13; belady 1.84, 1.31, 2.10; scheduler_aware 1.42, 1.59
-# (1.23, 1.20). An unrecorded run takes ~0.1 s: its ratios are noisier than the reference's.
+# The compiled engine (native/): LRU 2.12, 2.74, 2.59 µs per turn in those sessions, 1.67 in a
+# fourth (20:22, load average 0.8, after the compiled recorder: Mooncake 1.62, 1.31, 1.41, 1.04);
+# recorded scheduler_aware 2.29× its unrecorded run in the fourth (Mooncake 2.22; the first three,
+# 4.5-5.5×, measured the recording through Python calls the compiled engine no longer makes);
+# policies over LRU: recompute 0.86, 0.67, 0.97, 0.64; fifo 1.08, 0.79, 1.13, 1.46; belady 1.84,
+# 1.31, 2.10, 1.67; scheduler_aware 1.42, 1.59, 1.62 (Mooncake 1.23, 1.20, 1.35). An unrecorded
+# run takes ~0.1 s: its ratios are noisier than the reference's. Each the mean of the sessions.
 COMPILED = EngineCosts(
-    run_s_per_turn=2.5e-6, record=5.0,
-    policy={"recompute": 0.85, "fifo": 1.0, "lru": 1.0, "belady": 1.75, "scheduler_aware": 1.5})
+    run_s_per_turn=2.3e-6, record=2.3,
+    policy={"recompute": 0.8, "fifo": 1.1, "lru": 1.0, "belady": 1.75, "scheduler_aware": 1.55})
 
-# The workload's figures (numpy and a Python Fenwick tree over the turns with a history: no
-# engine runs them), per turn: 4.06, 4.74, 4.55 µs in the reference's runs, 4.29, 4.56, 4.94 in
-# the compiled's (Mooncake 1.35-1.65: fewer turns with a history, so it errs long there).
-WORKLOAD_S_PER_TURN = 4.5e-6
+# The workload's figures (numpy, and a Fenwick tree over the turns with a history: compiled with
+# the engine, native/figures.pxi, else Python), per turn: with the Python tree 4.06, 4.74, 4.55 µs
+# in the three sessions (Mooncake 1.35-1.65: fewer turns with a history, so it errs long there);
+# with the compiled one 0.35 and 0.32 in the fourth (Mooncake 0.20, 0.15).
+WORKLOAD_S_PER_TURN = {"python": 4.5e-6, "compiled": 0.33e-6}
 # Preparing the workload before any part (`Prepared`: numpy and one Python loop), per turn of a
 # synthetic workload: 0.67, 0.69, 0.69 µs.
 PREPARE_S_PER_TURN = 0.68e-6
@@ -63,8 +66,8 @@ TRACE_LINE_S = 16e-6
 # Sending the parts to a pool's workers (the prepared workload to each) and their outputs back
 # (the recorded run's trace: ~40 MB pickled on the flagship), all parts together, per turn: a
 # warm pool of 2 took 0.25-0.35 s for the flagship's parts with their runs left out (median
-# 0.248 and 0.235 s at the reference probe: 4.7 and 4.5 µs per turn).
-DISPATCH_S_PER_TURN = 4.6e-6
+# 0.248, 0.235 and 0.263 s at the reference probe: 4.7, 4.5 and 5.0 µs per turn).
+DISPATCH_S_PER_TURN = 4.7e-6
 
 
 def compiled_runs(policy: str) -> bool:
@@ -72,6 +75,13 @@ def compiled_runs(policy: str) -> bool:
     current and compiling the policy; not under KVVIZ_ENGINE=python)."""
     from .serving import _compiled
     return _compiled("auto", policy) is not None
+
+
+def workload_s_per_turn() -> float:
+    """The workload part's CPU seconds per turn on the reference machine (its Fenwick tree is
+    compiled wherever the engine is built and current)."""
+    from . import native
+    return WORKLOAD_S_PER_TURN["compiled" if native.engine() is not None else "python"]
 
 
 def s_per_turn(policy: str, record: bool) -> float:

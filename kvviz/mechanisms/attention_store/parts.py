@@ -15,7 +15,7 @@ from ...errors import ScenarioError
 from ...result import Result
 from ...runs import Part, Plan, key_of
 from .arrivals import mean_turns
-from .costs import DISPATCH_S_PER_TURN, WORKLOAD_S_PER_TURN, s_per_turn
+from .costs import DISPATCH_S_PER_TURN, s_per_turn, workload_s_per_turn
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing
 from .workload_figures import workload_figures
@@ -79,7 +79,7 @@ def parts_of(sc, keyed: bool = True) -> list[Part]:
     """The plan's parts (each one's cost: its seconds per turn); without their keys (hashing the
     inputs) when `keyed` is False."""
     parts = [Part("workload", key_of(sc, unread(sc, "workload"), part="workload") if keyed else "",
-                  cost=WORKLOAD_S_PER_TURN, needed=True)]
+                  cost=workload_s_per_turn(), needed=True)]
     for name, (policy, mode, record) in _runs(sc).items():
         parts.append(Part(name, _run_key(sc, policy, mode, record) if keyed else "", cost=s_per_turn(policy, record),
                           needed=record, also=_run_key(sc, policy, mode, False) if record and keyed else ""))
