@@ -81,7 +81,8 @@ def _serve(conn, pool):
                 with representable():
                     run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
                               lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)),
-                              pool=pool.executor if pool is not None else None)
+                              pool=pool.executor if pool is not None else None,
+                              pool_workers=pool.n if pool is not None else None)
             except BaseException:
                 if pool is not None:  # parts of the failed run may still be running there
                     pool.discard()

@@ -273,11 +273,11 @@ def _call(task):
 
 
 def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None],
-              pool: Executor | None = None) -> None:
+              pool: Executor | None = None, pool_workers: int | None = None) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
     ends: in parallel when there is more than one and their estimated seconds are worth a pool
-    (kvviz.executor.worth_a_pool): on `pool` (a pool kept across calls, already started: the
-    app's) or else a pool of this call's own (kvviz.executor), which must start first."""
+    (kvviz.executor.worth_a_pool): on `pool` (a pool of `pool_workers` kept across calls, already
+    started: the app's) or else a pool of this call's own (kvviz.executor), which must start first."""
     if not names:
         return
     order = [p.name for p in plan.order() if p.name in set(names)]
@@ -285,7 +285,9 @@ def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, 
     scale = plan.scale(prepared)
     seconds = [scale * plan.part(name).cost for name in order]
     dispatch = scale * plan.dispatch * len(order) / len(plan.parts)  # the parts sent, of all
-    parallel = worth_a_pool(seconds, workers(), pool is not None, dispatch)
+    # the kept pool's own size: this process's KVVIZ_WORKERS may not be what it was started with
+    parallel = worth_a_pool(seconds, pool_workers if pool is not None and pool_workers else workers(), pool is not None,
+                            dispatch)
     map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order],
                 executor=pool if parallel else None, n_workers=None if parallel else 1,
                 on_result=lambda i, out: on_output(order[i], out))
