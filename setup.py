@@ -8,8 +8,9 @@ without a line anywhere.
 
 Every `.pyx` under kvviz/ is compiled (Cython, then the platform's C compiler). A build that cannot
 compile (no compiler, no Cython) still installs: kvviz then runs its pure-Python reference engine
-and says so in one line (kvviz/native.py).
+and says so in one line (kvviz/mechanisms/attention_store/native/__init__.py).
 """
+import runpy
 import sys
 from pathlib import Path
 
@@ -32,7 +33,15 @@ def extensions():
         print("warning: Cython is not installed: the compiled engine is not built", file=sys.stderr)
         return []
     # language_level 3; bounds and wraparound stay checked (an engine bug raises, never corrupts)
-    return cythonize(sources, quiet=True, compiler_directives={"language_level": 3})
+    exts = cythonize(sources, quiet=True, compiler_directives={"language_level": 3})
+    for ext in exts:  # the sources' hash, compiled in: the loader runs no build of other sources
+        ext.define_macros.append(("KVVIZ_SOURCE_HASH", f'"{source_hash(HERE / Path(ext.sources[0]).parent)}"'))
+    return exts
+
+
+def source_hash(folder: Path) -> str:
+    """kvviz/.../native/sources.py's hash (run as a file: kvviz cannot be imported here)."""
+    return runpy.run_path(str(HERE / "kvviz/mechanisms/attention_store/native/sources.py"))["source_hash"](folder)
 
 
 class OptionalBuildExt(build_ext):
@@ -46,6 +55,10 @@ class OptionalBuildExt(build_ext):
                   file=sys.stderr)
 
     def build_extension(self, ext):
+        target = Path(self.get_ext_fullpath(ext.name))
+        want = dict(ext.define_macros).get("KVVIZ_SOURCE_HASH", "").strip('"').encode()
+        if want and target.exists() and want not in target.read_bytes():
+            target.unlink()  # built from other sources (copied in, older): newer than them, yet not current
         try:
             super().build_extension(ext)
         except Exception as e:

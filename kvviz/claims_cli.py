@@ -14,13 +14,14 @@ CLAIM_ERROR = 1
 def cmd_claims(args) -> int:
     from .claims import ERROR, evaluate_file
     from .claims_table import as_json, as_markdown, as_text, paste, summary
+    from .cli_notes import say_engine_note
     from .loading import load_scenario
 
     files = [resolve_scenario(f) for f in args.files] or [str(p) for p in bundled_scenarios()]
     if not args.files:  # every bundled scenario that states claims
         files = [f for f in files if load_scenario(f).claim]
     for f in files:  # all data checked before the first (possibly long) run
-        load_scenario(f)
+        say_engine_note(load_scenario(f).kind)
     rows = []
     for f in files:
         def progress(done, total, f=f):

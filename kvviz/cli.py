@@ -22,11 +22,12 @@ from .cli_flags import (
     positive_float,
     worker_count,
 )
+from .cli_notes import say_engine_note
 from .errors import ScenarioError
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
-from .mechanisms import engine_note_once, mechanisms
+from .mechanisms import mechanisms
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -82,9 +83,8 @@ def _cached_parts(sc, cache) -> list[str]:
 
 
 def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
+    say_engine_note(sc.kind)  # outside the try: the engine choice is not the scenario file's
     try:
-        if note := engine_note_once(sc.kind):  # a slower engine than it could run (said once)
-            print(f"note: {note}", file=sys.stderr)
         est = check_run_size(sc, max_memory_gb)
         cache = disk_cache(cache_dir)
         if est is not None and est.seconds >= WORTH_CALIBRATING_S:  # a long run says so before it starts
@@ -128,7 +128,6 @@ def _outputs(args, result) -> list[tuple[str, str]]:
 def cmd_run(args) -> int:
     from .loading import load_scenario
     from .outputs import check_target, write_run_outputs
-
     check_figure_args(args)
     rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
     for path in [p for p, _ in rasters] + [args.svg, args.perfetto, args.json_out, args.csv and args.csv + "_"]:
@@ -182,6 +181,7 @@ def cmd_sweep(args) -> int:
     data = read_toml(file)
     for assignment in args.set or []:
         data = apply_override(data, assignment)
+    say_engine_note(data.get("kind"))
     axes = [Axis(p, parse_values(v, f"--values {v}")) for p, v in zip(args.param, args.values)]
     res = run_sweep(data, axes, args.metric, source=file, workers=args.workers, progress=StderrProgress(),
                     executor=args.executor, max_memory_gb=args.max_memory_gb, cache=disk_cache(args.cache))

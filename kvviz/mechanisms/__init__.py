@@ -12,6 +12,8 @@ from functools import cache
 from importlib import import_module
 from typing import Any, Callable
 
+from ..errors import ScenarioError
+
 # One line per mechanism: its package under kvviz.mechanisms.
 PACKAGES = (
     "rope_window",
@@ -54,15 +56,21 @@ class Mechanism:
     # () -> one line on why this kind's runs take its slower reference engine (a compiled one
     # missing or older than its source), or "" when the compiled one runs
     engine_note: Callable[[], str] | None = None
+    # () -> why the CLI refuses to run this kind under the environment's engine choice (a value it
+    # does not know, a compiled engine asked for that cannot run), or ""; the app notes it instead
+    engine_refusal: Callable[[], str] | None = None
 
 
 _noted: set[str] = set()
 
 
-def engine_note_once(kind: str) -> str:
+def engine_note_once(kind: str, strict: bool = False) -> str:
     """`kind`'s engine note the first time it is asked for in this process, else "": the CLI and
-    the app say it once, where a run starts."""
-    m = mechanisms().get(kind)
+    the app say it once, where a run starts. `strict` (the CLI): a ScenarioError where the engine
+    choice is refused (exit 2), rather than a note."""
+    m = mechanisms().get(kind) if isinstance(kind, str) else None
+    if strict and m is not None and m.engine_refusal is not None and (why := m.engine_refusal()):
+        raise ScenarioError(why)
     if kind in _noted or m is None or m.engine_note is None:
         return ""
     _noted.add(kind)

@@ -155,4 +155,4 @@ def simulate(sc: AttentionStoreScenario) -> Result:
 
 MECHANISM = Mechanism("attention_store", AttentionStoreScenario, simulate, estimate, pick=PICK,
                       initial_range=initial_range, inactive=inactive, analyses=("policies",), plan=plan,
-                      engine_note=native.note)
+                      engine_note=native.note, engine_refusal=native.refusal)

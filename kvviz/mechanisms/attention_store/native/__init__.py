@@ -3,36 +3,89 @@ install, or in place by `make native`) and the choice between it and the pure-Py
 engine (batching.py, store.py, ...), which stays the definition: tests hold the two to identical
 metrics and traces.
 
-`engine()` is the compiled module, or None where the reference runs: `KVVIZ_ENGINE=python`
-asks for it, or the module is missing (no C compiler at install) or older than its source (a
-checkout moved on: a stale build would run other rules than the source says). `note()` says
-which and why in one line, for the CLI and the app to show once.
+`engine()` is the compiled module, or None where the reference runs: KVVIZ_ENGINE=python asks for
+it, or the module is missing (no C compiler at install), incomplete (a cut copy: loading it would
+kill the process), or built from other sources than the ones beside it (a checkout moved on, a
+build copied in: it would run other rules than the source says). `note()` says which and why in
+one line, for the CLI and the app to show once; `refusal()` is what the CLI refuses to run under.
+
+KVVIZ_ENGINE: auto (also unset or empty), native or python, in any case, spaces ignored. Anything
+else, or native where the compiled engine cannot run, is refused by the CLI (exit 2: a benchmark
+must not time the other engine unawares) and noted by the app, which runs as under auto.
 """
 from __future__ import annotations
 
 import os
+import struct
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 
-ENV = "KVVIZ_ENGINE"  # "python": the reference engine even where the compiled one is built
+from .sources import source_files, source_hash
+
+ENV = "KVVIZ_ENGINE"
+CHOICES = ("auto", "native", "python")
 HERE = Path(__file__).parent
-SOURCES = (".pyx", ".pxi", ".pxd")
+REBUILD = "`make native` rebuilds it"
+
+
+def choice() -> str | None:
+    """KVVIZ_ENGINE as one of CHOICES, or None where it is none of them."""
+    asked = os.environ.get(ENV, "").strip().lower() or "auto"
+    return asked if asked in CHOICES else None
+
+
+def _bad_choice() -> str:
+    return f"{os.environ.get(ENV)!r} is not auto, native or python (in any case)"
 
 
 @cache
 def _load():
-    if os.environ.get(ENV, "").strip().lower() == "python":
+    asked = choice()
+    if asked == "python":
         return None, f"{ENV}=python: the Python reference engine runs"
-    try:
-        from . import _engine
-    except ImportError:
+    module, why = _built()
+    if asked is None:
+        return module, f"{ENV}: {_bad_choice()}: ignored" + (f"; {why}" if why else ", the compiled engine runs")
+    if asked == "native" and why:
+        return None, f"{ENV}=native, but {why}"
+    return module, why
+
+
+@cache
+def _built():
+    """(the compiled module, "") where it can run, else (None, why not)."""
+    spec = find_spec(f"{__name__}._engine")
+    if spec is None or not spec.origin:
         return None, ("the compiled engine is not built (`make setup` builds it; it needs a C compiler): "
                       "the Python reference engine runs, several times slower")
-    built = Path(_engine.__file__).stat().st_mtime
-    if any(p.stat().st_mtime > built for p in HERE.iterdir() if p.suffix in SOURCES):
-        return None, ("the compiled engine is older than its source (`make native` rebuilds it): "
+    if not _whole(Path(spec.origin)):
+        return None, f"the compiled engine's file is cut short ({REBUILD}): the Python reference engine runs"
+    try:
+        from . import _engine
+    except Exception as e:  # ImportError mostly; a module's init can raise anything (a numpy ABI change)
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        return None, f"the compiled engine does not load ({why}; {REBUILD}): the Python reference engine runs"
+    if source_files(HERE) and getattr(_engine, "SOURCE_HASH", "") != source_hash(HERE):  # a wheel has none
+        return None, (f"the compiled engine was built from other sources than the ones beside it ({REBUILD}): "
                       "the Python reference engine runs")
     return _engine, ""
+
+
+def _whole(path: Path) -> bool:
+    """False for an ELF file shorter than its section table's end (a copy cut short: the dynamic
+    loader maps it and the process dies of SIGBUS, which no except clause catches)."""
+    with path.open("rb") as f:
+        head = f.read(64)
+    if head[:4] != b"\x7fELF":
+        return True  # not ELF (macOS, Windows; or no object file at all): the import decides
+    if len(head) < 64:
+        return False
+    end = "<" if head[5] == 1 else ">"
+    wide = head[4] == 2  # ELFCLASS64: e_shoff is 8 bytes at 0x28, else 4 at 0x20
+    (shoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x28 if wide else 0x20)
+    shentsize, shnum = struct.unpack_from(end + "HH", head, 0x3A if wide else 0x2E)
+    return path.stat().st_size >= shoff + shentsize * shnum
 
 
 def engine():
@@ -41,5 +94,15 @@ def engine():
 
 
 def note() -> str:
-    """One line on why the reference engine runs, or "" when the compiled one does."""
+    """One line on why the reference engine runs (or why KVVIZ_ENGINE was ignored), or "" when
+    the compiled one runs as asked."""
     return _load()[1]
+
+
+def refusal() -> str:
+    """Why the CLI refuses to run under this KVVIZ_ENGINE (exit 2), or "": a value none of CHOICES,
+    or native where the compiled engine cannot run."""
+    asked = choice()
+    if asked is None:
+        return f"{ENV}: {_bad_choice()}"
+    return f"{ENV}=native, but {_built()[1]}" if asked == "native" and _built()[0] is None else ""

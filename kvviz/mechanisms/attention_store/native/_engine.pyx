@@ -5,6 +5,17 @@ batching.py, host_load.py, load_rule.py, store.py, ssd_queue.py, placement/) ove
 compilation unit so its classes call each other directly. No FMA contraction (the flag above):
 Python rounds `a * b + c` twice, so must the C. Which runs: __init__.py."""
 
+# setup.py's hash of this folder's sources (sources.py), which the loader compares with the files
+# beside it; "" where built some other way (the loader then refuses it: it cannot tell)
+cdef extern from *:
+    """
+    #ifndef KVVIZ_SOURCE_HASH
+    #define KVVIZ_SOURCE_HASH ""
+    #endif
+    """
+    const char *KVVIZ_SOURCE_HASH
+SOURCE_HASH = KVVIZ_SOURCE_HASH.decode("ascii")
+
 include "loop.pxi"
 include "roofline.pxi"
 include "recorder.pxi"
