@@ -254,7 +254,7 @@ def test_sweep_view_streams_points_and_names_a_bad_executor(window, qtbot):
     window.show_view("sweep")
     sw.configure([("cache.slots", "2,4,8"), ("prefetch.window", "1:3")], "prefetch_stall_us")
     seen = []
-    sw._point.connect(lambda i, v: seen.append(i))
+    sw.grid.point.connect(lambda i, v: seen.append(i))
     with qtbot.waitSignal(sw.finished, timeout=60_000):
         sw.run()
     assert sorted(seen) == list(range(9))  # every point reached the view as it completed

@@ -132,7 +132,7 @@ def test_surface_cells_equal_separate_runs_and_export(qtbot, small):
     assert (view.y_tier.currentText(), view.x_tier.currentText()) == ("DRAM", "SSD")  # the two lowest
     view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
     streamed = []
-    view._point.connect(lambda i, v: streamed.append(i))
+    view.grid.point.connect(lambda i, v: streamed.append(i))
     with qtbot.waitSignal(view.finished, timeout=60_000) as got:
         view.run()
     res = got.args[0]

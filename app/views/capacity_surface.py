@@ -13,7 +13,7 @@ import shlex
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QVBoxLayout, QWidget
 
 from kvviz import ScenarioError
@@ -21,11 +21,11 @@ from kvviz.format import format_value, readable_number
 from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, shaped
 
 from ..background import JobControls
-from ._common import caption_label, hover_point, info_label, no_si_prefix, show_hover
+from ._common import caption_label, hover_point, info_label, no_si_prefix, show_hover, style_plot
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 from .iso_lines import iso_segments, nice_levels
+from .streamed_grid import StreamedGrid
 
-REDRAW_MS = 100  # a surface filling in redraws at most ten times a second
 STEPS = 6        # default values per axis: the working set / 2^5 … the working set
 # a policy's metrics offered (policies.<p>.<name>; per tier: policies.<p>.tiers.<t>.<name>)
 # (those a run has: the timed engine's TTFTs and upper-tier share too)
@@ -59,7 +59,6 @@ def _num(v) -> float:
 class CapacitySurfaceView(QWidget):
     finished = Signal(object)  # SweepResult, for tests and screenshots
     stopped = Signal()
-    _point = Signal(int, object)  # a grid point's value, from the sweep's thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -98,13 +97,7 @@ class CapacitySurfaceView(QWidget):
         self.caption = caption_label()
         self.plot = pg.PlotWidget(background="w")
         self.plot.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Expanding)
-        pi = self.plot.getPlotItem()
-        for ax in ("left", "bottom"):
-            pi.getAxis(ax).setTextPen("#222")
-            pi.getAxis(ax).setPen("#444")
-            no_si_prefix(pi.getAxis(ax))
-        pi.setMenuEnabled(False)
-        pi.hideButtons()
+        style_plot(self.plot.getPlotItem(), grid=(False, False))
         self.bar = None
         self.info = info_label()
         lay = QVBoxLayout(self)
@@ -121,13 +114,9 @@ class CapacitySurfaceView(QWidget):
         self._unique, self._block_gb = 1, 1.0
         self.result: SweepResult | None = None
         self._shown: SweepResult | None = None
-        self._partial: list | None = None
         self._axes: tuple = ()
         self._metric = ""
-        self._point.connect(self._on_point)
-        self._redraw = QTimer(self)
-        self._redraw.setSingleShot(True)
-        self._redraw.timeout.connect(self._draw_partial)
+        self.grid = StreamedGrid(self, self._draw_partial)  # the running surface's values so far
 
     @property
     def job(self):
@@ -246,11 +235,11 @@ class CapacitySurfaceView(QWidget):
         metric = self.metric_box.currentText().strip()
         base, source = self.base_for(metric), self.source
         self._axes, self._metric = axes, metric
-        self._partial = [None] * grid_size(axes)
+        self.grid.start(axes)
         self.result = self._shown = None  # the last grid's numbers no longer under the mouse or in Data as CSV
         self.plot.getPlotItem().clear()
         self.jobs.start(lambda progress: run_sweep(base, list(axes), metric, source=source, workers=2,
-                                                   progress=progress, executor="local", on_result=self._point.emit),
+                                                   progress=progress, executor="local", on_result=self.grid.point.emit),
                         "capacity surface", self._on_done)
 
     def cancel(self):
@@ -259,19 +248,12 @@ class CapacitySurfaceView(QWidget):
     def shutdown(self):
         self.jobs.shutdown()
 
-    def _on_point(self, index: int, value):
-        if self._partial is not None and index < len(self._partial):
-            self._partial[index] = value
-            if not self._redraw.isActive():
-                self._redraw.start(REDRAW_MS)
-
     def _draw_partial(self):
-        if self._partial is not None and self.job is not None:
-            self._draw(SweepResult(self._axes, self._metric, shaped(self._axes, self._partial)))
+        if self.grid.values is not None and self.job is not None:
+            self._draw(SweepResult(self._axes, self._metric, shaped(self._axes, self.grid.values)))
 
     def _on_done(self, res: SweepResult):
-        self._partial = None
-        self._redraw.stop()
+        self.grid.stop()
         self.result = res
         self.status.setText(f"{grid_size(res.axes)} runs done · the same grid on the command line: {self.command()}")
         self._draw(res)

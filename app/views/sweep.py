@@ -9,7 +9,7 @@ import typing
 import numpy as np
 import pyqtgraph as pg
 from pydantic import BaseModel
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -31,11 +31,11 @@ from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, s
 
 from ..background import JobControls
 from ..run_on import RunOn
-from ._common import hover_point, info_label, nearest_point, no_si_prefix, show_hover
+from ._common import hover_point, info_label, nearest_point, show_hover, style_plot
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
+from .streamed_grid import StreamedGrid
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
-REDRAW_MS = 100      # a sweep filling in redraws at most ten times a second
 
 
 def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -56,7 +56,6 @@ def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
 class SweepView(QWidget):
     finished = Signal(object)  # SweepResult, for tests and screenshots
     stopped = Signal()         # the sweep ended: done, failed or cancelled
-    _point = Signal(int, object)  # a grid point's value, from the sweep's thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -115,11 +114,7 @@ class SweepView(QWidget):
         # its size hint grows with a colour bar or wider tick labels: never let that take room
         # from the docks (the plot fills what the tab has anyway)
         self.plot.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Expanding)
-        self.plot.getPlotItem().showGrid(x=True, y=True, alpha=0.2)
-        for ax in ("left", "bottom"):
-            self.plot.getPlotItem().getAxis(ax).setTextPen("#222")
-            self.plot.getPlotItem().getAxis(ax).setPen("#444")
-            no_si_prefix(self.plot.getPlotItem().getAxis(ax))  # a hit rate read "(x0.001)" 610…800
+        style_plot(self.plot.getPlotItem())  # no SI prefix: a hit rate read "(x0.001)" 610…800
         self.bar = None
         self.legend = None  # added on the first multi-series sweep
         self.sliders_box = QGridLayout()  # one slider per axis beyond the second
@@ -136,12 +131,8 @@ class SweepView(QWidget):
         self.source = "<scenario>"
         self.result = None
         self._metrics: dict = {}
-        self._partial: list | None = None  # the running sweep's values so far, by grid index
         self._axes: tuple = ()
-        self._point.connect(self._on_point)
-        self._redraw = QTimer(self)
-        self._redraw.setSingleShot(True)
-        self._redraw.timeout.connect(self._draw_partial)
+        self.grid = StreamedGrid(self, self._draw_partial)  # the running sweep's values so far
 
     @property
     def job(self):
@@ -228,25 +219,19 @@ class SweepView(QWidget):
         executor = self.run_on.spec()
         self.jobs.cancel_note = "" if executor == "local" else " (runs already on the cluster finish there)"
         self._axes, self._metric = tuple(axes), metric
-        self._partial = [None] * grid_size(self._axes)
+        self.grid.start(self._axes)
         self._make_sliders(self._axes[2:])
         limit = self.memory_limit()
         self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
-                                                   executor=executor, on_result=self._point.emit,
+                                                   executor=executor, on_result=self.grid.point.emit,
                                                    max_memory_gb=limit),
                         "sweep", self._on_done)
 
-    def _on_point(self, index: int, value):
-        if self._partial is not None and index < len(self._partial):
-            self._partial[index] = value
-            if not self._redraw.isActive():
-                self._redraw.start(REDRAW_MS)
-
     def _draw_partial(self):
         """The chart so far: points not yet run are gaps (NaN)."""
-        if self._partial is None or self.job is None:
+        flat = self.grid.values
+        if flat is None or self.job is None:
             return
-        flat = self._partial
         values = shaped(self._axes, flat)  # three axes and more stay flat: _draw slices them
         series = ()
         if "*" in self._metric:
@@ -268,8 +253,7 @@ class SweepView(QWidget):
         self.run_on.shutdown()
 
     def _on_done(self, res):
-        self._partial = None
-        self._redraw.stop()
+        self.grid.stop()
         self.result = res
         self.status.setText(f"{grid_size(res.axes)} runs done")
         self._draw(res)
@@ -311,7 +295,7 @@ class SweepView(QWidget):
     def _slice_moved(self, *_):
         if self._axes:
             self._label_sliders(self._axes[2:])
-        if self._partial is not None and self.job is not None:
+        if self.grid.values is not None and self.job is not None:
             self._draw_partial()
         elif self.result is not None:
             self._draw(self.result)
