@@ -14,16 +14,9 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
-from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from machine import wait_signal  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
-
-
-def wait(signal, timeout_ms=120_000):
-    loop = QEventLoop()
-    signal.connect(loop.quit)
-    QTimer.singleShot(timeout_ms, loop.quit)
-    loop.exec()
-    signal.disconnect(loop.quit)
 
 
 def million_span_result():
@@ -107,7 +100,7 @@ def main():
         win = MainWindow(settings=QSettings(os.path.join(tmp, "k.ini"), QSettings.IniFormat))
         win.resize(1600, 900)
         win.show()
-        wait(win.result_ready)
+        wait_signal(win.result_ready, 120_000)
         app.processEvents()
         print(f"app start to first drawn timeline: {(time.perf_counter() - t0) * 1000:.0f} ms "
               f"(imports, window, worker process start, first run)")
@@ -115,14 +108,14 @@ def main():
         print(f"edit-to-redraw (from the debounced edit; typing adds {DEBOUNCE_MS} ms of debounce):")
         for path in bundled_scenarios():
             win.open(str(path))
-            wait(win.result_ready)
+            wait_signal(win.result_ready, 120_000)
             app.processEvents()
             runs = []  # (edit-to-redraw, the simulation's share of it) per edit
             for _ in range(5):
                 scenario = win.panel.scenario()
                 t = time.perf_counter()
                 win._run(scenario.model_copy(update={"name": scenario.name + " "}))
-                wait(win.result_ready)
+                wait_signal(win.result_ready, 120_000)
                 app.processEvents()  # the visible view has redrawn
                 runs.append((time.perf_counter() - t, win.runner.last_seconds))
             runs.sort()

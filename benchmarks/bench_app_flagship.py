@@ -18,8 +18,8 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from machine import describe  # noqa: E402
-from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from machine import describe, wait_signal  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 EDITS = (  # (scenario, field, first value, step, what it is)
@@ -27,14 +27,6 @@ EDITS = (  # (scenario, field, first value, step, what it is)
     ("attention_store_sharegpt", "serving.detail_job", 100, 1, "a field one run reads (the recorded one)"),
     ("attention_store_mooncake", "hardware.dram_gb", 128, 1, "a field every policy's run reads"),
 )
-
-
-def wait(signal, timeout_ms=300_000):
-    loop = QEventLoop()
-    signal.connect(loop.quit)
-    QTimer.singleShot(timeout_ms, loop.quit)
-    loop.exec()
-    signal.disconnect(loop.quit)
 
 
 def _median(xs):
@@ -49,7 +41,7 @@ def _ms(xs) -> str:
 def edit_to_redraw(app, win, scenario_name: str, field: str, first, step, repeat: int):
     from kvviz.bundled import resolve_scenario
     win.open(str(resolve_scenario(scenario_name)))
-    wait(win.result_ready)
+    wait_signal(win.result_ready)
     app.processEvents()
     runner = win.runner
     whole, first_drawn, sims, ests, ran = [], [], [], [], []
@@ -66,7 +58,7 @@ def edit_to_redraw(app, win, scenario_name: str, field: str, first, step, repeat
         t = time.perf_counter()
         win._run(edited)
         est = runner.estimate
-        wait(win.result_ready)
+        wait_signal(win.result_ready)
         app.processEvents()  # the visible view has redrawn
         whole.append(time.perf_counter() - t)
         # the first partial: its slot drew the views before the next event; else the final is the first
@@ -91,7 +83,7 @@ def main():
         win = MainWindow(settings=QSettings(os.path.join(tmp, "k.ini"), QSettings.IniFormat))
         win.resize(1600, 900)
         win.show()
-        wait(win.result_ready)
+        wait_signal(win.result_ready)
         app.processEvents()
         win.show_view("policies")
         print(f"flagship edit → redraw in the app (Policies tab shown; from submit, the debounce excluded; "

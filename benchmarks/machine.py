@@ -29,3 +29,14 @@ def median_of(fn, repeat: int = 3):
         out = fn()
         times.append(time.perf_counter() - t)
     return sorted(times)[len(times) // 2], out
+
+
+def wait_signal(signal, timeout_ms: int = 300_000) -> None:
+    """Run Qt's event loop until `signal` fires (or the timeout): a benchmark waits for the app
+    as a user would, with the window painting meanwhile."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    signal.disconnect(loop.quit)
