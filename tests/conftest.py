@@ -88,6 +88,18 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("tests using qtbot/qapp must be marked gui: " + ", ".join(unmarked))
 
 
+def shown(qtbot, view, width: int, height: int, result=None, settle_ms: int = 30):
+    """`view` owned by qtbot, shown at width × height, with `result` drawn and the paint let
+    through when one is given: the set-up of every view test that reads what a view draws."""
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
+    if result is not None:
+        view.set_result(result)
+        qtbot.wait(settle_ms)
+    return view
+
+
 def park_mouse(qtbot, plot, scene_pos) -> None:
     """Put the mouse over `scene_pos` of a pyqtgraph `plot` and leave it there, the move it made
     delivered (or skip where the platform does not move the cursor): for a view that then

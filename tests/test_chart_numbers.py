@@ -9,6 +9,8 @@ from PySide6.QtCore import QPointF
 
 from kvviz.export.colours import series_colour
 
+from .conftest import shown
+
 
 def _hover(view_box, scene, x, y):
     scene.sigMouseMoved.emit(view_box.mapViewToScene(QPointF(x, y)))
@@ -17,13 +19,8 @@ def _hover(view_box, scene, x, y):
 @pytest.fixture
 def policies(qtbot, bundled_small):
     from app.views.policies import PoliciesView
-    view = PoliciesView()
-    qtbot.addWidget(view)
-    view.resize(1000, 700)
-    view.show()
     res = bundled_small["attention_store_sharegpt"]
-    view.set_result(res)
-    qtbot.wait(30)
+    view = shown(qtbot, PoliciesView(), 1000, 700, res, 30)
     return view, res.metrics_dict()["policies"]
 
 
@@ -58,13 +55,8 @@ def test_policies_export_their_bars_and_colour_a_policy_by_name(policies):
 @pytest.mark.parametrize("name", ["ladder_seed", "ladder_simulated"])
 def test_a_rungs_hover_and_the_ladder_data(qtbot, bundled, name):
     from app.views.ladder import LadderView
-    view = LadderView()
-    qtbot.addWidget(view)
-    view.resize(1100, 700)
-    view.show()
     res = bundled[name]
-    view.set_result(res)
-    qtbot.wait(30)
+    view = shown(qtbot, LadderView(), 1100, 700, res, 30)
     rungs = res.metrics["rungs"]
     _hover(view.lat_plot.getViewBox(), view.charts.scene(), 1.0, 1.1)  # rung 2's row, latency chart
     f = view.figures[1]
@@ -83,13 +75,8 @@ def test_a_rungs_hover_and_the_ladder_data(qtbot, bundled, name):
 @pytest.mark.gui
 def test_counters_hover_reads_the_value_held_then(qtbot, bundled):
     from app.views.counters import CountersView
-    view = CountersView()
-    qtbot.addWidget(view)
-    view.resize(900, 600)
-    view.show()
     res = bundled["rope_prefetch_16"]
-    view.set_result(res)
-    qtbot.wait(30)
+    view = shown(qtbot, CountersView(), 900, 600, res, 30)
     tr = res.trace
     # hand-read from the trace: counter 1 ('resident') is 7 at 25,000 ns and 3 from 50,000 ns
     c1 = tr.counters[tr.counters["name"] == 1]
@@ -110,13 +97,8 @@ def test_the_metrics_dock_reads_for_people_with_full_paths(qtbot, bundled):
     from PySide6.QtCore import Qt
 
     from app.views.metrics import MetricsView
-    view = MetricsView()
-    qtbot.addWidget(view)
-    view.resize(320, 700)
-    view.show()
     res = bundled["attention_store_mooncake"]
-    view.set_result(res)
-    qtbot.wait(20)
+    view = shown(qtbot, MetricsView(), 320, 700, res, 20)
     m = res.metrics_dict()
     texts = {view.scalars.item(r, 0).text(): r for r in range(view.scalars.rowCount())}
     assert view.scalars.textElideMode() == Qt.ElideRight

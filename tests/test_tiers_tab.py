@@ -11,6 +11,8 @@ import pytest
 from kvviz import load_scenario, simulate
 from kvviz.scenario_data import read_toml
 
+from .conftest import shown
+
 SMALL = """kind = "prefix_cache"
 name = "small"
 policies = ["lru", "fifo", "belady"]
@@ -89,12 +91,7 @@ def test_hover_names_the_tier_and_its_value(qtbot, small):
 
     from app.views.tier_bars import TierBarsView
     _, result = small
-    view = TierBarsView()
-    qtbot.addWidget(view)
-    view.resize(900, 400)
-    view.show()
-    view.set_result(result)
-    qtbot.wait(20)
+    view = shown(qtbot, TierBarsView(), 900, 400, result, 20)
     row = view.rows[0]
     hbm, dram = row["parts"]["hbm"], row["parts"]["dram"]
     vb = view.plot.getPlotItem().getViewBox()
@@ -124,10 +121,7 @@ def test_the_tab_applies_by_the_record_not_the_kind(qtbot, seed16):
 def test_surface_cells_equal_separate_runs_and_export(qtbot, small):
     from app.views.capacity_surface import CapacitySurfaceView
     path, result = small
-    view = CapacitySurfaceView()
-    qtbot.addWidget(view)
-    view.resize(900, 600)
-    view.show()
+    view = shown(qtbot, CapacitySurfaceView(), 900, 600)
     view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
     assert (view.y_tier.currentText(), view.x_tier.currentText()) == ("DRAM", "SSD")  # the two lowest
     view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
@@ -186,10 +180,7 @@ def test_a_timed_runs_timeline_is_not_titled_untimed_replay(qtbot, tmp_path, sma
     path.write_text(SMALL.replace("[workload]", "[serving]\ntiming = true\n[workload]")
                     .replace("requests = 160", "requests = 30"), encoding="utf-8")
     timed = simulate(load_scenario(path))
-    view = TimelineView()
-    qtbot.addWidget(view)
-    view.resize(900, 500)
-    view.show()
+    view = shown(qtbot, TimelineView(), 900, 500)
     for result, words in ((timed, "time ("), (untimed, "request arrival (")):
         view.set_result(result)
         qtbot.wait(20)
@@ -205,10 +196,7 @@ def test_a_cancelled_surface_exports_the_cells_it_drew(qtbot, small):
     from app.views.capacity_surface import CapacitySurfaceView
     from kvviz.sweep import Axis, SweepResult, shaped
     path, result = small
-    view = CapacitySurfaceView()
-    qtbot.addWidget(view)
-    view.resize(900, 600)
-    view.show()
+    view = shown(qtbot, CapacitySurfaceView(), 900, 600)
     view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
     axes = (Axis("tiers.0.capacity_blocks", (2, 6)), Axis("tiers.2.capacity_blocks", (10, 40)))
     view._draw(SweepResult(axes, "policies.lru.token_hit_rate", shaped(axes, [0.25, 0.5, None, None])))
