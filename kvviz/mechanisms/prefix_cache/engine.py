@@ -148,13 +148,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
                 evicted[k] += 1
                 if log is not None:
                     log.append((at[0], at[1], k, v))
-                rem[k](v)
-                size[k] -= 1
-                m = where[v] & ~(1 << k)
-                if m:
-                    where[v] = m
-                else:
-                    del where[v]
+                m = drop(k, v)
                 cascade = not through and k + 1 < K and not m >> (k + 1)
             ins[k](b)
             where[b] = where.get(b, 0) | (1 << k)
@@ -167,7 +161,8 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
             demoted[k + 1] += 1
             b, k = v, k + 1
 
-    def drop(k, v):
+    def drop(k, v) -> int:
+        """Block v leaves tier k: the tiers still holding it (a bit mask, 0 for none)."""
         rem[k](v)
         size[k] -= 1
         m = where[v] & ~(1 << k)
@@ -175,6 +170,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
             where[v] = m
         else:
             del where[v]
+        return m
 
     for r in range(R):
         s, e = off[r], off[r + 1]

@@ -65,6 +65,24 @@ class _Heap:
             heappush(self.heap, e)
         self.held.clear()
 
+    def stale(self, key, b) -> bool:
+        """Whether the entry (key, b) no longer stands for b (the policy's rule)."""
+        raise NotImplementedError
+
+    def victim(self, pinned):
+        """The top entry that is not stale and not pinned; stale entries go, pinned ones are set
+        aside until the request ends (pins only grow within one)."""
+        heap, held, stale = self.heap, self.held, self.stale
+        while heap:
+            key, b = heap[0]
+            if stale(key, b):
+                heappop(heap)
+            elif b in pinned:
+                held.append(heappop(heap))
+            else:
+                return b
+        return None
+
 
 class LeafLru(_Heap):
     reindex = False
@@ -99,18 +117,10 @@ class LeafLru(_Heap):
             if not left and par in self.resident:  # a leaf again
                 heappush(self.heap, (self.last[par], par))
 
-    def victim(self, pinned):
-        """The least recently used leaf; stale entries (used since, or a parent again) go."""
-        heap, resident, last, kids = self.heap, self.resident, self.last, self.kids
-        while heap:
-            key, b = heap[0]
-            if b not in resident or last.get(b) != key or kids.get(b):
-                heappop(heap)
-            elif b in pinned:  # set aside until the request ends: pins only grow within one
-                self.held.append(heappop(heap))
-            else:
-                return b
-        return None
+    def stale(self, key, b) -> bool:
+        """The victim is the least recently used leaf: an entry is stale once its block left, was
+        used since, or is a parent again."""
+        return b not in self.resident or self.last.get(b) != key or bool(self.kids.get(b))
 
 
 class Belady(_Heap):
@@ -127,18 +137,10 @@ class Belady(_Heap):
     def touch(self, b):
         heappush(self.heap, (-self.next_use[b], b))
 
-    def victim(self, pinned):
-        """The block used furthest ahead; stale entries (an earlier next use) go."""
-        heap, resident, next_use = self.heap, self.resident, self.next_use
-        while heap:
-            key, b = heap[0]
-            if b not in resident or -key != next_use[b]:
-                heappop(heap)
-            elif b in pinned:  # set aside until the request ends: pins only grow within one
-                self.held.append(heappop(heap))
-            else:
-                return b
-        return None
+    def stale(self, key, b) -> bool:
+        """The victim is the block used furthest ahead: an entry is stale once its block left or
+        its next use moved."""
+        return b not in self.resident or -key != self.next_use[b]
 
 
 def make(policy: str, parent: dict, next_use: dict):
