@@ -7,43 +7,39 @@ from kvviz.export import export_format
 from kvviz.export.csv import csv_paths, trace_csv
 from kvviz.export.figure_size import FigureSize
 from kvviz.export.perfetto import perfetto_json
-from kvviz.export.qt_render import render_svg
+from kvviz.export.qt_render import render_svg_bytes
 from kvviz.export.svg import timeline_svg
-from kvviz.io import atomic_write
+from kvviz.outputs import check_outputs, write_outputs
 from kvviz.result import Result
 
 
 def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None,
-                  size: FigureSize | None = None) -> list[str]:
-    """Write `result` as `fmt` to `path`; returns the files written. A timeline figure has
-    `size` (inches and dpi, as `kvviz run --width/--height/--dpi`)."""
+                  size: FigureSize | None = None, inputs: list[tuple[str, str]] = ()) -> list[str]:
+    """Write `result` as `fmt` to `path` through kvviz's output guard (never over one of the
+    run's `inputs`, as kvviz.outputs.scenario_inputs lists them; CSV's five files as one set);
+    returns the files written. A timeline figure has `size` (inches and dpi, as `kvviz run
+    --width/--height/--dpi`). Refusals and failures raise ScenarioError."""
     t0, t1 = time_range_ns or (None, None)
     size = size or FigureSize()
-    if export_format(fmt).ranged:  # a timeline figure
+    if fmt == "csv":
+        texts = trace_csv(result.trace)
+        items = [(str(p), texts[table]) for table, p in csv_paths(str(Path(path).with_suffix(""))).items()]
+    elif export_format(fmt).ranged:  # a timeline figure
         if problem := size.problem(raster=fmt == "png"):
             raise ValueError(problem[1])
         svg = timeline_svg(result, width=round(size.width_px), t0_ns=t0, t1_ns=t1,
                            height=None if size.height_px is None else round(size.height_px))
-        if fmt == "svg":
-            atomic_write(path, svg)
-        else:
-            render_svg(svg.encode("utf-8"), path, fmt, size.dpi)
-        return [path]
-    if fmt == "perfetto":
-        atomic_write(path, perfetto_json(result))
-        return [path]
-    if fmt == "json":
-        atomic_write(path, result.to_json(indent=2) + "\n")
-        return [path]
-    if fmt == "csv":
-        prefix = str(Path(path).with_suffix(""))
-        texts = trace_csv(result.trace)
-        out = []
-        for table, p in csv_paths(prefix).items():
-            atomic_write(p, texts[table])
-            out.append(str(p))
-        return out
-    raise ValueError(f"no writer for the export format {fmt!r}")
+        items = [(path, svg if fmt == "svg" else render_svg_bytes(svg.encode("utf-8"), fmt, size.dpi)[0])]
+    elif fmt == "perfetto":
+        items = [(path, perfetto_json(result))]
+    elif fmt == "json":
+        items = [(path, result.to_json(indent=2) + "\n")]
+    else:
+        raise ValueError(f"no writer for the export format {fmt!r}")
+    said = {"perfetto": "JSON", "json": "JSON", "csv": "CSV"}.get(fmt, fmt.upper())
+    check_outputs([(f"the {fmt} export", p, said) for p, _ in items], inputs)
+    write_outputs(items)
+    return [p for p, _ in items]
 
 
 def render_widget(widget, fmt: str, scale: int = 2) -> bytes:

@@ -150,10 +150,16 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
     from .shell.window import MainWindow
     _quiet_offscreen_noise()
 
-    from kvviz.outputs import check_target
+    from kvviz.outputs import check_outputs, scenario_inputs, write_text
+    fmt = "SVG" if view_only and out.lower().endswith(".svg") else "PNG"
     try:
-        check_target(out)  # a folder that does not exist, a read-only one: refused before the run
-        load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
+        sc = load_scenario(path, list(sets))  # bad input: report and exit 2 before any window exists
+        # the target before the run: never the scenario or its trace, a folder, a device, or a
+        # name that says a format not written (notes.txt); a screenshot is PNG (SVG: --view-only)
+        check_outputs([("--screenshot", out, fmt)], scenario_inputs(path, sc))
+        if Path(out).suffix.lower() not in (".png", ".svg" if view_only else ".png"):
+            raise ScenarioError(f"cannot write the file: a screenshot is PNG{' or SVG' if view_only else ''}: "
+                                f"name it .png{' or .svg' if view_only else ''}", out)
         shown_marks = marks_of(select, measure, view)
         axes = [a.split("=", 1) for a in sweep]
         if any(len(a) != 2 for a in axes) or (view == "sweep" and not (axes and metric)):
@@ -211,21 +217,28 @@ def screenshot(path: str, out: str, view: str = "timeline", size=(1600, 900), se
             return BAD_INPUT
         for _ in range(3):
             app.processEvents()
-        if view_only:  # the tab alone, as File → Export → Current View draws it (PNG at 2x the screen, or SVG)
-            from kvviz.outputs import write_text
-
-            fmt = "svg" if out.lower().endswith(".svg") else "png"
-            try:  # a screenshot: the screen's size, not a figure's
-                write_text(out, win.view_figure(fmt, scale=2.0))
-                failed = None
-            except ScenarioError as e:  # a full disk, a folder gone since the check
-                failed = str(e)
-        else:
-            failed = None if win.grab().save(out) else f"{out}: cannot write the file"
+        try:  # written as every output is (atomic: a kill or a full disk leaves the old file)
+            # the tab alone, as File → Export → Current View draws it (PNG at 2x the screen, or SVG)
+            write_text(out, win.view_figure(fmt.lower(), scale=2.0) if view_only else _png(win.grab()))
+            failed = None
+        except ScenarioError as e:  # a full disk, a folder gone since the check
+            failed = str(e)
         win.close()
     if failed:
         print(f"error: {failed}", file=sys.stderr)
     return BAD_INPUT if failed else 0
+
+
+def _png(pixmap) -> bytes:
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+    from kvviz import ScenarioError
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.WriteOnly)
+    if not pixmap.save(buf, "PNG"):
+        raise ScenarioError("could not encode the screenshot as PNG")
+    return bytes(data)
 
 
 def headless(path: str, out_dir: str) -> int:

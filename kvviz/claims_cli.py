@@ -20,8 +20,15 @@ def cmd_claims(args) -> int:
     files = [resolve_scenario(f) for f in args.files] or [str(p) for p in bundled_scenarios()]
     if not args.files:  # every bundled scenario that states claims
         files = [f for f in files if load_scenario(f).claim]
-    for f in files:  # all data checked before the first (possibly long) run
-        say_engine_note(load_scenario(f).kind)
+    scenarios = [load_scenario(f) for f in files]  # all data checked before the first (possibly long) run
+    if args.readme:  # and where the table goes: a README with a block, none of the runs' inputs
+        from .claims_table import readme_text
+        from .outputs import check_outputs, scenario_inputs
+        check_outputs([("--readme", args.readme, None)], [i for f, sc in zip(files, scenarios)
+                                                          for i in scenario_inputs(f, sc)])
+        readme_text(args.readme)
+    for sc in scenarios:
+        say_engine_note(sc.kind)
     rows = []
     for f in files:
         def progress(done, total, f=f):

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 from .errors import ScenarioError
-from .io import atomic_write, read_text
+from .io import read_text
+from .outputs import write_text
 
 HEADS = ("seed", "claim", "paper", "model", "verdict", "why")
 MARKER = re.compile(r"<!-- claims:begin(?P<names>[^>]*?)-->\n(?P<body>.*?)<!-- claims:end -->", re.S)
@@ -54,14 +55,20 @@ def summary(rows) -> str:
     return f"{len(rows)} claims: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
 
 
+def readme_text(readme: str | Path) -> str:
+    """The text of a README to paste into, refused unless it has a block to fill."""
+    text = read_text(Path(readme))
+    if not MARKER.search(text):
+        raise ScenarioError("no <!-- claims:begin --> … <!-- claims:end --> block to fill", str(readme))
+    return text
+
+
 def paste(readme: str | Path, rows) -> list[str]:
     """Replace each marked block of `readme` whose scenario names were all evaluated (those of
     `rows`) with their Markdown table; returns the names of the blocks left alone."""
-    text = read_text(Path(readme))
+    text = readme_text(readme)
     evaluated = {Path(r.file).stem for r in rows}
     skipped: list[str] = []
-    if not MARKER.search(text):
-        raise ScenarioError("no <!-- claims:begin --> … <!-- claims:end --> block to fill", str(readme))
 
     def fill(m: re.Match) -> str:
         names = m.group("names").split()
@@ -71,5 +78,5 @@ def paste(readme: str | Path, rows) -> list[str]:
         chosen = [r for r in rows if not names or Path(r.file).stem in names]
         begin = m.group(0)[: m.start("body") - m.start()]
         return f"{begin}{as_markdown(chosen)}\n<!-- claims:end -->"
-    atomic_write(str(readme), MARKER.sub(fill, text))
+    write_text(str(readme), MARKER.sub(fill, text))
     return skipped

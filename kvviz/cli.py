@@ -125,16 +125,28 @@ def _outputs(args, result) -> list[tuple[str, str]]:
     return out
 
 
+def _output_flags(args) -> list[tuple[str, str, str | None]]:
+    """`kvviz run`'s outputs as (flag, path, format); --csv as its five files."""
+    outs = [(flag, path, fmt) for flag, path, fmt in (
+        ("--png", args.png, "PNG"), ("--pdf", args.pdf, "PDF"), ("--svg", args.svg, "SVG"),
+        ("--perfetto", args.perfetto, "JSON"), ("--json-out", args.json_out, "JSON")) if path]
+    if args.csv:
+        from .export.csv import csv_paths
+        if args.csv.endswith(("/", os.sep)):  # PREFIX/ would write PREFIX/_lanes.csv: a name, not a folder
+            raise ScenarioError("cannot write the files: the prefix ends in a folder, not a file name", args.csv)
+        outs += [("--csv", str(p), "CSV") for p in csv_paths(args.csv).values()]
+    return outs
+
+
 def cmd_run(args) -> int:
     from .loading import load_scenario
-    from .outputs import check_target, write_run_outputs
+    from .outputs import check_outputs, scenario_inputs, write_run_outputs
     check_figure_args(args)
     rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
-    for path in [p for p, _ in rasters] + [args.svg, args.perfetto, args.json_out, args.csv and args.csv + "_"]:
-        if path:
-            check_target(path)  # before a long run
+    outputs = _output_flags(args)
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [], args.max_memory_gb)
+    check_outputs(outputs, scenario_inputs(file, sc))  # before a long run; never over what it reads
     result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)

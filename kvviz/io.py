@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -61,18 +62,68 @@ def open_regular(path: str | Path, what: str = "file", limit: int | None = None)
 
 def read_capped(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
     """All bytes of a regular file of at most `limit` bytes (see open_regular); a file that grew
-    past the cap while being read is refused too."""
+    past the cap while being read is refused too. Read in chunks, so memory follows the file,
+    not the cap (one read of cap + 1 bytes allocated gigabytes for a file of ten)."""
     from .errors import ScenarioError
     from .limits import read_cap
     limit = read_cap(what) if limit is None else limit
+    chunks, total = [], 0
     with open_regular(path, what, limit) as f:
         try:
-            data = f.read(limit + 1)
+            while total <= limit:
+                chunk = f.read(min(READ_CHUNK, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
         except OSError as e:
             raise ScenarioError(f"cannot read {what}: {e.strerror or e}", str(path)) from None
-    if len(data) > limit:
+    if total > limit:
         raise ScenarioError(f"{what} is longer than kvviz reads ({limit:,} bytes)", str(path))
-    return data
+    return b"".join(chunks)
+
+
+READ_CHUNK = 1 << 20
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --- writing: every file kvviz writes goes through atomic_write_set ----------------------------
+# A save goes to a temporary beside its target, named `.NAME.kvviz-XXXXXXXX.part` (a pattern no
+# user's file has), and is renamed over the target only when complete. A killed save leaves
+# such a partial; the next save of that target removes it, and nothing else.
+
+PART_PREFIX, PART_SUFFIX = ".kvviz-", ".part"
+
+
+class UnsafeTarget(OSError):
+    """A target kvviz will not replace: not a regular file, read-only, or a dangling link."""
+
+    def __init__(self, why: str, path: str | Path):
+        super().__init__(errno.EPERM, why, str(path))
+
+
+def write_target(path: str | Path) -> Path:
+    """The regular file a save of `path` replaces: `path` itself, or the file a symlink names
+    (the link stays a link). UnsafeTarget when that is not a regular file kvviz may replace."""
+    path = Path(path)
+    real = Path(os.path.realpath(path))
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise UnsafeTarget("is a link to a file that does not exist", path) from None
+        return real
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
+    if kind or not stat.S_ISREG(st.st_mode):
+        raise UnsafeTarget(f"is {kind or 'not a regular file'}: kvviz writes only regular files", path)
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):  # root may write anything: the mode says no
+        raise UnsafeTarget("is read-only: kvviz does not replace it", path)
+    return real
 
 
 def _umask() -> int:
@@ -82,45 +133,110 @@ def _umask() -> int:
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write to a temporary file beside `path`, then rename over it: `path` is always either
-    the old file or the new one. An existing file keeps its permissions."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
+    """Write one file atomically (atomic_write_set); returns the file written."""
+    return atomic_write_set([(path, data)])[0]
+
+
+def atomic_write_set(items: list[tuple[str | Path, str | bytes]]) -> list[Path]:
+    """Write several files as one: every one to a temporary first (a full disk or a kill leaves
+    each target as it was), then all renamed over their targets; should a rename fail, the ones
+    already renamed are put back, so the set is the old one or the new one. The renames take
+    microseconds: a kill inside them is the one way to mix the sets. Existing files keep their
+    permissions; a symlink's target is written, not the link."""
+    targets = [write_target(p) for p, _ in items]
+    staged: list[tuple[str, Path, str | None]] = []  # (temporary, target, backup of the old file)
+    locks: list[int] = []
     try:
-        mode = path.stat().st_mode & 0o777
+        for real, (path, data) in zip(targets, items):
+            try:
+                tmp, lock = _stage(real, data.encode("utf-8") if isinstance(data, str) else data)
+            except OSError as e:  # named as the caller named it, not by the partial's name
+                raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+            locks += [lock] if lock is not None else []
+            staged.append((tmp, real, None))
+        staged = [(tmp, real, _backup(real)) for tmp, real, _ in staged]
+        done: list[tuple[str, Path, str | None]] = []
+        try:
+            for (path, _), entry in zip(items, staged):
+                try:
+                    os.replace(entry[0], entry[1])
+                except OSError as e:
+                    raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+                done.append(entry)
+        except BaseException:
+            for _, real, backup in reversed(done):  # the old set back, whole
+                os.replace(backup, real) if backup else real.unlink(missing_ok=True)
+            raise
+        for parent in {real.parent for _, real, _ in staged}:
+            _fsync_dir(parent)
+        return targets
+    finally:
+        for tmp, _, backup in staged:
+            for leftover in (tmp, backup):
+                if leftover:
+                    Path(leftover).unlink(missing_ok=True)
+        for lock in locks:
+            os.close(lock)
+
+
+def _stage(real: Path, data: bytes) -> tuple[str, int | None]:
+    """`data` in a fresh partial beside `real`, flushed to disk, with `real`'s permissions."""
+    try:
+        mode = real.stat().st_mode & 0o777
     except OSError:
         mode = 0o666 & ~_umask()  # mkstemp makes 0600; a new file should read like any file
-    remove_stale_partials(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    lock = _lock(tmp)  # held while writing: a later save leaves a live partial alone
+    remove_stale_partials(real)
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}{PART_PREFIX}", suffix=PART_SUFFIX, dir=real.parent)
+    lock = _lock(tmp)  # held while the set is written: a concurrent save leaves a live partial alone
     try:
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
-        raise
-    finally:
         if lock is not None:
             os.close(lock)
-    return path
+        raise
+    return tmp, lock
+
+
+def _backup(real: Path) -> str | None:
+    """A second name for the file `real` holds now (a hard link, a partial's name), so a set
+    whose later rename fails can put it back; None when there is none or links are not had."""
+    if not real.exists():
+        return None
+    name = str(real.parent / f".{real.name}{PART_PREFIX}{secrets.token_hex(4)}{PART_SUFFIX}")
+    try:  # an existing name (a clash of 32 random bits) fails the link: no backup, as on a FAT disk
+        os.link(real, name)
+        return name
+    except OSError:
+        return None
+
+
+def _fsync_dir(folder: Path) -> None:
+    """The renames themselves on disk (a power cut after a save keeps the new name)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def partial_names(path: Path) -> re.Pattern:
-    """The temporary names a save of `path` writes beside it (atomic_write's `.NAME.xxxxxxxx`,
-    the CLI's rasters' `.NAME.kvviz-tmp`)."""
-    return re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|kvviz-tmp)")
+    """The names of the partials a save of `path` writes beside it, and only those."""
+    return re.compile(rf"\.{re.escape(path.name)}{re.escape(PART_PREFIX)}[a-z0-9_]{{8}}{re.escape(PART_SUFFIX)}")
 
 
 def remove_stale_partials(path: Path) -> list[str]:
-    """Remove what a killed save of `path` left beside it: a partial no live writer holds
-    (atomic_write locks its own while writing; a raster's is left to its renderer for
-    ORPHAN_AFTER_S). Returns the removed paths."""
+    """Remove the partials a killed save of `path` left beside it (none that a live save holds
+    locked; none that merely resembles one). Returns the removed paths."""
     removed: list[str] = []
     try:
         names = [n for n in os.listdir(path.parent) if partial_names(path).fullmatch(n)]
@@ -129,9 +245,9 @@ def remove_stale_partials(path: Path) -> list[str]:
     for name in names:
         p = os.path.join(path.parent, name)
         try:
-            if name.endswith(".kvviz-tmp") and time.time() - os.stat(p).st_mtime < ORPHAN_AFTER_S:
+            if not stat.S_ISREG(os.lstat(p).st_mode):
                 continue
-            fd = os.open(p, os.O_RDONLY)
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue
         try:

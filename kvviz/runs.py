@@ -236,14 +236,17 @@ class DiskCache:
 
 
 def disk_cache(folder: str | None) -> DiskCache | None:
-    """`--cache DIR`: the folder (made if need be), or None without the flag."""
+    """`--cache DIR`: the folder (made if need be, in a folder that exists: a typo in a path is no
+    new tree of folders, as for every output), or None without the flag."""
     if not folder:
         return None
     where = f"--cache {folder}"
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder).mkdir(exist_ok=True)
     except FileExistsError:
         raise ScenarioError("not a folder", where) from None
+    except FileNotFoundError:
+        raise ScenarioError(f"the folder {Path(folder).parent} does not exist", where) from None
     except OSError as e:
         raise ScenarioError(e.strerror or str(e), where) from None
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -102,43 +102,44 @@ def test_a_folder_that_cannot_be_made(tmp_path, capsys):
 def test_a_missing_folder_is_refused_naming_it(tmp_path, capsys, flag):
     out = tmp_path / "new" / "deeper" / "m.out"
     assert main(["run", SEED, flag, str(out)]) == 2
-    line = _one_line(capsys, f"{out}_" if flag == "--csv" else out)  # --csv names PREFIX_…
+    line = _one_line(capsys, f"{out}_lanes.csv" if flag == "--csv" else out)  # --csv names its first file
     assert f"the folder {out.parent} does not exist" in line, line
     _no_leftovers(tmp_path, set())  # nothing made, nothing written
 
 
-def test_a_failed_png_exits_2_and_leaves_no_temporary(tmp_path, capsys, monkeypatch):
+def test_a_failed_png_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch):
     import kvviz.export.raster as raster
 
-    def failing(svg, out, fmt, dpi=300):
-        Path(out).write_bytes(b"partial")  # the child wrote part of it, then the disk filled
-        raise raster.ExportError(f"could not render {out}: No space left on device")
+    def failing(svg, fmt, dpi=300):  # the renderer hands back bytes: a failure has no file to leave
+        raise raster.ExportError("could not render the PNG: No space left on device")
     monkeypatch.setattr(raster, "render", failing)
     png = tmp_path / "t.png"
-    assert main(["run", SEED, "--png", str(png)]) == 2
+    assert main(["run", SEED, "--png", str(png), "--json-out", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and str(png) in err[0] and "kvviz-tmp" not in err[0], err
-    _no_leftovers(tmp_path, set())
+    assert len(err) == 1 and str(png) in err[0], err
+    _no_leftovers(tmp_path, set())  # nor the --json-out: the set is written whole or not at all
 
 
-def test_the_next_save_removes_a_killed_saves_partials(tmp_path):
+def test_the_next_save_removes_a_killed_saves_partials_and_nothing_else(tmp_path):
     target = tmp_path / "m.json"
     target.write_text(OLD)
-    stale = [tmp_path / ".m.json.ab12cd_3", tmp_path / ".m.json.kvviz-tmp"]
-    for p in stale:
-        p.write_text("half")
-        os.utime(p, (0, 0))  # long ago
-    other = tmp_path / ".other.json.ab12cd_3"  # another target's: not this save's to remove
-    other.write_text("half")
+    stale = tmp_path / ".m.json.kvviz-ab12cd_3.part"
+    stale.write_text("half")
+    # a user's files that look like the temporaries of older kvviz versions, or of other tools
+    users = [".m.json.ab12cd_3", ".m.json.kvviz-tmp", ".m.json.20261202", ".m.json.my_notes",
+             ".m.json.kvviz-ab12cd_3.part.bak", ".other.json.kvviz-ab12cd_3.part"]
+    for name in users:
+        (tmp_path / name).write_text("mine")
     atomic_write(target, "new\n")
     assert target.read_text() == "new\n"
-    _no_leftovers(tmp_path, {"m.json", ".other.json.ab12cd_3"})
+    _no_leftovers(tmp_path, {"m.json", *users})
+    assert all((tmp_path / name).read_text() == "mine" for name in users)
 
 
 def test_a_live_saves_partial_is_left_alone(tmp_path):
     import fcntl
     target = tmp_path / "m.json"
-    live = tmp_path / ".m.json.zz99yy_1"
+    live = tmp_path / ".m.json.kvviz-zz99yy_1.part"
     live.write_text("being written")
     fd = os.open(live, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_SH)  # as atomic_write holds its own
@@ -170,3 +171,48 @@ def test_sigkill_during_a_save_then_a_save_leaves_one_file(tmp_path):
     time.sleep(0.01)
     atomic_write(target, b"new")
     assert os.listdir(tmp_path) == ["big.bin"] and target.read_bytes() == b"new"
+
+
+def test_a_set_whose_rename_fails_puts_the_old_set_back(tmp_path, monkeypatch):
+    """`--csv PREFIX` failing at its third file left a mix of new and old files."""
+    import kvviz.io as kio
+    old = {f"p_{t}.csv": f"old {t}\n" for t in ("lanes", "spans", "instants")}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+    items = [(str(tmp_path / n), "new\n") for n in [*old, "p_counters.csv"]]  # the last one is new
+    real, calls = kio.os.replace, []
+
+    def third_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+    monkeypatch.setattr(kio.os, "replace", third_fails)
+    with pytest.raises(OSError) as e:
+        kio.atomic_write_set(items)
+    assert e.value.filename == items[2][0]  # named by the target, not by its partial
+    monkeypatch.undo()
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == old  # whole, nothing else left
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text(OLD)
+    link = tmp_path / "link.json"
+    link.symlink_to(target.name)
+    atomic_write(link, "new\n")
+    assert link.is_symlink() and os.readlink(link) == "real.json" and target.read_text() == "new\n"
+
+
+def test_a_read_needs_memory_for_the_file_not_for_the_cap(tmp_path):
+    """read_capped asked for cap + 1 bytes at once: a MemoryError on a tiny file under an
+    address-space limit smaller than the cap."""
+    import sys
+    f = tmp_path / "tiny.txt"
+    f.write_text("kind = 1\n")
+    code = ("import resource; from kvviz.io import read_capped\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+            f"print(read_capped({str(f)!r}, 'file', 8 << 30))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    assert p.returncode == 0 and "kind = 1" in p.stdout, p.stderr[-300:]

@@ -432,7 +432,7 @@ def test_failing_save_leaves_the_original_untouched(rope, monkeypatch, tmp_path)
     def boom(src, dst):
         raise OSError("disk full")
     monkeypatch.setattr(kvviz.io.os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(ScenarioError, match="disk full"):
         rope.save()
     assert open(path, "rb").read() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rope.toml"]  # no temp file left behind
@@ -563,12 +563,46 @@ def test_save_as_elsewhere_keeps_relative_files_pointing_at_the_same_file(panel,
     written = panel.value("workload.trace_file")
     assert not Path(written).is_absolute()
     out = tmp_path / "elsewhere" / "x.toml"
+    out.parent.mkdir()  # a save dialog names a folder that exists (a missing one is refused)
     panel.save(str(out))
     moved = load_scenario(out).workload.trace_file
     assert Path(moved).resolve() == (SCENARIOS / written).resolve() and Path(moved).is_file()
     assert panel.widget_for("workload.trace_file").text() == panel.value("workload.trace_file") != written
     assert panel.scenario() is not None and not panel.is_dirty()
     assert "trace_file" in out.read_text() and "# " in out.read_text()  # the file's comments stay
+
+
+@pytest.mark.parametrize("target", ["read-only file", "fifo", "the trace"])
+def test_a_failed_save_as_leaves_the_panel_and_the_next_save_as_they_were(panel, tmp_path, target):
+    """A failed Save As kept the trace path rebased for the folder it never reached: no unsaved
+    marker, and the next Save wrote `trace_file = "../proj/…"`, which named nothing."""
+    import os
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    trace = proj / "t.jsonl"
+    shutil.copy(SCENARIOS.parent / "resources" / "traces" / "mooncake_synthetic_trace.jsonl", trace)
+    scen = proj / "s.toml"
+    text = (SCENARIOS / "attention_store_mooncake.toml").read_text()
+    scen.write_text(re.sub(r'trace_file = "[^"]*"', 'trace_file = "t.jsonl"', text))
+    panel.load(str(scen))
+    other = tmp_path / "other"
+    other.mkdir()
+    out = {"read-only file": other / "x.toml", "fifo": other / "x.toml", "the trace": trace}[target]
+    if target == "read-only file":
+        out.write_text("mine\n")
+        out.chmod(0o444)
+    elif target == "fifo":
+        os.mkfifo(out)
+    before = {p: p.read_bytes() for p in (scen, trace)}
+    with pytest.raises(ScenarioError):
+        panel.save(str(out))
+    assert panel.path() == str(scen) and panel.value("workload.trace_file") == "t.jsonl"
+    assert panel.widget_for("workload.trace_file").text() == "t.jsonl" and not panel.is_dirty()
+    assert {p: p.read_bytes() for p in (scen, trace)} == before
+    if target == "read-only file":
+        assert out.read_text() == "mine\n"
+    panel.save()  # the next Save writes what the file had
+    assert tomllib.loads(scen.read_text())["workload"]["trace_file"] == "t.jsonl"
 
 
 def test_fields_another_field_overrides_are_greyed_saying_why(panel, qtbot):

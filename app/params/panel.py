@@ -36,8 +36,9 @@ from pathlib import Path
 from PySide6.QtWidgets import QWidget
 
 from kvviz import ScenarioError, parse_scenario
-from kvviz.io import atomic_write, read_text
+from kvviz.io import read_text
 from kvviz.mechanisms import mechanisms
+from kvviz.outputs import check_outputs, scenario_inputs, write_text
 from kvviz.scenario import file_fields, rebase
 from kvviz.scenario_data import read_toml
 
@@ -112,39 +113,51 @@ class ParameterPanel(FieldTree):
 
     def save(self, path: str | None = None) -> None:
         """Write the current data as TOML, atomically, keeping the file's comments and layout.
-        With `path`, Save As (the panel then edits that file). Refuses invalid edits
-        (ScenarioError); an OSError leaves the target file untouched."""
+        With `path`, Save As (the panel then edits that file). Refuses invalid edits, and a
+        target kvviz.outputs refuses (a trace the scenario reads, a device, a read-only file)
+        with ScenarioError; a failed write (ScenarioError, OSError) leaves the target file and
+        the panel's values and path as they were."""
         if self._data is None:
             raise RuntimeError("no scenario loaded")
         target = Path(path if path is not None else self._path)
         if self._errors:
             p, m = self._errors[0]
             raise ScenarioError(f"not saved, the edits are invalid: {m}", str(target), p)
-        if path is not None and self._path:
-            self._rebase_files(self._path, target)
-        text = render_toml(self._file_text, self._file_data, self._data)
-        atomic_write(target, text)
+        moved = self._rebased_files(self._path, target) if path is not None and self._path else {}
+        data = copy.deepcopy(self._data)
+        for parts, value in moved.items():  # each is a value `data` has: its tables are there
+            node = data
+            for key in parts[:-1]:
+                node = node[key]
+            node[parts[-1]] = value
+        if path is not None and self._model is not None:  # never over a trace the scenario reads;
+            # its own file ([0]) is no input here: saving over it is what Save does
+            check_outputs([("Save As", target, "TOML")], scenario_inputs(self._path, self._model)[1:])
+        text = render_toml(self._file_text, self._file_data, data)
+        write_text(target, text)  # only then does the panel take the new path and values
+        for parts, value in moved.items():
+            self._write(parts, value)
+            if parts in self._fields:
+                self._fields[parts].show(value)
         self._path, self._file_text = str(target), text
         self._file_data = copy.deepcopy(self._data)
         self._update_dirty()
         if path is not None:
             self._validate(emit_edited=False)  # relative paths in the data now resolve against the new file
 
-    def _rebase_files(self, old: str, new: Path) -> None:
+    def _rebased_files(self, old: str, new: Path) -> dict[tuple, str]:
         """Saved in another folder, a relative trace or token file would name a file that is
-        not there (Save As to /tmp broke the bundled Mooncake trace's path): it is rewritten
-        to name the same file from the new one."""
+        not there (Save As to /tmp broke the bundled Mooncake trace's path): each such field's
+        value rewritten to name the same file from the new one."""
         kind = self._data.get("kind")
         if not _known_kind(kind):
-            return
+            return {}
+        moved = {}
         for parts in file_fields(mechanisms()[kind].model):
             value = self._get(parts)
-            if isinstance(value, str) and value:
-                moved = rebase(value, old, new)
-                if moved != value:
-                    self._write(parts, moved)
-                    if parts in self._fields:
-                        self._fields[parts].show(moved)
+            if isinstance(value, str) and value and rebase(value, old, new) != value:
+                moved[parts] = rebase(value, old, new)
+        return moved
 
     def set_value(self, field_path: str, value) -> None:
         """Edit a field as its widget would (None = remove the key: the default applies).

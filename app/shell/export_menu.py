@@ -6,9 +6,10 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog
 
+from kvviz.errors import ScenarioError
 from kvviz.export import FORMATS, export_format
 from kvviz.export.figure_size import PX_PER_IN
-from kvviz.io import atomic_write
+from kvviz.outputs import check_outputs, scenario_inputs, write_text
 
 from ..save_dir import remember, start_path
 from .figure_size_dialog import FigureSizeDialog, stored_figure_size
@@ -39,6 +40,15 @@ class ExportMenu:
         dialog.open()  # window-modal, not a nested event loop
         return dialog
 
+    def run_inputs(self) -> list[tuple[str, str]]:
+        """The files the scenario on show reads (itself, its trace): no export goes over them."""
+        sc, path = self.panel.scenario(), self.panel.path()
+        return scenario_inputs(path, sc) if sc is not None and path else []
+
+    def _write(self, path: str, data: str | bytes, fmt: str) -> None:
+        check_outputs([(f"the {fmt} export", path, fmt)], self.run_inputs())
+        write_text(path, data)
+
     def figure_size(self):
         """Every figure's inches and dpi (File → Export → Figure Size…, as kvviz run --width/--height/--dpi)."""
         return stored_figure_size(self.settings)
@@ -58,8 +68,8 @@ class ExportMenu:
         from ..exporting import export_result
         rng = self.time_view.visible_range_ns() if visible_range else None
         try:
-            written = export_result(self.result, fmt, path, rng, self.figure_size())
-        except (OSError, ValueError) as e:
+            written = export_result(self.result, fmt, path, rng, self.figure_size(), self.run_inputs())
+        except (ScenarioError, OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
         remember(self.settings, path)
@@ -85,8 +95,8 @@ class ExportMenu:
         """The current tab as a figure: its plots alone, under a caption line (app.figure),
         at the figure size: PNG of inches × dpi pixels, or SVG with clip paths and vectors."""
         try:
-            atomic_write(path, self.view_figure(fmt))
-        except (OSError, ValueError) as e:
+            self._write(path, self.view_figure(fmt), fmt.upper())
+        except (ScenarioError, OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return
         remember(self.settings, path)
@@ -162,9 +172,9 @@ class ExportMenu:
             self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now")
             return False
         try:
-            atomic_write(path, table_csv(*table))
-        except OSError as e:
-            self._fail(f"export failed: {e.strerror or e}")
+            self._write(path, table_csv(*table), "CSV")
+        except (ScenarioError, OSError) as e:
+            self._fail(f"export failed: {e}")
             return False
         remember(self.settings, path)
         self._say(f"wrote {path} ({len(table[1]):,} rows)")

@@ -24,11 +24,12 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz.bundled import resources_dir
+from kvviz.errors import ScenarioError
 from kvviz.executor import cluster_executor
 from kvviz.export.colours import series_colour
 from kvviz.export.table import table_csv
 from kvviz.format import bytes_for_people, readable_bytes
-from kvviz.io import atomic_write
+from kvviz.outputs import check_outputs, write_text
 from kvviz.replay import check_sample_rate, miss_ratio_curve, parse_capacities, policies, sampling_note
 from kvviz.replay.c_output import describe, per_policy
 from kvviz.replay.engines import has_libcachesim
@@ -340,9 +341,10 @@ class ReplayView(QWidget):
                                               start_path(self.settings, "miss_ratio_curve.csv"), "CSV (*.csv)")
         if path:
             try:
-                atomic_write(path, self.csv_text())
-            except OSError as e:
-                self.status.setText(f"⚠ could not save {path}: {e.strerror or e}")
+                check_outputs([("curve", path, "CSV")], [("trace this curve replays", self.path.text().strip())])
+                write_text(path, self.csv_text())
+            except ScenarioError as e:
+                self.status.setText(f"⚠ could not save: {e}")
                 return
             remember(self.settings, path)
             self.status.setText(f"saved {path}")

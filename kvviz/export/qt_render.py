@@ -2,8 +2,9 @@
 
 The one module of kvviz that imports Qt (tests/test_core.py holds it to that): `kvviz run
 --png/--pdf` runs it as a child process (kvviz.export.raster), so the command line never loads
-Qt, and the app's Export menu calls `render_svg` in-process.
-PNG pixel size = figure size in inches × dpi; the file is written atomically.
+Qt, and the app's Export menu calls `render_svg_bytes` in-process.
+PNG pixel size = figure size in inches × dpi. It hands back bytes (on stdout, as a child): where
+they are written is kvviz.outputs' to decide.
 """
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import argparse
 import os
 import re
 import sys
-from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgRenderer
 
@@ -31,17 +31,21 @@ def _inches(svg: bytes) -> tuple[float, float] | None:
     return None
 
 
-def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[int, int]:
+def render_svg_bytes(svg: bytes, fmt: str = "png", dpi: int = 300) -> tuple[bytes, tuple[int, int]]:
+    """The figure as PNG or PDF bytes, and its size in pixels."""
     QGuiApplication.instance() or QGuiApplication([])
     renderer = QSvgRenderer(QByteArray(svg))
     if not renderer.isValid():
         raise ValueError("not a valid SVG document")
     box = renderer.viewBoxF()  # CSS px at 96 per inch
     w_in, h_in = _inches(svg) or (box.width() / 96, box.height() / 96)
-    tmp = Path(out).with_name(f".{Path(out).name}.tmp")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.WriteOnly)
     if fmt == "png":
         img = QImage(round(w_in * dpi), round(h_in * dpi), QImage.Format_ARGB32)
+        if img.isNull():
+            raise ValueError(f"a {img.width()}×{img.height()} image does not fit in memory")
         img.fill(QColor("white"))
         p = QPainter(img)
         p.setRenderHint(QPainter.Antialiasing)
@@ -52,31 +56,32 @@ def render_svg(svg: bytes, out: str, fmt: str = "png", dpi: int = 300) -> tuple[
         # cache drawing the app's menus at a quarter of their size for the rest of the session.
         img.setDotsPerMeterX(round(dpi / 0.0254))
         img.setDotsPerMeterY(round(dpi / 0.0254))
-        if not img.save(str(tmp), "PNG"):
-            raise OSError(f"cannot write {out}")
+        if not img.save(buf, "PNG"):
+            raise ValueError("could not encode the PNG")
         size = (img.width(), img.height())
     else:
-        writer = QPdfWriter(str(tmp))
+        writer = QPdfWriter(buf)
         writer.setResolution(dpi)
         writer.setPageLayout(QPageLayout(QPageSize(QSizeF(w_in, h_in), QPageSize.Inch),
                                          QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
         p = QPainter(writer)
         renderer.render(p, QRectF(0, 0, w_in * dpi, h_in * dpi))
         p.end()
+        del writer  # flushes the PDF into the buffer
         size = (round(w_in * dpi), round(h_in * dpi))
-    os.replace(tmp, out)
-    return size
+    buf.close()
+    return bytes(data), size
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kvviz.export.qt_render")
     ap.add_argument("--format", choices=["png", "pdf"], default="png")
     ap.add_argument("--dpi", type=int, default=300)
-    ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
-        render_svg(sys.stdin.buffer.read(), a.out, a.format, a.dpi)
+        sys.stdout.buffer.write(render_svg_bytes(sys.stdin.buffer.read(), a.format, a.dpi)[0])
+        sys.stdout.buffer.flush()
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
