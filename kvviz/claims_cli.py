@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from .bundled import bundled_scenarios, resolve_scenario
+from .format import printable
 
 CLAIM_ERROR = 1
 
@@ -25,7 +26,7 @@ def cmd_claims(args) -> int:
     rows = []
     for f in files:
         def progress(done, total, f=f):
-            print(f"{f}: {done}/{total} runs", file=sys.stderr)
+            print(f"{printable(f)}: {done}/{total} runs", file=sys.stderr)
         rows += evaluate_file(f, None if args.quiet else progress)
     if args.readme:
         for names in paste(args.readme, rows):
