@@ -6,7 +6,6 @@ runs the scenario and writes its timeline figure (SVG and PNG) and metrics under
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -22,8 +21,10 @@ def _has_display() -> bool:
 
 
 def _parse(argv):
+    from kvviz.cli_flags import OneLineParser  # a usage error is one line, as the CLI's
+
     from .tabs import view_names  # each tab's name and aliases
-    p = argparse.ArgumentParser(prog="kvviz-gui", description="kvviz desktop app")
+    p = OneLineParser(prog="kvviz-gui", description="kvviz desktop app")
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
     p.add_argument("--view", default="timeline", choices=view_names())
@@ -261,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
               "Shift-click a second cursor)", file=sys.stderr)
         return BAD_INPUT
     if not _has_display():
-        print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
+        from kvviz.format import printable
+        print(f"no display: running {printable(Path(path).name)} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)
     from PySide6.QtWidgets import QApplication
 
