@@ -175,3 +175,19 @@ def test_the_app_usage_error_is_one_line(capsys):
             _parse(argv)
         err = capsys.readouterr().err
         assert e.value.code == 2 and err.count("\n") == 1 and err.startswith(start), err
+
+
+@pytest.mark.gui
+def test_the_window_shows_names_escaped(window, qtbot, hostile, tmp_path):
+    """The title (the file's name), the status line and the compare labels (the scenario's)."""
+    f = tmp_path / "ti\x1b]0;t\x07tle.toml"
+    f.write_bytes(hostile.read_bytes())
+    old = window.result
+    window.tab("compare").pin()
+    assert window.open(str(f))
+    qtbot.waitUntil(lambda: window.result is not old, timeout=30_000)
+    window.show_view("compare")
+    view = window.view("compare")
+    for text in (window.windowTitle(), window.status.text(), view.a_label.text(), view.b_label.text()):
+        _clean(text)
+    assert window.windowTitle().startswith(r"ti\x1b]0;t\x07tle.toml") and SHOWN in view.b_label.text()
