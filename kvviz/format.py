@@ -36,7 +36,7 @@ def format_value(v) -> str:
     if isinstance(v, float):
         text = f"{v:.6g}"
         return text if any(c in text for c in ".eni") else text + ".0"
-    return printable(v)
+    return printable(v) if isinstance(v, str) else str(v)  # a string may be a scenario's label
 
 
 def readable_number(v) -> str:
