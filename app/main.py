@@ -6,7 +6,6 @@ runs the scenario and writes its timeline figure (SVG and PNG) and metrics under
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -22,8 +21,10 @@ def _has_display() -> bool:
 
 
 def _parse(argv):
+    from kvviz.cli_flags import OneLineParser  # a usage error is one line, as the CLI's
+
     from .tabs import view_names  # each tab's name and aliases
-    p = argparse.ArgumentParser(prog="kvviz-gui", description="kvviz desktop app")
+    p = OneLineParser(prog="kvviz-gui", description="kvviz desktop app")
     p.add_argument("file", nargs="?", help="scenario TOML (default: the 16-token worked example)")
     p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen after the run, save, exit")
     p.add_argument("--view", default="timeline", choices=view_names())
@@ -244,6 +245,7 @@ def _png(pixmap) -> bytes:
 def headless(path: str, out_dir: str) -> int:
     """No display: write the timeline figure and metrics, print where."""
     from kvviz.cli import main as cli
+    from kvviz.format import printable
     stem = Path(path).stem
     out = Path(out_dir)
     try:  # the headless job's own folder (`out/` by default): made, unlike a folder named in a file path
@@ -256,7 +258,7 @@ def headless(path: str, out_dir: str) -> int:
         png = out / f"{stem}.png"
         rc = screenshot(path, str(png))
         if rc == 0:
-            print(f"wrote {png}", file=sys.stderr)
+            print(f"wrote {printable(str(png))}", file=sys.stderr)
     return rc
 
 
@@ -274,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
               "Shift-click a second cursor)", file=sys.stderr)
         return BAD_INPUT
     if not _has_display():
-        print(f"no display: running {Path(path).name} headless, writing its figure and metrics under {args.out}/")
+        from kvviz.format import printable
+        print(f"no display: running {printable(Path(path).name)} headless, writing its figure and metrics under {args.out}/")
         return headless(path, args.out)
     from PySide6.QtWidgets import QApplication
 

@@ -37,9 +37,10 @@ def bundled_scenarios() -> list[Path]:
 
 def resolve_scenario(file: str) -> str:
     """A path, or the stem of a bundled scenario (`kvviz run rope_prefetch_16`)."""
-    p = Path(file)
-    if not p.exists() and not p.suffix:
+    # os.path.exists: False for a name too long to look up too (Path.exists raised it, a
+    # traceback); reading the file then says what is wrong with it
+    if not os.path.exists(file) and not Path(file).suffix:
         bundled = scenarios_dir() / f"{file}.toml"
-        if bundled.exists():
+        if os.path.exists(bundled):
             return str(bundled)
     return file

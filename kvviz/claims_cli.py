@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from .bundled import bundled_scenarios, resolve_scenario
+from .format import printable
 
 CLAIM_ERROR = 1
 
@@ -32,12 +33,13 @@ def cmd_claims(args) -> int:
     rows = []
     for f in files:
         def progress(done, total, f=f):
-            print(f"{f}: {done}/{total} runs", file=sys.stderr)
+            print(f"{printable(f)}: {done}/{total} runs", file=sys.stderr)
         rows += evaluate_file(f, None if args.quiet else progress)
     if args.readme:
         for names in paste(args.readme, rows):
-            print(f"{args.readme}: left the block of {names} as it was (not evaluated here)", file=sys.stderr)
-        print(f"wrote {args.readme}", file=sys.stderr)
+            print(f"{printable(args.readme)}: left the block of {printable(names)} as it was (not evaluated here)",
+                  file=sys.stderr)
+        print(f"wrote {printable(args.readme)}", file=sys.stderr)
     if args.json:
         print(as_json(rows))
     elif args.markdown:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from .errors import ScenarioError
+from .format import printable
 from .io import read_text
 from .outputs import write_text
 
@@ -21,8 +22,11 @@ MARKER = re.compile(r"<!-- claims:begin(?P<names>[^>]*?)-->\n(?P<body>.*?)<!-- c
 
 
 def cells(row) -> list[str]:
+    """The row's cells as the text and Markdown tables show them: a scenario's words with their
+    control characters escaped (JSON keeps them as written)."""
     from .claims import fmt
-    return [row.seed, row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model), row.verdict, row.why]
+    return [printable(c) for c in (row.seed, row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model),
+                                   row.verdict, row.why)]
 
 
 def as_json(rows) -> str:
@@ -37,7 +41,8 @@ def as_text(rows) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # a claim's "<!--" would hide the rest of the README, or end the pasted block early
+    return text.replace("|", "\\|").replace("<!--", "&lt;!--")
 
 
 def as_markdown(rows) -> str:

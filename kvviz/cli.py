@@ -16,6 +16,7 @@ from .claims_cli import add_parser as add_claims_parser
 from .cli_flags import (
     MAX_CAPACITIES,
     MAX_WORKERS,
+    OneLineParser,
     bytes_per_token,
     check_figure_args,
     float_flag,
@@ -25,7 +26,7 @@ from .cli_flags import (
 from .cli_notes import say_engine_note
 from .errors import ScenarioError
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
-from .format import bytes_for_people, format_value
+from .format import bytes_for_people, format_value, printable
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .mechanisms import mechanisms
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
@@ -48,9 +49,10 @@ def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[st
     cols = []
     for _, d in rows:
         cols += [k for k, v in d.items() if _is_scalar(v) and k not in cols]
-    cells = [[name] + [format_value(d.get(c, "")) if c in d else "" for c in cols] for name, d in rows[:limit]]
-    widths = [max(len(x) for x in col) for col in zip([first] + cols, *cells)]
-    lines = ["  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip([first] + cols, widths)))]
+    cells = [[printable(name)] + [format_value(d.get(c, "")) if c in d else "" for c in cols] for name, d in rows[:limit]]
+    heads = [printable(h) for h in [first] + cols]  # names of a user's tiers, lanes, policies
+    widths = [max(len(x) for x in col) for col in zip(heads, *cells)]
+    lines = ["  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths)))]
     lines += ["  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
               for row in cells]
     if len(rows) > limit:
@@ -60,17 +62,18 @@ def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[st
 
 def summary_lines(metrics: dict) -> list[str]:
     """A person's view of the metrics: scalars first, then each table-shaped group."""
-    scalars = {k: v for k, v in metrics.items() if _is_scalar(v)}
+    scalars = {printable(k): v for k, v in metrics.items() if _is_scalar(v)}
     width = max((len(k) for k in scalars), default=0)
     lines = [f"  {k:<{width}}  {format_value(v)}" for k, v in scalars.items()]
     for key, v in metrics.items():
         if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            lines += ["", f"{key}:"] + _table(list(v.items()), key)
+            lines += ["", f"{printable(key)}:"] + _table(list(v.items()), key)
         elif isinstance(v, dict) and v:
-            w = max(len(k) for k in v)
-            lines += ["", f"{key}:"] + [f"  {k:<{w}}  {format_value(x) if _is_scalar(x) else '…'}" for k, x in v.items()]
+            w = max(len(printable(k)) for k in v)
+            lines += ["", f"{printable(key)}:"] + [f"  {printable(k):<{w}}  {format_value(x) if _is_scalar(x) else '…'}"
+                                                 for k, x in v.items()]
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            lines += ["", f"{key}:"] + _table([(str(i), x) for i, x in enumerate(v)], "#")
+            lines += ["", f"{printable(key)}:"] + _table([(str(i), x) for i, x in enumerate(v)], "#")
     return lines
 
 
@@ -91,10 +94,11 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str 
             from .executor import workers
             est = calibrated(est, workers=workers(), skip=_cached_parts(sc, cache))
             if est.seconds >= 10:
-                print(f"{Path(file).name}: simulating, {est.describe()} (estimated)", file=sys.stderr)
+                print(f"{printable(Path(file).name)}: simulating, {est.describe()} (estimated)", file=sys.stderr)
         result = simulate(sc, max_memory_gb, cache=cache)
         if cache is not None and cache.write_error:
-            print(f"warning: --cache {cache_dir}: {cache.write_error}; this run was not cached", file=sys.stderr)
+            print(printable(f"warning: --cache {cache_dir}: {cache.write_error}; this run was not cached"),
+                  file=sys.stderr)
         return result
     except ScenarioError as e:  # refusals from the mechanism name the file too
         e.file = e.file or file
@@ -154,13 +158,14 @@ def cmd_run(args) -> int:
     if args.json:
         print(result.to_json(indent=2))
     else:
-        print(f"{sc.name}  [{sc.kind}]")
+        print(f"{printable(sc.name)}  [{sc.kind}]")
         print("\n".join(summary_lines(result.metrics_dict())))
     # `run` explores (an override may move a result on purpose): failed checks are reported,
     # and `kvviz check` is the command whose exit status gates on them
     for c in result.metrics.get("checks", ()):
         if not c["ok"]:
-            print(f"check failed: {file}: {c['metric']} = {c['actual']}, expected {c['expect']}", file=sys.stderr)
+            print(printable(f"check failed: {file}: {c['metric']} = {c['actual']}, expected {c['expect']}"),
+                  file=sys.stderr)
     return 0
 
 
@@ -173,11 +178,11 @@ def cmd_check(args) -> int:
         sc = load_scenario(file, args.set or [], args.max_memory_gb)
         checks = _simulate(sc, file, args.max_memory_gb).metrics.get("checks", ())
         if not checks:
-            print(f"{file}: no checks")
+            print(f"{printable(file)}: no checks")
         for c in checks:
             mark = "ok  " if c["ok"] else "FAIL"
             why = f"  ({c['why']})" if c["why"] else ""
-            print(f"{mark} {file}: {c['metric']} = {c['actual']}, expected {c['expect']}{why}")
+            print(printable(f"{mark} {file}: {c['metric']} = {c['actual']}, expected {c['expect']}{why}"))
         total += len(checks)
         bad += sum(not c["ok"] for c in checks)
     print(f"{total - bad} of {total} checks passed" + (f", {bad} failed" if bad else ""))
@@ -292,20 +297,20 @@ def cmd_replay(args) -> int:
         results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
-        print(f"skipped: {policy} at {cap:,} B: {why}", file=sys.stderr)
+        print(printable(f"skipped: {policy} at {cap:,} B: {why}"), file=sys.stderr)
     from .replay.c_output import describe, per_policy
     for policy, (warned, total, texts) in per_policy(results).items():  # caught off stdout: said once here
-        print(f"warning: {describe(policy, warned, total, texts)}", file=sys.stderr)
+        print(printable(f"warning: {describe(policy, warned, total, texts)}"), file=sys.stderr)
     note = sampling_note(reqs, sample_rate, names)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(printable(f"note: {note}"), file=sys.stderr)
     results = [r for r in results if r is not None]
     if not results:
         raise ScenarioError("no policy could run at any of the capacities given", "kvviz replay", "--capacities")
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    print(f"{reqs.source or args.trace}: {len(reqs):,} requests, {reqs.objects:,} objects, footprint "
+    print(f"{printable(reqs.source or args.trace)}: {len(reqs):,} requests, {reqs.objects:,} objects, footprint "
           f"{bytes_for_people(reqs.footprint)}; engine {engine_label(engine)}" + ("" if has_libcachesim() else " (fallback)"))
     w = max(8, *(len(str(r.capacity)) for r in results))
     pw = max(7, *(len(r.policy) for r in results))
@@ -336,7 +341,7 @@ def _check_replay_size(args, policies: int) -> None:
 def cmd_validate(args) -> int:
     from .loading import load_scenario
     sc = load_scenario(resolve_scenario(args.file), args.set or [], args.max_memory_gb)
-    print(f"{args.file}: ok ({sc.kind}: {sc.name})")
+    print(printable(f"{args.file}: ok ({sc.kind}: {sc.name})"))
     return 0
 
 
@@ -345,7 +350,7 @@ def cmd_list(args) -> int:
     for p in bundled_scenarios():
         try:
             sc = load_scenario(p)
-            print(f"{p.stem:<32} {sc.kind:<16} {sc.name}")
+            print(f"{p.stem:<32} {sc.kind:<16} {printable(sc.name)}")
         except ScenarioError as e:
             print(f"{p.stem:<32} {'INVALID':<16} {e}")
     return 0
@@ -359,16 +364,9 @@ def cmd_schema(args) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # usage errors are bad input too: exit 2 (argparse's own code)
-        self.print_usage(sys.stderr)
-        print(f"kvviz: {message}", file=sys.stderr)
-        raise SystemExit(BAD_INPUT)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kvviz", description="Simulate KV-cache and embedding movement across memory tiers.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    p = OneLineParser(prog="kvviz", description="Simulate KV-cache and embedding movement across memory tiers.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
 
     def scenario_args(sp):
         sp.add_argument("file", help="scenario TOML file (or the name of a bundled one)")

@@ -4,13 +4,35 @@ one is argparse's usage error (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from .errors import ScenarioError
+from .errors import MAX_MESSAGE_CHARS, ScenarioError
+from .format import printable
 from .limits import MAX_BYTES, MAX_NS
 from .numbers import parse_number
 
 MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
 MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line, as any bad input's (exit 2, argparse's own code):
+    `error: kvviz replay: --workers: expected 1 to 64 ... (kvviz replay --help)`; the usage
+    itself only on --help, not a dozen lines above the one that says what is wrong."""
+
+    def error(self, message, prog=None):
+        message = printable(message.removeprefix("argument "))  # quotes what was typed
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS] + "…"
+        print(f"error: {prog or self.prog}: {message} ({prog or self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:  # a subcommand's unknown flag: name the subcommand, whose --help lists its flags
+            cmd = getattr(ns, "cmd", None)
+            self.error(f"unrecognized arguments: {' '.join(extra)}", f"{self.prog} {cmd}" if cmd else None)
+        return ns
 
 
 def _number(text: str, integer: bool):

@@ -1,4 +1,33 @@
-"""How a metric value reads to a person (CLI summary and the app's metrics table)."""
+"""How a metric value reads to a person (CLI summary and the app's metrics table), and any
+text from a user's file shown on one line."""
+import re
+
+# what a terminal or a label would act on rather than show: C0/C1 controls (ESC clears the
+# screen or sets the title, CR overwrites the line), DEL, line/paragraph separators, and the
+# bidi controls that reorder what follows
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def printable(text) -> str:
+    """`text` as one line that shows what it holds: each control character escaped as Python
+    writes it (\\x1b, \\n, \\u2028); everything else, backslashes too, as it is, so a second
+    pass changes nothing."""
+    return _UNSAFE.sub(_escape, str(text))
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters with an ellipsis in the middle: a long field path
+    or file name keeps its start and its end (the key or the file's own name)."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return f"{text[:limit - tail]}…{text[-tail:]}"
 
 
 def format_value(v) -> str:
@@ -7,7 +36,7 @@ def format_value(v) -> str:
     if isinstance(v, float):
         text = f"{v:.6g}"
         return text if any(c in text for c in ".eni") else text + ".0"
-    return str(v)
+    return printable(v) if isinstance(v, str) else str(v)  # a string may be a scenario's label
 
 
 def readable_number(v) -> str:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .errors import ScenarioError
+from .format import printable
 from .io import UnsafeTarget, atomic_write_set, write_target
 
 NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
@@ -131,4 +132,4 @@ def write_run_outputs(rasters: list[tuple[str, str]], svg: str | None, dpi: int,
     if items:
         write_outputs(items)
     for path, _ in items:
-        print(f"wrote {path}", file=sys.stderr)
+        print(f"wrote {printable(path)}", file=sys.stderr)

@@ -8,6 +8,7 @@ import sys
 
 from .cli_flags import MAX_CAPACITIES
 from .errors import ScenarioError
+from .format import printable
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 
 PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain")
@@ -148,7 +149,7 @@ def cmd_replay_prefix(args) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    print(f"{args.trace}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of {reqs.block_tokens} tokens "
+    print(f"{printable(args.trace)}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of {reqs.block_tokens} tokens "
           f"({distinct:,} distinct), {reqs.format}")
     w = max(8, *(len(str(r.capacity)) for r in results))
     print(f"{'policy':<7} {'capacity':>{w}}  block_hit_ratio  request_hit_ratio  engine")

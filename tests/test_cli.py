@@ -104,6 +104,7 @@ def test_set_without_equals(capsys):
 def test_usage_error_exit_2():
     p = subprocess.run([sys.executable, "-m", "kvviz", "frobnicate"], capture_output=True, text=True)
     assert p.returncode == 2 and "invalid choice" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("error: kvviz: ")  # one line, no usage above it
 
 
 def test_too_large_is_refused_with_estimate(tmp_path, capsys):

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QFileDialog
 from kvviz.errors import ScenarioError
 from kvviz.export import FORMATS, export_format
 from kvviz.export.figure_size import PX_PER_IN
+from kvviz.format import printable
 from kvviz.outputs import check_outputs, scenario_inputs, write_text
 
 from ..save_dir import remember, start_path
@@ -145,7 +146,7 @@ class ExportMenu:
         changed += [f"{k} unset (file: {_brief(self.panel.value(k, of_file=True))})"
                     for k in self._file_keys() if k not in edited]
         tail = "; changed from the file: " + ", ".join(changed) if changed else "; as in its file"
-        return f"{tab.title(self.result)} · {name} ({file}){tail}"
+        return printable(f"{tab.title(self.result)} · {name} ({file}){tail}")  # one line on the figure
 
     def _file_keys(self) -> list[str]:
         from ..views.compare import _flat

@@ -8,6 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox
 
+from kvviz.format import printable
+
 OTHER_FILE = Qt.UserRole + 1  # marks the entry of an opened file that is not bundled
 
 
@@ -32,7 +34,7 @@ class ScenarioPicker(QComboBox):
         want = Path(path).resolve()
         i = next((j for j in range(self.count()) if Path(self.itemData(j)).resolve() == want), -1)
         if i < 0:
-            self.addItem(Path(path).name, str(path))
+            self.addItem(printable(Path(path).name), str(path))
             i = self.count() - 1
             self.setItemData(i, True, OTHER_FILE)
             self.setItemData(i, str(path), Qt.ToolTipRole)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from kvviz import ScenarioError, parse_scenario
 from kvviz.bundled import bundled_scenarios
+from kvviz.format import printable
 from kvviz.mechanisms import engine_note_once, mechanisms
 
 from ..memory_limit import for_app, stored_limit
@@ -334,6 +335,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
             return
         old = Path(self._shown_path).name if self._shown_path else self.result.scenario.name
         new = Path(self.panel.path() or "").name
+        old, new = printable(old), printable(new)
         self.stale_note.setText(f"Showing the previous scenario, {old}, until {new} has been simulated…"
                                 if scenario is not None else
                                 f"Showing the previous scenario, {old}: {new} has invalid values, "
@@ -396,11 +398,11 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._say(f"⚠ {message}")
 
     def _say(self, text: str):
-        self.status.setText(text)
+        self.status.setText(printable(text))  # it may quote a scenario's name or a field path
 
     def _title(self):
         name = Path(self.panel.path()).name if self.panel.path() else "kvviz"
-        self.setWindowTitle(f"{name}{' *' if self.panel.is_dirty() else ''} — kvviz")
+        self.setWindowTitle(f"{printable(name)}{' *' if self.panel.is_dirty() else ''} — kvviz")
 
     # --- closing ------------------------------------------------------------------------
     def closeEvent(self, event):  # noqa: N802 (Qt's name)

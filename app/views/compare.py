@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from kvviz.format import format_value
+from kvviz.format import format_value, printable
 from kvviz.mechanisms import mechanisms
 from kvviz.metric_paths import metric_paths
 from kvviz.result import Result
@@ -156,9 +156,9 @@ class CompareView(QWidget):
                 f"{k}: {va} → <b>{vb}</b>" for k, va, vb in self.diff) + ".")
         else:
             self.diff_label.setText("A and B have the same parameters.")
-        self.a_label.setText(f"A (pinned): {self.pinned.scenario.name}"
+        self.a_label.setText(f"A (pinned): {printable(self.pinned.scenario.name)}"
                              + (" · " + ", ".join(f"{k} = {va}" for k, va, _ in shown) + more if shown else ""))
-        self.b_label.setText(f"B (current): {self.current.scenario.name}"
+        self.b_label.setText(f"B (current): {printable(self.current.scenario.name)}"
                              + (" · " + ", ".join(f"{k} = {vb}" for k, _, vb in shown) + more if shown else ""))
         self._open_on_region()
         rows = metric_diff(self.pinned.metrics_dict(), self.current.metrics_dict())

@@ -12,10 +12,11 @@
 """
 from __future__ import annotations
 
-from html import escape
+import html
 
 import numpy as np
 
+from ..format import printable
 from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
 from ..mechanisms import time_axis_title
 from ..palette import instant_color, instant_legend_name, span_color
@@ -23,6 +24,13 @@ from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, tick_labels, time_unit
 from .figure_size import DEFAULT_WIDTH_PX, PX_PER_IN
+
+
+def escape(text: str) -> str:
+    """Text for the figure: XML-escaped, and a name's control characters shown escaped (XML
+    forbids most of them: a title holding ESC made the whole SVG unreadable)."""
+    return html.escape(printable(text))
+
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 LANE_H, GROUP_H = 28, 22
