@@ -112,3 +112,51 @@ def test_ragpulse_is_named_not_misread_as_mooncake(tmp_path, capsys):
            "hash_ids": {"sys_prompt": [8302], "passages_ids": [7398], "history": [], "web_search": [],
                         "user_input": [26923]}, "session_id": "1757476916095-afhwfadnh5ew"}
     assert "line 1: a RAGPulse trace" in refused(tmp_path, capsys, json.dumps(rec) + "\n")
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("time,id,size\n" + "".join(f"{i},{i},10\n" for i in range(100)) + "1e300,a,10\n",
+     "line 102: time: beyond the simulator's time range (at most 4.61e+09 s; got 1e+300)"),
+    ("time,id,size\n0,a,10\n5e9,b,10\n", "line 3: time: beyond the simulator's time range"),
+    ("time,id,size\n0,a,10\n1,b\0c,10\n", "line 3: a NUL byte"),
+    ("time,id,size\n0,a,10\n1,,10\n", "line 3: id: empty"),
+    ('time,id,size\n0,a,10\n1,"",10\n', "line 3: id: empty"),
+    ("time,id,id,size\n0,a,b,10\n", "line 1: column(s) id named twice in the header"),
+])
+@pytest.mark.parametrize("fast", [True, False])
+def test_csv_rows_out_of_range_nul_empty_id_and_a_header_twice(tmp_path, capsys, monkeypatch, text, msg, fast):
+    if not fast:  # kvviz's own reader, as where pyarrow is missing
+        from kvviz.requests import csv_format
+        monkeypatch.setattr(csv_format, "_arrow_columns", lambda *a: None)
+    assert msg in refused(tmp_path, capsys, text, "t.csv")
+
+
+def test_plain_csv_and_conversation_log_headers_twice(tmp_path, capsys):
+    err = refused(tmp_path, capsys, "time,input_tokens,output_tokens,block_tokens,hash_ids,time\n0,1,1,16,1,0\n", "p.csv")
+    assert "line 1: column(s) time named twice" in err
+    p = tmp_path / "c.csv"
+    p.write_text("conversation,turn,arrival_s,input_tokens,output_tokens,turn\na,1,0,1,1,2\n")
+    with pytest.raises(ScenarioError, match="line 1: column.s. turn named twice"):
+        load_trace(p)
+
+
+@pytest.mark.parametrize("tool, kind", [("gzip", "gzip"), ("bz2", "bzip2"), ("lzma", "xz")])
+def test_a_compressed_trace_is_named_for_its_compression(tmp_path, capsys, tool, kind):
+    import importlib
+    data = importlib.import_module(tool).compress(b"time,id,size\n0,a,1\n1,b,1\n" * 50)
+    for fmt in ("auto", "csv"):
+        err = refused(tmp_path, capsys, data, "t.csv", "--format", fmt)
+        assert f"compressed with {kind}: kvviz decompresses zstd traces only" in err
+
+
+def test_an_oracle_general_trace_starting_with_gzip_bytes_is_read(tmp_path):
+    import numpy as np
+
+    from kvviz.requests.oracle_general import ORACLE_RECORD
+    from kvviz.requests.reader import read_trace
+    rec = np.zeros(3, dtype=ORACLE_RECORD)
+    rec["time"], rec["id"], rec["size"], rec["next"] = [0x88B1F, 0x88B20, 0x88B21], [1, 2, 1], 5, [2, -1, -1]
+    p = tmp_path / "t.bin"
+    p.write_bytes(rec.tobytes())
+    assert p.read_bytes()[:3] == b"\x1f\x8b\x08"
+    assert read_trace(p).ids.tolist() == [0, 1, 0]

@@ -41,6 +41,9 @@ def _rows(path: Path):
     if header is None:
         raise ScenarioError("empty trace file", str(path), "line 1")
     header = [h.strip() for h in header]
+    twice = sorted({c for c in header if c and header.count(c) > 1})
+    if twice:  # a row keeps one of them: which?
+        raise ScenarioError(f"column(s) {', '.join(twice)} named twice in the header", str(path), "line 1")
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header needs "
