@@ -1,6 +1,7 @@
 """Issue 29 ("Nothing lost, ever"): trace files a hostile tester wrote, each refused in one line
 naming the file and the line or field (exit 2), never a traceback and never read as if sound."""
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,31 @@ def test_an_oracle_general_trace_starting_with_gzip_bytes_is_read(tmp_path):
     p.write_bytes(rec.tobytes())
     assert p.read_bytes()[:3] == b"\x1f\x8b\x08"
     assert read_trace(p).ids.tolist() == [0, 1, 0]
+
+
+def replay_err(capsys, *argv) -> str:
+    assert main(["replay", *map(str, argv)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_an_empty_shards_sample_is_refused_with_a_rate_that_samples(tmp_path, capsys):
+    p = tmp_path / "t.csv"
+    p.write_text("time,id,size\n" + "".join(f"{i},{i % 7},100\n" for i in range(50)))
+    err = replay_err(capsys, p, "--capacity", "1KB", "--sample-rate", "1e-300")
+    assert err.startswith("error: --sample-rate: the SHARDS sample at R=1e-300 holds no request"), err
+    enough = err.split("a rate of ")[1].split()[0]
+    assert main(["replay", str(p), "--capacity", "1KB", "--sample-rate", enough, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["request_miss_ratio"] > 0
+    # just below it, still empty: the rate named is the one that samples, not any larger one
+    below = str(float(enough) - 10 ** (math.floor(math.log10(float(enough))) - 1))
+    assert "holds no request" in replay_err(capsys, p, "--capacity", "1KB", "--sample-rate", below)
+
+
+@pytest.mark.parametrize("capacity", ["0.5", "1.5", "0", "-5", "0.0001KB"])
+def test_a_fractional_or_zero_capacity_says_whole_bytes(tmp_path, capsys, capacity):
+    p = tmp_path / "t.csv"
+    p.write_text("time,id,size\n0,a,1\n1,b,1\n")
+    err = replay_err(capsys, p, "--capacity", capacity)
+    assert err == f"error: --capacity: capacity must be a whole number of bytes, at least 1 (got '{capacity}')"
