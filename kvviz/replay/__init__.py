@@ -19,6 +19,7 @@ processes (kvviz.executor).
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -84,6 +85,20 @@ def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
     return value
 
 
+def _check_sample(reqs: Requests, rate: float) -> None:
+    """An empty SHARDS sample estimates no miss at all (a perfect cache): refused, with the
+    rate that would sample the trace's first object to hash low enough."""
+    from .stack_distance import sampled_objects, shards_hash
+    if not len(reqs) or sampled_objects(reqs.objects, rate).any():
+        return
+    lowest = int(shards_hash(np.arange(reqs.objects)).min())
+    need = (lowest + 1) / 2.0**64  # kept: hash < int(rate * 2**64)
+    step = 10 ** (math.floor(math.log10(need)) - 1)
+    enough = math.ceil(need / step) * step  # two significant digits, rounded up
+    raise ScenarioError(f"the SHARDS sample at R={rate:g} holds no request (none of the trace's {reqs.objects:,} "
+                        f"objects); a rate of {enough:.2g} or more samples at least one", "--sample-rate")
+
+
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
@@ -113,6 +128,9 @@ def parse_size(text: str, source: str = "--capacity", footprint: int | None = No
     except OverflowError:  # a whole number too large for a float
         raise ScenarioError(f"capacity is beyond {MAX_BYTES:.3g} bytes (got {text!r})", source) from None
     value = int(round(number)) if unit == "%" else int(number)
+    # 0.5 is "> 0" yet no byte count; 1.5 KB is 1,500 B, but 1.5 B a typo
+    if unit != "%" and (value < 1 or unit.lower() in ("", "b") and number != value):
+        raise ScenarioError(f"capacity must be a whole number of bytes, at least 1 (got {text!r})", source)
     if value <= 0:
         raise ScenarioError(f"capacity must be > 0 bytes (got {text!r}" +
                             (f": {number:.3g} B of a {footprint:,} B footprint)" if unit == "%" else ")"),
@@ -245,6 +263,8 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     for c in caps:
         _check_capacity(reqs, c)
     sample_rate = check_sample_rate(sample_rate)
+    if sample_rate is not None and "lru" in names:
+        _check_sample(reqs, sample_rate)
     if sample_rate is not None:
         one_pass_lru = True
     elif one_pass_lru is None:

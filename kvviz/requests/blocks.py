@@ -29,6 +29,8 @@ def read_blocks(path: str | Path, kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER
         what = f"a {expect} request trace" if expect else "a Mooncake, Qwen/Bailian or plain request trace"
         raise ScenarioError(f"not {what}: the first record has neither hash_ids with timestamp "
                             f"(Mooncake) nor chat_id (Qwen/Bailian) nor time (plain)", str(path), "line 1")
+    if not len(got.hashes):  # libCacheSim fails on a trace of no request ("Unable to allocate 0 bytes")
+        raise ScenarioError("every request's hash_ids is empty: no block to replay", str(path))
     times = np.repeat(got.times_s, got.hash_counts)  # in time order: prompts.read checks
     ids = first_request_ids(got.hashes)
     tokens = got.block_tokens

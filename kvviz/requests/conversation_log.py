@@ -14,7 +14,7 @@ from ..errors import ScenarioError
 from ..io import read_text
 from ..limits import MAX_NS, MAX_TOKENS
 from .conversations import NS_PER_S, Conversations
-from .jsonl import json_lines
+from .jsonl import identifier, json_lines
 
 COLUMNS = ("conversation", "turn", "arrival_s", "input_tokens", "output_tokens")
 
@@ -28,6 +28,12 @@ def _rows(path: Path):
             if missing:
                 raise ScenarioError(f"missing field(s) {', '.join(missing)} (each line needs "
                                     f"{', '.join(COLUMNS)})", str(path), f"line {i}")
+            identifier(rec["conversation"], "conversation", path, i)
+            for key in COLUMNS[1:]:  # JSON has numbers: "600" is a string, as in the CSV it is not
+                v = rec[key]
+                if type(v) not in (int, float) or key != "arrival_s" and type(v) is float:
+                    what = "a number" if key == "arrival_s" else "an integer"
+                    raise ScenarioError(f"{key}: expected {what}, got {v!r}", str(path), f"line {i}")
             yield i, rec
         return
     reader = csv.reader(text.splitlines())
@@ -35,6 +41,9 @@ def _rows(path: Path):
     if header is None:
         raise ScenarioError("empty trace file", str(path), "line 1")
     header = [h.strip() for h in header]
+    twice = sorted({c for c in header if c and header.count(c) > 1})
+    if twice:  # a row keeps one of them: which?
+        raise ScenarioError(f"column(s) {', '.join(twice)} named twice in the header", str(path), "line 1")
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header needs "

@@ -144,7 +144,7 @@ def read(path, match: str = "complete_blocks") -> tuple[Conversations, TraceNote
     """A Qwen/Bailian or Mooncake trace as (Conversations, notes); None if the file's first
     record is neither (then it is a conversation log, or not JSON lines at all)."""
     path = Path(path)
-    fmt = detect(first_record(path))
+    fmt = detect(first_record(path), path)
     if fmt is None:
         return None
     if fmt == PLAIN:
@@ -176,7 +176,7 @@ def _later_line(text: str, after: int, chat_id) -> int | None:
     for i, line in enumerate(text.splitlines()[after:], after + 1):
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # only for a message: a line past the one refused
             continue
         if isinstance(rec, dict) and rec.get("chat_id") == chat_id and type(rec.get("chat_id")) is type(chat_id):
             return i

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ScenarioError
-from ..limits import MAX_BYTES
+from ..limits import MAX_BYTES, MAX_NS
 from .common import BOM, DenseIds, read_bytes
 from .objects import Requests
 
 COLUMNS = ("time", "id", "size")
+MAX_SECONDS = MAX_NS / 1e9  # a row's time (s) in the simulator's integer ns
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,10 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
     data = read_bytes(path).removeprefix(BOM)  # a UTF-8 byte order mark (spreadsheets write one)
     if not data or data.isspace():
         raise ScenarioError("empty trace", str(path), "line 1")
+    nul = data.find(b"\0")  # one C scan: a NUL is no text (ids would differ by an invisible byte)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise ScenarioError("a NUL byte: a CSV trace is text", str(path), f"line {line}")
     cut = data.find(b"\n")
     line1 = (data if cut < 0 else data[:cut]).rstrip(b"\r").decode("utf-8", "replace")
     delimiter = layout.delimiter or sniff_delimiter(line1)
@@ -98,6 +103,9 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
         if missing:
             raise ScenarioError(f"missing column(s) {', '.join(missing)} (the header must name time,id,size; "
                                 f"or give the field numbers: {layout.source} id=N,...)", str(path), "line 1")
+        twice = sorted({c for c in first if c and first.count(c) > 1})
+        if twice:  # which of two `id` columns is the id?
+            raise ScenarioError(f"column(s) {', '.join(twice)} named twice in the header", str(path), "line 1")
         cols = tuple(first.index(c) for c in COLUMNS)
         skip = 1
     else:
@@ -187,21 +195,24 @@ def _exact_columns(path: Path, data: bytes, width: int, cols: tuple, skip: int, 
         times = None if it is None else _numbers(path, fields[it], "time", np.float64, float, 1 + skip)
         sizes = None if isz is None else _numbers(path, fields[isz], "size", np.int64, int, 1 + skip)
         ids = DenseIds()
-        ids.add(fields[ii])
+        ids.add(_named_ids(path, fields[ii], 1 + skip))
         return times, ids.dense(), sizes
     return _read_chunks(path, body, width, cols, sep, 1 + skip)
 
 
 def _check_values(path: Path, times: np.ndarray, sizes: np.ndarray, first_line: int = 2) -> None:
-    """Sizes in range, times finite, >= 0 and in order; the first bad row named by its line. The
-    whole-array tests come first: on a good trace (the usual case) nothing else is computed."""
+    """Sizes in range, times finite, >= 0, within the simulator's range and in order; the first
+    bad row named by its line. The whole-array tests come first: on a good trace (the usual
+    case) nothing else is computed."""
     if len(sizes) and (sizes.min() < 0 or sizes.max() > MAX_BYTES):
         i = int(np.flatnonzero((sizes < 0) | (sizes > MAX_BYTES))[0])
         why = "must be >= 0" if sizes[i] < 0 else f"beyond {MAX_BYTES:.3g} bytes"
         raise ScenarioError(f"size: {why} (got {sizes[i]})", str(path), f"line {i + first_line}")
-    if not (np.isfinite(times).all() and (len(times) == 0 or times.min() >= 0)):
-        i = int(np.flatnonzero(~np.isfinite(times) | (times < 0))[0])
-        raise ScenarioError(f"time: must be a finite number >= 0 (got {times[i]})", str(path), f"line {i + first_line}")
+    if len(times) and not (times.min() >= 0 and times.max() <= MAX_SECONDS):  # nan fails both
+        i = int(np.flatnonzero(~(times >= 0) | (times > MAX_SECONDS))[0])
+        why = "must be a finite number >= 0 (got" if not 0 <= times[i] < np.inf else \
+            f"beyond the simulator's time range (at most {MAX_SECONDS:.3g} s; got"
+        raise ScenarioError(f"time: {why} {times[i]:g})", str(path), f"line {i + first_line}")
     back = times[1:] < times[:-1]
     if back.any():
         i = int(np.flatnonzero(back)[0]) + 1
@@ -223,7 +234,7 @@ def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, f
         chunk = body[start:end]
         _check_widths(path, chunk, width, sep, line)
         fields = chunk.replace(b"\n", sep).split(sep)
-        ids.add(fields[ii::width])
+        ids.add(_named_ids(path, fields[ii::width], line))
         if it is not None:
             times.append(_numbers(path, fields[it::width], "time", np.float64, float, line))
         if isz is not None:
@@ -231,6 +242,13 @@ def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, f
         line += len(fields) // width
         start = end + 1
     return (np.concatenate(times) if times else None), ids.dense(), (np.concatenate(sizes) if sizes else None)
+
+
+def _named_ids(path: Path, col: list, first_line: int) -> list:
+    """The id column, refused at the first empty id (two empty ids would be one object)."""
+    if b"" in col:
+        raise ScenarioError("id: empty", str(path), f"line {col.index(b'') + first_line}")
+    return col
 
 
 def _check_widths(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> None:

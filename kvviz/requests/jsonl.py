@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from ..errors import ScenarioError
-from ..limits import MAX_NS, MAX_TOKENS
+from ..limits import MAX_DEPTH, MAX_NS, MAX_TOKENS, nesting_depth
 
 QWEN = "qwen"
 MOONCAKE = "mooncake"
@@ -32,24 +32,61 @@ MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 QWEN_KEYS = ("chat_id", "timestamp", "input_length", "output_length")
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    rec = dict(pairs)
+    if len(rec) < len(pairs):  # json.loads would keep the last value silently
+        seen: set = set()
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return rec
+
+
+# One decoder, built once: json.loads(line, object_pairs_hook=...) builds one per call (+50% here)
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def parse_line(line: str, path: Path, i: int):
+    """One JSONL line as JSON, refused naming the line if malformed, if a key repeats in an
+    object, or if it nests deeper than MAX_DEPTH (no trace format nests beyond 3; 1,000 deep
+    makes the json module recurse out of the stack)."""
+    try:
+        rec = _DECODER.decode(line)
+    except DuplicateKey as e:
+        raise ScenarioError(f"{e.key}: given twice in one record", str(path), f"line {i}") from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
+    except RecursionError:
+        deep = True
+    else:  # counting brackets is cheap (C): the walk runs only on a line that could nest too deep
+        deep = line.count("[") + line.count("{") > MAX_DEPTH and nesting_depth(rec) > MAX_DEPTH
+    if deep:
+        raise ScenarioError(f"nested deeper than {MAX_DEPTH} levels", str(path), f"line {i}")
+    return rec
+
+
 def json_lines(path: Path, text: str):
     """(line number, dict) per non-blank line of a JSONL file."""
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(f"malformed JSON: {e.msg}", str(path), f"line {i}") from None
+        rec = parse_line(line, path, i)
         if not isinstance(rec, dict):
             raise ScenarioError("expected a JSON object per line", str(path), f"line {i}")
         yield i, rec
 
 
-def detect(rec) -> str | None:
+def detect(rec, path: Path | None = None) -> str | None:
     """Which request-trace format a first record is in, or None (a conversation log)."""
     if not isinstance(rec, dict) or "conversation" in rec:
         return None
+    if isinstance(rec.get("hash_ids"), dict):  # ids by prompt component, timestamps as strings
+        raise ScenarioError("a RAGPulse trace (hash_ids by component): kvviz reads Mooncake, Qwen/Bailian "
+                            "and plain request traces, not RAGPulse", str(path), "line 1")
     if "chat_id" in rec:
         return QWEN
     if "time" in rec or "input_tokens" in rec:  # Mooncake's keys are timestamp, input_length
@@ -64,12 +101,18 @@ def first_record(path: Path):
     conversation-log reader reports such files as it always has)."""
     try:
         with open(path, encoding="utf-8-sig") as f:
-            for line in f:
-                if line.strip():
-                    return json.loads(line)
-    except (OSError, UnicodeDecodeError, ValueError):
+            i, line = next(((i, ln) for i, ln in enumerate(f, 1) if ln.strip()), (0, None))
+    except (OSError, UnicodeDecodeError):
         return None
-    return None
+    if line is None:
+        return None
+    try:
+        json.loads(line)
+    except ValueError:
+        return None
+    except RecursionError:
+        pass
+    return parse_line(line, path, i)  # JSON, but nested too deep or a key given twice: refused here
 
 
 def require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
@@ -125,7 +168,15 @@ def mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, 
     t = timestamp(rec, "timestamp", path, line, NS_PER_UNIT[MOONCAKE])
     n_in = integer(rec, "input_length", path, line)
     n_out = integer(rec, "output_length", path, line)
-    return t, n_in, n_out, hash_ids(rec, path, line)
+    ids = hash_ids(rec, path, line)
+    # One id per 512-token block, the last partial: on the bundled traces (16,024 records) exactly
+    # ceil(input_length / 512) every time; one block either way is allowed (a writer counting
+    # only complete blocks), more is a record that contradicts itself.
+    blocks = -(-n_in // MOONCAKE_BLOCK_TOKENS)
+    if abs(len(ids) - blocks) > 1:
+        raise ScenarioError(f"hash_ids: {len(ids):,} ids for input_length {n_in:,}, which is {blocks:,} "
+                            f"512-token block(s) (±1 allowed)", str(path), f"line {line}")
+    return t, n_in, n_out, ids
 
 
 def qwen_record(rec: dict, path: Path, line: int, need_hashes: bool) -> tuple:

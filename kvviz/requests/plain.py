@@ -90,6 +90,9 @@ def csv_records(path: Path, text: str):
     lines = text.splitlines()
     first = next(i for i, ln in enumerate(lines) if ln.strip())
     names = _header(lines[first])
+    twice = sorted({c for c in names if c and names.count(c) > 1})
+    if twice:  # a record keeps one of them: which?
+        raise ScenarioError(f"column(s) {', '.join(twice)} named twice in the header", str(path), f"line {first + 1}")
     missing = [k for k in PLAIN_KEYS if k not in names]
     if missing:
         raise ScenarioError(f"the header lacks column(s) {', '.join(missing)} (a plain CSV trace has "

@@ -116,7 +116,7 @@ def read(path: str | Path) -> PromptRequests | None:
     """A Mooncake, Qwen/Bailian or plain (JSONL or CSV) trace's requests, every line checked,
     hash_ids required and times never going backwards; None when the file is none of them."""
     path = Path(path)
-    fmt = detect(first_record(path))
+    fmt = detect(first_record(path), path)
     if fmt is None and not is_plain_csv(path):
         return None
     text = read_text(path, "trace file")

@@ -5,6 +5,7 @@ compressed size and an absolute ceiling, kvviz.limits), refused before writing p
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -12,8 +13,15 @@ from ..errors import ScenarioError
 from ..io import open_regular, scratch_tree
 from ..limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .common import read_bytes
+from .oracle_general import fits_oracle_general
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Compressions kvviz does not undo, told by their magic bytes: such a file is named for what it
+# is, not read as a text trace whose header is missing (bzip2's with its first block's magic,
+# so a text file starting "BZh" is not one)
+OTHER_MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",
+               b"\x04\x22\x4d\x18": "lz4", b"7z\xbc\xaf\x27\x1c": "7z"}
+_BZIP2 = re.compile(rb"BZh[1-9]1AY&SY")
 
 
 @contextmanager
@@ -21,7 +29,13 @@ def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int
     """The path itself, or a temporary file holding its zstd-decompressed content (named as the
     file without .zst, so the format is still told by name), at most the smaller of `max_ratio`
     times the compressed size and `max_bytes` (defaults: kvviz.limits)."""
-    if read_bytes(path, len(ZSTD_MAGIC)) != ZSTD_MAGIC:
+    head = read_bytes(path, 4096)
+    if not head.startswith(ZSTD_MAGIC):
+        kind = "bzip2" if _BZIP2.match(head) else next((k for m, k in OTHER_MAGIC.items() if head.startswith(m)), None)
+        # an oracleGeneral trace's first time can start with those bytes too; its records tell it
+        if kind and not fits_oracle_general(head, path.stat().st_size):
+            raise ScenarioError(f"compressed with {kind}: kvviz decompresses zstd traces only (decompress it "
+                                f"first, or recompress it with zstd)", str(path))
         yield path
         return
     try:

@@ -14,6 +14,9 @@ from .placement import PLACEMENTS
 from .presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, fp16_weights_gb, free_hbm_gb, with_preset
 
 GB = 10**9
+# The longest context window of 2025 is 10M tokens (Llama 4 Scout): 10x that bounds every token
+# count here, so a typo (1e30) is refused at its field rather than sized or run
+MAX_CONTEXT = 100_000_000
 
 
 class Workload(Section):
@@ -42,12 +45,13 @@ class Workload(Section):
                                     description="Mean turns of a multi-turn conversation; turns = 1 + geometric "
                                                 "(shape: our assumption)")
     max_turns: int = param(100, ge=1, le=10_000, unit="turns", description="Cap on turns per conversation")
-    input_tokens_mean: float = param(161.0, gt=0, unit="tokens",
+    # token counts at most MAX_CONTEXT (below): a turn longer than any context window is no turn
+    input_tokens_mean: float = param(161.0, gt=0, le=MAX_CONTEXT, unit="tokens",
                                      description="Mean user tokens per turn (lognormal; assumption)")
-    output_tokens_mean: float = param(338.0, gt=0, unit="tokens",
+    output_tokens_mean: float = param(338.0, gt=0, le=MAX_CONTEXT, unit="tokens",
                                       description="Mean reply tokens per turn (lognormal; assumption)")
     tokens_sigma: float = param(1.0, ge=0, le=4, description="Lognormal sigma of both token counts (assumption)")
-    max_turn_tokens: int = param(2048, ge=1, unit="tokens",
+    max_turn_tokens: int = param(2048, ge=1, le=MAX_CONTEXT, unit="tokens",
                                  description="Cap on a turn's input and on its output (assumption)")
     think_time_mean_s: float = param(60.0, ge=0, le=1e7, unit="s",
                                      description="Mean user think time between turns (exponential; assumption)")
@@ -67,7 +71,7 @@ class Model(Section):
                                     "[hardware] (see presets.py for sources)")
     kv_bytes_per_token: int = param(ge=1, unit="B", description="KV-cache bytes per token, all layers")
     layers: int = param(ge=1, le=1000, description="Transformer layers (the unit of layer-wise pre-loading)")
-    context_window: int = param(ge=2, unit="tokens", description="Context window")
+    context_window: int = param(ge=2, le=MAX_CONTEXT, unit="tokens", description="Context window")
     params_b: float = param(gt=0, le=10_000, unit="B params",
                             description="Parameters, in billions: 2·params FLOPs per token computed, and "
                                         "2·params bytes of FP16 weights read per decode iteration")
@@ -101,7 +105,9 @@ class Hardware(Section):
                     "buffers, and (store.tiers with hbm) finished sessions. Not set: computed as gpus × "
                     "(hbm_gb_per_gpu − hbm_reserve_gb_per_gpu) − the model's FP16 weights (LLaMA-65B "
                     "on 4×A100-80GB: 320 − 130.4 = 189.6 GB; paper §2.4: 190 GB)")
-    gpu_peak_tflops: float = param(312.0, gt=0, unit="TFLOP/s",
+    # 1e300 made a FLOP rate of inf and a prefill of 0 ns (a division by zero, no field named); B200's
+    # dense FP16 is ~2,250 TFLOP/s: 100,000 is 44x that
+    gpu_peak_tflops: float = param(312.0, gt=0, le=100_000, unit="TFLOP/s",
                                    description="Peak dense FP16 tensor throughput of ONE GPU (A100 datasheet: 312)")
     mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
                        description="Model FLOP utilisation of prefill (each model preset sets it). Calibrated on "
@@ -137,7 +143,7 @@ class Hardware(Section):
                                   description="Read buffer: lets layer-wise pre-loading start before the GPU frees")
     write_buffer_gb: float = param(2.0, ge=0, unit="GB",
                                    description="Write buffer: absorbs KV not yet saved when decoding ends")
-    block_tokens: int = param(16, ge=1, unit="tokens",
+    block_tokens: int = param(16, ge=1, le=MAX_CONTEXT, unit="tokens",
                               description="Storage block (vLLM-like); a session occupies whole blocks")
 
     @model_validator(mode="after")

@@ -44,10 +44,11 @@ from .attention_profile import calibrate_decay, mass_on
 MAX_EVENTS = 20_000_000
 # measured (see the README's size limits): 1M and 4M positions, 265 B and 2.7 µs per trace row
 BYTES_PER_ROW, SECONDS_PER_ROW = 300, 3e-6
+MAX_LENGTH = 50_000_000  # positions in a sequence
 
 
 class Sequence(Section):
-    length: int = param(16, ge=1, le=50_000_000, unit="tokens",
+    length: int = param(16, ge=1, le=MAX_LENGTH, unit="tokens",
                         description="Tokens in the sequence (positions 0..length-1)")
     queries: list[int] = param([8, 12], min_length=1, unit="position",
                                description="Query positions, in arrival order")
@@ -79,7 +80,8 @@ class Cache(Section):
 class Prefetch(Section):
     window: int = param(3, ge=0, le=1_000_000, unit="positions",
                         description="Half-width W: the window is [q-W, q+W] around the query")
-    priority_scale: float = param(100.0, gt=0, unit="positions",
+    # past 1e9 (20x the longest sequence) every priority is within 5% of 1: no order is left to set
+    priority_scale: float = param(100.0, gt=0, le=1e9, unit="positions",
                                   description="priority(d) = 1 / (1 + d / priority_scale)")
     eviction: Literal["outside_window", "lazy"] = param(
         "outside_window", description="outside_window: evict everything outside the new window; "
@@ -99,7 +101,8 @@ class Attention(Section):
     concentration: float = param(0.72, gt=0, lt=1, unit="share",
                                  description="Assumed share of a query's mass within ±radius "
                                              "(seed: ~72% within ±3)")
-    radius: int = param(3, ge=0, unit="positions", description="Radius for `concentration`")
+    # a radius past the longest sequence already spans every position (the profile is uniform)
+    radius: int = param(3, ge=0, le=MAX_LENGTH, unit="positions", description="Radius for `concentration`")
 
 
 class Read(Section):
