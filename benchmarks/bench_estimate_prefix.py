@@ -3,7 +3,7 @@ bundled prefix-cache scenario and the timed one at a few workload sizes, estimat
 this machine, kvviz.calibration) and run (simulate(), wall time); prints actual / estimate per
 row. Asserts nothing about time.
 
-Run: .venv/bin/python benchmarks/bench_estimate_prefix.py [--sizes 50,200,1000] [--repeat 1]
+Run: .venv/bin/python benchmarks/bench_estimate_prefix.py [--sizes 50,200,1000] [--repeat 1] [--only-sizes]
      .venv/bin/python benchmarks/bench_estimate_prefix.py --constants   each timed run's CPU time
 beside the cost model's counts (lookups, requests, pinned blocks walked), put at the reference
 probe (× REFERENCE_PROBE_US_PER_TURN / this session's probe): the figures costs.py keeps.
@@ -33,8 +33,9 @@ def _arg(flag: str, default: str) -> str:
 
 
 def cases(sizes):
-    out = [(p.stem, ()) for p in sorted((ROOT / "scenarios").glob("prefix_cache*.toml"))]
-    out.append(("prefix_cache_mooncake", ("serving.timing=true",)))
+    out = [] if "--only-sizes" in sys.argv else \
+        [(p.stem, ()) for p in sorted((ROOT / "scenarios").glob("prefix_cache*.toml"))] + \
+        [("prefix_cache_mooncake", ("serving.timing=true",))]
     out += [(TIERS, (f"workload.requests={n}",)) for n in sizes]
     return out
 

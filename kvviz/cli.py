@@ -149,6 +149,8 @@ def cmd_run(args) -> int:
     for c in result.metrics.get("checks", ()):
         if not c["ok"]:
             print(f"check failed: {file}: {c['metric']} = {c['actual']}, expected {c['expect']}", file=sys.stderr)
+    if note := result.metrics.get("overload"):  # also in the summary and the JSON: said where it is seen
+        print(f"warning: {file}: {note}", file=sys.stderr)
     return 0
 
 
