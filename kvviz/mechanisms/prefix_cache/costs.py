@@ -25,7 +25,7 @@ Re-measure with `benchmarks/bench_estimate_prefix.py --constants`.
 from __future__ import annotations
 
 # Measured with `benchmarks/bench_estimate_prefix.py --constants --sizes 50,200,1000` (2026-12-02
-# 05:30 UTC, 2 shared cores, 21 probes median 18.1 µs per turn, CPU times × 0.89 to the reference
+# ~05:14 UTC, 2 shared cores, 21 probes median 18.1 µs per turn, CPU times × 0.89 to the reference
 # probe): each timed run of the Mooncake trace (serving.timing = true: 3,993 requests, 117,888
 # lookups, 476 HBM blocks) and of prefix_cache_tiers at 50/200/1,000 requests (23,792-487,770
 # lookups, 381 HBM blocks), lru, lru with prefetch, fifo, leaf_lru, belady, one round each:
@@ -48,7 +48,7 @@ REQUEST_S = 60e-6                           # the timed engine, per request
 SCAN_S = {("ordered", False): 20e-9, ("ordered", True): 55e-9, ("heap", False): 0.2e-6, ("heap", True): 0.2e-6}
 HBM_PLACED = 0.8   # the share of lookups placed into HBM (measured 0.68-0.97)
 HEAP_EPOCHS = {False: 1, True: 3}  # walks of the held set per request: at its end; and its arrival and admission
-RECORD = 1.3       # the recorded run (the trace) over an unrecorded one
+RECORD = 1.3  # the recorded run over an unrecorded one: ASSUMPTION, AttentionStore's reference figure (not measured here)
 
 
 def scan_kind(eviction: str) -> str:
