@@ -121,6 +121,7 @@ class Case:
     outputs: list[str] = field(default_factory=list)   # sandbox-relative entries it may write
     trees: list[str] = field(default_factory=list)     # folders whose new contents are outputs (--cache)
     gui: bool = False
+    must_refuse: list[str] = field(default_factory=list)  # why the guard must refuse it, if it must
 
 
 def _resolve(d: Path, spelled: str) -> str:
@@ -173,6 +174,7 @@ def run_case(rng: random.Random, d: Path) -> Case:
     argv, expect, parts = ["run", _spell(rng, d, scen) if rng.random() < 0.2 else scen], "ran", []
     outputs: set[str] = set()
     seen: set[str] = set()
+    must_refuse: list[str] = []
     named: list[tuple[str, str, str]] = []
     protected: set[str] = set()
     for flag in rng.sample(list(EXT) + ["--csv"], rng.randint(1, 3)):
@@ -187,9 +189,10 @@ def run_case(rng: random.Random, d: Path) -> Case:
         # a protected entry (an input, a FIFO, a read-only file...) is never an output
         (outputs if want != "refused" or sub in KEEP else protected).update(entries)
         parts.append(f"{flag} {sub}")
-        expect = _combine(expect, want)
         if len(set(entries) & seen) or len(set(entries)) < len(entries):  # one entry, two outputs
-            expect, parts[-1] = "refused", parts[-1] + " (named twice)"
+            want, parts[-1] = "refused", parts[-1] + " (named twice)"
+        must_refuse += [parts[-1]] if want == "refused" else []
+        expect = _combine(expect, want)
         seen.update(entries)
     outputs = [o for o in outputs if o not in protected]
     trees = []
@@ -199,8 +202,9 @@ def run_case(rng: random.Random, d: Path) -> Case:
         argv += ["--cache", name]
         trees += [name] if want != "refused" else []
         parts.append(f"--cache {name}")
+        must_refuse += [parts[-1]] if want == "refused" else []
         expect = _combine(expect, want)
-    return Case(argv, f"run {scen} " + ", ".join(parts), expect, _links(d, outputs), trees)
+    return Case(argv, f"run {scen} " + ", ".join(parts), expect, _links(d, outputs), trees, False, must_refuse)
 
 
 def _combine(a: str, b: str) -> str:
@@ -221,8 +225,9 @@ def claims_case(rng: random.Random, d: Path) -> Case:
                              ("notes.txt", "refused"), ("pipe", "refused"), ("adir", "refused"),
                              ("missing/README.md", "refused"), ("link.json", "refused")])
     spelled = _spell(rng, d, name)
-    return Case(["claims", "scen.toml", "--readme", spelled, "--quiet"], f"claims --readme {name}", want,
-                _links(d, [_resolve(d, spelled)]) if want == "ran" else [])
+    kind = f"claims --readme {name}"
+    return Case(["claims", "scen.toml", "--readme", spelled, "--quiet"], kind, want,
+                _links(d, [_resolve(d, spelled)]) if want == "ran" else [], must_refuse=[kind] * (want == "refused"))
 
 
 def read_case(rng: random.Random, d: Path) -> Case:
@@ -242,7 +247,8 @@ def gui_case(rng: random.Random, d: Path) -> Case:
         want = "ran"  # --view-only writes SVG to a .svg name
     argv = ["scen.toml", "--screenshot", name] + (["--view-only"] if view_only else [])
     outputs = _links(d, [_resolve(d, name)]) if want != "refused" or sub in KEEP else []
-    return Case(argv, f"gui --screenshot {sub}" + (" --view-only" if view_only else ""), want, outputs, gui=True)
+    kind = f"kvviz-gui --screenshot {sub}" + (" --view-only" if view_only else "")
+    return Case(argv, kind, want, outputs, gui=True, must_refuse=[kind] * (want == "refused"))
 
 
 def file_case(rng: random.Random, d: Path, gui: float = 0.0) -> Case:
@@ -332,6 +338,7 @@ def judge(case: Case, before: dict, after: dict, code) -> list[str]:
 
 def _category(name: str) -> str:
     """Names with random parts (temporaries) made comparable, for deduplication."""
+    name = re.sub(r"_(lanes|spans|instants|counters|residency)\.csv$", "_*.csv", name)  # a set: one line
     return re.sub(r"(kvviz-?[a-z]*[-.])[A-Za-z0-9_]{6,}", r"\1*", re.sub(r"\.[a-z0-9_]{8}$", ".????????", name))
 
 
@@ -397,7 +404,7 @@ def judge_set(d: Path, targets: list[str], old: dict[str, bytes], new: dict[str,
         elif data is not None and complete(t, data, new.get(t)):
             states.append("new")
         else:
-            return [f"{t}: {'gone' if data is None else f'neither old nor whole new ({len(data)} bytes)'}"]
+            return [f"{t}: {'gone' if data is None else 'neither its old bytes nor a whole new file'}"]
     return [] if len(set(states)) <= 1 else ["set mixed: " + ", ".join(f"{t}={s}" for t, s in zip(targets, states))]
 
 
