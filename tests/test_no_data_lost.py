@@ -1,8 +1,7 @@
 """Issue 29, "Nothing lost, ever": the hostile tester's reproducers, each in a sandbox of a
 user's files judged by the files-lost oracle (tests/input_files.py), and a small seeded draw
 of the files surface; benchmarks/bench_fuzz_input.py draws thousands, with kill and full-disk
-cases. A reproducer that fails on the main of 2 Dec is marked xfail(strict): it turns into a
-failure the day its defect is fixed, so the mark is removed then."""
+cases. Each reproducer names what it lost before the output guard (kvviz/outputs.py)."""
 import os
 import random
 from pathlib import Path
@@ -11,17 +10,12 @@ import pytest
 
 from .input_files import IS_ROOT, Case, build, file_case, full_disk_case, kill_command, play
 
-
-def xfail(why: str):
-    return pytest.mark.xfail(strict=True, reason=f"issue 29: {why}")
-
-
 OVERWRITES_INPUT = "an output that is an input of the run is written over it"
 HIDDEN = "atomic_write deletes hidden user files named like its temporaries (.NAME + 8 characters, .kvviz-tmp)"
 SPECIAL = "a non-regular target (device, FIFO, socket) is replaced by a regular file"
 LINK = "a symlink output is replaced by a regular file, not written through"
 
-# (argv, exit code expected, entries the run may write, why it fails on main or None)
+# (argv, exit code expected, entries the run may write, what it lost before the guard or None)
 REPRODUCERS = {
     "json-out over the scenario": (["run", "scen.toml", "--json-out", "scen.toml"], 2, [], OVERWRITES_INPUT),
     "svg over the scenario": (["run", "scen.toml", "--svg", "scen.toml"], 2, [], OVERWRITES_INPUT),
@@ -69,12 +63,13 @@ def _check(case: Case, d: Path, code: int, outputs: list[str]):
     assert out.verdict == ("ran" if code == 0 else "refused"), (case.argv, out.stderr)
     if code == 2:  # one line, naming the path
         errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error")]
-        assert len(errors) == 1 and os.path.basename(case.argv[-1].rstrip("/")) in errors[0], out.stderr
+        target = [a for a in case.argv if not a.startswith("--")][-1]  # the last path: the one refused
+        assert len(errors) == 1 and os.path.basename(target.rstrip("/")) in errors[0], out.stderr
     for o in outputs:
         assert (d / o).is_file() and not (d / o).is_symlink(), o
 
 
-@pytest.mark.parametrize("name", [pytest.param(k, marks=xfail(v[3]) if v[3] else ()) for k, v in REPRODUCERS.items()])
+@pytest.mark.parametrize("name", list(REPRODUCERS))
 def test_a_reproducer_loses_nothing(name, tmp_path):
     argv, code, outputs, _ = REPRODUCERS[name]
     build(tmp_path)
@@ -83,9 +78,8 @@ def test_a_reproducer_loses_nothing(name, tmp_path):
 
 @pytest.mark.gui
 @pytest.mark.parametrize("argv", [
-    pytest.param(["scen.toml", "--screenshot", "scen.toml", "--view-only"], marks=xfail(OVERWRITES_INPUT)),
-    pytest.param(["scen.toml", "--screenshot", "notes.txt"],
-                 marks=xfail("a screenshot Qt cannot save (.txt) empties notes.txt, exit 2")),
+    ["scen.toml", "--screenshot", "scen.toml", "--view-only"],  # wrote a PNG over the scenario
+    ["scen.toml", "--screenshot", "notes.txt"],  # a screenshot Qt cannot save (.txt) emptied notes.txt
 ], ids=["over the scenario", "over notes.txt"])
 def test_a_gui_screenshot_reproducer_loses_nothing(argv, tmp_path):
     build(tmp_path)
@@ -93,9 +87,8 @@ def test_a_gui_screenshot_reproducer_loses_nothing(argv, tmp_path):
 
 
 @pytest.mark.parametrize("which, room", [
-    pytest.param("json", 3000, marks=xfail("a failed PNG render leaves ..fig.png.kvviz-tmp.tmp and deletes "
-                                           ".fig.png.20261201")),
-    pytest.param("csv", 300, marks=xfail("--csv PREFIX on a full disk: prev_lanes.csv new, the others old")),
+    ("json", 3000),  # a failed PNG render left ..fig.png.kvviz-tmp.tmp and deleted .fig.png.20261201
+    ("csv", 300),  # --csv PREFIX on a full disk left prev_lanes.csv new, the others old
 ])
 def test_a_full_disk_leaves_the_old_files_whole(which, room, tmp_path):
     """Writes capped at `room` bytes (RLIMIT_FSIZE, as EFBIG: a full disk without root): the
@@ -105,17 +98,11 @@ def test_a_full_disk_leaves_the_old_files_whole(which, room, tmp_path):
     assert (problems, verdict) == ([], "refused"), kill_command(which)[0]
 
 
-# the seeded draw of the files surface: its indices that lose something on the main of 2 Dec
+# the seeded draw of the files surface (16 of these 40 lost something before the guard)
 DRAW, DRAW_SEED = 40, 29
-FAILS_ON_MAIN = {
-    2: "a hidden .fig.png.* deleted; a dangling symlink replaced", 3: "a socket and a dangling symlink replaced, "
-    "newname/ made a file", 4: OVERWRITES_INPUT, 5: SPECIAL, 8: SPECIAL, 10: "hidden .report.json.* deleted; "
-    "ro.md replaced", 11: SPECIAL, 13: LINK, 15: SPECIAL, 21: "newname/ made a file", 22: "--cache made "
-    "missing/dir; the trace overwritten", 23: SPECIAL, 27: OVERWRITES_INPUT, 28: LINK, 34: LINK, 35: OVERWRITES_INPUT}
 
 
-@pytest.mark.parametrize("i", [pytest.param(i, marks=xfail(FAILS_ON_MAIN[i]) if i in FAILS_ON_MAIN else ())
-                               for i in range(DRAW)])
+@pytest.mark.parametrize("i", range(DRAW))
 def test_a_drawn_files_case_loses_nothing(i, tmp_path):
     rng = random.Random(DRAW_SEED * 1000 + i)
     build(tmp_path)
