@@ -166,6 +166,8 @@ def cmd_run(args) -> int:
         if not c["ok"]:
             print(printable(f"check failed: {file}: {c['metric']} = {c['actual']}, expected {c['expect']}"),
                   file=sys.stderr)
+    if note := result.metrics.get("overload"):  # also in the summary and the JSON: said where it is seen
+        print(printable(f"warning: {file}: {note}"), file=sys.stderr)
     return 0
 
 

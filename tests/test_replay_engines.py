@@ -111,9 +111,9 @@ def test_fallback_engine_says_so(golden, capsys, no_libcachesim):
 
 
 @pytest.mark.parametrize("args,expect", [
-    (["--capacity", "0"], "capacity must be > 0"),
+    (["--capacity", "0"], "capacity must be a whole number of bytes, at least 1"),
     (["--capacity", "1GB"], "more than 1000x the trace's footprint"),
-    (["--capacities", "10,0"], "capacity must be > 0"),
+    (["--capacities", "10,0"], "capacity must be a whole number of bytes, at least 1"),
     (["--capacity", "10", "--policy", "nope"], "unknown policy 'nope' (one of: arc, belady"),
     (["--capacity", "10", "--engine", "python", "--policy", "sieve"], "one of: lru, fifo, belady"),
 ])

@@ -308,8 +308,10 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         else:
             how = f"simulated in {self.runner.last_seconds * 1000:.0f} ms" + \
                 (f" ({reused} unchanged {'part' if reused == 1 else 'parts'} reused)" if reused else "")
+        # an overloaded run's TTFT is its backlog: said here, the rates in Metrics' overload row
+        over = "; ⚠ overloaded (Metrics: overload)" if "overload" in result.metrics else ""
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"{how}{verdict}{self._after_run_note}")
+                  f"{how}{verdict}{over}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
 

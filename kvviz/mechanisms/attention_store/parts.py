@@ -15,6 +15,7 @@ from ...errors import ScenarioError
 from ...result import Result
 from ...runs import Part, Plan, key_of
 from ...serving.arrivals import mean_turns
+from ..overload import overload_note
 from .costs import DISPATCH_S_PER_TURN, s_per_turn, workload_s_per_turn
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing
@@ -203,5 +204,7 @@ def combine(sc, outputs: dict) -> Result | None:
         "sizing": w["sizing"],
         "detail": traced[2],
     }
+    if note := overload_note(per_policy):
+        metrics["overload"] = note
     events = sum(outputs[name][3] for name in runs if name in outputs)
     return Result(scenario=sc, trace=traced[1], metrics=round_metrics(metrics), events=events)

@@ -15,11 +15,15 @@ import os
 import numpy as np
 
 from ...errors import ScenarioError
+from ...requests.extent import extent
+from ...requests.jsonl import MOONCAKE_BLOCK_TOKENS
 from ...result import Result
 from ...size_guard import Estimate
 from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
 from .. import Mechanism
+from . import costs
 from .engine import ceiling, prepare, replay
+from .generator import generate
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario, Serving
 from .sizing import trace_lookups
@@ -27,9 +31,9 @@ from .timed import timed_result
 from .workload import GENERATOR_BLOCK_TOKENS, load
 
 # Above this many block lookups (block occurrences over all requests) a run is refused: each
-# costs about a microsecond and 200 bytes per run.
+# costs about 200 bytes per run (time: costs.py).
 MAX_LOOKUPS = 50_000_000
-BYTES_PER_LOOKUP, SECONDS_PER_LOOKUP_RUN = 200, 2e-6
+BYTES_PER_LOOKUP = 200
 # reading a JSONL trace: peak RSS growth and CPU time per byte of file (measured: the bundled
 # Mooncake sample, 1.1 MB, took 9 MB and 46 ms in kvviz.requests.prompts.read)
 READ_BYTES_PER_BYTE, READ_SECONDS_PER_BYTE = 8, 40e-9
@@ -69,8 +73,55 @@ def inactive(data: dict) -> dict[str, str]:
     return out
 
 
-def _runs(sc: PrefixCacheScenario) -> int:
-    return len(sc.policies) + 1  # and the all-Belady reference of belady_gap (at most)
+def _runs(sc: PrefixCacheScenario) -> list[tuple[str, bool, bool]]:
+    """The runs simulate makes, as (HBM's evictor, prefetch, recorded): each policy (again with
+    prefetch when timed), and the all-Belady reference unless a policy is it."""
+    evs = [[p if t.eviction == "policy" else t.eviction for t in sc.tiers] for p in sc.policies]
+    runs = [(ev[0], False, p == sc.shown_policy) for p, ev in zip(sc.policies, evs)]
+    if sc.serving.timing and sc.store.prefetch:
+        runs += [(ev[0], True, False) for ev in evs]
+    if ["belady"] * len(sc.tiers) not in evs:
+        runs.append(("belady", False, False))
+    return runs
+
+
+# Up to this many generated requests the estimate generates their prompts (~0.2 ms a request,
+# about 1% of their timed run) to count the lookups: a few hundred requests' mean is the
+# lognormal tails' (prefix_cache_tiers' 200: 719 blocks a request, the expectation 358).
+EXACT_REQUESTS = 2000
+
+
+def _generated(w) -> tuple[float, float]:
+    """(requests, block lookups) the generator makes: counted up to EXACT_REQUESTS, else the
+    expectation. A session of T requests re-sends its context, so its prompts hold
+    T·(system prompt + document) + its new tokens + E[T(T-1)/2]·(new + reply) tokens; T is
+    1 + a geometric of mean (turns - 1), whose E[T(T-1)/2] = (turns - 1)²."""
+    tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
+    if w.requests <= EXACT_REQUESTS:
+        try:
+            _, offsets, *_ = generate(w, tokens, MAX_LOOKUPS)
+            return float(w.requests), float(offsets[-1])
+        except ScenarioError:  # beyond the lookup limit: the expectation, which refuses it
+            pass
+    base = w.system_prompt_tokens + w.document_share * w.document_tokens
+    kinds = ((w.agent_share, w.agent_steps_mean, w.agent_step_tokens),
+             ((1 - w.agent_share) * w.multi_turn_share, w.mean_turns, w.user_tokens_mean))
+    single = (1 - w.agent_share) * (1 - w.multi_turn_share)
+    per_session = single * (base + w.user_tokens_mean)
+    turns = single
+    for share, T, new in kinds:
+        per_session += share * (T * (base + new) + (T - 1) ** 2 * (new + w.output_tokens_mean))
+        turns += share * T
+    return float(w.requests), w.requests * (per_session / turns / tokens + 0.5)  # + the partial last block
+
+
+def _timed_seconds(sc: PrefixCacheScenario, requests: float, lookups: float, block_tokens: int) -> float:
+    """The timed runs' CPU seconds (costs.py): each run's lookups, requests and pinned walks."""
+    s, kv = sc.serving, sc.model.kv_bytes_per_token
+    per_request = lookups * block_tokens / requests if requests else 0.0
+    held = costs.held_blocks(sc.tiers[0].blocks(block_tokens * kv), int(s.running_kv_gb * 1e9) // kv,
+                             s.max_batch, per_request, block_tokens)
+    return sum(costs.timed_run_s(ev, pf, lookups, requests, held, rec) for ev, pf, rec in _runs(sc))
 
 
 def estimate(sc: PrefixCacheScenario) -> Estimate:
@@ -78,18 +129,23 @@ def estimate(sc: PrefixCacheScenario) -> Estimate:
     if w.trace_file:  # from the file's size and its first lines (sizing.py), before it is read
         lookups = trace_lookups(w.trace_file, w.max_requests)
         size = os.stat(w.trace_file).st_size if os.path.isfile(w.trace_file) else 0
+        ext = extent(w.trace_file)
+        lines = ext.lines if ext else float(w.max_requests)
+        requests = min(w.max_requests, lines) if w.max_requests else lines
+        # ASSUMPTION (ours): a trace's own blocks are Mooncake's 512 tokens (the estimate reads no format)
+        block_tokens = w.block_tokens or MOONCAKE_BLOCK_TOKENS
         run, read = lookups * BYTES_PER_LOOKUP, size * READ_BYTES_PER_BYTE  # the whole file is read, cut or not
-        return Estimate(run + read, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN + size * READ_SECONDS_PER_BYTE,
-                        "workload.max_requests" if run >= read else "workload.trace_file")
-    tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    # a rough mean prompt: system prompt, a document for some, and a few turns of history: a
-    # chat's turns of user tokens and replies, an agent's steps of tool results and replies
-    # (agent_step_tokens was left out: 1e6 tokens a step was estimated at 0.2 MB and ran 6 min)
-    prompt = w.system_prompt_tokens + w.document_share * w.document_tokens + \
-        w.multi_turn_share * w.mean_turns * (w.user_tokens_mean + w.output_tokens_mean) + \
-        w.agent_share * w.agent_steps_mean * (w.agent_step_tokens + w.output_tokens_mean)
-    lookups = w.requests * (prompt / tokens + 1)
-    return Estimate(lookups * BYTES_PER_LOOKUP, lookups * _runs(sc) * SECONDS_PER_LOOKUP_RUN, "workload.requests")
+        field = "workload.max_requests" if run >= read else "workload.trace_file"
+        nbytes, before = run + read, size * READ_SECONDS_PER_BYTE + lookups * costs.PREPARE_S
+    else:
+        requests, lookups = _generated(w)
+        block_tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
+        nbytes, field, before = lookups * BYTES_PER_LOOKUP, "workload.requests", lookups * costs.PREPARE_S
+    if sc.serving.timing:
+        seconds = _timed_seconds(sc, requests, lookups, block_tokens)
+    else:
+        seconds = lookups * len(_runs(sc)) * costs.UNTIMED_LOOKUP_S
+    return Estimate(nbytes, before + seconds, field)
 
 
 def simulate(sc: PrefixCacheScenario) -> Result:

@@ -23,6 +23,7 @@ from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
 from ...trace import TraceBuilder
+from ..overload import overload_note, served_load
 from .engine import ceiling
 from .metrics import run_metrics, tier_setup
 from .timed_store import BlockStore
@@ -129,6 +130,7 @@ class Run:
             "load_wait_s": g.load_wait_ns / 1e9,
             "gpu_busy_s": g.busy_ns / 1e9,
             "preemptions": g.preemptions,
+            **served_load(arr, g.first_admit, en),  # overloaded or not, and the rates (overload.py)
             # the share of hit tokens served from HBM, CXL or DRAM (what prefetch raises)
             "dram_or_above_hit_share": float(hit_tok[upper].sum() / hit_tok.sum()) if hit_tok.sum() else 0.0,
             "prefetched_blocks": st.prefetched_blocks,
@@ -229,4 +231,6 @@ def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
         "belady_token_hit_rate": ref_rate,  # Belady on every tier, timed, without prefetch
         "policies": policies,
     }
+    if note := overload_note(policies):
+        metrics["overload"] = note
     return Result(scenario=sc, trace=trace, metrics=metrics, events=events)
