@@ -18,6 +18,7 @@ admitted request's history is and how long its load takes. The parts, one module
 - layerwise_prefill.py: when a prefill iteration whose layers wait on loads ends (closed form);
 - load_or_recompute.py: load a history from a slow tier, or recompute it when that is faster;
 - links.py: links between tiers as shared resources (transfers queue under a named rule).
+- overload.py: whether a served run kept up with its arrivals (the rule and the run's note).
 
 Clients: AttentionStore (kvviz.mechanisms.attention_store: its session store over DRAM and SSD,
 its Python engine and the compiled twin of this core in its native/ package) and the prefix

@@ -15,7 +15,7 @@ from ...errors import ScenarioError
 from ...result import Result
 from ...runs import Part, Plan, key_of
 from ...serving.arrivals import mean_turns
-from ..overload import overload_note
+from ...serving.overload import overload_note
 from .costs import DISPATCH_S_PER_TURN, s_per_turn, workload_s_per_turn
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing

@@ -26,9 +26,9 @@ from ...requests.conversations import Conversations
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, OUTCOME, RECOMPUTE_FASTER
+from ...serving.overload import served_load
 from ...serving.roofline import Roofline
 from ...trace import NO_FACT, TraceBuilder
-from ..overload import served_load
 from . import economics, native
 from . import recording as rec
 from .model import GB, AttentionStoreScenario
@@ -354,7 +354,7 @@ class Run:
             "max_batch_seen": g.max_seen,
             "preemptions": g.preemptions,
             # open-loop arrivals only (a closed loop releases a turn when the last reply ends):
-            # overloaded or not from the nominal arrivals (..overload.py)
+            # overloaded or not from the nominal arrivals (kvviz/serving/overload.py)
             **(served_load(self.rec_arrival, adm, en) if not self.closed else {}),
             "gpu_busy_s": busy_s,  # wall clock in iterations (= gpu_time_s summed over jobs: economics.py)
             "prefill_gpu_s": prefill_s,

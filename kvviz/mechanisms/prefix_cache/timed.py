@@ -21,9 +21,9 @@ from ...errors import ScenarioError
 from ...result import Result
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
+from ...serving.overload import overload_note, served_load
 from ...serving.roofline import Roofline
 from ...trace import TraceBuilder
-from ..overload import overload_note, served_load
 from .engine import ceiling
 from .metrics import run_metrics, tier_setup
 from .timed_store import BlockStore
