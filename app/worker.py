@@ -111,6 +111,14 @@ def _context():
     return ctx
 
 
+def warm_up(ctx) -> None:
+    """Start the fork server (it imports the simulator) without waiting for it; nothing where
+    children are spawned."""
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+        forkserver.ensure_running()
+
+
 class _Job:
     """The newest request: its scenario, its plan (None: one piece) and the parts' outputs so far."""
 
@@ -139,7 +147,6 @@ class SimulationRunner(QObject):
         self._ctx = _context()
         self._latest = 0
         self._running = 0           # request id in the child, 0 when idle
-        self._proc = self._conn = self._reader = None
         self.last_seconds = 0.0     # simulate() time of the last delivered run
         self.kept = MemoryCache(KEEP_BYTES)  # parts' outputs by key
         self.parts_run = 0          # parts sent to the child to run, ever (tests count them)
@@ -151,22 +158,41 @@ class SimulationRunner(QObject):
         self.sending = (0, 0)
         self._job: _Job | None = None
         self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
+        self._proc = self._conn = self._reader = self._starter = None
         self._arrived.connect(self._on_arrived)
         collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
-        self._start()
+        warm_up(self._ctx)  # the fork server imports the simulator meanwhile; the child starts at the first run
 
     def _start(self):
+        """A fresh child, started in the background: the GUI thread never waits for it (with a
+        fork server, the server's first import of the simulator takes 0.4-1.2 s on a busy
+        machine). A request sent meanwhile waits in the pipe; the child reads it once it runs."""
         parent, child = self._ctx.Pipe()
         # Not a daemon: a daemonic process may not start processes, and a scenario's independent
         # runs (AttentionStore's policies) go to the child's pool of workers (as many as the
         # estimate counts). shutdown() and cancel end it and its process group, workers
         # included; if the app dies, its pipe closes and the child's loop returns.
-        self._proc = self._ctx.Process(target=_child, args=(child, workers()), daemon=False, name="kvviz-sim")
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc = self._ctx.Process(target=_child, args=(child, workers()), daemon=False, name="kvviz-sim")
+
+        def start():
+            try:
+                proc.start()
+            except Exception as e:  # (a run sent meanwhile would wait forever: say why it cannot)
+                text = f"could not start the simulation process: {e}"
+                self._arrived.emit(self._latest, "error", (text, "", text), 0.0)
+            finally:
+                child.close()  # (a failed start: the reader sees EOF, the run never arrives)
+        self._starter = threading.Thread(target=start, daemon=True, name="kvviz-sim-start")
+        self._starter.start()
+        self._proc, self._conn = proc, parent
         self._reader = threading.Thread(target=self._read, args=(parent,), daemon=True)
         self._reader.start()
+
+    def _ensure_started(self):
+        """The child, started at the first request (not at the window's construction: the window
+        is drawn first)."""
+        if self._proc is None:
+            self._start()
 
     def _read(self, conn):
         while True:
@@ -179,14 +205,16 @@ class SimulationRunner(QObject):
     def _stop_child(self):
         if self._proc is None:
             return
-        try:
-            os.killpg(self._proc.pid, signal.SIGTERM)  # the child and any pool it started
-        except (AttributeError, OSError):
-            self._proc.terminate()
-        self._proc.join(5)
+        self._starter.join()  # (its pid exists once it has started)
+        if self._proc.pid is not None:  # (None: its start failed)
+            try:
+                os.killpg(self._proc.pid, signal.SIGTERM)  # the child and any pool it started
+            except (AttributeError, OSError):
+                self._proc.terminate()
+            self._proc.join(5)
         self._conn.close()
         self._reader.join(5)
-        self._proc = self._conn = self._reader = None
+        self._proc = self._conn = self._reader = self._starter = None
 
     def _plan(self, scenario):
         """The scenario's plan and the outputs already kept for it, or (None, {})."""
@@ -217,6 +245,7 @@ class SimulationRunner(QObject):
             return request
         self._running = self._latest
         self.parts_run += len(missing or ())
+        self._ensure_started()
         self._conn.send((self._latest, scenario, missing, self.max_memory_gb))
         self.busy_changed.emit(True)
         return self._latest
@@ -238,7 +267,7 @@ class SimulationRunner(QObject):
     def cancel(self):
         if self._running:
             self._stop_child()
-            self._start()
+            self._start()  # in the background: its workers start at once, ready for the next run
             self._running = 0
             # a result the child sent just before it was stopped may still be queued for the GUI
             # thread: a new id makes _on_arrived drop it (a cancelled run never arrives)
@@ -249,6 +278,10 @@ class SimulationRunner(QObject):
                 job.delivered = True  # what it sent before it stopped is kept, never shown
             if job is not None and job.plan is not None and job.shown:  # say what the views now show
                 self.failed.emit(f"cancelled: the {job.shown} of {len(job.plan.parts)} parts that had ended are shown")
+
+    def job_scenario(self):
+        """The scenario of the newest request (None before the first)."""
+        return self._job.scenario if self._job is not None else None
 
     def busy(self) -> bool:
         return bool(self._running)

@@ -38,6 +38,7 @@ from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
+FIRST_PAINT_WAIT_MS = 2000  # a shown window's first run waits this long at most for its first paint
 
 
 def app_settings() -> QSettings:
@@ -114,9 +115,34 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._build_menus()
         self._build_status()
         self.docks.restore(self.settings)
+        # The window is drawn before anything runs: the first run waits for its first paint
+        # (or, for a window never shown, the first turn of the event loop), so a slow scenario
+        # or a busy machine never keeps the window off the screen.
+        self._drawn = False
+        self._waiting_run = None  # the scenario whose run waits for the first paint
+        QTimer.singleShot(0, self, self._start_unless_shown)
+        QTimer.singleShot(FIRST_PAINT_WAIT_MS, self, self._first_drawn)  # a paint that never comes
         start = path or self._default_scenario()
         if start:
             self.open(str(start))
+
+    def paintEvent(self, event):  # noqa: N802 (Qt's name)
+        super().paintEvent(event)
+        if not self._drawn:
+            QTimer.singleShot(0, self, self._first_drawn)  # once this paint is on the screen
+
+    def _start_unless_shown(self):
+        if not self.isVisible():
+            self._first_drawn()
+
+    def _first_drawn(self):
+        """The window is on the screen (or will not be): the run that waited for it starts."""
+        if self._drawn:
+            return
+        self._drawn = True
+        scenario, self._waiting_run = self._waiting_run, None
+        if scenario is not None:
+            self._run(scenario)
 
     # --- construction -------------------------------------------------------------------
     def _build_toolbar(self):
@@ -230,6 +256,11 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     def _run(self, scenario):
         if self._closed:
             return
+        if not self._drawn:  # started once the window is on the screen
+            self._waiting_run = scenario
+            self._say(f"{scenario.name}: opening…")
+            self._placeholder(scenario.name, "opening…")
+            return
         viewed = self._viewed(scenario)
         if note := engine_note_once(viewed.kind):  # a slower engine than it could run: said once, with the result
             self._after_run_note += f"; {note}"
@@ -238,6 +269,9 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     def _busy(self, busy: bool):
         if busy:
             self._say(self._running_text())
+            job = self.runner.job_scenario()
+            self._placeholder(job.name if job is not None else "", self._running_text(),
+                              "the timeline appears here when the run has ended")
             self._progress_timer.start()
         else:
             self._progress_timer.stop()
@@ -259,6 +293,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.runner.cancel()
         if self.result is None:
             self._say("simulation cancelled")
+            self._placeholder("simulation cancelled: edit a value, or Reset, to run it")
             return
         self._say("simulation cancelled: the views show the run before the last edit")
         self.stale_note.setText("Showing the run before the last edit: its simulation was cancelled "
@@ -398,6 +433,12 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
 
     def _fail(self, message: str):
         self._say(f"⚠ {message}")
+        self._placeholder(f"⚠ {message}")
+
+    def _placeholder(self, *lines: str):
+        """What the empty timeline says until the first run arrives (nothing once one has)."""
+        if self.result is None:
+            self.time_view.waiting([printable(line) for line in lines])
 
     def _say(self, text: str):
         self.status.setText(printable(text))  # it may quote a scenario's name or a field path

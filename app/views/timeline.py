@@ -9,6 +9,8 @@ unit of the visible span, as exported figures do.
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -76,6 +78,7 @@ class TimelineView(Instrument, QWidget):
         # the window's timeline keeps its zoom across re-runs; Compare's two do not share one
         self.shared_range: SharedTimeRange | None = None
         self._building = False
+        self._waiting = None  # the note on the empty plot before the first run (waiting())
         self._end = 1.0
         self.viewbox.sigXRangeChanged.connect(self._range_moved)
         self.marks: list = []  # (scatter item, lanes, times) per instant kind, times sorted
@@ -86,6 +89,22 @@ class TimelineView(Instrument, QWidget):
         self._thin.timeout.connect(self._thin_marks)
         self.viewbox.sigXRangeChanged.connect(lambda *_: self._thin.start())
         self.build_instrument(instrument, search)
+
+    def waiting(self, lines: list[str]) -> None:
+        """Before the first run has arrived: the empty plot, its time axis labelled, says what is
+        coming (`lines`: what the window is doing). Nothing once a run is shown."""
+        if self.result is not None:
+            return
+        pi = self.plot.getPlotItem()
+        if self._waiting is None:
+            self._waiting = pg.TextItem(anchor=(0.5, 0.5))
+            pi.addItem(self._waiting, ignoreBounds=True)
+            pi.setLabel("bottom", "time")
+            self.time_axis.setStyle(showValues=False)  # no run, no times: 0.1…0.9 would mean nothing
+        (x0, x1), (y0, y1) = self.viewbox.viewRange()
+        self._waiting.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+        self._waiting.setHtml('<div style="color:#555; font-size:12pt; text-align:center">'
+                              + "<br>".join(map(html.escape, lines)) + "</div>")
 
     def set_result(self, result: Result, span_ns: int | None = None):
         """Show `result`. `span_ns` picks the data unit (views that share an axis pass the
@@ -159,6 +178,9 @@ class TimelineView(Instrument, QWidget):
         names = tr.lanes["name"].tolist()
         pi = self.plot.getPlotItem()
         pi.clear()
+        if self._waiting is not None:  # (the note goes with the rest)
+            self._waiting = None
+            self.time_axis.setStyle(showValues=True)
         self.layers = []
         # One axis for the view's life: replacing it on every result loses the inverted y
         # mapping in pyqtgraph, so only its names change.
