@@ -1,16 +1,11 @@
-"""The app's Export menu: the same exporters as `kvviz run --svg/--png/--pdf/--perfetto/--csv`."""
+"""The app's exports on the calling thread (scripts, tests), and a widget as drawn (Current View)."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from kvviz.export import export_format
-from kvviz.export.csv import csv_paths, trace_csv
 from kvviz.export.figure_size import FigureSize
-from kvviz.export.perfetto import perfetto_json
-from kvviz.export.qt_render import render_svg_bytes
-from kvviz.export.svg import timeline_svg
 from kvviz.outputs import check_outputs, write_outputs
 from kvviz.result import Result
+
+from .export_render import render_items, said
 
 
 def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None,
@@ -18,26 +13,10 @@ def export_result(result: Result, fmt: str, path: str, time_range_ns: tuple[int,
     """Write `result` as `fmt` to `path` through kvviz's output guard (never over one of the
     run's `inputs`, as kvviz.outputs.scenario_inputs lists them; CSV's five files as one set);
     returns the files written. A timeline figure has `size` (inches and dpi, as `kvviz run
-    --width/--height/--dpi`). Refusals and failures raise ScenarioError."""
-    t0, t1 = time_range_ns or (None, None)
-    size = size or FigureSize()
-    if fmt == "csv":
-        texts = trace_csv(result.trace)
-        items = [(str(p), texts[table]) for table, p in csv_paths(str(Path(path).with_suffix(""))).items()]
-    elif export_format(fmt).ranged:  # a timeline figure
-        if problem := size.problem(raster=fmt == "png"):
-            raise ValueError(problem[1])
-        svg = timeline_svg(result, width=round(size.width_px), t0_ns=t0, t1_ns=t1,
-                           height=None if size.height_px is None else round(size.height_px))
-        items = [(path, svg if fmt == "svg" else render_svg_bytes(svg.encode("utf-8"), fmt, size.dpi)[0])]
-    elif fmt == "perfetto":
-        items = [(path, perfetto_json(result))]
-    elif fmt == "json":
-        items = [(path, result.to_json(indent=2) + "\n")]
-    else:
-        raise ValueError(f"no writer for the export format {fmt!r}")
-    said = {"perfetto": "JSON", "json": "JSON", "csv": "CSV"}.get(fmt, fmt.upper())
-    check_outputs([(f"the {fmt} export", p, said) for p, _ in items], inputs)
+    --width/--height/--dpi`). Refusals and failures raise ScenarioError. On the calling thread:
+    the window's File → Export renders in the background instead (app.export_job)."""
+    items = render_items(result, fmt, path, time_range_ns, size)
+    check_outputs([(f"the {fmt} export", p, said(fmt)) for p, _ in items], inputs)
     write_outputs(items)
     return [p for p, _ in items]
 

@@ -119,6 +119,11 @@ def warm_up(ctx) -> None:
         forkserver.ensure_running()
 
 
+def child_context():
+    """The context children of the window start from (the simulator's, and an export's)."""
+    return _context()
+
+
 class _Job:
     """The newest request: its scenario, its plan (None: one piece) and the parts' outputs so far."""
 

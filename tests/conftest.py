@@ -138,3 +138,18 @@ def window(qtbot, settings):
 def wait_new_result(qtbot, win, old):
     qtbot.waitUntil(lambda: win.result is not old, timeout=30_000)
     return win.result
+
+
+def exported(qtbot, win, start) -> bool:
+    """Call `start()` (an export from the window's menu: it runs in the background) and wait for
+    it to end; True when it wrote its files. An export refused at once (start() False) waits for
+    nothing."""
+    done: list[bool] = []
+    win.export_finished.connect(done.append)
+    try:
+        if not start():
+            return False
+        qtbot.waitUntil(lambda: bool(done), timeout=180_000)
+        return done[0]
+    finally:
+        win.export_finished.disconnect(done.append)

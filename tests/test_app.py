@@ -19,7 +19,7 @@ from app.views.metrics import metric_rows  # noqa: E402
 from app.views.timeline import SpanLayer, merge_runs  # noqa: E402
 from kvviz.export.axis import tick_decimals  # noqa: E402
 
-from .conftest import SCENARIOS, SLOW_TO_SIMULATE, quicker_copy, wait_new_result  # noqa: E402
+from .conftest import SCENARIOS, SLOW_TO_SIMULATE, exported, quicker_copy, wait_new_result  # noqa: E402
 
 SEED = str(SCENARIOS / "rope_prefetch_16.toml")
 BUNDLED = sorted(SCENARIOS.glob("*.toml"))
@@ -134,20 +134,20 @@ def test_bad_file_shows_message_not_traceback(window, tmp_path):
     assert "cache.slots" in window.status.text()
 
 
-def test_export_current_view_png_and_svg(window, tmp_path):
+def test_export_current_view_png_and_svg(window, tmp_path, qtbot):
     from PySide6.QtGui import QImage
     window.show_view("counters")
     from app.figure import CAPTION_H, _bounds, figure_plots
     box = _bounds(figure_plots(window.tabs.currentWidget()))  # the plots alone, under a caption line
-    window.export_view("png", str(tmp_path / "v.png"))
+    exported(qtbot, window, lambda: window.export_view("png", str(tmp_path / "v.png")))
     img = QImage(str(tmp_path / "v.png"))
     k = 3000 / box.width()  # 10 in at 300 dpi, the CLI's defaults; the view's proportions kept
     assert img.width() == 3000 and abs(img.height() - k * (box.height() + CAPTION_H)) <= 1
-    window.export_view("svg", str(tmp_path / "v.svg"))
+    exported(qtbot, window, lambda: window.export_view("svg", str(tmp_path / "v.svg")))
     svg = (tmp_path / "v.svg").read_text()
     assert svg.startswith("<?xml") and "<svg" in svg and "slots" in svg  # the axis label stays text
     (tmp_path / "a_file").write_text("x")
-    window.export_view("svg", str(tmp_path / "a_file" / "v.svg"))  # its folder cannot exist
+    exported(qtbot, window, lambda: window.export_view("svg", str(tmp_path / "a_file" / "v.svg")))  # its folder cannot exist
     assert "export failed" in window.status.text() and (tmp_path / "a_file").read_text() == "x"
 
 
@@ -502,9 +502,9 @@ def test_headless_job_writes_figure_and_metrics(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "rope_prefetch_16.png").stat().st_size > 1000
 
 
-def test_export_menu_writes_files(window, tmp_path):
+def test_export_menu_writes_files(window, tmp_path, qtbot):
     for fmt, name in (("svg", "t.svg"), ("png", "t.png"), ("perfetto", "t.json"), ("csv", "t.csv")):
-        window.export(fmt, str(tmp_path / name))
+        assert exported(qtbot, window, lambda f=fmt, n=name: window.export(f, str(tmp_path / n)))
     assert (tmp_path / "t.svg").read_text().startswith("<svg")
     assert (tmp_path / "t.png").stat().st_size > 1000
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
@@ -521,11 +521,11 @@ def test_a_figure_export_leaves_the_menus_text_as_it_was(window, tmp_path, qtbot
         menu.addAction(text)
     menu.resize(menu.sizeHint())
     before = menu.grab().toImage()
-    window.export("png", str(tmp_path / "t.png"))
+    exported(qtbot, window, lambda: window.export("png", str(tmp_path / "t.png")))
     assert menu.grab().toImage() == before
 
 
-def test_save_dialogs_open_where_the_last_export_went(window, tmp_path):
+def test_save_dialogs_open_where_the_last_export_went(window, tmp_path, qtbot):
     """They opened in the directory the app was started from: with `make run`, the source tree."""
     import os
 
@@ -534,7 +534,7 @@ def test_save_dialogs_open_where_the_last_export_went(window, tmp_path):
     assert not first.startswith(os.getcwd() + os.sep) or os.getcwd() == str(Path.home())
     out = tmp_path / "figures"
     out.mkdir()
-    window.export("svg", str(out / "t.svg"))
+    exported(qtbot, window, lambda: window.export("svg", str(out / "t.svg")))
     assert start_path(window.settings, "u.png") == str(out / "u.png")
     assert start_path(window.view("replay").settings, "c.csv") == str(out / "c.csv")  # the Replay tab's Save CSV too
 
@@ -549,9 +549,9 @@ def test_metrics_groups_show_each_policy_and_query():
     assert groups[2] == ("formulas", ["value"], [("L_pw", ["2"])])
 
 
-def test_visible_range_export_keeps_only_what_is_on_screen(window, tmp_path):
+def test_visible_range_export_keeps_only_what_is_on_screen(window, tmp_path, qtbot):
     window.view("timeline").plot.getPlotItem().setXRange(40, 80, padding=0)
-    window.export("svg", str(tmp_path / "v.svg"), visible_range=True)
+    exported(qtbot, window, lambda: window.export("svg", str(tmp_path / "v.svg"), visible_range=True))
     svg = (tmp_path / "v.svg").read_text()
     assert svg.count('class="span"') < len(window.result.trace.spans)
 

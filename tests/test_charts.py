@@ -10,6 +10,8 @@ import pytest
 from kvviz.export.colours import POLICY_COLOURS, heat_levels, series_colour, threshold_of, threshold_stop
 from kvviz.format import readable_bytes, readable_number
 
+from .conftest import exported
+
 
 def test_series_colour_is_fixed_by_name_not_order():
     assert series_colour("lru") == POLICY_COLOURS["lru"]
@@ -75,9 +77,9 @@ def test_a_sweep_cells_hover_shows_its_value(swept):
 
 
 @pytest.mark.gui
-def test_export_data_writes_the_sweep_grid_as_csv(window, swept, tmp_path):
+def test_export_data_writes_the_sweep_grid_as_csv(window, swept, tmp_path, qtbot):
     out = tmp_path / "grid.csv"
-    assert window.export_data(str(out))
+    assert exported(qtbot, window, lambda: window.export_data(str(out)))
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["cache.slots", "prefetch.window", "prefetch_stall_us"]
     assert len(rows) == 1 + 9
@@ -271,8 +273,8 @@ def _zoomed_timeline_figure(window, qtbot, tmp_path):
     window.settings.setValue("figure/dpi", "96")
     svg = tmp_path / "view.svg"
     png = tmp_path / "view.png"
-    window.export_view("svg", str(svg))
-    window.export_view("png", str(png))
+    exported(qtbot, window, lambda: window.export_view("svg", str(svg)))
+    exported(qtbot, window, lambda: window.export_view("png", str(png)))
     return svg, png
 
 
@@ -294,7 +296,7 @@ def test_current_view_png_has_the_chosen_inches_times_dpi(window, qtbot, tmp_pat
     img = QImage(str(png))
     assert img.width() == 480 and round(img.dotsPerMeterX() * 0.0254) == 96
     window.settings.setValue("figure/dpi", "200")
-    window.export_view("png", str(png))
+    exported(qtbot, window, lambda: window.export_view("png", str(png)))
     img2 = QImage(str(png))
     assert img2.width() == 1000 and abs(img2.height() - img.height() * 200 / 96) <= 2  # proportions kept
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from kvviz.errors import ScenarioError
 from kvviz.export import FORMATS, export_format
 from kvviz.export.figure_size import PX_PER_IN
 from kvviz.format import printable
-from kvviz.outputs import check_outputs, scenario_inputs, write_text
+from kvviz.outputs import check_outputs, scenario_inputs
 
 from ..save_dir import remember, start_path
 from .figure_size_dialog import FigureSizeDialog, stored_figure_size
@@ -46,10 +47,6 @@ class ExportMenu:
         sc, path = self.panel.scenario(), self.panel.path()
         return scenario_inputs(path, sc) if sc is not None and path else []
 
-    def _write(self, path: str, data: str | bytes, fmt: str) -> None:
-        check_outputs([(f"the {fmt} export", path, fmt)], self.run_inputs())
-        write_text(path, data)
-
     def figure_size(self):
         """Every figure's inches and dpi (File → Export → Figure Size…, as kvviz run --width/--height/--dpi)."""
         return stored_figure_size(self.settings)
@@ -64,17 +61,85 @@ class ExportMenu:
         if path:
             self.export(fmt, path, visible_range)
 
-    def export(self, fmt: str, path: str, visible_range: bool = False):
-        """Write the current run: figures use the time view's visible range when asked."""
-        from ..exporting import export_result
+    # --- in the background (app.export_job): the window repaints, Cancel stops before the write
+    def _build_export_status(self):
+        """The status bar's export progress and its Cancel, shown while an export runs."""
+        from PySide6.QtCore import QTimer
+        from PySide6.QtWidgets import QProgressBar, QPushButton
+
+        from ..export_job import ExportJobs
+        self.exports = ExportJobs(self)
+        self.export_progress = QProgressBar()
+        self.export_progress.setRange(0, 0)  # rendering cannot tell how far it is: busy, with the time
+        self.export_progress.setMaximumWidth(120)
+        self.export_cancel = QPushButton("Cancel Export")
+        self.export_cancel.setFocusPolicy(Qt.NoFocus)
+        self.export_cancel.clicked.connect(self.cancel_export)
+        for w in (self.export_progress, self.export_cancel):
+            self.statusBar().addPermanentWidget(w)
+            w.hide()
+        self._export_stage = "rendering"
+        self._export_tick = QTimer(self, interval=1000)  # the elapsed time, once a second
+        self._export_tick.timeout.connect(self._say_export)
+        self.exports.stage.connect(self._export_staged)
+        self.exports.ended.connect(self._export_ended)
+
+    def _export_started(self, what: str, path: str):
+        self._export_path = path
+        self._export_stage = "rendering"
+        self.export_progress.show()
+        self.export_cancel.show()
+        self._export_tick.start()
+        self._say_export()
+
+    def _export_staged(self, stage: str):
+        self._export_stage = stage
+        self._say_export()
+
+    def _say_export(self):
+        import time
+        secs = time.monotonic() - self.exports.t0
+        self._say(f"exporting {self.exports.what} to {Path(self._export_path).name}: {self._export_stage}… "
+                  f"{secs:.0f} s (the window stays usable; Cancel Export leaves any previous file as it was)")
+
+    def _export_ended(self, ok: bool, message: str):
+        self._export_tick.stop()
+        self.export_progress.hide()
+        self.export_cancel.hide()
+        if ok:
+            remember(self.settings, self._export_path)
+            self._say("wrote " + message)
+        elif "cancelled" in message and not message.startswith("export failed"):
+            self._say(message)
+        else:
+            self._fail(message)
+        self.export_finished.emit(ok)
+
+    def cancel_export(self):
+        self.exports.cancel()
+
+    def _begin_export(self, start, what: str, path: str) -> bool:
+        """Start an export (`start()` -> False while another runs, which is said)."""
+        if self.exports.busy():
+            self._say(f"⚠ exporting {self.exports.what} already: wait for it or Cancel Export")
+            return False
+        self._export_started(what, path)
+        return bool(start())
+
+    def export(self, fmt: str, path: str, visible_range: bool = False) -> bool:
+        """Write the current run, in the background: figures use the time view's visible range
+        when asked. A target the output guard refuses is said at once, and nothing starts."""
+        from ..export_render import export_paths, said
         rng = self.time_view.visible_range_ns() if visible_range else None
+        inputs = self.run_inputs()
         try:
-            written = export_result(self.result, fmt, path, rng, self.figure_size(), self.run_inputs())
+            check_outputs([(f"the {fmt} export", p, said(fmt)) for p in export_paths(fmt, path)], inputs)
         except (ScenarioError, OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
-            return
-        remember(self.settings, path)
-        self._say("wrote " + ", ".join(written))
+            return False
+        what = next((f.label.rstrip("…") for f in FORMATS if f.name == fmt), fmt)
+        result, size = self.result, self.figure_size()
+        return self._begin_export(lambda: self.exports.render(result, fmt, path, rng, size, inputs, what), what, path)
 
     def export_current(self):
         """The toolbar's Export…: what the current tab shows (the timeline's full SVG figure on
@@ -95,13 +160,15 @@ class ExportMenu:
     def export_view(self, fmt: str, path: str):
         """The current tab as a figure: its plots alone, under a caption line (app.figure),
         at the figure size: PNG of inches × dpi pixels, or SVG with clip paths and vectors."""
-        try:
-            self._write(path, self.view_figure(fmt), fmt.upper())
+        try:  # drawn here (widgets draw on the GUI thread only), written in the background
+            check_outputs([(f"the {fmt} export", path, fmt.upper())], self.run_inputs())
+            data = self.view_figure(fmt)
         except (ScenarioError, OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
-            return
-        remember(self.settings, path)
-        self._say(f"wrote {path}")
+            return False
+        what = f"the {self.current_tab().title(self.result)} view as {fmt.upper()}"
+        return self._begin_export(lambda: self.exports.write(lambda: [(path, data)], fmt.upper(), self.run_inputs(),
+                                                             what), what, path)
 
     def view_figure(self, fmt: str, scale: float | None = None) -> bytes:
         """The current tab's figure as bytes, at the figure size (or, given `scale`, that many
@@ -173,13 +240,13 @@ class ExportMenu:
             self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now")
             return False
         try:
-            self._write(path, table_csv(*table), "CSV")
+            check_outputs([("the CSV export", path, "CSV")], self.run_inputs())
         except (ScenarioError, OSError) as e:
             self._fail(f"export failed: {e}")
             return False
-        remember(self.settings, path)
-        self._say(f"wrote {path} ({len(table[1]):,} rows)")
-        return True
+        what = f"the {tab.title(self.result)} view's {len(table[1]):,} rows as CSV"
+        return self._begin_export(lambda: self.exports.write(lambda: [(path, table_csv(*table))], "CSV",
+                                                             self.run_inputs(), what), what, path)
 
 
 def _brief(v) -> str:

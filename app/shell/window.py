@@ -50,6 +50,7 @@ PARAMS_DOCK_WIDTH = 320  # the Parameters dock's first width (px): every bundled
 
 class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
     result_ready = Signal(object)
+    export_finished = Signal(bool)  # an export started from the menu has ended (True: written)
 
     def __init__(self, path: str | Path | None = None, settings: QSettings | None = None):
         super().__init__()
@@ -114,6 +115,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._build_toolbar()
         self._build_menus()
         self._build_status()
+        self._build_export_status()
         self.docks.restore(self.settings)
         # The window is drawn before anything runs: the first run waits for its first paint
         # (or, for a window never shown, the first turn of the event loop), so a slow scenario
@@ -456,6 +458,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.settings.sync()
         for tab in self.tab_list:
             tab.shutdown()
+        self.exports.shutdown()  # a cancelled export writes nothing
         self._closed = True  # an edit still in the panel's debounce must not reach the runner
         self.runner.shutdown()  # no worker may outlive the window
         super().closeEvent(event)

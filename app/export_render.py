@@ -1,0 +1,81 @@
+"""What File → Export writes, rendered to bytes: the same exporters as `kvviz run --svg/--png/
+--pdf/--perfetto/--csv/--json-out`. No Qt here: this runs in the export's child process
+(app.export_job), so the window repaints while a 171 MB Perfetto trace is built and Cancel
+ends the child at once; PNG and PDF are rasterised as the CLI does (kvviz.export.raster: a
+child of its own, the one that loads Qt)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvviz.export import export_format
+from kvviz.export.figure_size import FigureSize
+from kvviz.result import Result
+
+# what each format is called in a refusal ("cannot write the file: … is not JSON")
+SAID = {"perfetto": "JSON", "json": "JSON", "csv": "CSV"}
+
+
+def said(fmt: str) -> str:
+    return SAID.get(fmt, fmt.upper())
+
+
+def export_paths(fmt: str, path: str) -> list[str]:
+    """The files an export of `fmt` to `path` writes (CSV: one per table)."""
+    if fmt == "csv":
+        from kvviz.export.csv import csv_paths
+        return [str(p) for p in csv_paths(str(Path(path).with_suffix(""))).values()]
+    return [path]
+
+
+def render_items(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None,
+                 size: FigureSize | None = None) -> list[tuple[str, str | bytes]]:
+    """(path, data) for each file of the export; ValueError for a figure size out of range."""
+    t0, t1 = time_range_ns or (None, None)
+    size = size or FigureSize()
+    if fmt == "csv":
+        from kvviz.export.csv import csv_paths, trace_csv
+        texts = trace_csv(result.trace)
+        return [(str(p), texts[table]) for table, p in csv_paths(str(Path(path).with_suffix(""))).items()]
+    if export_format(fmt).ranged:  # a timeline figure
+        from kvviz.export.svg import timeline_svg
+        if problem := size.problem(raster=fmt == "png"):
+            raise ValueError(problem[1])
+        svg = timeline_svg(result, width=round(size.width_px), t0_ns=t0, t1_ns=t1,
+                           height=None if size.height_px is None else round(size.height_px))
+        if fmt == "svg":
+            return [(path, svg)]
+        from kvviz.export.raster import render
+        return [(path, render(svg, fmt, size.dpi))]
+    if fmt == "perfetto":
+        from kvviz.export.perfetto import perfetto_json
+        return [(path, perfetto_json(result))]
+    if fmt == "json":
+        return [(path, result.to_json(indent=2) + "\n")]
+    raise ValueError(f"no writer for the export format {fmt!r}")
+
+
+def child(conn, result: Result, fmt: str, path: str, time_range_ns, size) -> None:
+    """The export's child process: render, then send ("ok", [path, ...]) and each file's bytes,
+    or ("error", one line). It writes nothing: the window writes what it sends, unless the
+    export was cancelled meanwhile."""
+    import os
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the app
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()  # its own process group: Cancel ends the rasteriser it may start too
+    from kvviz.errors import ScenarioError
+    from kvviz.export.raster import ExportError
+    try:
+        items = render_items(result, fmt, path, time_range_ns, size)
+    except (ScenarioError, ExportError, ValueError, OSError) as e:
+        conn.send(("error", str(e)))
+        return
+    except Exception as e:  # a bug: one line for the window, the details on the terminal
+        import traceback
+        traceback.print_exc()
+        conn.send(("error", f"internal error while exporting: {e!r}"))
+        return
+    conn.send(("ok", [p for p, _ in items]))
+    for _, data in items:
+        conn.send_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    conn.close()
