@@ -353,14 +353,18 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.result_ready.emit(result)
 
     def _enable_tabs(self, result):
-        """Each tab's title for this run; tabs that have nothing for it are disabled, saying why."""
+        """Each tab's title for this run; tabs that have nothing for it are disabled, saying why.
+        When the tab on screen is one of those, the run's own first tab (else the first) comes
+        to the front before it is disabled: Qt would move on to the next enabled tab, which
+        landed Policies or Ladder on an empty Compare."""
+        reasons = [tab.unavailable(result) for tab in self.tab_list]
+        if reasons[self.tabs.currentIndex()] is not None:
+            first = next((i for i, t in enumerate(self.tab_list) if reasons[i] is None and t.opens_first(result)), 0)
+            self.tabs.setCurrentIndex(first)  # the first tab applies to every run
         for i, tab in enumerate(self.tab_list):
             self.tabs.setTabText(i, tab.title(result))
-            reason = tab.unavailable(result)
-            self.tabs.setTabEnabled(i, reason is None)
-            self.tabs.setTabToolTip(i, reason or "")
-        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
-            self.tabs.setCurrentIndex(0)  # the first tab applies to every run
+            self.tabs.setTabEnabled(i, reasons[i] is None)
+            self.tabs.setTabToolTip(i, reasons[i] or "")
 
     def _fit_metrics_dock(self):
         """The Metrics dock as wide as the run's tables want, leaving the centre every tab's name."""

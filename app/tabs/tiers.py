@@ -37,6 +37,8 @@ class TiersTab(Tab):
         if carries(result, "tiers"):  # the grid is the scenario as edited now
             self.surface.set_scenario(self.ctx.scenario_data(), self.ctx.scenario_path() or "<scenario>",
                                       result.metrics_dict(), new=new_scenario)
+        elif new_scenario or self.surface.data is not None:  # never the previous scenario's surface
+            self.surface.not_applicable(self.unavailable(result))
 
     def set_result(self, result):
         self.bars.set_result(result)

@@ -33,6 +33,7 @@ class TimelineTab(Tab):
         if new_scenario:
             kept.cursor_ns = None
             kept.roi, kept.user_moved = None, False
+            self.widget.new_scenario()  # no search count, selection, range or Δt of the previous file
         roi = record.initial_range(result) if record.initial_range is not None else None
         if roi is not None and self._zoom_to is not None:
             # the picked job's re-run: open on what it draws (its prefill iteration layer by

@@ -180,14 +180,37 @@ class CapacitySurfaceView(QWidget):
         self.metric_box.setCurrentText(metric)
 
     def clear(self) -> None:
+        """Forget the last surface: its grid, axes (names and ticks), caption, hover line and the
+        `kvviz sweep` command that computed it (a running surface is cancelled)."""
         if self.job is not None:
             self.jobs.cancel()
+        self.grid.stop()
         self.result = self._shown = None
-        self.plot.getPlotItem().clear()
+        self._axes, self._metric = (), ""
+        pi = self.plot.getPlotItem()
+        pi.clear()
+        for side in ("bottom", "left"):  # the last surface's tiers and capacities
+            pi.setLabel(side, "")
+            pi.getAxis(side).setTicks(None)
         self.caption.setText(" ")
         self.info.setText(" ")
+        self.status.setText("")
         if self.bar is not None:
             self.bar.hide()
+
+    def not_applicable(self, why: str) -> None:
+        """The run open now has no tiers to sweep: the last surface goes, and the page says why."""
+        self.clear()
+        self.data, self.tiers, self.units = None, [], []
+        for box in (self.y_tier, self.x_tier):
+            box.blockSignals(True)
+            box.clear()
+            box.blockSignals(False)
+        self.y_values.clear()
+        self.x_values.clear()
+        self.metric_box.clear()
+        self.jobs.run_btn.setEnabled(False)
+        self.status.setText(why)
 
     # --- running ------------------------------------------------------------------------------
     def base_for(self, metric: str) -> dict:

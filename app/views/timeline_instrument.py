@@ -126,6 +126,8 @@ class Instrument:
             pi.addItem(item, ignoreBounds=True)
         self.selection = None  # row numbers belong to the previous run
         self.highlight.setData([], [])
+        if self.details is not None:
+            self._forget_matches()  # "3 of 12" counted the previous run's events: Enter counts again
         self.matches, self.match_i = [], -1
         if self.details is not None:
             self.details.setText(PLACEHOLDER)
@@ -281,6 +283,18 @@ class Instrument:
     def clear_range(self) -> None:
         self.range_ns = None
         self.region.hide()
+
+    def new_scenario(self) -> None:
+        """Another file is open: nothing measured, selected, found or hovered in the previous
+        one holds (its times, rows and counts mean nothing here); the search text stays, to
+        search the new run with Enter."""
+        self.close_details()
+        self.cursor_b.hide()
+        if self.details is not None:
+            self._forget_matches()
+            self.relative.setChecked(False)  # t = 0 was a time of the previous run
+        self.origin_ns = None
+        self.info.setText(" ")
 
     # --- find -------------------------------------------------------------------------------------
     def _forget_matches(self) -> None:
