@@ -45,9 +45,15 @@ class ExportJobs(QObject):
         self._cancelled = threading.Event()
         self.what = ""
         self.t0 = 0.0
+        self._active = False
+        self.ended.connect(self._ended)  # first: busy() is False for every slot after it
 
     def busy(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """From the start until `ended` has been delivered here (the GUI thread)."""
+        return self._active
+
+    def _ended(self, *_):
+        self._active = False
 
     def render(self, result, fmt: str, path: str, time_range_ns, size, inputs, what: str) -> bool:
         """Export `result` as `fmt` to `path` (a run's export: rendered in a child process)."""
@@ -95,23 +101,26 @@ class ExportJobs(QObject):
         self._cancelled = threading.Event()
         self.what, self.t0 = what, time.monotonic()
 
-        def run(cancelled=self._cancelled):
+        def outcome(cancelled) -> tuple[bool, str]:
             try:
                 items = work()
                 if items is None or cancelled.is_set():  # the last moment a cancel stops it
-                    self.ended.emit(False, f"{what} cancelled: nothing written")
-                    return
+                    return False, f"{what} cancelled: nothing written"
                 check_outputs([(f"the {fmt} export", p, said(fmt)) for p, _ in items], inputs)
                 write_outputs(items)
             except (ScenarioError, OSError, ValueError) as e:
-                self.ended.emit(False, f"export failed: {e}")
+                return False, f"export failed: {e}"
             except Exception as e:  # a bug: one line, never a traceback dialog
-                self.ended.emit(False, f"export failed: internal error: {e!r}")
-            else:
-                self.ended.emit(True, ", ".join(p for p, _ in items))
-            finally:
-                with self._lock:
-                    self._proc = None
+                return False, f"export failed: internal error: {e!r}"
+            return True, ", ".join(p for p, _ in items)
+
+        def run(cancelled=self._cancelled):
+            ok, message = outcome(cancelled)
+            with self._lock:
+                self._proc = None
+            self.ended.emit(ok, message)  # the thread's last act: the next export may start at once
+
+        self._active = True
         self._thread = threading.Thread(target=run, daemon=True, name="kvviz-export")
         self.started.emit(what)
         self._thread.start()
@@ -136,6 +145,7 @@ class ExportJobs(QObject):
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        self._active = False  # (its `ended`, queued for a window closing, is never delivered)
 
 
 def _size(n: int) -> str:

@@ -77,6 +77,8 @@ def test_cancel_ends_the_child_and_its_workers(two_workers, window, qtbot):
     runner.cancel()
     assert not runner.busy()
     qtbot.waitUntil(lambda: not any(_alive(p) for p in stopped), timeout=10_000)
+    # the fresh child starts in the background (the GUI thread never waits for a fork)
+    qtbot.waitUntil(lambda: runner._proc is not None and runner._proc.pid is not None, timeout=10_000)
     fresh = runner._proc.pid
     assert fresh != child
     qtbot.waitUntil(lambda: len(_workers(fresh)) == 2, timeout=10_000)  # a fresh pool, before any request

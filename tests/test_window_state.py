@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gui
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
-from .conftest import SCENARIOS, wait_new_result  # noqa: E402
+from .conftest import SCENARIOS, exported, wait_new_result  # noqa: E402
 
 SMALL_STORE = ('kind = "attention_store"\npolicies = ["recompute", "scheduler_aware"]\n'
                '[workload]\nconversations = {n}\n[serving]\ncompare_truncation = false\n')
@@ -370,9 +370,9 @@ def test_the_toolbar_export_writes_what_the_current_tab_shows(window, qtbot, tmp
         asked.append(a[2])  # the suggested name says which figure is being written
         return str(tmp_path / f"{len(asked)}.svg"), ""
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save_as))
-    window.act_export.trigger()
+    exported(qtbot, window, lambda: (window.act_export.trigger(), True)[1])  # written in the background
     window.show_view("counters")
-    window.act_export.trigger()
+    exported(qtbot, window, lambda: (window.act_export.trigger(), True)[1])
     assert asked[0].endswith("rope_prefetch_16.svg") and asked[1].endswith("rope_prefetch_16_counters.svg")
     timeline, counters = ((tmp_path / f"{i}.svg").read_text() for i in (1, 2))
     # the timeline figure (kvviz's own SVG: spans grouped per kind), then the Counters view's plots
