@@ -86,6 +86,7 @@ class ExportMenu:
 
     def _export_started(self, what: str, path: str):
         self._export_path = path
+        self._export_existed = Path(path).exists()
         self._export_stage = "rendering"
         self.export_progress.show()
         self.export_cancel.show()
@@ -110,7 +111,9 @@ class ExportMenu:
             remember(self.settings, self._export_path)
             self._say("wrote " + message)
         elif "cancelled" in message and not message.startswith("export failed"):
-            self._say(message)
+            name = Path(self._export_path).name
+            self._say(f"export of {self.exports.what} cancelled: "
+                      + (f"{name} left as it was" if self._export_existed else f"nothing written, no {name}"))
         else:
             self._fail(message)
         self.export_finished.emit(ok)
