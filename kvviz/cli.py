@@ -243,6 +243,8 @@ def _sweep_table(res) -> str:
 def cmd_replay(args) -> int:
     if args.prefix or args.unit == "blocks":
         return cmd_replay_prefix(args)
+    if args.pin_running is not None:  # objects of the plain replay are never held
+        raise ScenarioError("--pin-running / --no-pin-running apply to --prefix", "kvviz replay")
     from .executor import cluster_executor
     from .replay import (
         FALLBACK_NOTE,
