@@ -21,23 +21,35 @@ blocks (or infinite). For each request:
    - lru: touching moves the block to most recent; evicts the least recently touched.
    - fifo: touching changes nothing; evicts the earliest inserted block.
    - leaf_lru: the least recently touched block with no child resident (a radix tree's leaf).
-   - belady (the offline reference, clairvoyant over the trace): evicts the resident block whose
-     next use in the trace's stream of blocks (all requests' hash_ids one after another) is
-     farthest (never again = farthest). It IGNORES pinning: it may evict any block, so it is
-     the bound every policy is compared with. Next use in stream positions, not request
-     indices, so a later block of a future request goes first: a prefix chain needs its head
-     more than its tail.
-   - belady_pinned: belady among the blocks pinning lets go.
-   Insertion is forced (no bypass) for every policy.
+   - belady (the offline reference, clairvoyant over the trace): the resident block or the
+     entering one, whichever's next use in the trace's stream of blocks (all requests'
+     hash_ids one after another) is farthest (never again = farthest), is left out: an entering
+     block used furthest ahead is not inserted (Belady's MIN with bypass). It IGNORES pinning:
+     it may evict any block, so it is the bound every policy is compared with. Next use in
+     stream positions, not request indices, so a later block of a future request goes first:
+     a prefix chain needs its head more than its tail. On hash-chained traces the blocks a
+     request has reached are the entering block's ancestors, each used again before it, so
+     belady never evicts one of them there: pinning changes nothing for it (no pinned variant).
+   Every other policy's insertion is forced (no bypass but the pins').
 
-Belady is not optimal here. Its proof (furthest next use minimises misses) is for independent
-objects; under prefix counting a block hits only if every block before it in its request hits,
-so keeping a block whose chain head is gone is worthless. An exact optimum (a search over every
-eviction choice, tests/prefix_optimum.py) on random small traces (3-6 requests of 1-4 blocks from
-3-6 block ids, C = 1..4; 4,000 cases) finds belady below it in 4.3% of the cases, by 1.27 hit
-blocks on average where it is (at most 4), 1.0% of the optimum's hits overall; belady was below
-LRU in 0.4% of them and below FIFO in 0.5% (by 1-2 blocks). On the Mooncake conversation trace
-it is above lru, fifo and leaf_lru at 1,000, 5,000 and 20,000 blocks (tests hold both).
+Belady is not provably optimal here: its proof (furthest next use minimises misses) is for
+independent objects, and under prefix counting a block hits only if every block before it in
+its request hits. An exact optimum (every eviction choice searched, leaving the entering block
+out allowed: tests/prefix_optimum.py) on tiny random traces, 3-6 requests of 1-4 blocks,
+C = 1..4, 4,000 cases each (the measurement behind tests/test_prefix_semantics.py):
+- hash-chained (an id names its whole prefix, as Mooncake's and vLLM's hashes): belady met the
+  optimum in every case (and in 6,000 more with 3-8 requests of 1-6 blocks); no policy, pinned
+  or not, beat it;
+- any ids in any order: belady fell short in 411 of 4,000 cases (10.3%), by 1.44 blocks on
+  average (at most 5), 5.2% of the optimum's hits; lru, fifo or leaf_lru (pinned or not) beat it
+  in 58 (1.5%).
+With insertion forced (the entering block always kept, which the issue first measured) belady
+fell short of the forced optimum in 3.3% of the chained cases and 4.7% of the others, and the
+pinned policies beat it in 24% of the chained cases, each one a request longer than C (pins keep
+a request's head, forced insertion keeps its tail): the reason the entering block is a
+candidate. On the Mooncake conversation trace belady is above lru, fifo and leaf_lru at 1,000,
+5,000 and 20,000 blocks (55,019, 98,448 and 105,710 hit blocks; forced, 54,994 and 98,444 at
+1,000 and 5,000; the former pinned one, 51,705 and 97,995).
 
 Reported per policy and capacity: block_hit_ratio = hit blocks / requested blocks (every
 hash id counts, the partial last block too), request_hit_ratio = requests with >= 1 hit block /
