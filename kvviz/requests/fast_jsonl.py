@@ -1,17 +1,19 @@
-"""A fast path for Mooncake JSONL traces: every line parsed by orjson (optional: the `replay`
-extra), the fields checked column-wise with numpy, and the result handed back only when it is
-certain to equal what the strict, line-by-line reader (kvviz.requests.jsonl, prompts.read) would
-give. On anything unusual, or any doubt, it answers None and the strict reader reads the file
-again, so every refusal keeps its exact message and line number (tests/test_hostile_traces.py).
+"""Fast paths for Mooncake JSONL traces, tried in turn, each handing back a result only when it
+is certain to equal what the strict, line-by-line reader (kvviz.requests.jsonl, prompts.read)
+would give. On anything unusual, or any doubt, they answer None and the strict reader reads the
+file again, so every refusal keeps its exact message and line number (tests/test_hostile_traces.py):
+1. the compiled scanner (kvviz/requests/native/_mooncake.pyx): the traces' own shape (the four
+   keys, integers only), numbers straight into int64 arrays; its docstring gives the grammar;
+2. orjson (optional: the `replay` extra) for any other JSON, the fields checked column-wise.
 
 Measured on 10 time-shifted copies of the Mooncake conversation trace (120,310 lines, 2.9M
-hash ids, 34 MB; 2 cores, other jobs running): the strict reader 0.97-1.04 s; this path about
-0.3 s, of which orjson is 0.19-0.21 s with the garbage collector paused (0.48-0.52 s with it
-running: 240K new lists and dicts set off collections that walk them all). pyarrow's JSON reader
-took 0.19-0.25 s on two threads (0.28-0.34 s on one), plus 0.18 s to import it, and its errors
-name no line: the gain did not pay for a second set of rules.
+hash ids, 34 MB; 2 cores, other jobs running): the strict reader 0.97-1.04 s; the scanner
+0.08-0.14 s; orjson about 0.3 s, of which the parse is 0.19-0.21 s with the garbage collector
+paused (0.48-0.52 s with it running: 240K new lists and dicts set off collections that walk them
+all). pyarrow's JSON reader took 0.19-0.25 s on two threads (0.28-0.34 s on one), plus 0.18 s to
+import it, and its errors name no line: no gain over orjson worth a second set of rules.
 
-Why an accepted file reads the same as the strict reader reads it:
+Why a file orjson's path accepts reads the same as the strict reader reads it:
 - lines: ASCII only (so no byte of a multi-byte separator str.splitlines would cut at) and a
   carriage return only before a newline; then splitting the bytes at b"\\n" gives the strict
   reader's lines, at the same numbers. A line blank to bytes.strip() is blank to str.strip();
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..limits import MAX_NS, MAX_TOKENS
 from .jsonl import MOONCAKE, MOONCAKE_BLOCK_TOKENS, MOONCAKE_KEYS, NS_PER_UNIT, in_time_order
+from .native import scanner
 
 try:
     import orjson
@@ -68,17 +71,34 @@ def _gc_paused():
 
 
 def mooncake(data: bytes, source: str):
-    """The PromptRequests of a Mooncake JSONL trace's bytes (file order, every line checked),
-    or None: the strict reader must read it (to refuse it, or because this path cannot be sure).
-    Raises only what the strict reader would raise for the same file (time order)."""
+    """A Mooncake JSONL trace's bytes as PromptRequests' arrays (lines, times_s, input_tokens,
+    output_tokens, hash_offsets, hashes; file order, every line checked), or None: the strict
+    reader must read it (to refuse it, or because this path cannot be sure). Raises only what
+    the strict reader would raise for the same file (time order)."""
+    scan = scanner()
+    if scan is not None:
+        got = scan(data, data.count(b"\n") + 1, data.count(b",") + data.count(b"\n") + 1)
+        if got is not None:
+            return _requests(source, *got) if len(got[0]) else None
     if orjson is None or not data.isascii() or data.count(b"\r") != data.count(b"\r\n"):
         return None
     with _gc_paused():
         return _mooncake(data, source)
 
 
+def _requests(source: str, lines, recorded, inputs, outputs, counts, hashes):
+    """The arrays of records whose fields passed their checks one by one; None where the ids
+    contradict input_length (the strict reader names the line)."""
+    if np.any(np.abs(counts - -(-inputs // MOONCAKE_BLOCK_TOKENS)) > 1):
+        return None
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    times_s = recorded / 1000  # as the strict reader's t / 1000: every such timestamp is exact as a float
+    in_time_order(times_s, lines, source, "timestamp")
+    return lines, times_s, inputs, outputs, offsets, hashes
+
+
 def _mooncake(data: bytes, source: str):
-    from .prompts import PromptRequests
     lines = data.split(b"\n")
     kept = list(filter(bytes.strip, lines))
     if not kept:
@@ -108,9 +128,7 @@ def _mooncake(data: bytes, source: str):
     try:
         inputs, outputs = np.array(n_in, dtype=np.int64), np.array(n_out, dtype=np.int64)
         counts = np.fromiter(map(len, ids), np.int64, n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        hashes = np.fromiter(chain.from_iterable(ids), np.int64, int(offsets[-1]))
+        hashes = np.fromiter(chain.from_iterable(ids), np.int64, int(counts.sum()))
     except OverflowError:
         return None
     recorded = np.array(ts, dtype=np.float64)
@@ -118,9 +136,4 @@ def _mooncake(data: bytes, source: str):
         return None
     if inputs.min() < 0 or outputs.min() < 0 or max(inputs.max(), outputs.max()) > MAX_TOKENS:
         return None
-    if np.any(np.abs(counts - -(-inputs // MOONCAKE_BLOCK_TOKENS)) > 1):
-        return None
-    times_s = recorded / 1000  # as the strict reader's t / 1000: every such timestamp is exact as a float
-    in_time_order(times_s, numbers, source, "timestamp")
-    return PromptRequests(MOONCAKE, MOONCAKE_BLOCK_TOKENS, numbers, times_s, inputs, outputs, offsets, hashes,
-                          source=source)
+    return _requests(source, numbers, recorded, inputs, outputs, counts, hashes)
