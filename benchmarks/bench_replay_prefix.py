@@ -31,7 +31,8 @@ Then, alternating round by round, each as its own process (start, read, simulate
   it). Plain LRU: it counts every resident block a hit, not the leading run, so its hit count
   differs; what it does per lookup (find, move to front, insert, evict) is the same work.
 and the same three in one process, reading and simulating only (no interpreter start, no
-imports), with kvviz's strict line-by-line reader as well (the reader before the orjson path).
+imports), with kvviz's two slower readers as well: orjson (where the compiled scanner is not
+built) and the strict line-by-line reader (the reader before issue 30, without orjson either).
 Min and median of `--repeat` rounds.
 """
 from __future__ import annotations
@@ -203,12 +204,15 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         distinct_blocks(reqs)
         return reqs, prefix_replay(reqs, ["lru"], [capacity])[0]
 
-    def strict_in_process(path):
-        keep, fast_jsonl.orjson = fast_jsonl.orjson, None
+    def reader_in_process(path, scanner, orjson):
+        """kvviz with the compiled scanner and orjson on or off (both off: the strict reader)."""
+        keep = fast_jsonl.scanner, fast_jsonl.orjson
+        fast_jsonl.scanner = keep[0] if scanner else (lambda: None)
+        fast_jsonl.orjson = keep[1] if orjson else None
         try:
             return kvviz_in_process(path)
         finally:
-            fast_jsonl.orjson = keep
+            fast_jsonl.scanner, fast_jsonl.orjson = keep
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = sys.executable
@@ -222,12 +226,15 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         power = hashpower(objects)
         print(f"  {path.name}: {len(reqs):,} requests, {len(x):,} block lookups ({objects:,} distinct), "
               f"{path.stat().st_size / 1e6:.0f} MB; capacity {capacity:,} blocks; libCacheSim {lcs.__version__} "
-              f"(hash power {power}); orjson {'on' if fast_jsonl.orjson else 'not installed'}")
+              f"(hash power {power}); Mooncake scanner {'built' if fast_jsonl.scanner() else 'NOT BUILT'}, "
+              f"orjson {'installed' if fast_jsonl.orjson else 'NOT INSTALLED'}")
         kv_cmd = [py, "-m", "kvviz", "replay", str(path), "--prefix", "--format", "mooncake", "--unit", "blocks",
                   "--capacities", str(capacity), "--policy", "lru", "--json"]
         procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
                  "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)]}
-        inproc = {"kvviz": lambda: kvviz_in_process(path), "kvviz, strict reader": lambda: strict_in_process(path),
+        inproc = {"kvviz": lambda: kvviz_in_process(path),
+                  "kvviz, orjson reader": lambda: reader_in_process(path, False, True),
+                  "kvviz, strict reader": lambda: reader_in_process(path, False, False),
                   "plain loop": lambda: plain_in_process(path), "libCacheSim": lambda: trace.run("lru", capacity)}
         times: dict = {("process", k): [] for k in procs} | {("in process", k): [] for k in inproc}
         outs: dict = {}
