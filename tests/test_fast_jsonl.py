@@ -193,3 +193,15 @@ def test_mutated_traces_read_as_the_strict_reader_reads(tmp_path, path):
         if got is not None:
             assert want is not None, bytes(data)
             same(got, want)
+
+
+def test_a_scanner_built_from_other_sources_is_not_run(monkeypatch):
+    """As the engine's loader: a build whose compiled-in hash is not the sources' is never used
+    (orjson or the strict reader reads instead)."""
+    monkeypatch.setattr(native, "source_hash", lambda folder: "0" * 16)
+    native.scanner.cache_clear()
+    try:
+        assert native.scanner() is None
+    finally:
+        monkeypatch.undo()
+        native.scanner.cache_clear()
