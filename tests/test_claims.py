@@ -348,6 +348,60 @@ def test_seed_003_claims_on_a_reduced_workload(tmp_path):
     assert by["decoupled truncation keeps overflowed sessions' KV reusable"].verdict == "reproduced"
 
 
+# --- each row's command prints its model value ---------------------------------------------------
+
+def _command_output(command: str, capsys) -> str:
+    import shlex
+    argv = shlex.split(command)
+    assert argv[:2] == ["kvviz", "run"]
+    capsys.readouterr()
+    assert main(argv[1:]) == 0
+    return capsys.readouterr().out.strip()
+
+
+@pytest.mark.parametrize("name", ["rope_prefetch_16", "ladder_seed", "ladder_simulated", "engram_qwen3_32b_cxl",
+                                  "engram_qwen3_32b_rdma"])
+def test_each_rows_command_prints_its_model_value(name, capsys):
+    rows = evaluate_file(str(SCENARIOS / f"{name}.toml"))
+    assert rows and all(r.command.startswith(f"kvviz run {name} ") for r in rows if r.verdict != "not_expressible")
+    for r in rows:
+        assert _command_output(r.command, capsys) == fmt(r.model), r.claim
+
+
+def test_run_metric_refuses_what_it_cannot_print(capsys):
+    assert main(["run", "rope_prefetch_16", "--metric", "no_such"]) == 2
+    assert "no such metric: no_such" in capsys.readouterr().err
+    assert main(["run", "rope_prefetch_16", "--metric", "queries"]) == 2
+    assert "a table, not a value" in capsys.readouterr().err
+    assert main(["run", "rope_prefetch_16", "--relative-to-set", "cache.slots=4"]) == 2
+    assert main(["run", "rope_prefetch_16", "--metric", "speedup", "--json"]) == 2
+    capsys.readouterr()
+    # a relative change against another run, as a claim's relative_to_set computes it
+    assert main(["run", "rope_prefetch_16", "--metric", "naive_stall_us", "--set", "storage.latency_us=50",
+                 "--relative-to-set", "storage.latency_us=25"]) == 0
+    assert capsys.readouterr().out.strip() == "1"
+
+
+@pytest.mark.slow
+def test_seed_003_commands_print_their_model_values(tmp_path, capsys):
+    """Every AttentionStore row's command, on the reduced workload, prints the row's value."""
+    f = _reduced_attention_store(tmp_path)
+    rows = evaluate_file(str(f))
+    for r in rows:
+        if r.command:
+            assert r.command.startswith(f"kvviz run {f} ")
+            assert _command_output(r.command, capsys) == fmt(r.model), r.claim
+
+
+def _reduced_attention_store(tmp_path):
+    text = (SCENARIOS / "attention_store_sharegpt.toml").read_text()
+    text = re.sub(r"(?m)^conversations = 9000.*$", "conversations = 300", text)
+    text = re.sub(r"(?m)^ssd_gb = 10000.*$", "ssd_gb = 300", text)
+    f = tmp_path / "as_small.toml"
+    f.write_text(text)
+    return f
+
+
 # --- the app's Claims tab ---------------------------------------------------------------------
 
 @pytest.mark.gui
@@ -355,6 +409,7 @@ def test_claims_tab_shows_verdicts_and_runs_other_settings(qtbot):
     pytest.importorskip("PySide6")
     from app.tabs.base import TabContext
     from app.tabs.claims import ClaimsTab
+    from app.views.claims import COLUMNS
     from kvviz.loading import load_scenario
     from kvviz.scenario_data import read_toml
     from kvviz.simulation import simulate
@@ -375,7 +430,24 @@ def test_claims_tab_shows_verdicts_and_runs_other_settings(qtbot):
         view.jobs.run_btn.click()
     assert view.verdicts() == ["reproduced"] * 4 + ["not_reproduced", "reproduced"]
     assert view.table.item(4, 4).background().color().name().upper() == "#F3D0D0"
-    assert "faster GPU" in view.table.item(4, 5).text()
+    col = {name: i for i, name in enumerate(COLUMNS)}
+    assert "faster GPU" in view.table.item(4, col["why"]).text()
+    assert view.table.item(4, col["basis"]).text() == "arithmetic"
+    assert view.table.item(1, col["fragile"]).text() == "—"  # not judged yet
+    assert "pool.max_outstanding = 64" in view.table.item(1, col["conditions"]).text()
+    assert view.table.item(3, col["command"]).text() == "kvviz run engram_qwen3_32b_cxl --set model.batch_size=64 " \
+        "--metric window_us"
+    # the summary line is the CLI's, and the command can be copied
+    assert view.summary.text() == summary(evaluate_file(path))
+    assert view.copy_command(1) == "kvviz run engram_qwen3_32b_cxl --metric slack_us"
+    from PySide6.QtGui import QGuiApplication
+    assert QGuiApplication.clipboard().text() == "kvviz run engram_qwen3_32b_cxl --metric slack_us"
+    view.basis_filter.setCurrentText("simulated")
+    assert [view.table.isRowHidden(r) for r in range(6)] == [True, False, True, True, True, False]
+    view.verdict_filter.setCurrentText("not_reproduced")
+    assert all(view.table.isRowHidden(r) for r in range(6))
+    view.basis_filter.setCurrentText("all")
+    assert [view.table.isRowHidden(r) for r in range(6)] == [True] * 4 + [False, True]
     tab.shutdown()
 
     plain = simulate(load_scenario(SCENARIOS / "attention_store_mooncake.toml"))
