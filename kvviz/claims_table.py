@@ -94,13 +94,14 @@ def simulated_counts(rows) -> str:
 
 
 def check_counts(rows) -> str:
-    """Arithmetic and input rows: pass when reproduced, else fail (a pending or broken row says so)."""
+    """Arithmetic and input rows: pass when reproduced, else fail (one not expressible, pending or
+    broken says so)."""
     from .claims import ERROR, NOT_RUN
     checks = [r for r in rows if not r.simulated]
     passed = sum(r.verdict == "reproduced" for r in checks)
-    other = [r for r in checks if r.verdict in (ERROR, NOT_RUN)]
+    other = [r for r in checks if r.verdict in (ERROR, NOT_RUN, "not_expressible")]
     failed = len(checks) - passed - len(other)
-    tail = f", {_counts(other, (ERROR, NOT_RUN))}" if other else ""
+    tail = f", {_counts(other, ('not_expressible', ERROR, NOT_RUN))}" if other else ""
     return f"{passed} pass, {failed} fail{tail}"
 
 
