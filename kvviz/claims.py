@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .claim_tolerance import TOLERANCE, band
 from .errors import ScenarioError
 from .metric_paths import COMPARISONS, finite_number, metric_value
 
@@ -48,8 +49,6 @@ BASES = ("simulated", "arithmetic", "input")
 ERROR = "error"  # a claim the run cannot evaluate: an unknown override or metric
 NOT_RUN = "not run"  # a claim whose run was not asked for yet (the app runs `set` groups on demand)
 
-# The rule's constants, named once (README: "Claims"). A claim may only tighten TOLERANCE.
-TOLERANCE = {"share": ("abs", 0.05), "ratio": ("rel", 0.10), "value": ("rel", 0.10)}
 FACTOR = (0.5, 2.0)  # the model's effect between half and twice the paper's
 MARGIN = 0.1  # a "beats X" counts by at least a tenth of the paper's gap
 JSON_KEYS = ("seed", "claim", "paper", "model", "verdict", "why", "basis", "scale", "conditions", "command",
@@ -97,40 +96,6 @@ def fmt(v) -> str:
     if isinstance(v, int):
         return f"{v:,}" if abs(v) >= 10_000 else str(v)
     return str(v)
-
-
-def _default_band(claim) -> float:
-    kind, amount = TOLERANCE[claim.scale]
-    return amount * claim.whole if kind == "abs" else amount * _magnitude(claim)
-
-
-def _magnitude(claim) -> float:
-    """|paper| for a relative tolerance; a range's larger bound."""
-    if claim.between is not None:
-        return max(abs(claim.between[0]), abs(claim.between[1]))
-    return abs(claim.paper)
-
-
-def band(claim) -> float:
-    """The claim's tolerance in the metric's unit: its own if it states one, else the scale's."""
-    if claim.abs_tol is not None:
-        return claim.abs_tol
-    if claim.rel_tol is not None:
-        return claim.rel_tol * _magnitude(claim)
-    return _default_band(claim)
-
-
-def tolerance_problem(claim) -> str | None:
-    """Why a claim's own tolerance is refused (it loosens the scale's), or None."""
-    if claim.abs_tol is None and claim.rel_tol is None:
-        return None
-    default, own = _default_band(claim), band(claim)
-    if own > default * (1 + 1e-9) + 1e-12:
-        kind, amount = TOLERANCE[claim.scale]
-        said = f"±{amount:g}" + (f" of {claim.whole:g}" if claim.whole != 1 else "") if kind == "abs" else \
-            f"±{amount * 100:g}%"
-        return f"looser than the {claim.scale} tolerance {said} ({own:g} > {default:g}): a claim may only tighten it"
-    return None
 
 
 def effect(claim, x: float) -> float:

@@ -186,7 +186,7 @@ class Claim(Section):
     set: list[str] = param([], description='Overrides of the run it needs, as --set takes them, e.g. '
                                            '["model.preset=llama-13b"]; claims with the same set share one run')
     rel_tol: float | None = param(None, ge=0, le=10, description="A tighter relative tolerance than the scale's "
-                                                                  "(kvviz.claims.TOLERANCE); never a looser one")
+                                                                  "(kvviz.claim_tolerance.TOLERANCE); never a looser one")
     abs_tol: float | None = param(None, ge=0, description="A tighter absolute tolerance than the scale's")
     between: list[float] | None = param(None, description="The paper's value is a range [low, high] (such as "
                                                           "9–16.4%): the tolerance is the distance from it")
@@ -241,7 +241,7 @@ class Claim(Section):
         elif not numeric:
             raise FieldError("scale", f"a {self.scale} needs a number or a range as `paper` (words: scale = \"text\")")
         else:
-            from .claims import tolerance_problem
+            from .claim_tolerance import tolerance_problem
             problem = tolerance_problem(self)
             if problem:
                 raise FieldError("rel_tol" if self.rel_tol is not None else "abs_tol", problem)
