@@ -90,12 +90,6 @@ def read_capped(path: str | Path, what: str = "file", limit: int | None = None) 
 READ_CHUNK = 1 << 20
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 # --- writing: every file kvviz writes goes through atomic_write_set ----------------------------
 # A save goes to a temporary beside its target, named `.NAME.kvviz-XXXXXXXX.part` (a pattern no
 # user's file has), and is renamed over the target only when complete. A killed save leaves
