@@ -257,6 +257,10 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
             ts = sorted(ts)
             base = sorted(times[where, "kvviz"])[len(ts) // 2]
             print(f"  {where:<11} {k:<21} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
+        for where in ("process", "in process"):
+            med = {k: sorted(v)[len(v) // 2] for (w, k), v in times.items() if w == where}
+            print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (issue 30 "
+                  f"asks >= 5), libCacheSim {med['libCacheSim'] / med['kvviz']:.2f}x (asks >= 1)")
         trace.close()
 
 
