@@ -122,7 +122,7 @@ def fast_mooncake(data: bytes, source: str) -> PromptRequests | None:
 def read(path: str | Path) -> PromptRequests | None:
     """A Mooncake, Qwen/Bailian or plain (JSONL or CSV) trace's requests, every line checked,
     hash_ids required and times never going backwards; None when the file is none of them.
-    A Mooncake file goes through kvviz.requests.fast_jsonl first (a compiled scanner, 8-12x
+    A Mooncake file goes through kvviz.requests.fast_jsonl first (a compiled scanner, about 10x
     faster, then orjson, 3x; the same result or none), then, if neither could be sure, through
     the line-by-line checks below."""
     path = Path(path)
