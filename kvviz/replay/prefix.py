@@ -124,13 +124,26 @@ def block_ids(reqs: PromptRequests) -> np.ndarray:
     they already are (Mooncake's and Bailian's are remapped to 0..k), else numbered by first
     appearance."""
     h = reqs.hashes
-    if not len(h) or (int(h.min()) >= 0 and int(h.max()) < 4 * len(h) + 1024):
-        return h
-    return first_request_ids(h)
+    return h if _dense(h) else first_request_ids(h)
+
+
+def _dense(h: np.ndarray) -> bool:
+    """Ids small and non-negative enough to index an array by (or none at all)."""
+    return not len(h) or (int(h.min()) >= 0 and int(h.max()) < 4 * len(h) + 1024)
 
 
 def distinct_blocks(reqs: PromptRequests) -> int:
-    return len(np.unique(reqs.hashes))
+    """How many different hash ids the trace has: counted, not listed (np.unique sorts and
+    builds the array of uniques, 1.1-1.4 s for the 2.9M ids of the 10x conversation trace). Ids
+    already small non-negative ints (Mooncake's, Bailian's): the non-zero entries of a bincount,
+    O(n); any other ids: a sort, then the places where the value changes."""
+    h = reqs.hashes
+    if not len(h):
+        return 0
+    if _dense(h):
+        return int(np.count_nonzero(np.bincount(h)))
+    s = np.sort(h)
+    return int(np.count_nonzero(s[1:] != s[:-1])) + 1
 
 
 def request_of_block(reqs: PromptRequests) -> np.ndarray:

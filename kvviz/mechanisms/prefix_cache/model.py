@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
-from ..attention_store.presets import MFU_PAPER, with_preset
+from ...serving.model_presets import MFU_PAPER, with_preset
 from .evictors import POLICIES
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
@@ -88,8 +88,8 @@ class Workload(Section):
 
 class Model(Section):
     preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
-        DEFAULT_PRESET, description="Model whose KV bytes per token size a block (attention_store's presets: "
-                                    "see kvviz/mechanisms/attention_store/presets.py for the sources)")
+        DEFAULT_PRESET, description="Model whose KV bytes per token size a block (the serving core's presets: "
+                                    "see kvviz/serving/model_presets.py for the sources)")
     kv_bytes_per_token: int = param(ge=1, le=1 << 40, unit="B",
                                     description="KV-cache bytes per token, all layers (the preset fills it)")
     layers: int = param(ge=1, le=1000, description="Transformer layers: the unit hit blocks load in during a "
@@ -220,7 +220,7 @@ class Store(Section):
 
 class Links(Section):
     rule: Literal["fifo", "demand_first"] = param(
-        "fifo", description="How a tier link shares itself between transfers (timed engine; links.py says "
+        "fifo", description="How a tier link shares itself between transfers (timed engine; kvviz/serving/links.py says "
                             "each rule). fifo: demand loads, writes and prefetches one after another in "
                             "booking order, so a prefetch booked first delays a demand load by all of its "
                             "length. demand_first: demand loads and writes first (FIFO among themselves); "

@@ -1,6 +1,6 @@
 """The timed engine's block store: the untimed replay's tiers and rules (engine.py, whose steps
-1-4 hold here word for word), driven by the serving engine through attention_store's seam
-(kv_source.py) instead of one request after another.
+1-4 hold here word for word), driven by the serving engine through the serving core's seam
+(kvviz/serving/kv_source.py) instead of one request after another.
 
 What time changes (each an ASSUMPTION, ours unless named):
 - A request looks up and places its blocks when the scheduler admits it, not when it arrives;
@@ -9,7 +9,7 @@ What time changes (each an ASSUMPTION, ours unless named):
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
   the next request is placed): running requests' blocks are never evicted (with
   `cache.pin_running`, the default; belady ignores pins, as in engine.py).
-- Hit blocks below HBM load over their tier's link (links.py, `links.rule`) during the prefill
+- Hit blocks below HBM load over their tier's link (kvviz/serving/links.py, `links.rule`) during the prefill
   iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
   every link has delivered it. Blocks still landing from a prefetch load no earlier.
 - Writes down (write-through copies, write-back demotions) are booked on the link of the tier
@@ -32,10 +32,10 @@ from itertools import islice
 
 import numpy as np
 
-from ..attention_store.store import FIRST, HIT_HBM
+from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.links import Link, Prefetch
 from . import evictors
 from .engine import NO_PINS, Outcome
-from .links import Link, Prefetch
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
 
@@ -163,7 +163,7 @@ class BlockStore:
     def load(self, jobs, a, b, ready, S, comp_ns):
         """Every link with bytes for this iteration loads them from S (or when its blocks land),
         1/L per layer; layer i computes once loaded on every link: the iteration ends at
-        max(S + L·c, max over links of the closed form of layers.prefill_end with no buffer)."""
+        max(S + L·c, max over links of the closed form of layerwise_prefill.prefill_end with no buffer)."""
         L = self.L
         c = int(comp_ns / L)
         pe = S + L * c
