@@ -7,7 +7,8 @@ What time changes (each an ASSUMPTION, ours unless named):
   a block it computes is resident (reusable by a request admitted later) from then on, as vLLM
   allocates a block when it schedules it.
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
-  the next request is placed): running requests' blocks are never evicted.
+  the next request is placed): running requests' blocks are never evicted (with
+  `cache.pin_running`, the default; belady ignores pins, as in engine.py).
 - Hit blocks below HBM load over their tier's link (kvviz/serving/links.py, `links.rule`) during the prefill
   iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
   every link has delivered it. Blocks still landing from a prefetch load no earlier.
@@ -67,6 +68,7 @@ class BlockStore:
         self.next_use: dict = {}
         self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
         self.reindex = [k for k in range(K) if self.ev[k].reindex]
+        self.clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
         self.where: dict = {}
         self.size, self.peak = [0] * K, [0] * K
         self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
@@ -77,7 +79,8 @@ class BlockStore:
         self.held: dict = {}              # request -> its pinned blocks
         self.protect: set = set()         # blocks of the queued requests prefetch looks at
         self.prefetch = prefetch
-        self.top_hold = Either(self.pins, self.protect) if prefetch else self.pins
+        held = self.pins if c.pin_running and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
+        self.top_hold = Either(held, self.protect) if prefetch else held
         self.low_hold = self.protect if prefetch else NO_PINS
         self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
@@ -249,6 +252,8 @@ class BlockStore:
             cascade = False
             if size[k] >= caps[k]:
                 v = self.ev[k].victim(self.top_hold if k == 0 else self.low_hold)
+                if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
+                    v = None  # belady: b's own next use is the farthest, b is left out (engine.py step 3)
                 if v is None:
                     if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
                         self.demoted[k + 1] += 1
