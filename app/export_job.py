@@ -74,11 +74,12 @@ class ExportJobs(QObject):
                 head = parent.recv()
                 if head[0] != "ok":
                     raise ScenarioError(head[1])
-                paths = head[1]
                 items = []
-                for p in paths:
-                    data = parent.recv_bytes()
-                    self.stage.emit(f"writing {_size(len(data))}")
+                for p, n in head[1]:
+                    data, got = bytearray(n), 0
+                    while got < n:  # piece by piece: the interpreter is never held for the whole copy
+                        got += parent.recv_bytes_into(data, got)
+                    self.stage.emit(f"writing {_size(n)}")
                     items.append((p, data))
                 return items
             except (EOFError, OSError):

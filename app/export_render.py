@@ -11,6 +11,8 @@ from kvviz.export import export_format
 from kvviz.export.figure_size import FigureSize
 from kvviz.result import Result
 
+CHUNK = 4 << 20  # bytes per message from the export's child to the window
+
 # what each format is called in a refusal ("cannot write the file: … is not JSON")
 SAID = {"perfetto": "JSON", "json": "JSON", "csv": "CSV"}
 
@@ -75,7 +77,9 @@ def child(conn, result: Result, fmt: str, path: str, time_range_ns, size) -> Non
         traceback.print_exc()
         conn.send(("error", f"internal error while exporting: {e!r}"))
         return
-    conn.send(("ok", [p for p, _ in items]))
-    for _, data in items:
-        conn.send_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    blobs = [(p, data.encode("utf-8") if isinstance(data, str) else data) for p, data in items]
+    conn.send(("ok", [(p, len(b)) for p, b in blobs]))
+    for _, b in blobs:  # in pieces: the window copies each as it comes, never 171 MB at once
+        for at in range(0, len(b), CHUNK):
+            conn.send_bytes(b, at, min(CHUNK, len(b) - at))
     conn.close()
