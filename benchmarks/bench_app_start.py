@@ -60,7 +60,8 @@ def main() -> int:
     names = [p.stem for p in bundled_scenarios()]
     checkouts = [("this", ROOT)] + ([("against", against)] if against else [])
     print(describe())
-    print(f"platform: {'X display ' + env['DISPLAY'] if env.get('DISPLAY') else 'offscreen'}; "
+    shown = "offscreen" if env.get("QT_QPA_PLATFORM") == "offscreen" else f"X display {env['DISPLAY']}"
+    print(f"platform: {shown}; "
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     times = {(c, n): [] for c, _ in checkouts for n in names}
     for _, checkout in checkouts:  # untimed: writes each checkout's bytecode, warms the disk cache
