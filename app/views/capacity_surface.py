@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import shlex
+from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
@@ -158,6 +159,9 @@ class CapacitySurfaceView(QWidget):
                                                 else ""))
         enough = len(tiers) >= 2
         self.jobs.run_btn.setEnabled(enough and self.job is None)
+        if changed and enough:
+            self.status.setText(f"{Path(source).name}: choose two tiers, their capacities and a metric, "
+                                "then Run surface (one run per cell)")
         if not enough:
             self.status.setText("A capacity surface needs two tiers; this scenario has one (the Sweep tab "
                                 "varies one capacity).")
@@ -189,9 +193,10 @@ class CapacitySurfaceView(QWidget):
         self._axes, self._metric = (), ""
         pi = self.plot.getPlotItem()
         pi.clear()
-        for side in ("bottom", "left"):  # the last surface's tiers and capacities
+        for side in ("bottom", "left"):  # the last surface's tiers and capacities; no numbers for none
             pi.setLabel(side, "")
             pi.getAxis(side).setTicks(None)
+            pi.getAxis(side).setStyle(showValues=False)
         self.caption.setText(" ")
         self.info.setText(" ")
         self.status.setText("")
@@ -312,7 +317,7 @@ class CapacitySurfaceView(QWidget):
         room_x = vb.width() if vb.width() > 50 else self.plot.width() * 0.75
         room_y = vb.height() if vb.height() > 50 else self.plot.height() * 0.75
         for side in ("bottom", "left"):
-            pi.getAxis(side).setStyle(hideOverlappingLabels=False)
+            pi.getAxis(side).setStyle(hideOverlappingLabels=False, showValues=True)
         pi.getAxis("bottom").setTicks([thinned_ticks([_tick(v) for v in b.values], room_x, MIN_TICK_GAP_PX)])
         pi.getAxis("left").setTicks([thinned_ticks([_tick(v) for v in a.values], room_y, MIN_TICK_GAP_PY)])
         if self.bar is None:
