@@ -68,9 +68,10 @@ bench: setup
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
 
 # The README's paper-vs-model tables: every bundled scenario's [[claim]] rows, pasted between the
-# <!-- claims:begin NAMES --> / <!-- claims:end --> markers (several minutes: seed 003 runs ~14 times).
+# <!-- claims:begin NAMES --> / <!-- claims:end --> markers, fragility judged (--robustness; a few minutes:
+# seed 003 runs 19 times, then 48 more under its [[robustness]] alternatives).
 claims-table: setup
-	$(PY) -m kvviz claims --readme README.md
+	$(PY) -m kvviz claims --robustness --readme README.md
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
