@@ -434,7 +434,7 @@ def test_claims_tab_shows_verdicts_and_runs_other_settings(qtbot):
     assert "faster GPU" in view.table.item(4, col["why"]).text()
     assert view.table.item(4, col["basis"]).text() == "arithmetic"
     assert view.table.item(1, col["fragile"]).text() == "—"  # not judged yet
-    assert "pool.max_outstanding = 64" in view.table.item(1, col["conditions"]).text()
+    assert "pool.max_outstanding = 64" in view.table.item(1, col["conditions"]).toolTip()  # the cell: first + count
     assert view.table.item(3, col["command"]).text() == "kvviz run engram_qwen3_32b_cxl --set model.batch_size=64 " \
         "--metric window_us"
     # the summary line is the CLI's, and the command can be copied

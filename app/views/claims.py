@@ -154,6 +154,8 @@ class ClaimsView(QWidget):
             texts = cells(row)
             texts = [*texts[:-1], "—" if row.fragile is None else ("yes" if row.fragile else "no"), texts[-1]]
             for c, text in enumerate(texts):
+                if COLUMNS[c] == "conditions" and len(row.conditions) > 1:  # in full below and in the tooltip
+                    text = f"{row.conditions[0]} (+{len(row.conditions) - 1} more)"
                 item = QTableWidgetItem(text)
                 tip = text if COLUMNS[c] != "conditions" else "\n".join(row.conditions)
                 item.setToolTip(tip + ("\n(right-click: Copy command)" if COLUMNS[c] == "command" and text else ""))
@@ -163,6 +165,9 @@ class ClaimsView(QWidget):
                 self.table.setItem(r, c, item)
         self._filter()
         self.table.resizeRowsToContents()
+        cap = 3 * self.table.fontMetrics().lineSpacing() + 8  # a long cell is read below, not in a tall row
+        for r in range(self.table.rowCount()):
+            self.table.setRowHeight(r, min(self.table.rowHeight(r), cap))
         if self.rows and self.table.currentRow() < 0:
             self.table.setCurrentCell(0, 0)  # the detail line shows the first row's command at once
         self._detail(self.table.currentRow() if self.rows else -1)
