@@ -413,8 +413,10 @@ def figure_svg(mp: ModelPoints, title: str = "") -> str:
         if k == 2 and finite_number(mp.bound):
             parts.append(f'<line x1="{x0}" x2="{x0 + panel_w:.1f}" y1="{ypos(mp.bound):.1f}" '
                          f'y2="{ypos(mp.bound):.1f}" stroke="#000" stroke-dasharray="2 3"/>')
-            parts.append(f'<text x="{x0 + 4}" y="{ypos(mp.bound) - 4:.1f}" font-size="10">p_max, the decode floor: '
-                         f'{mp.bound * 100:.0f}%</text>')
+            ly = y1 + 62  # in the legend: the paper's lines above may lie close to it
+            parts.append(f'<line x1="{x0}" x2="{x0 + 18}" y1="{ly - 4}" y2="{ly - 4}" stroke="#000" '
+                         f'stroke-dasharray="2 3"/><text x="{x0 + 22}" y="{ly}" font-size="10">p_max, the decode '
+                         f'floor: {mp.bound * 100:.0f}%</text>')
         for s_i, (metric, colour, label) in enumerate(series):
             pts = []
             for i, p in enumerate(mp.points):

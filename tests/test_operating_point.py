@@ -75,7 +75,7 @@ def test_operating_point_runs_each_load_and_writes_figure_and_readme(tmp_path, c
     assert main(["operating-point", f, "--set", SMALL[0], "--rates", "0.5", "--model", "llama-70b", "--svg-dir",
                  str(tmp_path), "--readme", str(readme), "--quiet"]) == 0
     svg = (tmp_path / "attention_store_sharegpt_llama-70b.svg").read_text()
-    assert svg.startswith("<svg") and "p_max, the decode floor" in svg
+    assert svg.startswith("<svg") and "p_max, the decode floor: " in svg
     text = readme.read_text()
     assert "old" not in text and "| llama-70b |" in text and "**llama-70b**" in text
     assert main(["operating-point", f, "--set", SMALL[0], "--rates", "0.5", "--model", "llama-70b", "--json",
