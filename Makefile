@@ -14,7 +14,7 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
 # exported SVG independently of Qt (those tests skip without them).
 TEST_DEB_LIBS := xvfb librsvg2-bin
 
-.PHONY: run test setup native system-libs test-libs bench screenshots clean claims-table
+.PHONY: run test setup native system-libs test-libs bench screenshots clean claims-table operating-point
 
 setup: $(STAMP)
 
@@ -68,9 +68,14 @@ bench: setup
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
 
 # The README's paper-vs-model tables: every bundled scenario's [[claim]] rows, pasted between the
-# <!-- claims:begin NAMES --> / <!-- claims:end --> markers (several minutes: seed 003 runs ~14 times).
+# <!-- claims:begin NAMES --> / <!-- claims:end --> markers, fragility judged (--robustness; a few minutes:
+# seed 003 runs 19 times, then 48 more under its [[robustness]] alternatives).
 claims-table: setup
-	$(PY) -m kvviz claims --readme README.md
+	$(PY) -m kvviz claims --robustness --readme README.md
+
+# The README's operating-point section and its per-model figures (issue 31 item 6; 36 runs, under a minute).
+operating-point: setup
+	$(PY) -m kvviz operating-point attention_store_sharegpt --svg-dir resources/operating_point --readme README.md
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -30,7 +30,18 @@ Each row also carries its `basis` (simulated / arithmetic / input: only simulate
 headline counts; the others are consistency checks, passed when reproduced), its `conditions`
 (the file's `claim_conditions` for a simulated row, and the claim's own, each setting shown as
 PATH = its value in the row's run), its `command` (the `kvviz run … --metric` line that prints
-the model's value as the table shows it) and `fragile` (None: not judged here).
+the model's value as the table shows it) and `fragile`.
+
+Fragility (`kvviz claims --robustness`; without it `fragile` is None, never a guess): the
+scenario's `[[robustness]]` tables name sensitive settings and the values a reviewer would try.
+Every simulated row that is `reproduced` or `same_shape` is judged again, by the same rule, under
+each value that differs from the setting in its own run, applied to every run the row reads (its
+`set`, `than_set` and `relative_to_set`), one setting at a time. `fragile` is True where some
+alternative changes the verdict (`fragile_because` names each, with the verdict and value it
+gives), False where every alternative that could run keeps it, None where none could (an
+alternative the scenario refuses for that row's run, such as store.lookahead = job_list with
+saturated release, is listed in `robustness` as not applicable, never as a flip). Runs are
+shared as the claims' are: one per distinct set of overrides.
 """
 from __future__ import annotations
 
@@ -52,7 +63,8 @@ NOT_RUN = "not run"  # a claim whose run was not asked for yet (the app runs `se
 FACTOR = (0.5, 2.0)  # the model's effect between half and twice the paper's
 MARGIN = 0.1  # a "beats X" counts by at least a tenth of the paper's gap
 JSON_KEYS = ("seed", "claim", "paper", "model", "verdict", "why", "basis", "scale", "conditions", "command",
-             "fragile")
+             "fragile", "fragile_because", "robustness")
+JUDGED = ("reproduced", "same_shape")  # the verdicts --robustness re-judges (simulated rows only)
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,9 @@ class Row:
     scale: str = "value"
     conditions: tuple[str, ...] = field(default_factory=tuple)
     command: str = ""
-    fragile: bool | None = None  # robustness is not judged yet: null, never a guess
+    fragile: bool | None = None  # not judged (no --robustness): null, never a guess
+    fragile_because: tuple[str, ...] = field(default_factory=tuple)  # the alternatives that change the verdict
+    robustness: tuple[str, ...] = field(default_factory=tuple)  # every alternative tried: its verdict and value
 
     @property
     def simulated(self) -> bool:
@@ -82,7 +96,8 @@ class Row:
         """The --json form: exactly JSON_KEYS."""
         return {"seed": self.seed, "claim": self.claim, "paper": self.paper, "model": self.model,
                 "verdict": self.verdict, "why": self.why, "basis": self.basis, "scale": self.scale,
-                "conditions": list(self.conditions), "command": self.command, "fragile": self.fragile}
+                "conditions": list(self.conditions), "command": self.command, "fragile": self.fragile,
+                "fragile_because": list(self.fragile_because), "robustness": list(self.robustness)}
 
 
 def fmt(v) -> str:
@@ -412,9 +427,11 @@ def run_group(task) -> dict | str:
         return str(e)
 
 
-def evaluate_file(file: str, progress=None) -> list[Row]:
+def evaluate_file(file: str, progress=None, robustness: bool = False) -> list[Row]:
     """Every claim of one scenario file, evaluated (bad claim data raises ScenarioError before
-    anything runs). `progress(done, total)` is called as runs finish."""
+    anything runs). `progress(done, total)` is called as runs finish. `robustness`: then judge
+    each reproduced / same_shape simulated row under the file's `[[robustness]]` alternatives
+    (module docstring); the rows' `fragile` stays None without it."""
     from .executor import map_indexed
     from .loading import parse_scenario
     from .scenario_data import read_toml
@@ -422,6 +439,8 @@ def evaluate_file(file: str, progress=None) -> list[Row]:
     data = read_toml(file)
     scenario = parse_scenario(data, file)  # refuses bad claims, like any bad field
     claims = scenario.claim
+    if robustness:
+        check_alternatives(data, file, scenario.robustness)  # a bad path is refused before any run
     groups = run_groups(claims)
     done = [0]
 
@@ -430,4 +449,97 @@ def evaluate_file(file: str, progress=None) -> list[Row]:
         if progress:
             progress(done[0], len(groups))
     results = map_indexed(run_group, [(data, file, g) for g in groups], on_result=tick)
-    return rows_from_runs(claims, dict(zip(groups, results)), file, data, scenario.claim_conditions)
+    runs = dict(zip(groups, results))
+    rows = rows_from_runs(claims, runs, file, data, scenario.claim_conditions)
+    if not robustness:
+        return rows
+    settings = Settings(data)
+    trials = [alternatives(c, scenario.robustness, settings) if judged(r) else [] for c, r in zip(claims, rows)]
+    more = [g for g in run_groups([t for row in trials for _, t in row]) if g not in runs]
+    done[0] = 0
+
+    def tick_more(_i, _v):
+        done[0] += 1
+        if progress:
+            progress(done[0], len(more), "robustness")
+    results = map_indexed(run_group, [(data, file, g) for g in more], on_result=tick_more)
+    runs.update(zip(more, results))
+    return [rejudge(r, [(label, _row(t, runs, file)) for label, t in row]) if judged(r) else r
+            for r, row in zip(rows, trials)]
+
+
+# --- robustness (module docstring) -------------------------------------------------------------
+
+def judged(row: Row) -> bool:
+    """Whether --robustness judges this row: a simulated row that is reproduced or same_shape."""
+    return row.simulated and row.verdict in JUDGED
+
+
+def value_text(v) -> str:
+    """A value as --set takes it: a bare word stays bare, other strings are quoted."""
+    import json
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        from .scenario_data import parse_value
+        return v if parse_value(v) == v and v.strip() == v and v else json.dumps(v, ensure_ascii=False)
+    return repr(v)
+
+
+def with_setting(group, path: str, value) -> tuple[str, ...]:
+    """The overrides `group` with `path` set to `value` (an override of the same path replaced)."""
+    return tuple(s for s in group if s.split("=", 1)[0].strip() != path) + (f"{path}={value_text(value)}",)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+def alternatives(c, alts, settings: Settings) -> list[tuple[str, Any]]:
+    """(label, the claim under one alternative) for each alternative value that differs from the
+    setting in the claim's own run; the alternative goes to every run the claim reads."""
+    out = []
+    for a in alts:
+        own = settings.value(tuple(c.set), a.setting)
+        for v in a.values:
+            if own is not None and _same(own, v):
+                continue
+            update = {"set": list(with_setting(c.set, a.setting, v))}
+            for name in ("than_set", "relative_to_set"):
+                g = getattr(c, name)
+                if g is not None:
+                    update[name] = list(with_setting(g, a.setting, v))
+            label = f"{a.setting} = {_setting_text(v)}"
+            out.append((label, c.model_copy(update=update)))
+    return out
+
+
+def rejudge(row: Row, trials: list[tuple[str, Row]]) -> Row:
+    """The row with its fragility: the verdict under each alternative against its own."""
+    from dataclasses import replace
+    tried, flips, ran = [], [], 0
+    for label, t in trials:
+        if t.verdict in (ERROR, NOT_RUN):
+            tried.append(f"{label}: not applicable ({t.why})")
+            continue
+        ran += 1
+        said = f"{label}: {t.verdict} ({t.shown or fmt(t.model)})"
+        tried.append(said)
+        if t.verdict != row.verdict:
+            flips.append(said)
+    return replace(row, fragile=bool(flips) if ran else None, fragile_because=tuple(flips), robustness=tuple(tried))
+
+
+def check_alternatives(data: dict, file: str, alts) -> None:
+    """Refuse an alternative the file itself refuses (an unknown path, a value out of range),
+    before any run: a broken alternative never passes for a robust row."""
+    from .loading import parse_scenario
+    from .scenario_data import apply_override
+    for i, a in enumerate(alts):
+        for v in a.values:
+            try:
+                parse_scenario(apply_override(data, f"{a.setting}={value_text(v)}", file), file)
+            except ScenarioError as e:
+                raise ScenarioError(f"{a.setting} = {_setting_text(v)}: {e}", file, f"robustness[{i}]") from None

@@ -32,9 +32,9 @@ def cmd_claims(args) -> int:
         say_engine_note(sc.kind)
     rows = []
     for f in files:
-        def progress(done, total, f=f):
-            print(f"{printable(f)}: {done}/{total} runs", file=sys.stderr)
-        rows += evaluate_file(f, None if args.quiet else progress)
+        def progress(done, total, what="", f=f):
+            print(f"{printable(f)}: {done}/{total} {what + ' ' if what else ''}runs", file=sys.stderr)
+        rows += evaluate_file(f, None if args.quiet else progress, robustness=args.robustness)
     if args.readme:
         for names in paste(args.readme, rows):
             print(f"{printable(args.readme)}: left the block of {printable(names)} as it was (not evaluated here)",
@@ -59,5 +59,8 @@ def add_parser(sub) -> None:
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
     c.add_argument("--readme", metavar="README.md", help="replace the tables between <!-- claims:begin NAMES --> "
                                                          "and <!-- claims:end --> with these rows")
+    c.add_argument("--robustness", action="store_true",
+                   help="also judge each reproduced / same_shape simulated row under the file's [[robustness]] "
+                        "alternatives: fragile true (and which alternative flips it) or false; without it null")
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     c.set_defaults(fn=cmd_claims)

@@ -43,6 +43,8 @@ def as_text(rows) -> str:
     for r, line in zip(rows, table[1:]):
         out.append(("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]).rstrip())
         full = cells(r)
+        if r.fragile is not None:
+            out.append(f"      fragile: {fragile_cell(r)}")
         if full[7]:
             out.append(f"      conditions: {full[7]}")
         if full[8]:
@@ -55,12 +57,34 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("<!--", "&lt;!--")
 
 
+def judged_any(rows) -> bool:
+    """Whether fragility was judged for any of these rows (kvviz claims --robustness)."""
+    return any(r.fragile is not None for r in rows)
+
+
+def fragile_cell(row) -> str:
+    """`fragile` as the tables show it: — (not judged), no, or yes with what flips it."""
+    if row.fragile is None:
+        return "—"
+    return "yes: " + "; ".join(printable(b) for b in row.fragile_because) if row.fragile else "no"
+
+
+def fragile_summary(rows) -> str:
+    judged = [r for r in rows if r.fragile is not None]
+    n = sum(bool(r.fragile) for r in judged)
+    return f"{n} of {len(judged)} judged rows fragile"
+
+
 def _md_table(rows) -> list[str]:
-    out = ["| " + " | ".join(HEADS) + " |", "|" + " --- |" * len(HEADS)]
+    fragile = judged_any(rows)  # the column only when judged: the plain table stays as it was
+    heads = (*HEADS[:6], "fragile", *HEADS[6:]) if fragile else HEADS
+    out = ["| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
     for r in rows:
         line = cells(r)
         line[4] = f"**{line[4]}**" if r.verdict in ("not_reproduced", "error") else line[4]
         line[8] = f"`{line[8]}`" if line[8] else ""
+        if fragile:
+            line.insert(6, f"**{fragile_cell(r)}**" if r.fragile else fragile_cell(r))
         out.append("| " + " | ".join(_md(c) for c in line) + " |")
     return out
 
@@ -72,7 +96,10 @@ def as_markdown(rows) -> str:
     checks = [r for r in rows if not r.simulated]
     out = []
     if simulated:
-        out += [f"**Simulated** (the headline): {simulated_counts(simulated)}. `fragile`: not judged yet.", ""]
+        said = (f"`fragile` (`kvviz claims --robustness`: each reproduced / same_shape row judged again under "
+                f"the file's `[[robustness]]` alternatives): {fragile_summary(simulated)}"
+                if judged_any(simulated) else "`fragile`: not judged yet")
+        out += [f"**Simulated** (the headline): {simulated_counts(simulated)}. {said}.", ""]
         out += _md_table(simulated)
     if checks:
         out += ([""] if out else []) + [f"**Consistency checks** (arithmetic and input rows, not results of the "
@@ -109,8 +136,9 @@ def summary(rows) -> str:
     """The one line the CLI prints and the app shows: simulated rows counted by verdict, the
     others as consistency checks."""
     n_sim = sum(r.simulated for r in rows)
+    tail = f"; {fragile_summary(rows)}" if judged_any(rows) else ""
     return (f"{len(rows)} claims; {n_sim} simulated: {simulated_counts(rows)}; "
-            f"{len(rows) - n_sim} consistency checks (arithmetic, input): {check_counts(rows)}")
+            f"{len(rows) - n_sim} consistency checks (arithmetic, input): {check_counts(rows)}{tail}")
 
 
 def readme_text(readme: str | Path) -> str:

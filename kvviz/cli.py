@@ -1,4 +1,4 @@
-"""kvviz command line: run, check, claims, sweep, replay, validate, list, schema.
+"""kvviz command line: run, check, claims, operating-point, sweep, replay, validate, list, schema.
 
 Exit codes: 0 success, 2 bad input (one clear message naming file and field; nothing written).
 """
@@ -29,6 +29,7 @@ from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value, printable
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .mechanisms import mechanisms
+from .operating_point_cli import add_parser as add_operating_point_parser
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_format import HEADER_CHOICES
@@ -510,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_check)
 
     add_claims_parser(sub)
+    add_operating_point_parser(sub)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

@@ -28,7 +28,7 @@ from .executor import map_indexed, workers, worth_a_pool
 
 # ScenarioBase's fields no simulation reads: titles, and the checks and claims held against the
 # metrics after the run.
-DISPLAY_FIELDS = ("name", "description", "expect", "claim")
+DISPLAY_FIELDS = ("name", "description", "expect", "claim", "robustness")
 
 
 @dataclass(frozen=True)

@@ -258,6 +258,33 @@ class Claim(Section):
         return {k: getattr(self, k) for k in ("greater_than", "at_least", "less_than", "at_most") if getattr(self, k)}
 
 
+class Alternative(Section):
+    """A `[[robustness]]` table: a sensitive setting and the values a reviewer would try instead
+    (`kvviz claims --robustness` re-judges each reproduced / same_shape simulated row under every
+    value that differs from the row's own, and marks it fragile where the verdict changes)."""
+
+    setting: str = param(description="The setting's path, as --set takes it (e.g. store.lookahead)", min_length=1)
+    values: list[bool | int | float | str] = param(description="The values to try, the file's own among them or "
+                                                               "not (a row is re-run under each value that differs "
+                                                               "from the setting in its own run)", min_length=1)
+    why: str = param("", description="What the alternatives stand for, a few words (e.g. host link aggregate "
+                                     "104 / 26 GB/s)")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        parts = self.setting.split(".")
+        if "=" in self.setting or " " in self.setting.strip() or not all(p.strip() for p in parts):
+            raise FieldError("setting", f"expected a setting path such as store.lookahead (got {self.setting!r:.60})")
+        seen: list = []
+        for i, v in enumerate(self.values):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise FieldError(f"values[{i}]", "must be a finite number")
+            if any(v == w and type(v) is type(w) for w in seen):
+                raise FieldError(f"values[{i}]", f"{v!r:.40} is given twice")
+            seen.append(v)
+        return self
+
+
 class ScenarioBase(Section):
     kind: str
     name: str = Field("untitled", description="Title shown in the app and in figures")
@@ -269,6 +296,9 @@ class ScenarioBase(Section):
     claim_conditions: list[str] = Field([], description="What every simulated claim of this file rests on: setting "
                                                         "paths that are assumptions or depart from the paper (shown "
                                                         "as PATH = the value in the row's run) or a few words")
+    robustness: list[Alternative] = Field([], description="Sensitive settings with the values a reviewer would "
+                                                          "try (kvviz claims --robustness marks the rows whose "
+                                                          "verdict an alternative changes as fragile)")
 
 
 def loc_to_path(loc: tuple) -> str:

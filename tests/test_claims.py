@@ -229,7 +229,7 @@ def test_claims_json_rows_carry_the_issues_keys(tmp_path, capsys):
     assert main(["claims", str(f), "--json", "--quiet"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert JSON_KEYS == ("seed", "claim", "paper", "model", "verdict", "why", "basis", "scale", "conditions",
-                         "command", "fragile")
+                         "command", "fragile", "fragile_because", "robustness")
     assert all(list(r) == list(JSON_KEYS) for r in rows)
     assert [r["verdict"] for r in rows] == ["reproduced", "reproduced", "not_reproduced", "not_expressible"]
     assert rows[1]["model"] < 11 and rows[2]["why"].endswith("the naive path is 16 serial trips")
@@ -452,3 +452,51 @@ def test_claims_tab_shows_verdicts_and_runs_other_settings(qtbot):
 
     plain = simulate(load_scenario(SCENARIOS / "attention_store_mooncake.toml"))
     assert "no [[claim]]" in tab.unavailable(plain)
+
+
+# --- fragility (kvviz claims --robustness) ------------------------------------------------------
+
+ROBUST = """
+[[robustness]]
+setting = "storage.latency_us"
+values = [25, {slow}]
+why = "a slower flash round trip"
+"""
+
+
+def test_robustness_marks_the_rows_an_alternative_flips(tmp_path, capsys):
+    f = tmp_path / "small.toml"
+    f.write_text(BASE + ROBUST.format(slow=50) + SMALL_CLAIMS)
+    plain = evaluate_file(str(f))
+    assert all(r.fragile is None for r in plain)  # without --robustness: null, never a guess
+    rows = evaluate_file(str(f), robustness=True)
+    assert [r.verdict for r in rows] == [r.verdict for r in plain]  # the verdicts themselves do not move
+    speedup, fewer, trips, ppl = rows
+    assert speedup.fragile is True and speedup.fragile_because[0].startswith("storage.latency_us = 50: same_shape (")
+    assert fewer.fragile is False and fewer.robustness and not fewer.fragile_because
+    # the alternative equal to the row's own value is not run; rows not reproduced / same_shape,
+    # and rows that are not simulated, are not judged
+    assert all("= 25:" not in t for r in rows for t in r.robustness)
+    assert trips.fragile is None and ppl.fragile is None
+    assert main(["claims", str(f), "--robustness", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["fragile"] for r in out] == [True, False, None, None]
+    assert out[0]["fragile_because"] == list(speedup.fragile_because)
+    main(["claims", str(f), "--robustness", "--markdown", "--quiet"])
+    md = capsys.readouterr().out
+    assert "1 of 2 judged rows fragile" in md and "| fragile |" in md and "**yes: storage.latency_us = 50" in md
+
+
+def test_robustness_where_no_alternative_flips_and_a_bad_one_is_refused(tmp_path, capsys):
+    f = tmp_path / "small.toml"
+    f.write_text(BASE + ROBUST.format(slow=26) + SMALL_CLAIMS)
+    rows = evaluate_file(str(f), robustness=True)
+    assert [r.fragile for r in rows] == [False, False, None, None]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BASE + ROBUST.replace("storage.latency_us", "storage.nope").format(slow=26) + SMALL_CLAIMS)
+    assert main(["claims", str(bad), "--robustness", "--quiet"]) == 2
+    assert "robustness[0]" in capsys.readouterr().err
+    twice = tmp_path / "twice.toml"
+    twice.write_text(BASE + ROBUST.format(slow=25) + SMALL_CLAIMS)
+    assert main(["validate", str(twice)]) == 2
+    assert "robustness[0].values[1]" in capsys.readouterr().err

@@ -101,7 +101,7 @@ def test_sweep_and_claims_say_the_note_once(fresh, capsys):
                  "--metric", "turns", "--workers", "1"]) == 0
     assert capsys.readouterr().err.count(note) == 1
     fresh.setattr(mechanisms_module, "_noted", set())
-    fresh.setattr(claims, "evaluate_file", lambda f, progress: [])  # the note comes before any run
+    fresh.setattr(claims, "evaluate_file", lambda f, progress, robustness=False: [])  # the note comes before any run
     assert main(["claims", "attention_store_sharegpt", "attention_store_sharegpt", "--quiet"]) == 0
     assert capsys.readouterr().err.count(note) == 1
 
