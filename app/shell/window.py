@@ -270,6 +270,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
 
     def _busy(self, busy: bool):
         if busy:
+            self.progress.setRange(0, 0)  # busy, until parts say how far
             self._say(self._running_text())
             job = self.runner.job_scenario()
             self._placeholder(job.name if job is not None else "", self._running_text(),
@@ -313,6 +314,8 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         arrived; `self.result` stays the last whole run (exports, Compare's pin) until it ends."""
         self._show(result, partial=True)
         self._say(f"{result.scenario.name}: {done} of {total} parts done, the others still running…")
+        self.progress.setRange(0, total)  # how far the run is, from its first part on
+        self.progress.setValue(done)
 
     def _show(self, result, partial: bool = False):
         if not partial:
