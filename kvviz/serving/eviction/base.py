@@ -53,6 +53,7 @@ def ignore(key):
 class Policy:
     name = "?"
     description = ""             # the one line the CLI and the scenario reference show
+    object_description = None    # the object replay's line, if not `description` with objects for blocks
     needs: frozenset = frozenset()  # of FACTS
     ignores_pins = False         # may evict a pinned key (the clairvoyant reference does)
 

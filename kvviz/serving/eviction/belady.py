@@ -22,6 +22,8 @@ from .base import HeapPolicy, register
 class Belady(HeapPolicy):
     description = ("evicts the block whose next use is farthest, the entering one included (offline, clairvoyant; "
                    "ignores pins: the reference)")
+    object_description = ("evicts the object whose next request is furthest away (offline, clairvoyant; the "
+                          "object requested is always inserted, as in libCacheSim)")
     needs = frozenset({"next_use"})
     ignores_pins = True
 
