@@ -12,10 +12,12 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from ...serving.model_presets import MFU_PAPER, with_preset
-from .evictors import POLICIES
+from . import evictors
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
-EVICTIONS = tuple(POLICIES)  # lru, leaf_lru, fifo, belady
+# the policies registered when the scenario schema is built (lru, leaf_lru, fifo, belady): a tier's
+# `eviction` names one of these; `policies` is checked against the registry as it is at load time
+EVICTIONS = evictors.names()
 DEFAULT_PRESET = "llama-70b"
 
 
@@ -250,8 +252,8 @@ class PrefixCacheScenario(ScenarioBase):
     @model_validator(mode="after")
     def _check(self):
         for i, p in enumerate(self.policies):
-            if p not in EVICTIONS:
-                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(EVICTIONS)})")
+            if p not in evictors.names():
+                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(evictors.names())})")
             if p in self.policies[:i]:
                 raise FieldError(f"policies[{i}]", f"policy {p!r} is listed twice")
         if self.trace_policy and self.trace_policy not in self.policies:

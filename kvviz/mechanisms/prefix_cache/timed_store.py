@@ -68,7 +68,7 @@ class BlockStore:
         self.next_use: dict = {}
         self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
         self.reindex = [k for k in range(K) if self.ev[k].reindex]
-        self.clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
+        self.clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
         self.where: dict = {}
         self.size, self.peak = [0] * K, [0] * K
         self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
@@ -79,7 +79,7 @@ class BlockStore:
         self.held: dict = {}              # request -> its pinned blocks
         self.protect: set = set()         # blocks of the queued requests prefetch looks at
         self.prefetch = prefetch
-        held = self.pins if c.pin_running and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
+        held = self.pins if c.pin_running and not evictors.ignores_pins(evictions[0]) else NO_PINS
         self.top_hold = Either(held, self.protect) if prefetch else held
         self.low_hold = self.protect if prefetch else NO_PINS
         self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
