@@ -23,18 +23,43 @@ def ignore(b):
 
 
 class Lru:
+    """The order is `held` (pinned blocks set aside from its front, oldest first) followed by
+    `order`: every held block precedes every block in `order`, since `order` only grows at its
+    end. A use of a held block moves it to the end of `order`, as it would the whole order."""
     reindex = False  # whether a new next use must be told even where the block is not used
 
     def __init__(self):
         self.order: OrderedDict = OrderedDict()
-        # the OrderedDict's own methods, no Python call between (the engine calls these for
-        # every block): insert (b is never resident then), use, remove
-        self.insert = self.order.setdefault
-        self.touch = self.order.move_to_end
-        self.remove = self.order.__delitem__
+        self.held: dict = {}  # set-aside pinned blocks, in order (all pinned until `unpin`)
+        order, held = self.order, self.held
+        move, drop = order.move_to_end, order.__delitem__
+        # the OrderedDict's own methods where they can be (the engine calls these for every
+        # block): insert (b is never resident then), use, remove
+        self.insert = order.setdefault
+
+        def touch(b):
+            try:
+                move(b)
+            except KeyError:  # set aside: back at the end of the order
+                del held[b]
+                order[b] = None
+
+        def remove(b):
+            try:
+                drop(b)
+            except KeyError:
+                del held[b]
+
+        self.touch, self.remove = touch, remove
 
     def unpin(self):
-        pass
+        """Pins went: the set-aside blocks go back to the front of the order, in their order."""
+        held, order = self.held, self.order
+        if held:
+            for b in reversed(held):
+                order[b] = None
+                order.move_to_end(b, last=False)
+            held.clear()
 
     def victim(self, pinned):
         for b in self.order:  # pinned blocks are the most recent: rarely more than one step
