@@ -62,9 +62,17 @@ class Lru:
             held.clear()
 
     def victim(self, pinned):
-        for b in self.order:  # pinned blocks are the most recent: rarely more than one step
+        """The first block of the order not pinned. Pinned blocks met at the front are set aside
+        (pins only grow until `unpin`), so each is walked once per unpin, not once per victim:
+        a running request's blocks stay pinned in HBM until its last token, and walking them
+        on every placement into a full HBM was most of a timed run's time."""
+        order, held = self.order, self.held
+        while order:
+            b = next(iter(order))
             if b not in pinned:
                 return b
+            del order[b]
+            held[b] = None
         return None
 
 
