@@ -68,6 +68,7 @@ def inactive(data: dict) -> dict[str, str]:
         why = "not used: only the timed engine (serving.timing = true) reads it"
         out.update({f"serving.{f}": why for f in TIMED_SERVING_FIELDS})
         out["links.rule"] = why
+        out["store.load_if_faster"] = why
     if not (isinstance(st, dict) and st.get("prefetch")):
         out.update({f"store.{f}": "not used: store.prefetch is off" for f in ("prefetch_lookahead", "prefetch_tier")})
     return out

@@ -8,9 +8,12 @@ What time changes (each an ASSUMPTION, ours unless named):
   allocates a block when it schedules it.
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
   the next request is placed): running requests' blocks are never evicted.
-- Hit blocks below HBM load over their tier's link (links.py, `links.rule`) during the prefill
-  iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
-  every link has delivered it. Blocks still landing from a prefetch load no earlier.
+- Hit blocks below HBM load over their tier's link (links.py, `links.rule`): one transfer per
+  request and link, booked at its admission after its own write-downs (so the write-downs of
+  requests admitted later into the same iteration queue behind it, as the rule below assumes),
+  streamed layer by layer (1/layers of each transfer per layer); a layer of the prefill
+  iteration computes once every transfer has delivered it. Blocks still landing from a prefetch
+  load no earlier.
 - Writes down (write-through copies, write-back demotions) are booked on the link of the tier
   they enter when the block is placed.
 - Scheduler-aware prefetch (`store.prefetch`): whenever the queue changes, the prefix blocks of
@@ -24,6 +27,32 @@ What time changes (each an ASSUMPTION, ours unless named):
 - A block is counted as a hit in the tier it is placed in: a prefetched block counts in
   prefetch_tier from the moment it is queued, landed or not; the load waits for it to land
   (`prefetch_late_blocks` counts the hit blocks that had not landed at admission).
+
+Load or recompute (`store.load_if_faster`, on by default). A request's hit is its leading run
+of h resident blocks; it uses the first `cut` of them (those below HBM loaded, as above) and
+recomputes blocks cut..h-1 with its misses, the cut (0 ≤ cut ≤ h) chosen at its admission to make
+its prefill iteration end soonest, ties to the larger cut (loading). The iteration's end for a
+cut is load()'s closed form, evaluated now, without booking: the loads booked for this
+iteration so far and the cut's transfers, queued behind what each link has booked (this
+request's own write-downs and the prefetches its admission started included), layer by layer
+against the compute of the requests this store admitted into the iteration so far plus this one's,
+prefill(prompt − kept, after kept) under the roofline. Cuts between hit blocks in HBM are never
+better than the next cut (they load nothing more and compute more), so only the cuts before a
+block below HBM, and h, are tried.
+ASSUMPTIONS, ours:
+- The computed tokens are one contiguous suffix of the prompt, so the roofline's prefill(n after
+  h) prices them exactly: an HBM hit block after the cut is recomputed too (counted). Using it
+  instead would be valid (a block's KV depends only on the tokens up to it), but its compute
+  would not be one prefill(n after h).
+- Greedy per request: what later requests will load or write is not foreseen (their loads
+  join this iteration's end, which their own rule then weighs; a load now can delay a later
+  request's, which may then recompute); a request resumed after preemption recomputes its context outside this
+  store's sight, so its compute is left out of the iteration's (the rule then errs towards
+  recomputing).
+- A recomputed hit block is placed exactly as a loaded one (promoted into HBM by
+  cache.promote): the rule changes where its KV comes from, never what the tiers hold.
+  It counts as a hit of its tier (hit_blocks, token_hit_rate: the cache's figures) and again as
+  that tier's recomputed_hit_blocks / recomputed_hit_tokens; prefill_tokens_saved leaves them out.
 """
 from __future__ import annotations
 
@@ -37,6 +66,14 @@ from .engine import NO_PINS, Outcome
 from .links import Link, Prefetch
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
+
+
+def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
+    """The iteration's end `pe` (so far) given one link streaming its bytes from `start` (after
+    its latency) to t1 in L equal layer pieces, with c ns of compute per layer: layer i computes
+    once its piece is in and layer i-1 is done."""
+    a = (t1 - start) / L
+    return max(pe, int(start + a) + L * c, t1 + c)
 
 
 class Either:
@@ -96,9 +133,11 @@ class BlockStore:
         self.landing: dict = {}           # block -> when its prefetch lands
         self.pf_done: set = set()         # requests prefetched for
         self.prefetched_blocks = 0
-        self.pending: list = [0] * K      # the iteration's load bytes per link
-        self.ready = [0] * K
+        self.booked: list = []            # the iteration's loads: (link, start after latency, end)
         self.tb = run.tb
+        self.load_if_faster = sc.store.load_if_faster
+        self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
+        self.recomputed_blocks, self.recomputed_tokens = [0] * K, [0] * K
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
     def arrived(self, j: int):
@@ -130,17 +169,7 @@ class BlockStore:
         self.hits[j] = h
         for k in set(src):
             self.hit_req[k] += 1
-        load = 0
-        landing, now = self.landing, self.loop.now
-        for i, k in enumerate(src):  # hit blocks below HBM load over their tier's link
-            if k:
-                self.pending[k] += self.bb
-                load += self.bb
-                t = landing.get(ids[s + i], 0)
-                if t > now:
-                    self.late_blocks += 1
-                if t > self.ready[k]:
-                    self.ready[k] = t
+        now = self.loop.now
         before = self.written[:]
         if self.log is not None:
             self.log.append(("admit", j))
@@ -149,31 +178,87 @@ class BlockStore:
             n = self.written[k] - before[k]
             if n:
                 self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
-        hit_tok = sum(tok[s:p])
-        run = self.run
-        total = run.keep[j] + run.inn[j]
-        run.keep[j], run.inn[j] = hit_tok, total - hit_tok
         if self.prefetch:
             self._look_ahead()
-        return (HIT_HBM if h else FIRST), load, 0, 0
+        run = self.run
+        total = run.keep[j] + run.inn[j]
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        cut = self._cut(s, h, src, total, now) if self.load_if_faster and any(src) else h
+        load = 0
+        landing = self.landing
+        nbytes, ready = [0] * K, [now] * K
+        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
+            k = src[i]
+            if k:
+                nbytes[k] += self.bb
+                t = landing.get(ids[s + i], 0)
+                if t > now:
+                    self.late_blocks += 1
+                if t > ready[k]:
+                    ready[k] = t
+        for k in range(1, K):  # one transfer per link, booked now
+            if nbytes[k]:
+                load += nbytes[k]
+                t0, t1 = self._transfer(k, nbytes[k], ready[k], False, j, "load",
+                                        f"load {nbytes[k] // self.bb} blocks {self.names[k]}→hbm")
+                self.booked.append((t0 + self.links[k].read_lat, t1))
+        for i in range(cut, h):  # recomputed
+            self.recomputed_blocks[src[i]] += 1
+            self.recomputed_tokens[src[i]] += tok[s + i]
+        kept = sum(tok[s:s + cut])
+        run.keep[j], run.inn[j] = kept, total - kept
+        self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        return (HIT_HBM if cut else FIRST), load, 0, 0
 
-    def load(self, jobs, a, b, ready, S, comp_ns):
-        """Every link with bytes for this iteration loads them from S (or when its blocks land),
-        1/L per layer; layer i computes once loaded on every link: the iteration ends at
-        max(S + L·c, max over links of the closed form of layers.prefill_end with no buffer)."""
+    def _cut(self, s, h, src, total, now) -> int:
+        """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
+        prefill iteration ends soonest, ties to the larger (the module docstring says the rule)."""
+        tok, ids, landing, bb = self.tok, self.ids, self.landing, self.bb
+        prefill = self.run.gpu.prefill_ns
+        nbytes, ready = [0] * self.K, [now] * self.K
+        best = best_end = -1
+        kept = 0
+        for i in range(h + 1):
+            k = src[i] if i < h else -1
+            if k:  # a cut before a block below HBM, or after the whole hit
+                end = self._end(now, self.iter_comp + prefill(total - kept, kept), nbytes, ready)
+                if best < 0 or end <= best_end:
+                    best, best_end = i, end
+                if k < 0:
+                    break
+                nbytes[k] += bb
+                t = landing.get(ids[s + i], 0)
+                if t > ready[k]:
+                    ready[k] = t
+            kept += tok[s + i]
+        return best
+
+    def _end(self, S, comp_ns, nbytes, ready) -> int:
+        """load()'s end of the iteration starting at S with `comp_ns` of compute, its loads booked
+        so far and nbytes[k] more over link k from ready[k], quoted (booking nothing)."""
         L = self.L
         c = int(comp_ns / L)
         pe = S + L * c
+        for start, t1 in self.booked:
+            pe = layered_end(pe, L, c, start, t1)
         for k in range(1, self.K):
-            nbytes = self.pending[k]
-            if not nbytes:
-                continue
-            t0, t1 = self._transfer(k, nbytes, max(S, self.ready[k]), False, jobs[0], "load",
-                                    f"load {nbytes // self.bb} blocks {self.names[k]}→hbm")
-            start = t0 + self.links[k].read_lat
-            a_k = (t1 - start) / L
-            pe = max(pe, int(start + a_k) + L * c, t1 + c)
-            self.pending[k] = self.ready[k] = 0
+            if nbytes[k]:
+                t0, t1 = self.links[k].quote(nbytes[k], ready[k], False)
+                pe = layered_end(pe, L, c, t0 + self.links[k].read_lat, t1)
+        return pe
+
+    def load(self, jobs, a, b, ready, S, comp_ns):
+        """The iteration's loads were booked at their requests' admissions (one transfer per
+        request and link), 1/L of each per layer; layer i computes once every transfer has
+        delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
+        form of layers.prefill_end with no buffer) (`layered_end`)."""
+        L = self.L
+        c = int(comp_ns / L)
+        pe = S + L * c
+        for start, t1 in self.booked:
+            pe = layered_end(pe, L, c, start, t1)
+        self.booked.clear()
         return pe, pe - S - L * c, None
 
     def finished(self, j: int):
