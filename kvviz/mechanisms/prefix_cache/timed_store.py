@@ -136,6 +136,7 @@ class BlockStore:
         self.booked: list = []            # the iteration's loads: (link, start after latency, end)
         self.tb = run.tb
         self.load_if_faster = sc.store.load_if_faster
+        self.tok_np = np.asarray(prep.tokens, dtype=np.int64)
         self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
         self.recomputed_blocks, self.recomputed_tokens = [0] * K, [0] * K
 
@@ -213,40 +214,38 @@ class BlockStore:
 
     def _cut(self, s, h, src, total, now) -> int:
         """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
-        prefill iteration ends soonest, ties to the larger (the module docstring says the rule)."""
-        tok, ids, landing, bb = self.tok, self.ids, self.landing, self.bb
-        prefill = self.run.gpu.prefill_ns
-        nbytes, ready = [0] * self.K, [now] * self.K
-        best = best_end = -1
-        kept = 0
-        for i in range(h + 1):
-            k = src[i] if i < h else -1
-            if k:  # a cut before a block below HBM, or after the whole hit
-                end = self._end(now, self.iter_comp + prefill(total - kept, kept), nbytes, ready)
-                if best < 0 or end <= best_end:
-                    best, best_end = i, end
-                if k < 0:
-                    break
-                nbytes[k] += bb
-                t = landing.get(ids[s + i], 0)
-                if t > ready[k]:
-                    ready[k] = t
-            kept += tok[s + i]
-        return best
+        prefill iteration ends soonest, ties to the larger (the module docstring says the rule).
 
-    def _end(self, S, comp_ns, nbytes, ready) -> int:
-        """load()'s end of the iteration starting at S with `comp_ns` of compute, its loads booked
-        so far and nbytes[k] more over link k from ready[k], quoted (booking nothing)."""
+        load()'s closed form over transfers x is max(max(S, A) + L·c, B + c) with A = max_x
+        int(start_x + (t1_x − start_x)/L) and B = max_x t1_x: every candidate cut at once, as
+        arrays, in the same float and integer steps as load() (so the same ns)."""
         L = self.L
-        c = int(comp_ns / L)
-        pe = S + L * c
+        A = B = now
         for start, t1 in self.booked:
-            pe = layered_end(pe, L, c, start, t1)
-        for k in range(1, self.K):
-            if nbytes[k]:
-                t0, t1 = self.links[k].quote(nbytes[k], ready[k], False)
-                pe = layered_end(pe, L, c, t0 + self.links[k].read_lat, t1)
-        return pe
+            A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
+        sv = np.array(src, dtype=np.int64)
+        cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
+        kept = np.r_[0, np.cumsum(self.tok_np[s:s + h])][cuts]
+        c = ((self.iter_comp + self.run.gpu.prefill_ns(total - kept, kept)) / L).astype(np.int64)
+        a = np.full(len(cuts), A, dtype=np.int64)
+        b = np.full(len(cuts), B, dtype=np.int64)
+        landing, ids = self.landing, self.ids
+        for q in set(src) - {0}:
+            lk = self.links[q]
+            on = sv == q
+            n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
+            land = np.zeros(h + 1, dtype=np.int64)
+            land[0] = now
+            if landing:
+                land[1:][on] = [landing.get(ids[s + i], 0) for i in np.flatnonzero(on).tolist()]
+            ready = np.maximum.accumulate(land)[cuts]
+            t0 = np.maximum(ready, lk.free) + lk.read_lat
+            t1 = t0 + (n * self.bb / lk.read_gbps).astype(np.int64)
+            has = n > 0
+            a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
+            b = np.where(has, np.maximum(b, t1), b)
+        end = np.maximum(a + L * c, b + c)
+        return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
 
     def load(self, jobs, a, b, ready, S, comp_ns):
         """The iteration's loads were booked at their requests' admissions (one transfer per
