@@ -153,18 +153,20 @@ class BlockStore:
         if bg:
             for lk in self.links[1:]:
                 lk.advance(self.loop.now)  # pieces that ran in the idle time so far have landed
+        wget, hit_blocks, hit_tokens, add = where.get, self.hit_blocks, self.hit_tokens, src.append
         while p < e:  # lookup: the longest prefix resident somewhere
-            m = where.get(ids[p])
+            b = ids[p]
+            m = wget(b)
             if not m:
                 break
             k = (m & -m).bit_length() - 1
-            if bg and ids[p] in queued:  # its prefetch has not started: cancelled, loaded from its source
-                k, pf = queued.pop(ids[p])
-                self.links[k].take(pf, ids[p])
+            if bg and b in queued:  # its prefetch has not started: cancelled, loaded from its source
+                k, pf = queued.pop(b)
+                self.links[k].take(pf, b)
                 self.cancelled += 1
-            src.append(k)
-            self.hit_blocks[k] += 1
-            self.hit_tokens[k] += tok[p]
+            add(k)
+            hit_blocks[k] += 1
+            hit_tokens[k] += tok[p]
             p += 1
         h = p - s
         self.hits[j] = h
@@ -279,38 +281,39 @@ class BlockStore:
     def _place_request(self, r, s, e, h, src):
         ids, where, pins = self.ids, self.where, self.pins
         nxt, later, seen = self.nxt, self.later, self.seen
-        held = self.held.setdefault(r, [])
+        wget, pget, place = where.get, pins.get, self._place
+        reindex, ev, move = self.reindex, self.ev, self.move
+        touch0 = None if 0 in reindex else ev[0].touch  # a use in HBM (_use(0, b))
+        self.held.setdefault(r, []).extend(ids[s:e])  # pinned one by one below, as reached
         for j in range(s, e):
             b = ids[j]
-            if b not in pins:
-                pins[b] = 0
-            pins[b] += 1
-            held.append(b)
-            m = where.get(b, 0)
+            pins[b] = pget(b, 0) + 1
+            m = wget(b, 0)
             if nxt is not None:
                 self.next_use[b] = nxt[j]
                 for k in self.reindex:
                     if m >> k & 1:
                         self.ev[k].touch(b)
             if m & 1:
-                self._use(0, b)
+                if touch0 is not None:
+                    touch0(b)
                 continue
             if j - s < h:  # a hit below HBM: promoted
                 k = src[j - s]
                 if m >> k & 1:
-                    if self.move:
+                    if move:
                         self._drop(k, b)
-                    else:
-                        self._use(k, b)
+                    elif k not in reindex:  # _use(k, b)
+                        ev[k].touch(b)
             elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
                 continue
-            self._place(0, b)
+            place(0, b)
             if self.through:
                 for k in range(1, self.K):
-                    if where.get(b, 0) >> k & 1:
+                    if wget(b, 0) >> k & 1:
                         self._use(k, b)
                     else:
-                        self._place(k, b)
+                        place(k, b)
         if seen is not None:
             seen.update(ids[s:e])
 
@@ -329,10 +332,12 @@ class BlockStore:
 
     def _place(self, k, b):
         where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
+        ev, written, peak, log = self.ev, self.written, self.peak, self.log
         while True:
+            e_k = ev[k]
             cascade = False
             if size[k] >= caps[k]:
-                v = self.ev[k].victim(self.top_hold if k == 0 else self.low_hold)
+                v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
                 if v is None:
                     if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
                         self.demoted[k + 1] += 1
@@ -340,16 +345,22 @@ class BlockStore:
                         continue
                     return
                 self.evicted[k] += 1
-                if self.log is not None:
-                    self.log.append(("evict", k, v))
-                self._drop(k, v)
-                cascade = not through and k + 1 < K and not where.get(v, 0) >> (k + 1)
-            self.ev[k].insert(b)
+                if log is not None:
+                    log.append(("evict", k, v))
+                e_k.remove(v)  # _drop(k, v)
+                size[k] -= 1
+                m = where[v] & ~(1 << k)
+                if m:
+                    where[v] = m
+                else:
+                    del where[v]
+                cascade = not through and k + 1 < K and not m >> (k + 1)
+            e_k.insert(b)
             where[b] = where.get(b, 0) | (1 << k)
             size[k] += 1
-            self.written[k] += 1
-            if size[k] > self.peak[k]:
-                self.peak[k] = size[k]
+            written[k] += 1
+            if size[k] > peak[k]:
+                peak[k] = size[k]
             if not cascade:
                 return
             self.demoted[k + 1] += 1
