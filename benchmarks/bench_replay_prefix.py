@@ -15,10 +15,30 @@ process on requests already read (reading the JSONL is the reader's cost, printe
   1-60 blocks), where no run of blocks always travels together and the pass is plain stack
   distances over every block.
 LRU answers every capacity from one pass; FIFO and Belady replay each capacity in Python.
+
+Against a plain loop and libCacheSim (issue 30, build item 6):
+     .venv/bin/python benchmarks/bench_replay_prefix.py --versus [--copies 10] [--capacity 10000] [--repeat 5]
+writes `--copies` time-shifted copies of the Mooncake conversation trace (shared/traces) into a
+scratch dir: copy k's timestamps are the original's + k × (the last timestamp + 1 s), and its
+hash ids the original's + k × (the largest id + 1), so no block of one copy is a block of another
+(fresh ids: each copy has the conversation trace's prefix sharing within itself, none across).
+Then, alternating round by round, each as its own process (start, read, simulate, print):
+- kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`;
+- the plain loop: PLAIN_LOOP below, json.loads per line and an OrderedDict prefix LRU, the
+  twenty-odd lines anyone would write first (it must and does give kvviz's hit counts);
+- libCacheSim 0.3.5's LRU on the same stream of blocks, fed as an oracleGeneral file written
+  before the clock starts (its fastest input; making the stream from the JSONL is not timed for
+  it). Plain LRU: it counts every resident block a hit, not the leading run, so its hit count
+  differs; what it does per lookup (find, move to front, insert, evict) is the same work.
+and the same three in one process, reading and simulating only (no interpreter start, no
+imports), with kvviz's two slower readers as well: orjson (where the compiled scanner is not
+built) and the strict line-by-line reader (the reader before issue 30, without orjson either).
+Min and median of `--repeat` rounds.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -97,12 +117,165 @@ def report(name: str, reqs: PromptRequests, repeat: int, kernels: bool) -> None:
             print(f"    {policy} at 1 capacity: {secs:.2f} s, {n / secs / 1e6:.2f} M block lookups/s")
 
 
+CONVERSATION = Path("/work/shared/traces/mooncake_conversation_trace.jsonl")
+if not CONVERSATION.exists():
+    CONVERSATION = ROOT.parent / "shared" / "traces" / "mooncake_conversation_trace.jsonl"
+
+PLAIN_LOOP = """
+import json, sys
+from collections import OrderedDict
+
+def plain_loop(path, capacity):
+    cache = OrderedDict()
+    requests = blocks = hit_blocks = hit_requests = 0
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            ids = json.loads(line)["hash_ids"]
+            requests += 1
+            blocks += len(ids)
+            hit = 0
+            for h in ids:              # the longest resident prefix is the hit
+                if h not in cache:
+                    break
+                hit += 1
+            hit_blocks += hit
+            hit_requests += hit > 0
+            for h in ids:              # then every block in order: touched, or inserted
+                if h in cache:
+                    cache.move_to_end(h)
+                else:
+                    cache[h] = None
+                    if len(cache) > capacity:
+                        cache.popitem(last=False)
+    return requests, blocks, hit_blocks, hit_requests
+
+if __name__ == "__main__":
+    print(*plain_loop(sys.argv[1], int(sys.argv[2])))
+"""
+
+LIBCACHESIM = """
+import sys, libcachesim as lcs
+reader = lcs.TraceReader(sys.argv[1], lcs.TraceType.ORACLE_GENERAL_TRACE)
+miss_ratio, _ = lcs.LRU(int(sys.argv[2]), hashpower=int(sys.argv[3])).process_trace(reader)
+print(miss_ratio)
+"""
+
+
+def time_shifted_copies(src: Path, dst: Path, copies: int) -> None:
+    """`copies` copies of a Mooncake trace one after another in time, each with its own ids."""
+    import json
+    recs = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    span = max(r["timestamp"] for r in recs) + 1000
+    top = max((max(r["hash_ids"], default=-1) for r in recs), default=-1) + 1
+    with open(dst, "w") as f:
+        for k in range(copies):
+            f.writelines(json.dumps({**r, "timestamp": r["timestamp"] + k * span,
+                                     "hash_ids": [h + k * top for h in r["hash_ids"]]}) + "\n" for r in recs)
+
+
+def versus(copies: int, capacity: int, repeat: int) -> None:
+    """kvviz, the plain loop and libCacheSim on `copies` time-shifted copies with fresh ids."""
+    import os
+    import subprocess
+    import tempfile
+
+    import libcachesim as lcs
+
+    from kvviz.replay.libcachesim_engine import OracleTraceFile, hashpower
+    from kvviz.replay.prefix import block_ids, distinct_blocks
+    from kvviz.requests import fast_jsonl
+
+    def run(cmd):
+        t = time.perf_counter()
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        if out.returncode:
+            raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
+        return time.perf_counter() - t, out.stdout
+
+    def plain_in_process(path):
+        scope: dict = {"__name__": "plain"}
+        exec(PLAIN_LOOP, scope)
+        return scope["plain_loop"](path, capacity)
+
+    def kvviz_in_process(path):
+        reqs = prompts.read(path)
+        distinct_blocks(reqs)
+        return reqs, prefix_replay(reqs, ["lru"], [capacity])[0]
+
+    def reader_in_process(path, scanner, orjson):
+        """kvviz with the compiled scanner and orjson on or off (both off: the strict reader)."""
+        keep = fast_jsonl.scanner, fast_jsonl.orjson
+        fast_jsonl.scanner = keep[0] if scanner else (lambda: None)
+        fast_jsonl.orjson = keep[1] if orjson else None
+        try:
+            return kvviz_in_process(path)
+        finally:
+            fast_jsonl.scanner, fast_jsonl.orjson = keep
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    py = sys.executable
+    with tempfile.TemporaryDirectory(prefix="kvviz-bench-") as d:
+        path = Path(d) / f"conversation_x{copies}.jsonl"
+        time_shifted_copies(CONVERSATION, path, copies)
+        reqs, res = kvviz_in_process(path)
+        x = block_ids(reqs)
+        objects = distinct_blocks(reqs)
+        trace = OracleTraceFile(x, np.ones(len(x), np.int64), None, directory=d, objects=objects, future=False)
+        power = hashpower(objects)
+        print(f"  {path.name}: {len(reqs):,} requests, {len(x):,} block lookups ({objects:,} distinct), "
+              f"{path.stat().st_size / 1e6:.0f} MB; capacity {capacity:,} blocks; libCacheSim {lcs.__version__} "
+              f"(hash power {power}); Mooncake scanner {'built' if fast_jsonl.scanner() else 'NOT BUILT'}, "
+              f"orjson {'installed' if fast_jsonl.orjson else 'NOT INSTALLED'}")
+        kv_cmd = [py, "-m", "kvviz", "replay", str(path), "--prefix", "--format", "mooncake", "--unit", "blocks",
+                  "--capacities", str(capacity), "--policy", "lru", "--json"]
+        procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
+                 "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)]}
+        inproc = {"kvviz": lambda: kvviz_in_process(path),
+                  "kvviz, orjson reader": lambda: reader_in_process(path, False, True),
+                  "kvviz, strict reader": lambda: reader_in_process(path, False, False),
+                  "plain loop": lambda: plain_in_process(path), "libCacheSim": lambda: trace.run("lru", capacity)}
+        times: dict = {("process", k): [] for k in procs} | {("in process", k): [] for k in inproc}
+        outs: dict = {}
+        for _ in range(repeat):  # one round: each contender once, so load changes hit all alike
+            for k, cmd in procs.items():
+                secs, outs[k] = run(cmd)
+                times["process", k].append(secs)
+            for k, fn in inproc.items():
+                t = time.perf_counter()
+                outs["in " + k] = fn()
+                times["in process", k].append(time.perf_counter() - t)
+        ours = json.loads(outs["kvviz"])[0]
+        loop = [int(v) for v in outs["plain loop"].split()]
+        same = loop == [ours["requests"], ours["blocks"], ours["hit_blocks"], ours["hit_requests"]]
+        print(f"  hit blocks, hit requests: kvviz {ours['hit_blocks']:,}, {ours['hit_requests']:,}; plain loop "
+              f"{loop[2]:,}, {loop[3]:,} ({'equal' if same else 'DIFFERENT'}); libCacheSim's plain LRU "
+              f"{round(len(x) * (1 - float(outs['libCacheSim']))):,} hit blocks (every resident block, not only the prefix)")
+        print(f"  {'':<11} {'':<21} {'min':>7} {'median':>7}  vs kvviz (medians)")
+        for (where, k), ts in times.items():
+            ts = sorted(ts)
+            base = sorted(times[where, "kvviz"])[len(ts) // 2]
+            print(f"  {where:<11} {k:<21} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
+        for where in ("process", "in process"):
+            med = {k: sorted(v)[len(v) // 2] for (w, k), v in times.items() if w == where}
+            print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (issue 30 "
+                  f"asks >= 5), libCacheSim {med['libCacheSim'] / med['kvviz']:.2f}x (asks >= 1)")
+        trace.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=100_000, help="requests of the generated traces")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--versus", action="store_true", help="only kvviz against a plain loop and libCacheSim")
+    ap.add_argument("--copies", type=int, default=10, help="--versus: copies of the conversation trace")
+    ap.add_argument("--capacity", type=int, default=10_000, help="--versus: LRU capacity in blocks")
     a = ap.parse_args()
     print(describe())
+    if a.versus:
+        versus(a.copies, a.capacity, a.repeat)
+        return 0
     t = time.perf_counter()
     mooncake = prompts.read(MOONCAKE)
     print(f"  reading the bundled Mooncake JSONL: {time.perf_counter() - t:.2f} s")

@@ -2,30 +2,57 @@
 runs of that scenario, one run per distinct `set` of overrides, into rows of the
 paper-vs-model table (`kvviz claims`, the app's Claims tab, the README's tables).
 
-The verdict is computed, never written:
-- reproduced: the model's value matches the paper's (within rel_tol / abs_tol, relative to the
-  paper's value, in `between`, or equal for text and true/false) and the shape condition, if
-  the claim states one, holds too (a value near 77% that does not fall with the rate is not the
-  paper's trend); a claim with no comparable value (text such as "wider") is judged by its
-  shape condition alone;
-- same_shape: the value does not match, but the shape condition holds;
-- not_reproduced: otherwise;
-- not_expressible: the claim has no metric (its `why` says what the model lacks).
+The verdict is computed, never written, by one rule (`verdict`), stated here once:
+
+- Each claim states its `scale`. Its effect on the paper's own scale: `ratio` (an N×) r − 1;
+  `share` (a fraction, a cut, a rate; `whole` is what 100% is) the value; `value` (a time, a
+  size, a count) the value; `text` none (words, true/false, or a shape alone).
+- One tolerance per scale (TOLERANCE): ±0.05 absolute for a share, ±10% relative for a ratio and
+  a value. A claim may tighten it (rel_tol / abs_tol), never loosen it. A paper range
+  (`between`) is the paper's value: the tolerance is the distance from the range.
+- `reproduced`: within the tolerance AND the same sign with an effect between half and twice the
+  paper's (FACTOR); `same_shape`: the same sign and an effect within FACTOR, outside the
+  tolerance; anything else `not_reproduced`, with the model's effect beside the paper's in
+  `why`. A paper effect of zero (or a range across zero) has no scale: the tolerance alone judges.
+- A shape of the form "beats X" (greater_than / less_than another metric) counts only by a margin
+  of a tenth of the paper's gap (MARGIN): |paper − than_paper| when the claim gives the paper's
+  value of X, else the paper's own effect (X is the baseline, e.g. recompute's 1×), else (a text
+  claim) a tenth of X's value. at_least / at_most and `sign` need no margin. Every shape stated
+  must hold for `reproduced` and `same_shape`.
+- A text claim is `reproduced` when its words (or true/false) equal the model's and its shapes
+  hold, else `not_reproduced`: with no effect there is no "same shape".
+- `not_expressible`: the claim has no metric (its `why` says what the model lacks).
+
 A broken claim, an unknown override or a metric the run does not report, is `error` with the
-message: a broken path never passes for an honest verdict. `why` is shown for every verdict
-but `reproduced` (a written reason beside a reproduced value would be stale).
+message: a broken path never passes for an honest verdict.
+
+Each row also carries its `basis` (simulated / arithmetic / input: only simulated rows are the
+headline counts; the others are consistency checks, passed when reproduced), its `conditions`
+(the file's `claim_conditions` for a simulated row, and the claim's own, each setting shown as
+PATH = its value in the row's run), its `command` (the `kvviz run … --metric` line that prints
+the model's value as the table shows it) and `fragile` (None: not judged here).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from .claim_tolerance import TOLERANCE, band
 from .errors import ScenarioError
 from .metric_paths import COMPARISONS, finite_number, metric_value
 
 VERDICTS = ("reproduced", "same_shape", "not_reproduced", "not_expressible")
+SCALES = ("ratio", "share", "value", "text")
+BASES = ("simulated", "arithmetic", "input")
 ERROR = "error"  # a claim the run cannot evaluate: an unknown override or metric
 NOT_RUN = "not run"  # a claim whose run was not asked for yet (the app runs `set` groups on demand)
+
+FACTOR = (0.5, 2.0)  # the model's effect between half and twice the paper's
+MARGIN = 0.1  # a "beats X" counts by at least a tenth of the paper's gap
+JSON_KEYS = ("seed", "claim", "paper", "model", "verdict", "why", "basis", "scale", "conditions", "command",
+             "fragile")
 
 
 @dataclass(frozen=True)
@@ -41,11 +68,21 @@ class Row:
     shown: str = ""
     file: str = ""
     paper_shown: str = ""  # the paper's value with the tolerance it is held to
+    basis: str = "simulated"
+    scale: str = "value"
+    conditions: tuple[str, ...] = field(default_factory=tuple)
+    command: str = ""
+    fragile: bool | None = None  # robustness is not judged yet: null, never a guess
+
+    @property
+    def simulated(self) -> bool:
+        return self.basis == "simulated"
 
     def to_dict(self) -> dict:
-        """The --json form: exactly these six keys."""
+        """The --json form: exactly JSON_KEYS."""
         return {"seed": self.seed, "claim": self.claim, "paper": self.paper, "model": self.model,
-                "verdict": self.verdict, "why": self.why}
+                "verdict": self.verdict, "why": self.why, "basis": self.basis, "scale": self.scale,
+                "conditions": list(self.conditions), "command": self.command, "fragile": self.fragile}
 
 
 def fmt(v) -> str:
@@ -61,56 +98,122 @@ def fmt(v) -> str:
     return str(v)
 
 
-def value_matches(claim, v) -> bool | None:
-    """Whether the model's value `v` is the paper's; None when they cannot be compared (text
-    against a number with no `between`)."""
+def effect(claim, x: float) -> float:
+    """`x` (in the metric's unit) as an effect on the claim's scale."""
+    if claim.scale == "ratio":
+        return x - 1.0
+    if claim.scale == "share":
+        return x / claim.whole
+    return x
+
+
+def paper_effect(claim) -> tuple[float, float]:
+    lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+    return effect(claim, lo), effect(claim, hi)
+
+
+def factor_holds(model_effect: float, paper: tuple[float, float]) -> bool | None:
+    """The same sign, within FACTOR of the paper's effect; None when the paper's effect has no
+    sign (zero, or a range across zero): only the tolerance can judge it."""
+    lo, hi = paper
+    f_lo, f_hi = FACTOR
+    if lo > 0:
+        return f_lo * lo <= model_effect <= f_hi * hi
+    if hi < 0:
+        return f_hi * lo <= model_effect <= f_lo * hi
+    return None
+
+
+def margin(claim, other) -> float:
+    """What a "beats X" must win by (module docstring)."""
+    if claim.than_paper is not None and finite_number(claim.paper):
+        return MARGIN * abs(claim.paper - claim.than_paper)
+    if claim.scale != "text":
+        lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+        base = 1.0 if claim.scale == "ratio" else 0.0
+        return MARGIN * min(abs(lo - base), abs(hi - base))
+    return MARGIN * abs(other) if finite_number(other) else 0.0
+
+
+def shape_check(claim, v, others: dict[str, Any]) -> tuple[bool | None, str]:
+    """(whether every shape stated holds, what failed); None: the claim states no shape."""
+    conditions = claim.shape_paths()
+    if not conditions and claim.sign is None:
+        return None, ""
+    if not finite_number(v):
+        return False, "no value to compare"
+    if claim.sign == "positive" and not v > 0 or claim.sign == "negative" and not v < 0:
+        return False, f"not {'> 0' if claim.sign == 'positive' else '< 0'}"
+    for cond, path in conditions.items():
+        x = others.get(path)
+        if not finite_number(x):
+            return False, f"{path} has no value"
+        m = margin(claim, x) if cond in ("greater_than", "less_than") else 0.0
+        symbol, holds = COMPARISONS[cond]
+        target = x + m if cond == "greater_than" else x - m if cond == "less_than" else x
+        if not holds(v, target):
+            by = f" by the margin {fmt(m)}" if m else ""
+            return False, f"not {symbol} {fmt(x)}{by}"
+    return True, ""
+
+
+def _text_matches(claim, v) -> bool | None:
     paper = claim.paper
-    if claim.between is not None and finite_number(v):
-        lo, hi = claim.between
-        return lo <= v <= hi
     if isinstance(paper, bool) or isinstance(v, bool):
         return v is paper if isinstance(paper, bool) and isinstance(v, bool) else None
     if isinstance(paper, str):
         return v == paper if isinstance(v, str) else None
-    if v is None:  # a ratio with nothing to divide by: no value, so no match
-        return False
-    if not finite_number(v):
-        return None
-    if claim.abs_tol is not None:
-        return abs(v - paper) <= claim.abs_tol
-    rel = claim.rel_tol if claim.rel_tol is not None else 1e-9
-    return abs(v - paper) <= rel * abs(paper) + 1e-12  # relative to the paper's value
+    if finite_number(paper) and finite_number(v):
+        return v == paper
+    return None
 
 
-def shape_holds(claim, v, others: dict[str, Any]) -> bool | None:
-    """Whether the shape condition holds (None: the claim states none). `others`: the values
-    of the metrics the shape names."""
-    conditions = claim.shape_paths()
-    if not conditions and claim.sign is None:
-        return None
-    if not finite_number(v):
-        return False
-    if claim.sign == "positive" and not v > 0 or claim.sign == "negative" and not v < 0:
-        return False
-    return all(finite_number(others.get(path)) and COMPARISONS[cond][1](v, others[path]) for cond, path in conditions.items())
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
-    """(verdict, why) of a claim whose metric gave `v` (the shape's metrics in `others`)."""
-    matched = value_matches(claim, v)
-    shape = shape_holds(claim, v, others or {})
-    if matched is None and shape is None:
-        return ERROR, (f"the paper's {type(claim.paper).__name__} cannot be compared with the model's "
-                       f"{type(v).__name__}, and no shape condition is given")
-    if matched is None:  # a claim of shape only (text such as "wider")
-        return ("reproduced", "") if shape else ("not_reproduced", _reason(claim))
-    if matched and shape is not False:
-        return "reproduced", ""
-    return ("same_shape" if shape else "not_reproduced"), _reason(claim)
+    """(verdict, why) of a claim whose metric gave `v` (the shape's metrics in `others`): the
+    one rule of the module docstring."""
+    shape, shape_why = shape_check(claim, v, others or {})
+    if claim.scale == "text":
+        matched = _text_matches(claim, v)
+        if matched is None and shape is None:
+            return ERROR, (f"the paper's {type(claim.paper).__name__} cannot be compared with the model's "
+                           f"{type(v).__name__}, and no shape condition is given")
+        if matched is not False and shape is not False:
+            return "reproduced", ""
+        return "not_reproduced", _join("not the paper's words" if matched is False else "", shape_why,
+                                       _reason(claim))
+    if not finite_number(v):
+        return "not_reproduced", _join("no value", _reason(claim))
+    lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+    within = max(lo - v, v - hi, 0.0) <= band(claim) + 1e-12 * max(1.0, abs(v))
+    p_effect, m_effect = paper_effect(claim), effect(claim, v)
+    factor = factor_holds(m_effect, p_effect)
+    said = _effect_text(claim, m_effect, p_effect, factor)
+    shape_ok = shape is not False
+    if factor is None:  # no sign to keep: the tolerance alone
+        if within and shape_ok:
+            return "reproduced", ""
+        return "not_reproduced", _join("outside the tolerance" if not within else "", shape_why, _reason(claim))
+    if factor and shape_ok:
+        return ("reproduced", "") if within else ("same_shape", _join(said, _reason(claim)))
+    return "not_reproduced", _join(said if not factor else "", shape_why, _reason(claim))
+
+
+def _effect_text(claim, m: float, p: tuple[float, float], factor) -> str:
+    paper = fmt(p[0]) if p[0] == p[1] else f"{fmt(p[0])} to {fmt(p[1])}"
+    text = f"effect {fmt(m)} against the paper's {paper}"
+    if factor is None:
+        return text
+    ref = p[0] if p[0] == p[1] else (p[0] if abs(m - p[0]) < abs(m - p[1]) else p[1])
+    ratio = m / ref if ref else 0.0
+    return f"{text} ({fmt(ratio)}×{'' if factor else ', outside ½–2×'})"
 
 
 def _reason(claim) -> str:
-    return claim.why or "(no reason written)"
+    return claim.why or ""
 
 
 def _shown(claim, v, others: dict) -> str:
@@ -118,8 +221,13 @@ def _shown(claim, v, others: dict) -> str:
     parts = []
     for c, p in claim.shape_paths().items():
         symbol, holds = COMPARISONS[c]
-        ok = finite_number(v) and finite_number(others.get(p)) and holds(v, others[p])
-        parts.append(f"{'' if ok else 'not '}{symbol} {fmt(others.get(p))}")
+        x = others.get(p)
+        m = margin(claim, x) if c in ("greater_than", "less_than") else 0.0
+        target = x + m if c == "greater_than" and finite_number(x) else x - m if c == "less_than" and \
+            finite_number(x) else x
+        ok = finite_number(v) and finite_number(x) and holds(v, target)
+        parts.append(f"{'' if ok else 'not '}{symbol} {fmt(x)}" + (f" + {fmt(m)}" if c == "greater_than" and m else
+                                                                 f" − {fmt(m)}" if c == "less_than" and m else ""))
     return f"{text} ({', '.join(parts)})" if parts else text
 
 
@@ -140,28 +248,121 @@ def _extra_groups(c) -> list[tuple[str, ...]]:
     return out + ([tuple(c.relative_to_set)] if c.relative_to_set is not None else [])
 
 
-def rows_from_runs(claims, runs: dict[tuple[str, ...], dict | str], file: str = "") -> list[Row]:
+def rows_from_runs(claims, runs: dict[tuple[str, ...], dict | str], file: str = "", data: dict | None = None,
+                   file_conditions=()) -> list[Row]:
     """The table's rows given each group's run: its metrics, or the error message of a run
-    that could not be made (an unknown override, a refused value)."""
-    return [_row(c, runs, file) for c in claims]
+    that could not be made (an unknown override, a refused value). `data`: the scenario's plain
+    data, to show each condition's setting as it was in the row's run; `file_conditions`: the
+    file's `claim_conditions` (a simulated row's)."""
+    settings = Settings(data)
+    return [_row(c, runs, file, conditions(c, file_conditions, settings)) for c in claims]
 
 
 def paper_text(c) -> str:
     """The paper's value as the tables print it, with what "reproduced" allows."""
     text = fmt(c.paper)
+    if c.scale == "text":
+        return text
+    tol = band(c)
+    kind, amount = TOLERANCE[c.scale]
+    exact = c.abs_tol == 0 or (c.rel_tol is not None and c.rel_tol < 1e-6)
+    if exact:
+        return text if c.between is None else f"{text} (in [{fmt(c.between[0])}, {fmt(c.between[1])}])"
+    if c.abs_tol is None and (c.rel_tol is not None or kind == "rel"):
+        said = f"{(c.rel_tol if c.rel_tol is not None else amount) * 100:g}%"
+    else:
+        said = fmt(tol)
     if c.between is not None:
-        return f"{text} (in [{fmt(c.between[0])}, {fmt(c.between[1])}])"
-    if finite_number(c.paper) and c.abs_tol is not None:
-        return f"{text} ± {fmt(c.abs_tol)}"
-    if finite_number(c.paper) and c.rel_tol:
-        return f"{text} ± {c.rel_tol * 100:g}%"
-    return text
+        return f"{text} (in [{fmt(c.between[0])}, {fmt(c.between[1])}]" + (f" ± {said})" if tol else ")")
+    return f"{text} ± {said}"
 
 
-def _row(c, runs: dict, file: str) -> Row:
+class Settings:
+    """A setting's value in a run of the scenario with some overrides: from the plain data as
+    overridden, else the parsed scenario's default (each run's parse kept)."""
+
+    def __init__(self, data: dict | None):
+        self.data = data
+        self.parsed: dict = {}
+
+    def value(self, overrides: tuple[str, ...], path: str):
+        if self.data is None:
+            return None
+        from .scenario_data import apply_override
+        if overrides not in self.parsed:
+            data = self.data
+            try:
+                for o in overrides:
+                    data = apply_override(data, o, "set")
+                from .loading import parse_scenario
+                self.parsed[overrides] = (data, parse_scenario(data, "<claims>"))
+            except ScenarioError:
+                self.parsed[overrides] = (data, None)
+        data, sc = self.parsed[overrides]
+        try:
+            return metric_value(data, path)
+        except (KeyError, TypeError):
+            pass
+        node: Any = sc
+        for part in path.split("."):
+            node = getattr(node, part, None)
+            if node is None:
+                return None
+        return node
+
+
+def _is_path(text: str) -> bool:
+    parts = text.split(".")
+    return " " not in text and len(parts) >= 2 and all(p.replace("_", "").isalnum() for p in parts)
+
+
+def conditions(c, file_conditions, settings: Settings) -> tuple[str, ...]:
+    """The row's conditions: the file's for a simulated row, then the claim's own; a setting
+    path is shown with its value in the row's run."""
+    out = []
+    for item in (*(file_conditions if c.basis == "simulated" else ()), *c.conditions):
+        if _is_path(item):
+            v = settings.value(tuple(c.set), item)
+            item = f"{item} = {_setting_text(v)}" if v is not None else f"{item} (not set)"
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _setting_text(v) -> str:
+    import json
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_setting_text(x) for x in v) + "]"
+    return fmt(v) if isinstance(v, float) else str(v)
+
+
+def command(c, file: str) -> str:
+    """The one line that prints the row's model value as the table shows it (kvviz run --metric)."""
+    if c.metric is None:
+        return ""
+    from .bundled import scenarios_dir
+    path = Path(file)
+    try:
+        bundled = path.resolve().parent == scenarios_dir().resolve() and path.suffix == ".toml"
+    except OSError:
+        bundled = False
+    parts = ["kvviz", "run", path.stem if bundled else file]
+    for s in c.set:
+        parts += ["--set", s]
+    parts += ["--metric", c.metric]
+    for s in c.relative_to_set or ():
+        parts += ["--relative-to-set", s]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _row(c, runs: dict, file: str, conds: tuple[str, ...] = ()) -> Row:
     def row(model, verdict_, why, shown=None):
         return Row(c.seed, c.claim, c.paper, model, verdict_, why, fmt(model) if shown is None else shown, file,
-                   paper_text(c))
+                   paper_text(c), c.basis, c.scale, conds, command(c, file))
     if c.metric is None:
         return row(None, "not_expressible", c.why)
     groups = [tuple(c.set), *_extra_groups(c)]
@@ -185,9 +386,14 @@ def _row(c, runs: dict, file: str) -> Row:
     if c.relative_to_set is not None:
         if not (finite_number(v) and finite_number(ref) and ref):
             return row(None, ERROR, f"{c.metric} = {fmt(v)} against {fmt(ref)}: no relative change")
-        v = v / ref - 1
+        v = relative_change(v, ref)
     verdict_, why = verdict(c, v, others)
     return row(v, verdict_, why, _shown(c, v, others))
+
+
+def relative_change(v: float, ref: float) -> float:
+    """A claim's `relative_to_set` value (and `kvviz run --relative-to-set`'s): v / ref − 1."""
+    return v / ref - 1
 
 
 def run_group(task) -> dict | str:
@@ -224,4 +430,4 @@ def evaluate_file(file: str, progress=None) -> list[Row]:
         if progress:
             progress(done[0], len(groups))
     results = map_indexed(run_group, [(data, file, g) for g in groups], on_result=tick)
-    return rows_from_runs(claims, dict(zip(groups, results)), file)
+    return rows_from_runs(claims, dict(zip(groups, results)), file, data, scenario.claim_conditions)

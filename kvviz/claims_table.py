@@ -17,16 +17,17 @@ from .format import printable
 from .io import read_text
 from .outputs import write_text
 
-HEADS = ("seed", "claim", "paper", "model", "verdict", "why")
+HEADS = ("seed", "claim", "paper", "model", "verdict", "basis", "why", "conditions", "command")
+TEXT_HEADS = HEADS[:7]  # the text table's columns; conditions and command go on the lines below each row
 MARKER = re.compile(r"<!-- claims:begin(?P<names>[^>]*?)-->\n(?P<body>.*?)<!-- claims:end -->", re.S)
 
 
 def cells(row) -> list[str]:
-    """The row's cells as the text and Markdown tables show them: a scenario's words with their
-    control characters escaped (JSON keeps them as written)."""
+    """The row's cells as the text, Markdown and app tables show them: a scenario's words with
+    their control characters escaped (JSON keeps them as written)."""
     from .claims import fmt
     return [printable(c) for c in (row.seed, row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model),
-                                   row.verdict, row.why)]
+                                   row.verdict, row.basis, row.why, "; ".join(row.conditions), row.command)]
 
 
 def as_json(rows) -> str:
@@ -34,10 +35,19 @@ def as_json(rows) -> str:
 
 
 def as_text(rows) -> str:
-    """Aligned columns; the claim and why columns as they are (they are one line each)."""
-    table = [list(HEADS)] + [cells(r) for r in rows]
-    widths = [max(len(c[i]) for c in table) for i in range(len(HEADS) - 1)]
-    return "\n".join(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip() for row in table)
+    """Aligned columns (why last, as it is); each row's conditions and command on the lines below."""
+    n = len(TEXT_HEADS)
+    table = [list(TEXT_HEADS)] + [cells(r)[:n] for r in rows]
+    widths = [max(len(c[i]) for c in table) for i in range(n - 1)]
+    out = [("  ".join(c.ljust(w) for c, w in zip(table[0], widths)) + "  " + table[0][-1]).rstrip()]
+    for r, line in zip(rows, table[1:]):
+        out.append(("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]).rstrip())
+        full = cells(r)
+        if full[7]:
+            out.append(f"      conditions: {full[7]}")
+        if full[8]:
+            out.append(f"      $ {full[8]}")
+    return "\n".join(out)
 
 
 def _md(text: str) -> str:
@@ -45,19 +55,62 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("<!--", "&lt;!--")
 
 
-def as_markdown(rows) -> str:
+def _md_table(rows) -> list[str]:
     out = ["| " + " | ".join(HEADS) + " |", "|" + " --- |" * len(HEADS)]
     for r in rows:
         line = cells(r)
         line[4] = f"**{line[4]}**" if r.verdict in ("not_reproduced", "error") else line[4]
+        line[8] = f"`{line[8]}`" if line[8] else ""
         out.append("| " + " | ".join(_md(c) for c in line) + " |")
+    return out
+
+
+def as_markdown(rows) -> str:
+    """Two tables: the simulated rows (the headline counts), then the arithmetic and input rows
+    (consistency checks, passed when reproduced), each under its counts."""
+    simulated = [r for r in rows if r.simulated]
+    checks = [r for r in rows if not r.simulated]
+    out = []
+    if simulated:
+        out += [f"**Simulated** (the headline): {simulated_counts(simulated)}. `fragile`: not judged yet.", ""]
+        out += _md_table(simulated)
+    if checks:
+        out += ([""] if out else []) + [f"**Consistency checks** (arithmetic and input rows, not results of the "
+                                        f"simulation): {check_counts(checks)}.", ""]
+        out += _md_table(checks)
     return "\n".join(out)
 
 
-def summary(rows) -> str:
+def _counts(rows, order) -> str:
     from collections import Counter
     counts = Counter(r.verdict for r in rows)
-    return f"{len(rows)} claims: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    names = [v for v in order if counts[v]] + sorted(v for v in counts if v not in order)
+    return ", ".join(f"{counts[v]} {v}" for v in names) or "none"
+
+
+def simulated_counts(rows) -> str:
+    from .claims import VERDICTS
+    return _counts([r for r in rows if r.simulated], VERDICTS)
+
+
+def check_counts(rows) -> str:
+    """Arithmetic and input rows: pass when reproduced, else fail (one not expressible, pending or
+    broken says so)."""
+    from .claims import ERROR, NOT_RUN
+    checks = [r for r in rows if not r.simulated]
+    passed = sum(r.verdict == "reproduced" for r in checks)
+    other = [r for r in checks if r.verdict in (ERROR, NOT_RUN, "not_expressible")]
+    failed = len(checks) - passed - len(other)
+    tail = f", {_counts(other, ('not_expressible', ERROR, NOT_RUN))}" if other else ""
+    return f"{passed} pass, {failed} fail{tail}"
+
+
+def summary(rows) -> str:
+    """The one line the CLI prints and the app shows: simulated rows counted by verdict, the
+    others as consistency checks."""
+    n_sim = sum(r.simulated for r in rows)
+    return (f"{len(rows)} claims; {n_sim} simulated: {simulated_counts(rows)}; "
+            f"{len(rows) - n_sim} consistency checks (arithmetic, input): {check_counts(rows)}")
 
 
 def readme_text(readme: str | Path) -> str:

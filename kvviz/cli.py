@@ -146,6 +146,10 @@ def cmd_run(args) -> int:
     from .loading import load_scenario
     from .outputs import check_outputs, scenario_inputs, write_run_outputs
     check_figure_args(args)
+    if args.metric and args.json:
+        raise ScenarioError("give --metric or --json, not both", "kvviz run", "--metric")
+    if args.relative_to_set and not args.metric:
+        raise ScenarioError("--relative-to-set needs --metric (the value it changes)", "kvviz run", "--relative-to-set")
     rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
     outputs = _output_flags(args)
     file = resolve_scenario(args.file)
@@ -155,7 +159,9 @@ def cmd_run(args) -> int:
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
     write_run_outputs(rasters, svg, args.figure.dpi, outputs)
-    if args.json:
+    if args.metric:
+        print(printable(_metric_line(args, file, result)))
+    elif args.json:
         print(result.to_json(indent=2))
     else:
         print(f"{printable(sc.name)}  [{sc.kind}]")
@@ -169,6 +175,31 @@ def cmd_run(args) -> int:
     if note := result.metrics.get("overload"):  # also in the summary and the JSON: said where it is seen
         print(printable(f"warning: {file}: {note}"), file=sys.stderr)
     return 0
+
+
+def _metric_line(args, file: str, result) -> str:
+    """One metric's value as the claims table prints it; with --relative-to-set, its relative
+    change against a run with those overrides (a claim's command: kvviz.claims.command)."""
+    from .claims import fmt, relative_change
+    from .loading import load_scenario
+    from .metric_paths import finite_number, metric_value
+
+    def value(metrics):
+        try:
+            v = metric_value(metrics, args.metric)
+        except KeyError:
+            raise ScenarioError(f"no such metric: {args.metric}", file, "--metric") from None
+        if isinstance(v, (dict, list, tuple)):
+            raise ScenarioError(f"{args.metric} is a table, not a value (--json shows it)", file, "--metric")
+        return v
+    v = value(result.metrics_dict())
+    if not args.relative_to_set:
+        return fmt(v)
+    ref_sc = load_scenario(file, args.relative_to_set, args.max_memory_gb)
+    ref = value(_simulate(ref_sc, file, args.max_memory_gb, args.cache).metrics_dict())
+    if not (finite_number(v) and finite_number(ref) and ref):
+        raise ScenarioError(f"{args.metric} = {fmt(v)} against {fmt(ref)}: no relative change", file, "--metric")
+    return fmt(relative_change(v, ref))
 
 
 def cmd_check(args) -> int:
@@ -243,6 +274,8 @@ def _sweep_table(res) -> str:
 def cmd_replay(args) -> int:
     if args.prefix or args.unit == "blocks":
         return cmd_replay_prefix(args)
+    if args.pin_running is not None:  # objects of the plain replay are never held
+        raise ScenarioError("--pin-running / --no-pin-running apply to --prefix", "kvviz replay")
     from .executor import cluster_executor
     from .replay import (
         FALLBACK_NOTE,
@@ -387,6 +420,11 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(r)
     r.add_argument("--json", action="store_true", help="print {kind, name, metrics} as JSON")
     r.add_argument("--json-out", metavar="OUT.json", help="also write the metrics JSON to a file")
+    r.add_argument("--metric", metavar="PATH", help="print only this metric's value, as `kvviz claims` shows it "
+                                                    "(e.g. policies.scheduler_aware.hit_rate); each claim's command")
+    r.add_argument("--relative-to-set", action="append", metavar="PATH=VALUE",
+                   help="with --metric: print its relative change, value / reference − 1, against a run of the "
+                        "file with these overrides instead of --set's (repeatable; a claim's relative_to_set)")
     fig = r.add_argument_group("figures and traces")
     fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
     fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")

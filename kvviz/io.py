@@ -19,8 +19,12 @@ def read_text(path: str | Path, what: str = "file", limit: int | None = None) ->
     """A UTF-8 text file, or a ScenarioError naming it (`what` says which input it is). A
     byte-order mark, which some Windows editors write, is dropped. At most `limit` bytes
     (default: the cap limits.py names for `what`)."""
+    return decode_text(read_capped(path, what, limit), path, what)
+
+
+def decode_text(data: bytes, path: str | Path, what: str = "file") -> str:
+    """Bytes read_capped gave as read_text reads them (UTF-8, a byte-order mark dropped)."""
     from .errors import ScenarioError
-    data = read_capped(path, what, limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -84,12 +88,6 @@ def read_capped(path: str | Path, what: str = "file", limit: int | None = None) 
 
 
 READ_CHUNK = 1 << 20
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # --- writing: every file kvviz writes goes through atomic_write_set ----------------------------

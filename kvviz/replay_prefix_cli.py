@@ -2,6 +2,7 @@
 cache of whole blocks with prefix hits (semantics: kvviz.replay.prefix). Capacities in blocks."""
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -20,10 +21,17 @@ def add_prefix_args(rp) -> None:
                     help="block-level prefix caching (a Mooncake, Qwen/Bailian or plain trace with hash_ids): "
                          "requests in file order; hit = the longest resident prefix of hash_ids; then every block "
                          "in order is touched if resident or inserted if not, evicting whole blocks (lru: least "
-                         "recently touched; fifo: earliest inserted; belady: next use farthest in the stream, the "
-                         "request's own blocks pinned, its blocks beyond the capacity not inserted). Capacities in "
+                         "recently touched; fifo: earliest inserted; leaf_lru: least recently touched with no "
+                         "child resident; belady: next use farthest in the stream, the entering block included, "
+                         "pins ignored, the reference). The single-tier case of a prefix_cache "
+                         "scenario (kvviz run, cache.partial_block = true): the same counts. Capacities in "
                          "blocks: N, N%% of the distinct blocks, inf, or auto (12 from 0.1%% of them to all, and inf). "
                          "Prints block_hit_ratio and request_hit_ratio per policy and capacity")
+    rp.add_argument("--pin-running", action=argparse.BooleanOptionalAction, default=None,
+                    help="with --prefix: a request holds the blocks it has reached, so no eviction takes them (the "
+                         "default, as vLLM holds a running request's blocks; a request longer than the capacity "
+                         "keeps its first blocks); --no-pin-running: nothing is held, a plain cache on the stream "
+                         "of blocks. The scenario's cache.pin_running, same default")
     rp.add_argument("--unit", choices=("bytes", "blocks"), default=None,
                     help="what --capacity/--capacities count: bytes (default), blocks (with --prefix, its default)")
 
@@ -129,7 +137,7 @@ def cmd_replay_prefix(args) -> int:
             return 0
         print("policies of kvviz replay --prefix:")
         for name, text in POLICIES.items():
-            print(f"  {name:<6}  {text}")
+            print(f"  {name:<13}  {text}")
         return 0
     if not args.trace:
         raise ScenarioError("name a trace file (or --list-policies)", "kvviz replay", "TRACE")
@@ -145,16 +153,19 @@ def cmd_replay_prefix(args) -> int:
     _check_size(args, len(names) * (len(caps) or AUTO_POINTS + 1))  # auto: its points, known once read
     reqs = _read(args.trace, args.format)
     distinct = distinct_blocks(reqs)
-    results = prefix_replay(reqs, names, block_capacities(args, distinct))
+    pin = args.pin_running is not False
+    results = prefix_replay(reqs, names, block_capacities(args, distinct), pin=pin)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
     print(f"{printable(args.trace)}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of {reqs.block_tokens} tokens "
-          f"({distinct:,} distinct), {reqs.format}")
+          f"({distinct:,} distinct), {reqs.format}; "
+          + ("a request holds the blocks it reached (--pin-running)" if pin else "nothing held (--no-pin-running)"))
     w = max(8, *(len(str(r.capacity)) for r in results))
-    print(f"{'policy':<7} {'capacity':>{w}}  block_hit_ratio  request_hit_ratio  engine")
+    p = max(7, *(len(r.policy) for r in results))
+    print(f"{'policy':<{p}} {'capacity':>{w}}  block_hit_ratio  request_hit_ratio  engine")
     for r in results:
         cap = "inf" if r.capacity is None else str(r.capacity)
-        print(f"{r.policy:<7} {cap:>{w}}  {r.block_hit_ratio:>15.6f}  {r.request_hit_ratio:>17.6f}  {r.engine}")
+        print(f"{r.policy:<{p}} {cap:>{w}}  {r.block_hit_ratio:>15.6f}  {r.request_hit_ratio:>17.6f}  {r.engine}")
     sys.stdout.flush()
     return 0

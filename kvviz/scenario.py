@@ -154,23 +154,42 @@ class Expectation(Section):
 
 
 
+SEEDS = ("000", "001", "003")  # the seed documents; other published sources go by a short name
+
+
 class Claim(Section):
     """A `[[claim]]` table: what a seed paper states, beside what the run gives (kvviz.claims).
     Never a check: `kvviz check` ignores it; `kvviz claims` computes its verdict."""
 
-    seed: Literal["000", "001", "003"] = param(description="The seed the claim comes from")
+    seed: str = param(description="The seed the claim comes from (000, 001, 003), or a short name of another "
+                                  "published source (e.g. Mooncake)", min_length=1, max_length=40)
     claim: str = param(description="The claim, one line", min_length=1)
     paper: bool | int | float | str = param(description="The paper's value: a number in the metric's unit (compared "
-                                                        "within rel_tol/abs_tol), or text shown as written")
+                                                        "within the scale's tolerance), or text shown as written")
+    scale: Literal["ratio", "share", "value", "text"] = param(
+        description="How the claim's number is read (kvviz.claims.verdict): `ratio` an N× (effect r − 1), `share` "
+                    "a fraction, a cut or a rate (effect: the value), `value` a time, size or count (effect: the "
+                    "value), `text` words, true/false or a shape alone (no effect)")
+    basis: Literal["simulated", "arithmetic", "input"] = param(
+        description="What decides the model's value: `simulated` an event of the run, `arithmetic` closed form on "
+                    "inputs (sizes, bandwidths, a calibration point, a definition, true by construction), `input` "
+                    "the value was typed into the scenario or generator. Only simulated rows are headline counts")
+    conditions: list[str] = param([], description="What this row's value rests on beyond the file's "
+                                                  "`claim_conditions`: a setting path (shown as PATH = its value in "
+                                                  "the row's run) or a few words")
+    whole: float = param(1.0, gt=0, description="What 100% is in the metric's unit, for a share (100 for a metric "
+                                                "in percent): the share tolerance is ±0.05 of it")
+    than_paper: float | None = param(None, description="The paper's value of the metric a strict shape (greater_than "
+                                                       "/ less_than) beats: the margin is a tenth of the paper's gap")
     metric: str | None = param(None, description="The metric path that answers it; absent: the model cannot "
                                                  "express the claim (then `why` says why)", min_length=1)
     set: list[str] = param([], description='Overrides of the run it needs, as --set takes them, e.g. '
                                            '["model.preset=llama-13b"]; claims with the same set share one run')
-    rel_tol: float | None = param(None, ge=0, le=10, description="Reproduced when within this relative tolerance "
-                                                                  "of a numeric `paper` (default: exact)")
-    abs_tol: float | None = param(None, ge=0, description="Reproduced when within this absolute tolerance")
-    between: list[float] | None = param(None, description="Reproduced when the model is in [low, high] (a paper "
-                                                          "range such as 9–16.4%)")
+    rel_tol: float | None = param(None, ge=0, le=10, description="A tighter relative tolerance than the scale's "
+                                                                  "(kvviz.claim_tolerance.TOLERANCE); never a looser one")
+    abs_tol: float | None = param(None, ge=0, description="A tighter absolute tolerance than the scale's")
+    between: list[float] | None = param(None, description="The paper's value is a range [low, high] (such as "
+                                                          "9–16.4%): the tolerance is the distance from it")
     greater_than: str | None = param(None, description="Shape: the model exceeds this metric", min_length=1)
     at_least: str | None = param(None, description="Shape: the model is not below this metric", min_length=1)
     less_than: str | None = param(None, description="Shape: the model is below this metric", min_length=1)
@@ -192,6 +211,9 @@ class Claim(Section):
 
     @model_validator(mode="after")
     def _consistent(self):
+        if self.seed.isdigit() and self.seed not in SEEDS:
+            raise FieldError("seed", f"not a seed: {', '.join(SEEDS)}, or the short name of another source "
+                                     f"(got {self.seed!r:.20})")
         if isinstance(self.paper, float) and not math.isfinite(self.paper):
             raise FieldError("paper", "must be a finite number")
         for name in ("set", "than_set", "relative_to_set"):
@@ -212,7 +234,24 @@ class Claim(Section):
                 raise FieldError("metric", "a claim without a metric has nothing to run or compare")
         elif self.than_set is not None and not self.shape_paths():
             raise FieldError("than_set", "give greater_than, at_least, less_than or at_most to read from it")
+        numeric = self.between is not None or finite_number(self.paper)
+        if self.scale == "text":
+            if self.rel_tol is not None or self.abs_tol is not None or self.between is not None:
+                raise FieldError("scale", "a text claim has no tolerance or range: it matches exactly or by its shape")
+        elif not numeric:
+            raise FieldError("scale", f"a {self.scale} needs a number or a range as `paper` (words: scale = \"text\")")
+        else:
+            from .claim_tolerance import tolerance_problem
+            problem = tolerance_problem(self)
+            if problem:
+                raise FieldError("rel_tol" if self.rel_tol is not None else "abs_tol", problem)
+        if self.than_paper is not None and not self.strict_shape():
+            raise FieldError("than_paper", "only a strict shape (greater_than or less_than) has a gap to the paper's")
         return self
+
+    def strict_shape(self) -> dict[str, str]:
+        """The "beats X" conditions (greater_than, less_than): they need a margin to count."""
+        return {k: v for k, v in self.shape_paths().items() if k in ("greater_than", "less_than")}
 
     def shape_paths(self) -> dict[str, str]:
         """The shape conditions that name another metric: {condition: metric path}."""
@@ -227,6 +266,9 @@ class ScenarioBase(Section):
                                                       "(kvviz check); they never change the run")
     claim: list[Claim] = Field([], description="What a seed paper states, with the metric that answers it "
                                                "(kvviz claims); never a check, never an input")
+    claim_conditions: list[str] = Field([], description="What every simulated claim of this file rests on: setting "
+                                                        "paths that are assumptions or depart from the paper (shown "
+                                                        "as PATH = the value in the row's run) or a few words")
 
 
 def loc_to_path(loc: tuple) -> str:

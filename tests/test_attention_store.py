@@ -12,9 +12,9 @@ import pytest
 from kvviz import parse_scenario, simulate
 from kvviz.cli import main
 from kvviz.errors import ScenarioError
-from kvviz.mechanisms.attention_store.layers import prefill_end
 from kvviz.mechanisms.attention_store.serving import layer_schedule
-from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, MISS
+from kvviz.serving.kv_source import HIT_DRAM, HIT_SSD, MISS
+from kvviz.serving.layerwise_prefill import prefill_end
 
 from .conftest import SCENARIOS
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from kvviz.cli import main
-from kvviz.mechanisms.attention_store.gpu import Roofline, calibrated_mfu, prefill_flops
-from kvviz.mechanisms.attention_store.layers import prefill_end
-from kvviz.mechanisms.attention_store.store import HIT_DRAM, HIT_SSD, RECOMPUTE_FASTER
+from kvviz.serving.kv_source import HIT_DRAM, HIT_SSD, RECOMPUTE_FASTER
+from kvviz.serving.layerwise_prefill import prefill_end
+from kvviz.serving.roofline import Roofline, calibrated_mfu, prefill_flops
 
 from .conftest import SCENARIOS
 from .test_attention_store import unit_gpu
@@ -257,7 +257,7 @@ def test_load_rule_counts_reads_chosen_at_the_same_instant():
     # Recomputing 10 tokens takes 10 ns (1 ns per token). A read of 6 ns loads; a second job
     # admitted at the same instant would wait for it: 6 + 6 = 12 > 10, it recomputes. Once
     # booked (or at another instant) the pending reads are the SSD queue's business.
-    from kvviz.mechanisms.attention_store.load_rule import LoadRule
+    from kvviz.serving.load_or_recompute import LoadRule
     g = Roofline(500, 1, 1.0, 1.0, 1.0, 1.0, 1)
     rule = LoadRule(True, g)
     assert rule.loads(10, 6, 6, now=5) and not rule.loads(10, 6, 6, now=5)

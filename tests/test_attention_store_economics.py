@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from kvviz import parse_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
-from kvviz.mechanisms.attention_store.arrivals import conversation_poisson, mean_turns
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
-from kvviz.mechanisms.attention_store.store import HIT_DRAM
 from kvviz.mechanisms.attention_store.workload import synthetic
+from kvviz.serving.arrivals import conversation_poisson, mean_turns
+from kvviz.serving.kv_source import HIT_DRAM
 
 from .test_attention_store import TINY
 from .test_batching import small_scenarios

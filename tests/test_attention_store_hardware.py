@@ -4,8 +4,8 @@ import pytest
 
 from kvviz import parse_scenario, simulate
 from kvviz.cli import main
-from kvviz.mechanisms.attention_store.presets import HARDWARE, MFU_PAPER, PRESETS
-from kvviz.mechanisms.attention_store.store import HIT_DRAM
+from kvviz.serving.kv_source import HIT_DRAM
+from kvviz.serving.model_presets import HARDWARE, MFU_PAPER, PRESETS
 
 from .conftest import SCENARIOS
 

@@ -132,14 +132,14 @@ def _schedule_log(loop_cls, seed: int, stream: bool) -> tuple[list, int]:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_run_loop_runs_events_as_the_engine_does(seed):
-    from kvviz.mechanisms.attention_store.events import Loop
+    from kvviz.serving.event_loop import Loop
     want = _schedule_log(EventLoop, seed, stream=False)
     assert _schedule_log(Loop, seed, stream=True) == want
     assert _schedule_log(Loop, seed, stream=False) == want
 
 
 def test_run_loop_refuses_the_past():
-    from kvviz.mechanisms.attention_store.events import Loop
+    from kvviz.serving.event_loop import Loop
     for schedule in (lambda loop: loop.push(5, 0, print, ()), lambda loop: loop.stream([5], print, [()])):
         loop = Loop()
         loop.now = 10

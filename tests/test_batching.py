@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from kvviz import parse_scenario, simulate
 from kvviz.mechanisms.attention_store import workload_of
-from kvviz.mechanisms.attention_store.gpu import Roofline, calibrated_mfu
-from kvviz.mechanisms.attention_store.presets import MFU_PAPER
 from kvviz.mechanisms.attention_store.serving import Prepared, Run
-from kvviz.mechanisms.attention_store.store import FIRST, HIT_DRAM, HIT_HBM, MISS
+from kvviz.serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, MISS
+from kvviz.serving.model_presets import MFU_PAPER
+from kvviz.serving.roofline import Roofline, calibrated_mfu
 
 from .test_attention_store import unit_gpu, write_turns
 
@@ -165,7 +165,7 @@ def test_preemption_recomputes_the_youngest(tmp_path):
 
 
 def test_interleaved_keeps_each_conversations_order():
-    from kvviz.mechanisms.attention_store.arrivals import interleaved
+    from kvviz.serving.arrivals import interleaved
     sc = parse_scenario({"kind": "attention_store", "workload": {"conversations": 300, "seed": 4}})
     from kvviz.mechanisms.attention_store.workload import synthetic
     wl = synthetic(sc.workload)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from kvviz import load_scenario, parse_scenario, simulate
+from kvviz.attention_profile import calibrate_decay
 from kvviz.cli import main
 from kvviz.mechanisms.ladder import ACCESSES_SHOWN, LadderScenario, Tiers, arrival_hit_shares, ladder_figures
-from kvviz.mechanisms.rope_window.attention_profile import calibrate_decay
 from kvviz.mechanisms.rope_window.rope_bound import (
     bound_vs_assumption,
     rope_envelope,

@@ -1,7 +1,7 @@
 """The compiled AttentionStore engine (attention_store/native: the loop, roofline, batcher, store,
 SSD queue, placement policies and the workload's reuse distance) against the pure-Python reference
-(events.py, gpu.py, batching.py, store.py, host_load.py, ssd_queue.py, load_rule.py, placement/,
-workload_figures.py): every run gives the same raw metrics (before rounding, of the same types),
+(kvviz/serving's event_loop.py, roofline.py, batching.py, load_or_recompute.py; attention_store's
+store.py, host_load.py, ssd_queue.py, placement/, workload_figures.py): every run gives the same raw metrics (before rounding, of the same types),
 the same event count, the same drawn job's details and, recorded, the same trace. The cases: every
 golden case of tests/test_attention_store_speed.py (its bundled variants and random scenarios) and
 more seeded random small scenarios, over the batcher's flags and over the store's rules (tight
@@ -20,8 +20,9 @@ import pytest
 
 from kvviz import load_scenario, parse_scenario
 from kvviz.errors import ScenarioError
-from kvviz.mechanisms.attention_store import gpu, native, parts
+from kvviz.mechanisms.attention_store import native, parts
 from kvviz.mechanisms.attention_store.serving import Run
+from kvviz.serving import roofline
 from tests.test_attention_store_speed import RANDOM, ROOT, VARIANTS, _schedule_log, random_scenario
 
 ENGINE = native.engine()
@@ -150,10 +151,10 @@ def test_loop_refuses_the_past_and_late_streams():
 @needs_engine
 def test_roofline_alike():
     # Random shapes and times, both sides of the compute/memory ridge and through i*: the same
-    # doubles and step counts as gpu.py's.
+    # doubles and step counts as roofline.py's.
     r = random.Random(7)
     for _ in range(300):
-        py = gpu.Roofline(r.choice([7e9, 13e9, 65e9]), r.choice([1, 4, 8]), r.choice([312.0, 989.0]),
+        py = roofline.Roofline(r.choice([7e9, 13e9, 65e9]), r.choice([1, 4, 8]), r.choice([312.0, 989.0]),
                           r.uniform(0.2, 0.7), r.choice([1.5, 3.35]), r.uniform(0.5, 0.9),
                           r.choice([0, 160_000, 2_621_440]), r.choice([32, 80]), r.choice([4096, 8192]))
         c = ENGINE.Roofline.of(py)

@@ -26,10 +26,10 @@ def blocks_of(requests: list[list[int]]) -> Blocks:
     return Blocks(flat, offsets, counts.copy(), np.arange(len(requests), dtype=np.float64), 1, "test")
 
 
-def run(requests, caps, evictions, move=False, through=False, admission="always", min_reuse=1, log=None):
+def run(requests, caps, evictions, move=False, through=False, admission="always", min_reuse=1, log=None, pin=True):
     b = requests if isinstance(requests, Blocks) else blocks_of(requests)
     prep = prepare(b, ALL, admission)
-    return replay(prep, caps, evictions, move, through, admission, min_reuse, log=log)
+    return replay(prep, caps, evictions, move, through, admission, min_reuse, log=log, pin=pin)
 
 
 def oracle_lru(requests, capacity):
@@ -112,10 +112,27 @@ def test_leaf_lru_keeps_the_prefix_lru_evicts():
     assert run(reqs, [3], ["leaf_lru"]).hits.tolist() == [0, 0, 2]  # only 2 is a leaf
 
 
-def test_belady_evicts_the_block_used_furthest_ahead():
+def test_belady_evicts_the_block_used_furthest_ahead_the_entering_one_included():
     reqs = [[0], [1], [2], [0], [1]]
     assert run(reqs, [2], ["lru"]).hits.tolist() == [0, 0, 0, 0, 0]
-    assert run(reqs, [2], ["belady"]).hits.tolist() == [0, 0, 0, 1, 0]  # 2 comes in, 1 goes
+    assert run(reqs, [2], ["belady"]).hits.tolist() == [0, 0, 0, 1, 1]  # 2, never used again, is left out
+    reqs = [[0], [1], [2], [2], [1]]
+    assert run(reqs, [2], ["belady"]).hits.tolist() == [0, 0, 0, 1, 1]  # 2 comes in, 0 (never again) goes
+
+
+def test_belady_ignores_pins_the_others_hold_them():
+    # one request of three blocks through two slots: pinned LRU keeps 0, 1 (2 is not kept);
+    # unpinned, 2 evicts 0; belady leaves 2 out (used furthest: never), pins or not
+    reqs = [[0, 1, 2], [0, 1]]
+    assert run(reqs, [2], ["lru"]).hits.tolist() == [0, 2]
+    assert run(reqs, [2], ["lru"], pin=False).hits.tolist() == [0, 0]
+    assert run(reqs, [2], ["belady"]).hits.tolist() == run(reqs, [2], ["belady"], pin=False).hits.tolist() == [0, 2]
+    # not hash-chained (2 comes back without 0, 1 before it): belady takes 0, held by the request
+    reqs = [[0, 1, 2], [2], [1]]
+    log = []
+    assert run(reqs, [2], ["belady"], log=log).hits.tolist() == [0, 1, 1]
+    assert log == [(0, 2, 0, 0)]  # (request, position, tier, block)
+    assert run(reqs, [2], ["lru"]).hits.tolist() == [0, 0, 1]  # every block held: 2 is not kept
 
 
 def test_write_back_demotes_and_the_hit_comes_from_below():
@@ -173,7 +190,7 @@ SEMANTICS = [dict(), dict(through=True), dict(move=True), dict(admission="second
 def test_per_tier_hits_sum_to_the_total_and_pins_hold(seed):
     reqs = random_requests(seed, longest=16)
     for sem in SEMANTICS:
-        for ev in ("lru", "leaf_lru", "fifo", "belady"):
+        for ev in ("lru", "leaf_lru", "fifo"):  # belady ignores pins (the reference)
             log = []
             out = run(reqs, [5, 9, 20], [ev] * 3, log=log, **sem)
             assert sum(out.hit_blocks) == out.hits.sum()

@@ -1,6 +1,6 @@
 """The prefix cache's time estimate (kvviz/mechanisms/prefix_cache/costs.py) follows the counts a
 run's cost scales with, and a served run whose load exceeds what it serves says so
-(kvviz/mechanisms/overload.py). Wall-clock accuracy is benchmarks/bench_estimate_prefix.py's."""
+(kvviz/serving/overload.py). Wall-clock accuracy is benchmarks/bench_estimate_prefix.py's."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from kvviz import load_scenario, simulate
-from kvviz.mechanisms.overload import served_load
 from kvviz.mechanisms.prefix_cache import EXACT_REQUESTS, _generated, _runs, costs, estimate
 from kvviz.mechanisms.prefix_cache.workload import load
+from kvviz.serving.overload import served_load
 
 TIERS = Path(__file__).resolve().parents[1] / "scenarios" / "prefix_cache_tiers.toml"
 

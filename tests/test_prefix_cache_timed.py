@@ -5,10 +5,10 @@ import pytest
 
 from kvviz import load_scenario, simulate
 from kvviz.mechanisms.prefix_cache.engine import prepare, replay
-from kvviz.mechanisms.prefix_cache.links import Link, Prefetch
 from kvviz.mechanisms.prefix_cache.model import PrefixCacheScenario
 from kvviz.mechanisms.prefix_cache.timed import Run
 from kvviz.mechanisms.prefix_cache.workload import Blocks
+from kvviz.serving.links import Link, Prefetch
 
 KV, BT = 1000, 16          # 1,000 B per token, 16-token blocks: 16,000 B a block
 LAT_NS, READ = 10_000, 2.0  # DRAM link: 10 µs, 2 GB/s = 2 B/ns

@@ -1,5 +1,6 @@
-"""`kvviz replay --prefix` (issue 21, item 8) against a literal replay of its semantics, the
-prefix-reuse ceiling, Belady against LRU, and the block-hash readers' bad lines."""
+"""`kvviz replay --prefix` (issue 21, item 8; issue 30, item 4) against a literal replay of its
+semantics with and without pins, the prefix-reuse ceiling, Belady against LRU, and the
+block-hash readers' bad lines."""
 import json
 from collections import OrderedDict
 from pathlib import Path
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from kvviz.cli import main
-from kvviz.replay.prefix import lru_counts, prefix_replay, runs
+from kvviz.replay.prefix import POLICIES, lru_counts, prefix_replay, runs
 from kvviz.requests import prompts
 from kvviz.requests.prompts import PromptRows
 
@@ -16,31 +17,41 @@ ROOT = Path(__file__).resolve().parents[1]
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
 
 
-def oracle(requests, policy, cap):
-    """The prefix semantics, literally: requests are lists of block ids -> (hit blocks, hit requests)."""
+def oracle(requests, policy, cap, pin=True):
+    """The prefix semantics, literally: requests are lists of block ids -> (hit blocks, hit requests).
+    `pin`: the blocks the request has reached cannot go (belady ignores it); belady leaves the
+    entering block out when its own next use is the farthest."""
     stream = [b for r in requests for b in r]
     nxt, seen = [0] * len(stream), {}
     for i in range(len(stream) - 1, -1, -1):  # next position of the same block
         nxt[i], seen[stream[i]] = seen.get(stream[i], len(stream)), i
-    cache, pos, hit_blocks, hit_requests = OrderedDict(), -1, 0, 0  # block -> next use, oldest first
+    cache, pos, hit_blocks, hit_requests = OrderedDict(), -1, 0, 0  # block -> next use; least recent first
+    parent: dict = {}  # leaf_lru: the block before it in the first request that asks for it
     for r in requests:
         h = 0
         while h < len(r) and r[h] in cache:
             h += 1
-        hit_blocks, hit_requests, mine = hit_blocks + h, hit_requests + (h > 0), set(r)
-        for b in r:
+        hit_blocks, hit_requests, held = hit_blocks + h, hit_requests + (h > 0), set()
+        for i, b in enumerate(r):
             pos += 1
+            parent.setdefault(b, r[i - 1] if i else None)
+            held.add(b)
             if b in cache:
-                if policy == "lru":
+                if policy in ("lru", "leaf_lru"):
                     cache.move_to_end(b)
-                if policy == "belady":
-                    cache[b] = nxt[pos]
+                cache[b] = nxt[pos]
                 continue
             if len(cache) >= cap:
-                free = [v for v in cache if v not in mine] if policy == "belady" else [next(iter(cache))]
-                if not free:  # belady: only the request's own blocks are resident, b is not inserted
-                    continue
-                del cache[max(free, key=cache.get)]
+                if policy == "belady":  # pins ignored
+                    v = max(cache, key=cache.get)
+                    if nxt[pos] >= cache[v]:
+                        continue  # b's own next use is the farthest: b is left out
+                else:
+                    parents = {parent[c] for c in cache} if policy == "leaf_lru" else ()
+                    v = next((v for v in cache if not (pin and v in held) and v not in parents), None)
+                    if v is None:  # every resident block is held: b is not inserted
+                        continue
+                del cache[v]
             cache[b] = nxt[pos]
     return hit_blocks, hit_requests
 
@@ -52,8 +63,8 @@ def as_requests(lists) -> prompts.PromptRequests:
     return rows.finish()
 
 
-def counts(reqs, policy, caps):
-    return [(r.hit_blocks, r.hit_requests) for r in prefix_replay(reqs, [policy], caps)]
+def counts(reqs, policy, caps, pin=True):
+    return [(r.hit_blocks, r.hit_requests) for r in prefix_replay(reqs, [policy], caps, pin=pin)]
 
 
 @pytest.fixture(scope="module")
@@ -62,18 +73,20 @@ def bundled():
     return reqs, [reqs.hash_ids(i).tolist() for i in range(len(reqs))]
 
 
+@pytest.mark.parametrize("pin", [True, False])
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-def test_bundled_trace_equals_the_oracle(bundled, policy):
+def test_bundled_trace_equals_the_oracle(bundled, policy, pin):
     reqs, lists = bundled
-    caps = [1, 50, 700, 4000, 20000]
-    assert counts(reqs, policy, caps) == [oracle(lists, policy, c) for c in caps]
+    caps = [1, 50, 700, 4000, 20000]  # 1, 50: below its longest request (374 blocks), pins bind
+    assert counts(reqs, policy, caps, pin) == [oracle(lists, policy, c, pin) for c in caps]
 
 
-def test_bundled_trace_belady_equals_the_oracle(bundled):
+@pytest.mark.parametrize("policy", ["belady", "leaf_lru"])
+def test_bundled_trace_belady_and_leaf_lru_equal_the_oracle(bundled, policy):
     _, lists = bundled
-    head = lists[:400]  # the oracle's Belady scans the cache per eviction: a part of the trace
+    head = lists[:400]  # the oracle scans the cache per eviction: a part of the trace
     caps = [30, 200, 1500]
-    assert counts(as_requests(head), "belady", caps) == [oracle(head, "belady", c) for c in caps]
+    assert counts(as_requests(head), policy, caps) == [oracle(head, policy, c) for c in caps]
 
 
 def generated(seed):
@@ -104,13 +117,14 @@ def generated(seed):
     return out
 
 
-@pytest.mark.parametrize("policy", ["lru", "fifo", "belady"])
-def test_generated_traces_equal_the_oracle(policy):
+@pytest.mark.parametrize("pin", [True, False])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_generated_traces_equal_the_oracle(policy, pin):
     for seed in range(40):
         lists = generated(seed)
         caps = [1, 2, 3, 5, 8, 13, 30, 100, None]
-        want = [oracle(lists, policy, c or 10**9) for c in caps]
-        assert counts(as_requests(lists), policy, caps) == want, (seed, policy)
+        want = [oracle(lists, policy, c or 10**9, pin) for c in caps]
+        assert counts(as_requests(lists), policy, caps, pin) == want, (seed, policy, pin)
 
 
 def test_lru_at_inf_is_the_prefix_reuse_ceiling(bundled):

@@ -1,15 +1,27 @@
 """Claims view: the scenario's `[[claim]]` rows (kvviz.claims) — seed, claim, the paper's value,
-the model's, the verdict (coloured) and why. Claims on the file as it is are evaluated from the
-current run; claims that need other settings (`set`) run when asked, in the background, on
-this computer's worker processes, as a sweep does."""
+the model's, the verdict (coloured), basis, why, conditions, fragile and the command that prints
+the row's value (selectable, and "Copy command" on the row's context menu). Filters by verdict
+and basis; the summary line is the CLI's (kvviz.claims_table.summary). Claims on the file as it
+is are evaluated from the current run; claims that need other settings (`set`) run when asked,
+in the background, on this computer's worker processes, as a sweep does."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QGuiApplication
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from kvviz.claims import ERROR, NOT_RUN, rows_from_runs, run_group, run_groups
-from kvviz.claims_table import HEADS, cells
+from kvviz.claims import BASES, ERROR, NOT_RUN, VERDICTS, rows_from_runs, run_group, run_groups
+from kvviz.claims_table import HEADS, cells, summary
 from kvviz.executor import map_indexed
 
 from ..background import JobControls
@@ -25,6 +37,11 @@ VERDICT_COLOURS = {
 }
 
 
+# The table's columns: the text tables' (kvviz.claims_table.HEADS) with fragile before the command.
+COLUMNS = (*HEADS[:-1], "fragile", HEADS[-1])
+ALL = "all"
+
+
 class ClaimsView(QWidget):
     finished = Signal(object)  # the rows after the other settings ran (tests)
 
@@ -32,28 +49,55 @@ class ClaimsView(QWidget):
         super().__init__(parent)
         self.note = QLabel()
         self.note.setWordWrap(True)
+        self.summary = QLabel()  # the CLI's summary line
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.jobs = JobControls(self, "Run claims with other settings", "runs")
         self.jobs.run_btn.clicked.connect(self.run_others)
-        self.table = QTableWidget(0, len(HEADS))
-        self.table.setHorizontalHeaderLabels(list(HEADS))
+        self.verdict_filter, self.basis_filter = QComboBox(), QComboBox()
+        self.verdict_filter.addItems([ALL, *VERDICTS, ERROR, NOT_RUN])
+        self.basis_filter.addItems([ALL, *BASES])
+        for box in (self.verdict_filter, self.basis_filter):
+            box.currentTextChanged.connect(self._filter)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectItems)  # a cell (the command) can be selected, Ctrl+C
         self.table.setWordWrap(True)
+        self.table.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._menu)
         h = self.table.horizontalHeader()
-        for c, mode in enumerate((QHeaderView.ResizeToContents, QHeaderView.Stretch, QHeaderView.ResizeToContents,
-                                  QHeaderView.ResizeToContents, QHeaderView.ResizeToContents, QHeaderView.Stretch)):
-            h.setSectionResizeMode(c, mode)
+        widths = {"claim": 230, "why": 200, "conditions": 200, "command": 280}
+        for c, name in enumerate(COLUMNS):
+            if name in widths:
+                h.setSectionResizeMode(c, QHeaderView.Interactive)
+                self.table.setColumnWidth(c, widths[name])
+            else:
+                h.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        h.setStretchLastSection(True)
         buttons = QHBoxLayout()
         for w in (self.jobs.run_btn, self.jobs.cancel_btn):
             buttons.addWidget(w)
         buttons.addWidget(self.jobs.progress)
         # the status beside the buttons: on its own row it left a blank strip above the table
         buttons.addWidget(self.jobs.status, 1)
+        for label, box in (("verdict", self.verdict_filter), ("basis", self.basis_filter)):
+            buttons.addWidget(QLabel(label))
+            buttons.addWidget(box)
         lay = QVBoxLayout(self)
         lay.addWidget(self.note)
+        lay.addWidget(self.summary)
         lay.addLayout(buttons)
         lay.addWidget(self.table, 1)
+        # the chosen row's command and conditions in full, selectable: the table's columns are narrow
+        self.detail = QLabel()
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.detail)
+        self.table.currentCellChanged.connect(lambda r, *_: self._detail(r))
         self.claims: list = []
+        self.conditions: list = []
         self.data: dict = {}
         self.source = "<scenario>"
         self.runs: dict = {}
@@ -69,6 +113,7 @@ class ClaimsView(QWidget):
         if self.job is not None:
             self.jobs.cancel()
         self.claims = list(getattr(result.scenario, "claim", ()))
+        self.conditions = list(getattr(result.scenario, "claim_conditions", ()))
         self.data = data if data is not None else {}
         self.source = source or "<scenario>"
         self.runs = {(): result.metrics_dict()}
@@ -102,17 +147,61 @@ class ClaimsView(QWidget):
         self.finished.emit(self.rows)
 
     def _show(self):
-        self.rows = rows_from_runs(self.claims, self.runs, self.source)
+        self.rows = rows_from_runs(self.claims, self.runs, self.source, self.data or None, self.conditions)
+        self.summary.setText(summary(self.rows))
         self.table.setRowCount(len(self.rows))
         for r, row in enumerate(self.rows):
-            for c, text in enumerate(cells(row)):
+            texts = cells(row)
+            texts = [*texts[:-1], "—" if row.fragile is None else ("yes" if row.fragile else "no"), texts[-1]]
+            for c, text in enumerate(texts):
+                if COLUMNS[c] == "conditions" and len(row.conditions) > 1:  # in full below and in the tooltip
+                    text = f"{row.conditions[0]} (+{len(row.conditions) - 1} more)"
                 item = QTableWidgetItem(text)
-                item.setToolTip(text)
-                if HEADS[c] == "verdict":
+                tip = text if COLUMNS[c] != "conditions" else "\n".join(row.conditions)
+                item.setToolTip(tip + ("\n(right-click: Copy command)" if COLUMNS[c] == "command" and text else ""))
+                if COLUMNS[c] == "verdict":
                     item.setBackground(QColor(VERDICT_COLOURS.get(row.verdict, "#FFFFFF")))
                     item.setTextAlignment(Qt.AlignCenter)
                 self.table.setItem(r, c, item)
+        self._filter()
         self.table.resizeRowsToContents()
+        cap = 3 * self.table.fontMetrics().lineSpacing() + 8  # a long cell is read below, not in a tall row
+        for r in range(self.table.rowCount()):
+            self.table.setRowHeight(r, min(self.table.rowHeight(r), cap))
+        if self.rows and self.table.currentRow() < 0:
+            self.table.setCurrentCell(0, 0)  # the detail line shows the first row's command at once
+        self._detail(self.table.currentRow() if self.rows else -1)
+
+    def _detail(self, r: int):
+        if not 0 <= r < len(self.rows):
+            self.detail.setText("Choose a row for its command and conditions.")
+            return
+        row = self.rows[r]
+        conds = "; ".join(row.conditions) or "none beyond the paper's setup"
+        self.detail.setText(f"$ {row.command or '(nothing to run: not expressible)'}\nconditions: {conds}")
+
+    def _filter(self, *_):
+        verdict, basis = self.verdict_filter.currentText(), self.basis_filter.currentText()
+        for r, row in enumerate(self.rows):
+            shown = verdict in (ALL, row.verdict) and basis in (ALL, row.basis)
+            self.table.setRowHidden(r, not shown)
+
+    def command_of(self, table_row: int) -> str:
+        return self.rows[table_row].command if 0 <= table_row < len(self.rows) else ""
+
+    def copy_command(self, table_row: int) -> str:
+        text = self.command_of(table_row)
+        if text:
+            QGuiApplication.clipboard().setText(text)
+        return text
+
+    def _menu(self, pos):
+        r = self.table.rowAt(pos.y())
+        if not self.command_of(r):
+            return
+        menu = QMenu(self)
+        menu.addAction("Copy command", lambda: self.copy_command(r))
+        menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def verdicts(self) -> list[str]:
         return [r.verdict for r in self.rows]

@@ -1,44 +1,79 @@
 """Block-level prefix caching through one cache of whole blocks, no timing (`kvviz replay
---prefix`): the single-tier special case of the prefix_cache mechanism, with semantics simple
-enough for a twenty-line oracle to check exactly (tests/test_replay_prefix.py holds them to it).
+--prefix`): the single-tier special case of the prefix_cache mechanism, run by the same code
+(kvviz.mechanisms.prefix_cache.engine.replay with one tier, promote = copy, write = back,
+admission = always), so `kvviz replay --prefix` and `kvviz run` on a one-tier prefix_cache
+scenario with `cache.partial_block = true` give the same counts for every policy (tests hold
+them equal, and to a literal oracle in tests/test_replay_prefix.py).
 
-Semantics (issue 21, item 8). Requests in file order; the cache holds whole blocks, capacity C
+Semantics (issue 30, item 4). Requests in file order; the cache holds whole blocks, capacity C
 blocks (or infinite). For each request:
 1. its hit = the longest prefix of its `hash_ids` resident when it arrives (the chain stops at
    the first block not resident; a resident block behind it is not a hit);
 2. then every block of the request, in order, is touched if resident or inserted if not,
-   evicting one block per insertion once the cache holds C:
-   - lru: touching moves the block to most recent; evicts the least recently touched. A request
-     longer than C evicts its own first blocks (plain LRU on the stream of blocks).
+   evicting one block per insertion once the cache holds C;
+3. pinning (`--pin-running`, the default; `--no-pin-running`; the scenario's
+   `cache.pin_running`, same default): a block the request has reached cannot be evicted while
+   the request runs, as vLLM holds a running request's blocks. A request with more distinct
+   blocks than C keeps its first C and its later new blocks are not inserted (misses, as any
+   block not resident). Without pinning nothing is held: the request's insertions may evict its
+   own earlier blocks, as a plain cache on the stream of blocks does. Policies
+   (kvviz.mechanisms.prefix_cache.evictors):
+   - lru: touching moves the block to most recent; evicts the least recently touched.
    - fifo: touching changes nothing; evicts the earliest inserted block.
-   - belady (an offline bound, clairvoyant over the trace): touching sets the block's next use
-     to its next position in the trace's stream of blocks (all requests' hash_ids one after
-     another); evicts the resident block whose next use is farthest (never again = farthest).
-     ASSUMPTION (ours): the blocks of the current request are pinned while it is inserted: a
-     request with more distinct blocks than C keeps its first C and the rest are not inserted
-     (misses, as any block not resident). Insertion is otherwise forced, as in LRU and FIFO.
-     Next use in stream positions, not request indices, so a later block of a future request
-     goes first: a prefix chain needs its head more than its tail. It is not optimal for prefix
-     hits (Belady's proof is for independent objects), only a reference the tests find >= LRU.
+   - leaf_lru: the least recently touched block with no child resident (a radix tree's leaf).
+   - belady (the offline reference, clairvoyant over the trace): the resident block or the
+     entering one, whichever's next use in the trace's stream of blocks (all requests'
+     hash_ids one after another) is farthest (never again = farthest), is left out: an entering
+     block used furthest ahead is not inserted (Belady's MIN with bypass). It IGNORES pinning:
+     it may evict any block, so it is the bound every policy is compared with. Next use in
+     stream positions, not request indices, so a later block of a future request goes first:
+     a prefix chain needs its head more than its tail. On hash-chained traces the blocks a
+     request has reached are the entering block's ancestors, each used again before it, so
+     belady never evicts one of them there: pinning changes nothing for it (no pinned variant).
+   Every other policy's insertion is forced (no bypass but the pins').
+
+Belady is not provably optimal here: its proof (furthest next use minimises misses) is for
+independent objects, and under prefix counting a block hits only if every block before it in
+its request hits. An exact optimum (every eviction choice searched, leaving the entering block
+out allowed: tests/prefix_optimum.py) on tiny random traces, 3-6 requests of 1-4 blocks,
+C = 1..4, 4,000 cases each (the measurement behind tests/test_prefix_semantics.py):
+- hash-chained (an id names its whole prefix, as Mooncake's and vLLM's hashes): belady met the
+  optimum in every case (and in 6,000 more with 3-8 requests of 1-6 blocks); no policy, pinned
+  or not, beat it;
+- any ids in any order: belady fell short in 411 of 4,000 cases (10.3%), by 1.44 blocks on
+  average (at most 5), 5.2% of the optimum's hits; lru, fifo or leaf_lru (pinned or not) beat it
+  in 58 (1.5%).
+With insertion forced (the entering block always kept, which the issue first measured) belady
+fell short of the forced optimum in 3.3% of the chained cases and 4.7% of the others, and the
+pinned policies beat it in 24% of the chained cases, each one a request longer than C (pins keep
+a request's head, forced insertion keeps its tail): the reason the entering block is a
+candidate. On the Mooncake conversation trace belady is above lru, fifo and leaf_lru at 1,000,
+5,000 and 20,000 blocks (55,019, 98,448 and 105,710 hit blocks; forced, 54,994 and 98,444 at
+1,000 and 5,000; the former pinned one, 51,705 and 97,995).
+
 Reported per policy and capacity: block_hit_ratio = hit blocks / requested blocks (every
 hash id counts, the partial last block too), request_hit_ratio = requests with >= 1 hit block /
 requests (a request with no blocks counts, and never hits).
 
-LRU, every capacity in one pass. LRU on the block stream holds the C most recently touched
-blocks, so block x is resident at the start of request r at C iff D ≤ C, D = the number of
-distinct blocks touched since x's last touch, itself included (its stack distance, Mattson et
-al. 1970). The prefix rule composes with that: while the blocks before position j of request r
-were all resident, touching them evicted nothing, so the cache at j is the cache at r's start,
-and block j is resident at the start iff its stack distance at j, D_j, is <= C. Hence block j
-is a hit at C iff max(D_1..D_j) over the request <= C: one pass computing the D_j (numpy,
-kvviz.replay.stack_distance) and a running maximum per request answer every capacity.
+LRU, every capacity in one pass, where it is exact. Plain LRU on the block stream holds the C
+most recently touched blocks, so block x is resident at the start of request r at C iff D ≤ C,
+D = the number of distinct blocks touched since x's last touch, itself included (its stack
+distance, Mattson et al. 1970). The prefix rule composes with that: while the blocks before
+position j of request r were all resident, touching them evicted nothing, so the cache at j is
+the cache at r's start, and block j is resident at the start iff its stack distance at j, D_j,
+is <= C. Hence block j is a hit at C iff max(D_1..D_j) over the request <= C: one pass computing
+the D_j (numpy, kvviz.replay.stack_distance) and a running maximum per request answer every
+capacity. Pinned LRU is plain LRU while every request has at most C distinct blocks: the pinned
+blocks are the ones the request touched, the most recent of all, so the least recent block is
+pinned only when every resident block is, i.e. when the request reaches its (C + 1)-th distinct
+block. So with pinning the curve answers the capacities >= the longest request (in distinct
+blocks), and the engine the smaller ones (`longest_request`).
 
 Runs make that pass small: a block b that always comes right after a (in the same request), where
 a is always followed by b, is touched with a every time, so its D equals a's. Such chains (a
 document's blocks, a system prompt) collapse into one object of their length, and the byte
 stack distance of that object (its own length plus the lengths of the distinct runs since) is
 the D of its first block. On the bundled Mooncake trace 121,877 blocks become 6,157 runs.
-FIFO and Belady replay the stream per capacity (kvviz.replay.prefix_kernels).
 """
 from __future__ import annotations
 
@@ -46,20 +81,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..mechanisms.prefix_cache import engine
+from ..mechanisms.prefix_cache.evictors import POLICIES
+from ..mechanisms.prefix_cache.workload import Blocks
 from ..requests.common import first_request_ids
 from ..requests.prompts import PromptRequests
-from . import prefix_kernels
 from .stack_distance import byte_stack_distances
 
-POLICIES = {
-    "lru": "evicts the block touched longest ago (all capacities in one stack-distance pass)",
-    "fifo": "evicts the block inserted earliest; a touch changes nothing",
-    "belady": "evicts the block whose next use in the stream is farthest (offline; the current request's "
-              "blocks pinned)",
-}
 ALIASES = {"opt": "belady", "min": "belady"}
 STACK = "stack distances"
-KERNEL = "python"
+ENGINE = "prefix_cache engine"
 
 
 @dataclass(frozen=True)
@@ -71,6 +102,7 @@ class PrefixResult:
     hit_blocks: int
     hit_requests: int         # requests with >= 1 hit block
     engine: str = ""
+    pin_running: bool = True  # whether a request held the blocks it reached
 
     @property
     def block_hit_ratio(self) -> float:
@@ -83,7 +115,8 @@ class PrefixResult:
     def to_dict(self) -> dict:
         return {"policy": self.policy, "capacity": self.capacity, "block_hit_ratio": self.block_hit_ratio,
                 "request_hit_ratio": self.request_hit_ratio, "requests": self.requests, "blocks": self.blocks,
-                "hit_blocks": self.hit_blocks, "hit_requests": self.hit_requests, "engine": self.engine}
+                "hit_blocks": self.hit_blocks, "hit_requests": self.hit_requests, "engine": self.engine,
+                "pin_running": self.pin_running}
 
 
 def block_ids(reqs: PromptRequests) -> np.ndarray:
@@ -91,13 +124,26 @@ def block_ids(reqs: PromptRequests) -> np.ndarray:
     they already are (Mooncake's and Bailian's are remapped to 0..k), else numbered by first
     appearance."""
     h = reqs.hashes
-    if not len(h) or (int(h.min()) >= 0 and int(h.max()) < 4 * len(h) + 1024):
-        return h
-    return first_request_ids(h)
+    return h if _dense(h) else first_request_ids(h)
+
+
+def _dense(h: np.ndarray) -> bool:
+    """Ids small and non-negative enough to index an array by (or none at all)."""
+    return not len(h) or (int(h.min()) >= 0 and int(h.max()) < 4 * len(h) + 1024)
 
 
 def distinct_blocks(reqs: PromptRequests) -> int:
-    return len(np.unique(reqs.hashes))
+    """How many different hash ids the trace has: counted, not listed (np.unique sorts and
+    builds the array of uniques, 1.1-1.4 s for the 2.9M ids of the 10x conversation trace). Ids
+    already small non-negative ints (Mooncake's, Bailian's): the non-zero entries of a bincount,
+    O(n); any other ids: a sort, then the places where the value changes."""
+    h = reqs.hashes
+    if not len(h):
+        return 0
+    if _dense(h):
+        return int(np.count_nonzero(np.bincount(h)))
+    s = np.sort(h)
+    return int(np.count_nonzero(s[1:] != s[:-1])) + 1
 
 
 def request_of_block(reqs: PromptRequests) -> np.ndarray:
@@ -175,29 +221,61 @@ def canonical(name: str, source: str = "--policy") -> str:
     return key
 
 
-def prefix_replay(reqs: PromptRequests, policies, capacities: list[int | None],
-                  on_result=None) -> list[PrefixResult]:
-    """Every policy at every capacity (blocks; None infinite), policy-major. `on_result(result)`
-    is called as each is known."""
+def longest_request(reqs: PromptRequests) -> int:
+    """The most distinct blocks any one request has (0 for none)."""
+    x = block_ids(reqs)
+    if not len(x):
+        return 0
+    req = request_of_block(reqs)
+    order = np.lexsort((x, req))
+    xs, rs = x[order], req[order]
+    new = np.concatenate(([True], (xs[1:] != xs[:-1]) | (rs[1:] != rs[:-1])))
+    return int(np.bincount(rs[new]).max())
+
+
+def prepared(reqs: PromptRequests, policies) -> engine.Prepared:
+    """The engine's inputs for these requests: every hash id a block (the partial last one too)."""
+    blocks = Blocks(block_ids(reqs), reqs.hash_offsets, reqs.input_tokens, np.zeros(len(reqs)),
+                    reqs.block_tokens or 1, "kvviz replay --prefix")
+    return engine.prepare(blocks, set(policies), "always")
+
+
+def engine_counts(prep: engine.Prepared, policy: str, cap: int | None, pin: bool) -> tuple[int, int]:
+    """(hit blocks, hit requests) of the prefix_cache engine's single-tier replay."""
+    if cap is None:  # infinite: nothing is ever evicted
+        cap = len(prep.ids) + 1
+    out = engine.replay(prep, [cap], [policy], False, False, "always", pin=pin)
+    return out.hit_blocks[0], out.hit_requests[0]
+
+
+def prefix_replay(reqs: PromptRequests, policies, capacities: list[int | None], on_result=None,
+                  pin: bool = True) -> list[PrefixResult]:
+    """Every policy at every capacity (blocks; None infinite), policy-major; `pin`: whether a
+    request holds the blocks it has reached (the semantics above). `on_result(result)` is called
+    as each is known."""
     names = [canonical(p) for p in policies]
     caps = list(capacities)
     total, n_req = len(reqs.hashes), len(reqs)
     out = []
 
-    def deliver(policy, cap, counts, engine):
-        res = PrefixResult(policy, cap, n_req, total, counts[0], counts[1], engine)
+    def deliver(policy, cap, counts, how):
+        res = PrefixResult(policy, cap, n_req, total, counts[0], counts[1], how, pin)
         out.append(res)
         if on_result:
             on_result(res)
 
-    lru = dict(zip(map(str, caps), lru_counts(reqs, caps))) if "lru" in names else {}
-    stream = None
+    # LRU's one-pass curve is exact for every capacity without pins, and with them for the
+    # capacities no request outgrows (the docstring's proof)
+    longest = longest_request(reqs) if pin and "lru" in names else 0
+    curve = [c for c in caps if c is None or c >= longest]
+    lru = dict(zip(map(str, curve), lru_counts(reqs, curve))) if "lru" in names and curve else {}
+    prep = None
     for policy in names:
         for cap in caps:
-            if policy == "lru":
+            if policy == "lru" and str(cap) in lru:
                 deliver(policy, cap, lru[str(cap)], STACK)
                 continue
-            if stream is None:
-                stream = prefix_kernels.Stream(block_ids(reqs).tolist(), reqs.hash_offsets.tolist())
-            deliver(policy, cap, prefix_kernels.run(policy, stream, cap), KERNEL)
+            if prep is None:
+                prep = prepared(reqs, names)
+            deliver(policy, cap, engine_counts(prep, policy, cap, pin), ENGINE)
     return out

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ScenarioError
-from ..io import read_text
+from ..io import decode_text, read_capped
+from . import fast_jsonl
 from .jsonl import (
     BLOCK_TOKENS,
     MOONCAKE,
@@ -112,14 +113,28 @@ class PromptRows:
                               np.array(self.outputs, dtype=np.int64), offsets, hashes, source=self.source, **extra)
 
 
+def fast_mooncake(data: bytes, source: str) -> PromptRequests | None:
+    """A Mooncake trace's bytes read by kvviz.requests.fast_jsonl, or None (the strict reader's turn)."""
+    got = fast_jsonl.mooncake(data, source)
+    return None if got is None else PromptRequests(MOONCAKE, BLOCK_TOKENS[MOONCAKE], *got, source=source)
+
+
 def read(path: str | Path) -> PromptRequests | None:
     """A Mooncake, Qwen/Bailian or plain (JSONL or CSV) trace's requests, every line checked,
-    hash_ids required and times never going backwards; None when the file is none of them."""
+    hash_ids required and times never going backwards; None when the file is none of them.
+    A Mooncake file goes through kvviz.requests.fast_jsonl first (a compiled scanner, about 10x
+    faster, then orjson, 3x; the same result or none), then, if neither could be sure, through
+    the line-by-line checks below."""
     path = Path(path)
     fmt = detect(first_record(path), path)
     if fmt is None and not is_plain_csv(path):
         return None
-    text = read_text(path, "trace file")
+    data = read_capped(path, "trace file")
+    if fmt == MOONCAKE:
+        fast = fast_mooncake(data, str(path))
+        if fast is not None:
+            return fast
+    text = decode_text(data, path, "trace file")
     records = json_lines(path, text) if fmt is not None else csv_records(path, text)
     fmt = fmt or PLAIN
     rows = PromptRows(fmt, str(path))

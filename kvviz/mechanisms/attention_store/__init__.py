@@ -9,23 +9,19 @@ another policy's timeline is one `--set trace_policy=lru` away.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from ...errors import ScenarioError
 from ...requests.extent import extent
 from ...result import Result
 from ...runs import complete, run_order
 from ...size_guard import Estimate
 from .. import Mechanism
 from . import native
-from .arrivals import conversation_poisson, interleaved, saturated
 from .costs import DISPATCH_S_PER_TURN, PREPARE_S_PER_TURN, TRACE_LINE_S
 from .model import AttentionStoreScenario
-from .parts import plan
+from .parts import parts_of, plan
 from .serving import GPU_LANE, LAYER_LOADS_LANE, LAYERS_LANE
-from .workload import load_trace, synthetic
+from .workload import expected_turns, workload_of  # noqa: F401  (workload_of: the package's API)
 
 # A GPU iteration's span carries one of its jobs' turn row: picking it draws that iteration's layers.
 PICK = (GPU_LANE, "serving.detail_job", "draw this job's prefill iteration layer by layer")
@@ -80,15 +76,9 @@ def inactive(data: dict) -> dict[str, str]:
     return out
 
 
-# Above this many turns a run is refused up front (each turn costs a few µs per policy).
-MAX_TURNS = 3_000_000
 # measured (see the README's size limits): 20,000 conversations (116,000 turns): 2.9 kB per turn
 # for one policy's run, 0.55 kB more per further run
 BYTES_PER_TURN, BYTES_PER_TURN_RUN = 2_600, 600
-def _expected_turns(w) -> float:
-    """Turns the synthetic generator makes, on average."""
-    return w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
-
 
 # Reading a trace file: measured on a 15 MB Mooncake JSONL (40,000 requests: 116 MB, 2.1 s) and
 # a 2.4 MB conversation-log CSV (100,000 turns: 35 MB, 0.9 s): 7.7 and 15 B of peak memory per
@@ -98,7 +88,6 @@ BYTES_PER_TRACE_BYTE = 16
 
 
 def estimate(sc: AttentionStoreScenario) -> Estimate | None:
-    from .parts import parts_of
     w = sc.workload
     runs = len(sc.policies) + (1 if sc.serving.compare_truncation else 0)
     if w.trace_file:  # turns: the file's lines, counted in its first MiB and scaled by its size
@@ -109,43 +98,13 @@ def estimate(sc: AttentionStoreScenario) -> Estimate | None:
         nbytes = max(ext.bytes * BYTES_PER_TRACE_BYTE, turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs))
         before = turns * TRACE_LINE_S
     else:
-        turns, field = _expected_turns(w), "workload.conversations"
+        turns, field = expected_turns(w), "workload.conversations"
         nbytes = turns * (BYTES_PER_TURN + BYTES_PER_TURN_RUN * runs)
         before = turns * PREPARE_S_PER_TURN
     # each part's cost is its seconds per turn with the engine that will run it (costs.py)
     parts = tuple((p.name, turns * p.cost) for p in run_order(parts_of(sc, keyed=False)))
     return Estimate(nbytes, before + sum(s for _, s in parts), field, parts=parts, parallel=True,
                     dispatch=turns * DISPATCH_S_PER_TURN)
-
-
-def workload_of(sc: AttentionStoreScenario):
-    w = sc.workload
-    if w.trace_file:
-        wl = load_trace(Path(w.trace_file))
-    else:
-        est = _expected_turns(w)
-        if est > MAX_TURNS:
-            raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
-                                f"reduce workload.conversations", field="workload.conversations")
-        wl = synthetic(w)
-    rule = sc.serving.arrivals
-    if rule == "interleaved":
-        wl = interleaved(wl, w.arrival_rate_per_s, w.seed)
-    elif rule == "saturated":
-        wl = saturated(wl)
-    elif rule == "conversation_poisson":
-        wl = conversation_poisson(wl, w.arrival_rate_per_s, w.think_time_median_s, w.think_time_sigma, w.seed)
-    return wl
-
-
-def gpu_setup(sc: AttentionStoreScenario) -> dict:
-    """The GPU group and host links the run used (metrics.gpu): free HBM as used, and as the
-    preset and hardware compute it (they differ only when hardware.hbm_free_gb is given)."""
-    m, h = sc.model, sc.hardware
-    return {"gpus": h.gpus, "hbm_gb_per_gpu": h.hbm_gb_per_gpu, "weights_gb": m.weights_gb,
-            "hbm_reserve_gb_per_gpu": h.hbm_reserve_gb_per_gpu,
-            "hbm_free_gb": h.hbm_free_gb, "hbm_free_computed_gb": h.free_hbm_computed_gb(m), "mfu": h.mfu,
-            "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
 
 
 def simulate(sc: AttentionStoreScenario) -> Result:

@@ -34,7 +34,7 @@ class EngineCosts:
 # (52,400 turns; the bundled Mooncake sample, 3,993 turns, in brackets where it differs); each
 # constant the mean of the sessions, rounded.
 
-# The Python reference engine (batching.py, store.py, ...): LRU 32.0, 34.8, 38.8 µs per turn
+# The Python reference engine (kvviz/serving/batching.py, store.py, ...): LRU 32.0, 34.8, 38.8 µs per turn
 # (Mooncake 21.7, 20.4, 21.3); recorded scheduler_aware 1.45, 1.30, 1.21× its unrecorded run
 # (1.31, 1.51, 1.51); policies over LRU: recompute 0.67, 0.70, 0.74; fifo 0.94, 0.97, 0.94;
 # belady 1.37, 1.27, 1.26; scheduler_aware 1.44, 1.34 (1.13, 1.10).

@@ -1,6 +1,6 @@
 """GPU time as work, its split by phase, and the cost of a turn (per policy; seed 003 §4.2).
 
-- `gpu_time_s`: the GPU time attributed to the jobs, summed over jobs. batching.py attributes
+- `gpu_time_s`: the GPU time attributed to the jobs, summed over jobs. kvviz/serving/batching.py attributes
   every busy ns once: a prefill iteration by the compute-share rule (each job's share of the
   tokens computed in it), a decode iteration by the even-split rule (equal parts for its running
   jobs). So the sum over jobs equals `gpu_busy_s`, the wall-clock time the GPU is in an

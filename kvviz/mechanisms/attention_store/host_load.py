@@ -1,10 +1,10 @@
-"""AttentionStore's answer to the batcher's `load` (kv_source.py): a prefill iteration's
+"""AttentionStore's answer to the batcher's `load` (kvviz/serving/kv_source.py): a prefill iteration's
 histories come from DRAM over the host link and from SSD on demand (SSD→DRAM→HBM, streamed at
 the slower of the two), layer by layer. The host link is one FIFO queue: an iteration's loads
 start when the previous iteration's end (`pcie_load_free`)."""
 from __future__ import annotations
 
-from .layers import prefill_end
+from ...serving.layerwise_prefill import prefill_end
 from .model import GB
 
 

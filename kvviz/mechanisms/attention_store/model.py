@@ -10,8 +10,8 @@ from typing import Literal
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
+from ...serving.model_presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, fp16_weights_gb, free_hbm_gb, with_preset
 from .placement import PLACEMENTS
-from .presets import DEFAULT_PRESET, HARDWARE, MFU_PAPER, fp16_weights_gb, free_hbm_gb, with_preset
 
 GB = 10**9
 # The longest context window of 2025 is 10M tokens (Llama 4 Scout): 10x that bounds every token
@@ -68,7 +68,7 @@ class Workload(Section):
 class Model(Section):
     preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
         DEFAULT_PRESET, description="Fills the fields below that are not given, and the GPU count and MFU of "
-                                    "[hardware] (see presets.py for sources)")
+                                    "[hardware] (see kvviz/serving/model_presets.py for sources)")
     kv_bytes_per_token: int = param(ge=1, unit="B", description="KV-cache bytes per token, all layers")
     layers: int = param(ge=1, le=1000, description="Transformer layers (the unit of layer-wise pre-loading)")
     context_window: int = param(ge=2, le=MAX_CONTEXT, unit="tokens", description="Context window")
@@ -77,7 +77,7 @@ class Model(Section):
                                         "2·params bytes of FP16 weights read per decode iteration")
     d_model: int = param(0, ge=0, le=1_000_000,
                          description="Query heads × head dim: prefill's attention term, 4·layers·d_model FLOPs "
-                                     "per new token and context position it attends to (causal; gpu.py). "
+                                     "per new token and context position it attends to (causal; kvviz/serving/roofline.py). "
                                      "0 = leave the attention term out (matmuls only)")
 
     @model_validator(mode="before")
@@ -113,7 +113,7 @@ class Hardware(Section):
     mfu: float = param(MFU_PAPER, gt=0, le=1, unit="share",
                        description="Model FLOP utilisation of prefill (each model preset sets it). Calibrated on "
                                    "the paper's one figure, a 2K-token LLaMA-65B prefill on 4×A100 in ≈ 360 ms "
-                                   "(§2.4); the same utilisation is ASSUMED for every model (presets.py says why)")
+                                   "(§2.4); the same utilisation is ASSUMED for every model (kvviz/serving/model_presets.py says why)")
     hbm_tbps: float = param(2.039, gt=0, unit="TB/s", description="HBM bandwidth of ONE GPU (A100-80GB datasheet: 2,039 GB/s)")
     hbm_efficiency: float = param(0.7, gt=0, le=1, unit="share",
                                   description="Share of HBM bandwidth a decode iteration achieves (ASSUMPTION)")

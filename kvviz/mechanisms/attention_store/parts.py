@@ -14,11 +14,12 @@ import numpy as np
 from ...errors import ScenarioError
 from ...result import Result
 from ...runs import Part, Plan, key_of
-from ..overload import overload_note
-from .arrivals import mean_turns
+from ...serving.arrivals import mean_turns
+from ...serving.overload import overload_note
 from .costs import DISPATCH_S_PER_TURN, s_per_turn, workload_s_per_turn
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing
+from .workload import MAX_TURNS, workload_of
 from .workload_figures import workload_figures
 
 # Fields that say which parts exist rather than what one computes: each run's key names its own
@@ -95,7 +96,6 @@ def plan(sc) -> Plan:
 
 
 def prepare(sc) -> Prepared:
-    from . import MAX_TURNS, workload_of
     wl = workload_of(sc)
     if len(wl) > MAX_TURNS:
         raise ScenarioError(f"too large to simulate: {len(wl):,} turns (limit {MAX_TURNS:,})",
@@ -117,8 +117,17 @@ def run_part(sc, prep: Prepared, name: str, engine: str = "auto"):
     return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
 
 
+def gpu_setup(sc) -> dict:
+    """The GPU group and host links the run used (metrics.gpu): free HBM as used, and as the
+    preset and hardware compute it (they differ only when hardware.hbm_free_gb is given)."""
+    m, h = sc.model, sc.hardware
+    return {"gpus": h.gpus, "hbm_gb_per_gpu": h.hbm_gb_per_gpu, "weights_gb": m.weights_gb,
+            "hbm_reserve_gb_per_gpu": h.hbm_reserve_gb_per_gpu,
+            "hbm_free_gb": h.hbm_free_gb, "hbm_free_computed_gb": h.free_hbm_computed_gb(m), "mfu": h.mfu,
+            "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
+
+
 def _workload(sc, prep: Prepared) -> dict:
-    from . import gpu_setup
     wl, g = prep.wl, prep.gpu
     first = int((wl.turn == 0).sum())
     arrivals = {"rule": sc.serving.arrivals}

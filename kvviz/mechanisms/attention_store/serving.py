@@ -1,5 +1,5 @@
 """The serving model: one run of one placement policy = the continuous-batching engine
-(batching.py) serving the workload, with each session's KV kept between turns by the store
+(kvviz/serving/batching.py) serving the workload, with each session's KV kept between turns by the store
 (store.py). This module holds what joins them: the workload as the model sees it (`Prepared`),
 turn release (`serving.arrivals`), the trace, and the per-policy metrics.
 
@@ -23,16 +23,17 @@ import math
 import numpy as np
 
 from ...requests.conversations import Conversations
+from ...serving.batching import BatchConfig, Batcher
+from ...serving.event_loop import Loop
+from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, OUTCOME, RECOMPUTE_FASTER
+from ...serving.overload import served_load
+from ...serving.roofline import Roofline
 from ...trace import NO_FACT, TraceBuilder
-from ..overload import served_load
 from . import economics, native
 from . import recording as rec
-from .batching import BatchConfig, Batcher
-from .events import Loop
-from .gpu import Roofline
 from .model import GB, AttentionStoreScenario
 from .recording import U
-from .store import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, INF, OUTCOME, RECOMPUTE_FASTER, Store
+from .store import INF, Store
 
 GPU_LANE = "GPU · prefill + decode iterations"  # its spans' ref is a job's turn row
 # The chosen turn's layer-by-layer lanes (a view of the run opens on them: initial_range).
@@ -122,7 +123,7 @@ class Prepared:
         # T_load = kv_bytes_per_token / B), and S_buf is the read buffer summed over the GPUs.
         self.gpu = Roofline(m.params_b * 1e9, h.gpus, h.gpu_peak_tflops, h.mfu, h.hbm_tbps, h.hbm_efficiency,
                             m.kv_bytes_per_token, m.layers, m.d_model)
-        # T_pref·L_new: the new tokens' prefill, attending over the history too (gpu.py).
+        # T_pref·L_new: the new tokens' prefill, attending over the history too (roofline.py).
         sbuf = self.keep * self.kv - h.host_bw_gbps * self.gpu.prefill_ns(self.inn, self.keep)
         if sc.serving.detail_job >= 0:
             self.detail = sc.serving.detail_job
@@ -353,7 +354,7 @@ class Run:
             "max_batch_seen": g.max_seen,
             "preemptions": g.preemptions,
             # open-loop arrivals only (a closed loop releases a turn when the last reply ends):
-            # overloaded or not from the nominal arrivals (..overload.py)
+            # overloaded or not from the nominal arrivals (kvviz/serving/overload.py)
             **(served_load(self.rec_arrival, adm, en) if not self.closed else {}),
             "gpu_busy_s": busy_s,  # wall clock in iterations (= gpu_time_s summed over jobs: economics.py)
             "prefill_gpu_s": prefill_s,

@@ -9,7 +9,7 @@ TOKENS = 2048  # the paper's example: a 2K-token context
 
 
 def sizing(sc, gpu) -> dict:
-    """`gpu`: the run's roofline (kvviz.mechanisms.attention_store.gpu.Roofline)."""
+    """`gpu`: the run's roofline (kvviz.serving.roofline.Roofline)."""
     h, kv = sc.hardware, sc.model.kv_bytes_per_token
     prefill_s = gpu.prefill_ns(TOKENS) / 1e9
     # KV written per second while the GPU prefills flat out (compute-bound, at the calibrated MFU)

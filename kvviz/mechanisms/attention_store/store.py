@@ -1,7 +1,7 @@
 """AttentionStore: where each session's KV lives between turns (DRAM and SSD), and the
 scheduler-driven prefetch and eviction that move it (paper §3.3).
 
-The store's narrow interface to the batch scheduler (batching.py; kv_source.py names it):
+The store's narrow interface to the batch scheduler (kvviz/serving/batching.py; kv_source.py there names it):
 - `arrived(j)`: job j was released to the waiting queue;
 - `admit(j, hbm_hit)`: j enters the running batch: the answer is where its history is
   (an outcome) and how its history reaches HBM (bytes from DRAM, bytes read from SSD on
@@ -33,20 +33,15 @@ from __future__ import annotations
 
 import heapq
 
+from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, MISS, RECOMPUTE_FASTER
+from ...serving.load_or_recompute import LoadRule
 from .host_load import HostLoad
-from .load_rule import LoadRule
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
 from .recording import EVICT, EVICT_WRITE, FETCH, LAND, PREFETCH, T_DRAM, T_HBM, T_SSD, U
 from .ssd_queue import P_DEMAND, P_PREFETCH, P_WRITE, SsdQueue
 
 INF = 1 << 62
-# Job outcomes; hits are >= HIT_HBM. RECOMPUTE_FASTER: the history was on SSD, but recomputing it
-# beat loading it (store.load_if_faster): a miss of its own kind.
-FIRST, MISS, RECOMPUTE_FASTER, HIT_HBM, HIT_DRAM, HIT_SSD = 0, 1, 2, 3, 4, 5
-OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)",
-           RECOMPUTE_FASTER: "on SSD, but recomputing it was faster", HIT_HBM: "HBM hit", HIT_DRAM: "DRAM hit",
-           HIT_SSD: "SSD hit"}
 
 
 class Store(HostLoad, SsdQueue):
@@ -62,7 +57,7 @@ class Store(HostLoad, SsdQueue):
         self.load_bw = h.host_bw_gbps
         self.ssd_prio = sc.store.ssd_read_priority
         self.rule = LoadRule(sc.store.load_if_faster, prep.gpu)
-        self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as batching.py streams it
+        self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as the batcher streams it
         self.inclusive = sc.store.ssd_inclusive
         self.ssd_q: list[list] = []
         self.ssd_free = 0
@@ -232,7 +227,7 @@ class Store(HostLoad, SsdQueue):
         """Inside the eviction window: the session's next job is among the next L_ew jobs."""
         return self.key[c] < self.lo + self.L_ew
 
-    def _demand_start(self, c: int) -> int:  # for store.load_if_faster (load_rule.py)
+    def _demand_start(self, c: int) -> int:  # for store.load_if_faster (kvviz/serving/load_or_recompute.py)
         """When a demand read of session c issued now would start (the SSD's queue as it stands)."""
         now = self.loop.now
         if not self.ssd_prio:

@@ -1,4 +1,5 @@
-"""AttentionStore's multi-turn workloads: a seeded ShareGPT-shaped generator, and trace import.
+"""AttentionStore's multi-turn workloads: a seeded ShareGPT-shaped generator, and trace import,
+re-timed by the scenario's release rule (`serving.arrivals`, kvviz.serving.arrivals).
 
 Both give a kvviz.requests.conversations.Conversations, the table of turns (one row per turn,
 sorted by conversation then turn) the serving model replays; the traces themselves are read
@@ -11,8 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import ScenarioError
 from ...requests import conversation_log, conversations
 from ...requests.conversations import NS_PER_S, Conversations
+from ...serving.arrivals import conversation_poisson, interleaved, saturated
+
+# Above this many turns a run is refused up front (each turn costs a few µs per policy).
+MAX_TURNS = 3_000_000
 
 
 def _lognormal(rng: np.random.Generator, mean: float, sigma: float, n: int, cap: int) -> np.ndarray:
@@ -59,3 +65,30 @@ def load_trace(path: str | Path) -> Conversations:
     if request_trace is not None:
         return request_trace[0]
     return conversation_log.read(path)
+
+
+def expected_turns(w) -> float:
+    """Turns the synthetic generator makes, on average."""
+    return w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
+
+
+def workload_of(sc):
+    """The turns `sc` (an AttentionStoreScenario) serves: its trace file's or the generator's,
+    released by its `serving.arrivals` rule."""
+    w = sc.workload
+    if w.trace_file:
+        wl = load_trace(Path(w.trace_file))
+    else:
+        est = expected_turns(w)
+        if est > MAX_TURNS:
+            raise ScenarioError(f"too large to simulate: about {est:,.0f} turns (limit {MAX_TURNS:,}); "
+                                f"reduce workload.conversations", field="workload.conversations")
+        wl = synthetic(w)
+    rule = sc.serving.arrivals
+    if rule == "interleaved":
+        wl = interleaved(wl, w.arrival_rate_per_s, w.seed)
+    elif rule == "saturated":
+        wl = saturated(wl)
+    elif rule == "conversation_poisson":
+        wl = conversation_poisson(wl, w.arrival_rate_per_s, w.think_time_median_s, w.think_time_sigma, w.seed)
+    return wl

@@ -41,6 +41,7 @@ from typing import Any, Literal, get_args, get_origin
 import numpy as np
 from pydantic import BaseModel, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from ...attention_profile import calibrate_decay, mass_on
 from ...errors import ScenarioError
 from ...result import Result
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param, validate
@@ -48,8 +49,7 @@ from ...scenario_data import apply_override, read_toml
 from ...size_guard import Estimate
 from ...trace import TraceBuilder
 from ...units import us_to_ns
-from .. import Mechanism, rope_window
-from ..rope_window.attention_profile import calibrate_decay, mass_on
+from .. import Mechanism, mechanisms
 
 TIERS = ("hbm", "cxl", "flash")
 # The trace shows this many accesses per rung, so that its µs axis reads as ns per access.
@@ -120,6 +120,12 @@ class LadderScenario(ScenarioBase):
 
 # --- building the simulated rungs --------------------------------------------------------
 
+def _rope_window():
+    """The rope_window mechanism's record (its model, simulate, estimate), from the registry: a
+    mechanism never imports another. Asked for at run time, never while the packages load."""
+    return mechanisms()["rope_window"]
+
+
 def _base_data(sc: LadderScenario) -> tuple[dict, str]:
     """The base as a plain dict, and the name its own errors are reported under."""
     if isinstance(sc.base, dict):
@@ -138,7 +144,7 @@ def _check_path(path: str, where: str) -> None:
     """Refuse an override path that names no field of a rope_window scenario — before it is
     applied, so the message names the rung's override rather than a later validation."""
     parts = [p for p in path.split(".") if p]
-    node: Any = rope_window.RopeWindowScenario
+    node: Any = _rope_window().model
     for k, part in enumerate(parts):
         here = ".".join(parts[:k]) or "the scenario"
         if isinstance(node, type) and issubclass(node, BaseModel):
@@ -176,7 +182,7 @@ def _rung_scenarios(sc: LadderScenario) -> tuple:
     if data.get("kind") != "rope_window":
         raise FieldError("base.kind", f"the base must be a rope_window scenario (got {data.get('kind')!r})")
     try:
-        validate(rope_window.RopeWindowScenario, data, base_file or "base")
+        validate(_rope_window().model, data, base_file or "base")
     except ScenarioError as e:
         if base_file:
             raise FieldError("base", str(e)) from None
@@ -194,7 +200,7 @@ def _rung_scenarios(sc: LadderScenario) -> tuple:
                 raise FieldError(where, f"{e.field}: {e.message}" if e.field else e.message) from None
             applied.append((path, where))
         try:
-            run = validate(rope_window.RopeWindowScenario, data, f"rung {i + 1}")
+            run = validate(_rope_window().model, data, f"rung {i + 1}")
         except ScenarioError as e:
             raise FieldError(_blame(e.field, applied, f"rungs[{i}].overrides"),
                              f"rung {i + 1} ({rung.label!r}) makes the base invalid: "
@@ -274,7 +280,7 @@ def arrival_hit_shares(result: Result, warmup: int = 0) -> list[float]:
 
 def _simulate_rung(i: int, run_sc, warmup: int) -> tuple[dict, int]:
     try:
-        res = rope_window.simulate(run_sc)
+        res = _rope_window().simulate(run_sc)
     except ScenarioError as e:  # a refusal names the base's field; say which rung made it
         raise ScenarioError(f"rung {i + 1}: {e.message}" + (f" (base field {e.field})" if e.field else ""),
                             field=f"rungs[{i}].overrides") from None
@@ -384,7 +390,7 @@ def simulate(sc: LadderScenario) -> Result:
 def estimate(sc: LadderScenario) -> Estimate:
     """Rungs run one after another and keep only their figures: memory is the largest rung's
     (each estimated as rope_window estimates it), time the sum of all."""
-    runs = [rope_window.estimate(r) for r in sc.rung_scenarios()]
+    runs = [_rope_window().estimate(r) for r in sc.rung_scenarios()]
     if not runs:  # a modeled ladder: a few numbers per rung, nothing to measure
         return Estimate(0.0, 0.0, "rungs")
     i = max(range(len(runs)), key=lambda j: runs[j].bytes)

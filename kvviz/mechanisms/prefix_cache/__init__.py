@@ -182,7 +182,7 @@ def simulate(sc: PrefixCacheScenario) -> Result:
 
     def one(evictions, record=False):
         return replay(prep, caps, evictions, c.promote == "move", c.write_policy == "through", c.admission,
-                      c.min_reuse_count, record=record)
+                      c.min_reuse_count, record=record, pin=c.pin_running)
 
     outs = {p: one(ev, record=(p == shown)) for p, ev in runs.items()}
     ref = next((outs[p] for p, ev in runs.items() if ev == reference), None) or one(reference)

@@ -5,17 +5,30 @@ For each request (its cacheable block ids b_0 … b_n-1):
    the first block in no tier); each hit block is served by the topmost tier holding it. The hits
    are read at lookup (ASSUMPTION, ours: the request loads them before it computes, so a copy a
    later step of the same request pushes out does not undo the hit).
-2. Blocks in order. Block j is pinned in HBM from now until the request ends (ASSUMPTION, ours:
-   a request holds its blocks as it reaches them, as vLLM references a block once allocated; the
-   blocks it has not reached, behind a missing one, are not held). A block in HBM is used there.
-   Else, a hit from a lower tier is promoted into HBM (`copy`: the lower copy stays and is used;
-   `move`: it leaves), and a miss is computed and enters HBM if admitted.
+2. Blocks in order. With `pin` (`cache.pin_running`, `kvviz replay --prefix --pin-running`, on
+   by default) block j is pinned in HBM from now until the request ends: a request holds its
+   blocks as it reaches them, as vLLM references a block once allocated (ASSUMPTION, ours: the
+   blocks it has not reached, behind a missing one, are not held). Without it nothing is held:
+   a request's own insertions may evict its earlier blocks, as a plain cache on the stream of
+   blocks does. `belady` ignores pins either way (evictors.IGNORES_PINS): it is the reference.
+   A block in HBM is used there. Else, a hit from a lower tier is promoted into HBM (`copy`: the
+   lower copy stays and is used; `move`: it leaves), and a miss is computed and enters HBM if
+   admitted.
 3. Entering a full tier evicts its policy's victim. `back`: the victim goes down one tier unless
    a lower tier holds it already, cascading; `through`: a block entering HBM is also written to
-   every lower tier (a tier holding it counts a use), and victims are dropped.
-4. A tier whose blocks are all pinned (a request longer than HBM) cannot take the block: the
-   request still completes, the block is not kept there (`back` hands it down a tier, as an
-   eviction would). Only HBM pins: lower tiers always have a victim.
+   every lower tier (a tier holding it counts a use), and victims are dropped. Belady's candidates
+   include the entering block: when its own next use is the farthest (or never) it is the one
+   left out, as step 4 (Belady's MIN with bypass; without it a request's own new blocks would
+   force out blocks used sooner, and pinned policies, which leave blocks out when every block
+   is pinned, could beat the reference).
+4. A tier whose blocks are all pinned (a request with more distinct blocks than HBM holds)
+   cannot take the block: the request still completes, the block is not kept there (`back`
+   hands it down a tier, as an eviction would). Only HBM pins: lower tiers always have a victim.
+   Every other policy's insertion is forced.
+
+With one tier, promote = copy, write = back and admission = always this is `kvviz replay
+--prefix` (kvviz/replay/prefix.py runs this function for every policy but LRU, whose one-pass
+curve gives the same counts where it is exact, and this function elsewhere).
 """
 from __future__ import annotations
 
@@ -80,7 +93,7 @@ def parents(blocks: Blocks) -> dict:
 
 def prepare(blocks: Blocks, policies: set, admission: str) -> Prepared:
     return Prepared(blocks, blocks.ids.tolist(), blocks.offsets.tolist(), blocks.block_token_counts().tolist(),
-                    next_positions(blocks.ids).tolist() if "belady" in policies else None,
+                    next_positions(blocks.ids).tolist() if set(policies) & evictors.CLAIRVOYANT else None,
                     later_counts(blocks.ids).tolist() if admission == "min_reuse" else None,
                     parents(blocks) if "leaf_lru" in policies else None)
 
@@ -101,13 +114,15 @@ class Outcome:
 
 
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
-           min_reuse: int = 1, record: bool = False, log: list | None = None) -> Outcome:
-    """One run. `caps`: blocks per tier; `evictions`: each tier's policy. `log`, if given, gets
-    (request, position, tier, block) for every eviction."""
+           min_reuse: int = 1, record: bool = False, log: list | None = None, pin: bool = True) -> Outcome:
+    """One run. `caps`: blocks per tier; `evictions`: each tier's policy; `pin`: whether a
+    request holds the blocks it has reached in HBM (step 2). `log`, if given, gets (request,
+    position, tier, block) for every eviction."""
     K, ids, off, tok = len(caps), prep.ids, prep.offsets, prep.tokens
     next_use: dict = {}
     ev = [evictors.make(e, prep.parent, next_use) for e in evictions]
     reindex = [k for k in range(K) if ev[k].reindex]
+    clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
     nxt = prep.next_pos
     where: dict = {}  # block -> bit mask of the tiers holding it
     size, peak = [0] * K, [0] * K
@@ -118,6 +133,9 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None
     hit_tier = np.full(R, -1, dtype=np.int8) if record else None
     pinned: set = set()
+    # what HBM's victim search skips: the request's blocks, unless pins are off or HBM's policy
+    # ignores them (belady); the set is filled either way (it costs an add per block)
+    top_pins = pinned if pin and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
     seen: set | None = set() if admission == "second_hit" else None
     later = prep.later
     at = [0, 0]  # (request, position) for the log
@@ -138,8 +156,10 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
         while True:
             cascade = False
             if size[k] >= caps[k]:
-                v = vic[k](pinned if k == 0 else NO_PINS)
-                if v is None:  # every block here is pinned: b is not kept in this tier
+                v = vic[k](top_pins if k == 0 else NO_PINS)
+                if v is not None and k in clairvoyant and next_use[b] >= next_use[v]:
+                    v = None  # b's own next use is the farthest: belady leaves b out (step 3)
+                if v is None:  # every block here is pinned (or b is belady's victim): not kept here
                     if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
                         demoted[k + 1] += 1
                         k += 1

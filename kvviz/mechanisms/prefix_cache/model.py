@@ -11,10 +11,11 @@ from typing import Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
-from ..attention_store.presets import MFU_PAPER, with_preset
+from ...serving.model_presets import MFU_PAPER, with_preset
+from .evictors import POLICIES
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
-EVICTIONS = ("lru", "leaf_lru", "fifo", "belady")
+EVICTIONS = tuple(POLICIES)  # lru, leaf_lru, fifo, belady
 DEFAULT_PRESET = "llama-70b"
 
 
@@ -87,8 +88,8 @@ class Workload(Section):
 
 class Model(Section):
     preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
-        DEFAULT_PRESET, description="Model whose KV bytes per token size a block (attention_store's presets: "
-                                    "see kvviz/mechanisms/attention_store/presets.py for the sources)")
+        DEFAULT_PRESET, description="Model whose KV bytes per token size a block (the serving core's presets: "
+                                    "see kvviz/serving/model_presets.py for the sources)")
     kv_bytes_per_token: int = param(ge=1, le=1 << 40, unit="B",
                                     description="KV-cache bytes per token, all layers (the preset fills it)")
     layers: int = param(ge=1, le=1000, description="Transformer layers: the unit hit blocks load in during a "
@@ -120,10 +121,11 @@ class Tier(Section):
                                                                                "batched transfer pays it once)")
     read_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Read bandwidth towards HBM")
     write_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Write bandwidth into this tier")
-    eviction: Literal["policy", "lru", "leaf_lru", "fifo", "belady"] = param(
+    eviction: Literal[("policy",) + EVICTIONS] = param(
         "policy", description="This tier's eviction; policy = the run's policy (each of `policies` in turn). "
                               "lru, fifo; leaf_lru evicts only blocks with no child resident here, as a radix "
-                              "tree does; belady evicts the block used furthest in the future (offline bound)")
+                              "tree does; belady evicts the block used furthest in the future, the entering one "
+                              "included, pinned or not (offline: the reference)")
 
     @model_validator(mode="before")
     @classmethod
@@ -165,6 +167,16 @@ class Cache(Section):
                               "later (offline, clairvoyant like belady: a bound for admission filters)")
     min_reuse_count: int = param(1, ge=1, le=1_000_000, description="admission = min_reuse: later requests a "
                                                                     "block needs to be admitted")
+    pin_running: bool = param(
+        True, description="true: a running request holds the blocks it has reached in HBM, so no eviction takes "
+                          "them (vLLM keeps a reference on every block a running request was allocated; SGLang "
+                          "locks its radix nodes): a request longer than HBM keeps its first blocks and the rest "
+                          "pass down. false: nothing is held, as a plain cache on the stream of blocks (what "
+                          "libCacheSim replays): a request's own insertions may evict its earlier blocks. The "
+                          "default is the serving engines' rule, which this mechanism models; it changes LRU "
+                          "only for a request with more distinct blocks than HBM holds. `kvviz replay --prefix "
+                          "--pin-running / --no-pin-running` is the same setting with the same default. belady "
+                          "ignores it (the reference; on hash-chained traces it never picks a pinned block)")
     partial_block: bool = param(
         False, description="false: a prompt's last, partial block is never cached nor looked up (as vLLM); "
                            "true: every hash id counts, the last too (as `kvviz replay --prefix`)")
@@ -217,7 +229,7 @@ class Store(Section):
 
 class Links(Section):
     rule: Literal["fifo", "demand_first"] = param(
-        "fifo", description="How a tier link shares itself between transfers (timed engine; links.py says "
+        "fifo", description="How a tier link shares itself between transfers (timed engine; kvviz/serving/links.py says "
                             "each rule). fifo: demand loads, writes and prefetches one after another in "
                             "booking order, so a prefetch booked first delays a demand load by all of its "
                             "length. demand_first: demand loads and writes first (FIFO among themselves); "

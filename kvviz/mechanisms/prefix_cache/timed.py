@@ -1,7 +1,8 @@
-"""The timed engine (`serving.timing = true`): attention_store's continuous-batching engine and
-roofline (batching.py, gpu.py, its run-local event loop) serve the requests, unchanged; the
-block store (timed_store.py) answers the engine's questions through their seam (kv_source.py),
-and the tier links (links.py, under `links.rule`) time the block transfers.
+"""The timed engine (`serving.timing = true`): the serving core's continuous-batching engine and
+roofline (kvviz/serving: batching.py, roofline.py, event_loop.py), the ones AttentionStore serves
+with, serve the requests, unchanged; the block store (timed_store.py) answers the engine's
+questions through their seam (kv_source.py), and the tier links (links.py, under `links.rule`)
+time the block transfers.
 
 A request arrives at its trace time and waits in the queue (first come, first served); when
 admitted, its hit (the longest prefix resident in some tier) is attended, not recomputed: the
@@ -19,11 +20,11 @@ import numpy as np
 
 from ...errors import ScenarioError
 from ...result import Result
+from ...serving.batching import BatchConfig, Batcher
+from ...serving.event_loop import Loop
+from ...serving.overload import overload_note, served_load
+from ...serving.roofline import Roofline
 from ...trace import TraceBuilder
-from ..attention_store.batching import BatchConfig, Batcher
-from ..attention_store.events import Loop
-from ..attention_store.gpu import Roofline
-from ..overload import overload_note, served_load
 from .engine import ceiling
 from .metrics import run_metrics, tier_setup
 from .timed_store import BlockStore

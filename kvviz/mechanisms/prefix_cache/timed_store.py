@@ -1,19 +1,20 @@
 """The timed engine's block store: the untimed replay's tiers and rules (engine.py, whose steps
-1-4 hold here word for word), driven by the serving engine through attention_store's seam
-(kv_source.py) instead of one request after another.
+1-4 hold here word for word), driven by the serving engine through the serving core's seam
+(kvviz/serving/kv_source.py) instead of one request after another.
 
 What time changes (each an ASSUMPTION, ours unless named):
 - A request looks up and places its blocks when the scheduler admits it, not when it arrives;
   a block it computes is resident (reusable by a request admitted later) from then on, as vLLM
   allocates a block when it schedules it.
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
-  the next request is placed): running requests' blocks are never evicted.
-- Hit blocks below HBM load over their tier's link (links.py, `links.rule`): one transfer per
-  request and link, booked at its admission after its own write-downs (so the write-downs of
-  requests admitted later into the same iteration queue behind it, as the rule below assumes),
-  streamed layer by layer (1/layers of each transfer per layer); a layer of the prefill
-  iteration computes once every transfer has delivered it. Blocks still landing from a prefetch
-  load no earlier.
+  the next request is placed): running requests' blocks are never evicted (with
+  `cache.pin_running`, the default; belady ignores pins, as in engine.py).
+- Hit blocks below HBM load over their tier's link (kvviz/serving/links.py, `links.rule`): one
+  transfer per request and link, booked at its admission after its own write-downs (so the
+  write-downs of requests admitted later into the same iteration queue behind it, as the rule
+  below assumes), streamed layer by layer (1/layers of each transfer per layer); a layer of the
+  prefill iteration computes once every transfer has delivered it. Blocks still landing from a
+  prefetch load no earlier.
 - Writes down (write-through copies, write-back demotions) are booked on the link of the tier
   they enter when the block is placed.
 - Scheduler-aware prefetch (`store.prefetch`): whenever the queue changes, the prefix blocks of
@@ -60,10 +61,10 @@ from itertools import islice
 
 import numpy as np
 
-from ..attention_store.store import FIRST, HIT_HBM
+from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.links import Link, Prefetch
 from . import evictors
 from .engine import NO_PINS, Outcome
-from .links import Link, Prefetch
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
 
@@ -104,6 +105,7 @@ class BlockStore:
         self.next_use: dict = {}
         self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
         self.reindex = [k for k in range(K) if self.ev[k].reindex]
+        self.clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
         self.where: dict = {}
         self.size, self.peak = [0] * K, [0] * K
         self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
@@ -114,7 +116,8 @@ class BlockStore:
         self.held: dict = {}              # request -> its pinned blocks
         self.protect: set = set()         # blocks of the queued requests prefetch looks at
         self.prefetch = prefetch
-        self.top_hold = Either(self.pins, self.protect) if prefetch else self.pins
+        held = self.pins if c.pin_running and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
+        self.top_hold = Either(held, self.protect) if prefetch else held
         self.low_hold = self.protect if prefetch else NO_PINS
         self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
@@ -253,7 +256,7 @@ class BlockStore:
         """The iteration's loads were booked at their requests' admissions (one transfer per
         request and link), 1/L of each per layer; layer i computes once every transfer has
         delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
-        form of layers.prefill_end with no buffer) (`layered_end`)."""
+        form of layerwise_prefill.prefill_end with no buffer) (`layered_end`)."""
         L = self.L
         c = int(comp_ns / L)
         pe = S + L * c
@@ -338,6 +341,8 @@ class BlockStore:
             cascade = False
             if size[k] >= caps[k]:
                 v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
+                if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
+                    v = None  # belady: b's own next use is the farthest, b is left out (engine.py step 3)
                 if v is None:
                     if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
                         self.demoted[k + 1] += 1

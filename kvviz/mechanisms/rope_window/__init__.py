@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import model_validator
 
+from ...attention_profile import calibrate_decay, mass_on
 from ...engine import EventLoop
 from ...errors import ScenarioError
 from ...result import Result
@@ -38,7 +39,6 @@ from ...size_guard import Estimate
 from ...trace import SPAN_DTYPE, SPAN_KINDS, TraceBuilder
 from ...units import ns_to_us, us_to_ns
 from .. import Mechanism
-from .attention_profile import calibrate_decay, mass_on
 
 # A run whose event estimate exceeds this is refused up front, with the estimate.
 MAX_EVENTS = 20_000_000

@@ -22,7 +22,7 @@ distances — so the envelope is only valid up to the largest distance evaluated
 
 Assumed (the scenario's input, not a consequence of RoPE). `assumed_profile` returns the
 share of attention mass per distance that a rope_window scenario assumes (an exponential
-profile calibrated to "concentration within ±radius", see attention_profile.py).
+profile calibrated to "concentration within ±radius", see kvviz/attention_profile.py).
 
 Reading them together: B bounds the logit |<q,k>| (before softmax); the profile is attention
 mass (after softmax). Both are shown relative to distance 0, so the plot compares shapes, not
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...attention_profile import calibrate_decay
 from . import Attention
-from .attention_profile import calibrate_decay
 
 # Rows of distances processed at once: bounds the (rows x d/2) complex scratch array to
 # a few MB whatever the number of distances asked for.

@@ -1,7 +1,8 @@
-"""Load or recompute (`store.load_if_faster`): whether a job whose history is on SSD loads it.
+"""Load or recompute: whether a job whose history sits in a slow tier loads it or recomputes it.
+AttentionStore asks it for a history on SSD (`store.load_if_faster`).
 
 The rule: load only if that takes less time than recomputing the history, i.e. the prefill of
-its tokens alone under the roofline (gpu.py: prefill(h) = prefill(h + n) − prefill(n after h)).
+its tokens alone under the roofline (roofline.py: prefill(h) = prefill(h + n) − prefill(n after h)).
 The load time counts from the job's admission: the wait for the SSD (its queued IO as the SSD
 would serve the read, and the reads chosen by jobs admitted at the same instant, which are
 booked together after them) and the transfer. The host link's own queue is not counted (the

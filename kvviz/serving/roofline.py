@@ -12,7 +12,7 @@
                  attention FLOPs = 4 · layers · d_model · (n·h + n(n+1)/2),
                about half of 4·layers·d_model·n·(h+n) a full (unmasked) square would cost.
   both at `gpus · peak · MFU`. Softmax, norms and the rest are left out (O(d_model) per
-  token: far below either term). MFU is calibrated on the paper's one measured figure (§2.4:
+  token: far below either term). MFU is calibrated on the AttentionStore paper's one measured figure (§2.4:
   a 2,048-token LLaMA-65B prefill on 4×A100 takes ≈ 360 ms), counting both terms, see
   `calibrated_mfu`. A consequence: recomputing h history tokens costs exactly
   prefill(h, 0) = prefill(h + n, 0) − prefill(n, h), the prefill of those tokens alone.

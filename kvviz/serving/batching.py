@@ -1,5 +1,7 @@
 """The serving engine: iteration-level continuous batching (as Orca and vLLM schedule) on the
-tensor-parallel GPU group, with an HBM pool of KV blocks.
+tensor-parallel GPU group, with an HBM pool of KV blocks. AttentionStore and prefix_cache's timed
+engine serve with it; the settings named below are AttentionStore's (`serving.*`, `store.*`), and
+each mechanism hands the engine its own in a BatchConfig and a store (kv_source.py).
 
 - Waiting queue, first come first served. At every iteration boundary the scheduler admits
   waiting jobs in order while the batch has fewer than `serving.max_batch` jobs and the job's
@@ -8,11 +10,11 @@ tensor-parallel GPU group, with an HBM pool of KV blocks.
   `hbm_free_gb` less the read buffer (with layer-wise pre-loading) and the write buffer (with
   async saving); finished sessions kept in HBM (`store.tiers` with hbm) give way first.
 - Newly admitted jobs run one prefill iteration together, which pauses decoding (vLLM without
-  chunked prefill: ASSUMPTION, named). Its compute is the sum of each job's prefill (gpu.py:
+  chunked prefill: ASSUMPTION, named). Its compute is the sum of each job's prefill (roofline.py:
   matmuls plus causal attention over the job's own context). Their histories load layer by
   layer over PCIe while the batch computes (`prefill_end`, with the read buffer; or, with
   `store.preload = none`, all of it before the compute starts); the iteration emits each job's
-  first token. Then decode iterations emit one token per running job each (gpu.py's roofline).
+  first token. Then decode iterations emit one token per running job each (roofline.py).
 - Between admissions, completions and arrivals, decode iterations are identical but for the
   growing context, so they are advanced many at once in closed form.
 - KV blocks are counted per token as a job's context grows (ASSUMPTION: vLLM allocates
@@ -40,8 +42,8 @@ import heapq
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from .gpu import Roofline
-from .store import HIT_HBM
+from .kv_source import HIT_HBM
+from .roofline import Roofline
 
 IDLE, PREFILL, DECODE, SAVE_STALL = 0, 1, 2, 3
 

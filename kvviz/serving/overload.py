@@ -1,5 +1,5 @@
-"""Whether a served run kept up with the load offered to it, for the serving engines that share
-attention_store's batcher (attention_store's open-loop arrivals, prefix_cache's timed engine).
+"""Whether a served run kept up with the load offered to it, for the mechanisms that serve on this
+core's batcher (AttentionStore's open-loop arrivals, prefix_cache's timed engine).
 An overloaded run's TTFT measures its backlog (hours, growing with the trace's length), not the
 cache: the run says so in metrics.overload.
 

@@ -1,6 +1,7 @@
-"""Model presets: each model's architecture and the GPU setup it is served on.
+"""Model presets: each model's architecture and the GPU setup it is served on (AttentionStore's
+`[model]` and `[hardware]` defaults; prefix_cache's `[model]`).
 
-The paper evaluates LLaMA-13B and LLaMA-65B (the original LLaMA-1 models, 2,048-token
+The AttentionStore paper (CachedAttention, USENIX ATC 2024: "the paper" below) evaluates LLaMA-13B and LLaMA-65B (the original LLaMA-1 models, 2,048-token
 window), LLaMA-70B (LLaMA-2; Meta released no LLaMA-1 70B) and Falcon-40B on 4×A100-80GB
 (§4.1); its Figure 4 (history vs new tokens) runs Mistral-7B on one A100.
 
@@ -29,9 +30,9 @@ Which numbers are the paper's and which are ours:
   ignored: the whole context's KV is kept and stored (a rolling buffer would cap it at 4,096).
 - params_b: LLaMA-1 Table 2 gives 13.0B and 65.2B; LLaMA-2 70B has ≈ 69.0B; Falcon-40B ≈ 41.8B
   (its HF model card); Mistral-7B 7.24B (its HF model card). They set prefill time (2·params
-  FLOPs per token, gpu.py), the weight bytes every decode iteration reads, and the weights'
+  FLOPs per token, roofline.py), the weight bytes every decode iteration reads, and the weights'
   share of HBM (FP16: 2 bytes per parameter, `fp16_weights_gb`).
-- d_model (the attention term of prefill, gpu.py: 4·layers·d_model FLOPs per new token and context
+- d_model (the attention term of prefill, roofline.py: 4·layers·d_model FLOPs per new token and context
   position) = query heads × head dim, the width of QK^T and AV: LLaMA-13B 5,120 and LLaMA-65B
   8,192 (LLaMA-1 Table 2, "dimension"); LLaMA-2 70B 8,192 (HF config meta-llama/Llama-2-70b-hf:
   hidden_size = 8192, 64 heads × 128; grouped-query attention shares K/V heads but every query
@@ -52,7 +53,7 @@ wins): the GPUs it is served on and its prefill MFU.
 """
 from __future__ import annotations
 
-from .gpu import calibrated_mfu
+from .roofline import calibrated_mfu
 
 MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12,
                                  layers=80, d_model=8192), 4)

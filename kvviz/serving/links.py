@@ -1,4 +1,5 @@
-"""The tier links of the timed engine, each a shared resource under a named rule (`links.rule`).
+"""Links between memory tiers, each a shared resource under a named rule: prefix_cache's timed
+engine books its block transfers on them (its `links.rule` names the rule).
 
 Every tier below HBM has one link, `<tier>↔hbm`, carrying everything that enters or leaves
 that tier: hit blocks loaded up to HBM, prefetches out of it, write-through copies and

@@ -1,6 +1,7 @@
-"""Release rules that re-time a workload's turns before serving (`serving.arrivals`).
+"""Release rules that re-time a workload's turns before serving (AttentionStore's
+`serving.arrivals`): each takes and gives a kvviz.requests.conversations.Conversations.
 
-`interleaved` (ASSUMPTION, our reading of the paper's "Poisson arrivals, λ = 1.0" over ~52K
+`interleaved` (ASSUMPTION, our reading of the AttentionStore paper's "Poisson arrivals, λ = 1.0" over ~52K
 ShareGPT turns): every turn of every conversation is one request of a single Poisson stream at
 λ turns/s, and the conversations' turns are shuffled together uniformly at random, keeping each
 conversation's own order. Conversations therefore stay live for most of the run, as in a
@@ -25,7 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...requests.conversations import NS_PER_S, Conversations
+from ..requests.conversations import NS_PER_S, Conversations
 
 
 def interleaved(wl: Conversations, rate_per_s: float, seed: int) -> Conversations:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from ...engine import EventLoop
+from ..engine import EventLoop
 
 
 class Loop:

@@ -1,4 +1,5 @@
-"""Where attention mass falls, as a function of distance from the query.
+"""Where attention mass falls, as a function of distance from the query: the assumed profile
+rope_window's runs measure their hits with, and the ladder's simulated rungs too.
 
 This is an ASSUMPTION the user states, not something RoPE proves: RoPE only bounds
 |<q_m, k_n>| by a non-increasing envelope B(|m-n|) (seed 000). The exponential profile is
