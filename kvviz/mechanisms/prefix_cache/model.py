@@ -218,6 +218,15 @@ class Store(Section):
                                     description="How many queued requests (from the head) prefetch looks at")
     prefetch_tier: Literal[TIER_NAMES] = param("dram", description="Where prefetched blocks go (one of the "
                                                                    "tiers; hbm or dram as the issue names)")
+    load_if_faster: bool = param(
+        True, description="true: a request whose hit includes blocks below HBM uses only the leading hit blocks "
+                          "that make its prefill iteration end soonest, and recomputes the rest of its hit: the "
+                          "rule compares, for each cut, the iteration's end as the engine would time it now (the "
+                          "loads queued behind each link's booked transfers, layer by layer against the "
+                          "iteration's compute) with the roofline's prefill of the recomputed tokens given the "
+                          "context before them (timed_store.py says the rule). Recomputed hit blocks count as "
+                          "hits of their tier and again as its recomputed_hit_blocks. false: every hit block "
+                          "below HBM loads over its link. Timed engine only")
 
 
 class Links(Section):
