@@ -127,16 +127,17 @@ def _check_size(args, runs: int) -> None:
 
 
 def cmd_replay_prefix(args) -> int:
-    from .replay.prefix import POLICIES, canonical, distinct_blocks, prefix_replay
+    from .mechanisms.prefix_cache.evictors import policies
+    from .replay.prefix import canonical, distinct_blocks, prefix_replay
     if not args.prefix:
         raise ScenarioError("blocks are the unit of the block-level replay: add --prefix", "--unit")
     _refuse_other_options(args)
     if args.list_policies:
         if args.json:
-            print(json.dumps({"engine": "prefix", "policies": POLICIES}, indent=2))
+            print(json.dumps({"engine": "prefix", "policies": policies()}, indent=2))
             return 0
         print("policies of kvviz replay --prefix:")
-        for name, text in POLICIES.items():
+        for name, text in policies().items():
             print(f"  {name:<13}  {text}")
         return 0
     if not args.trace:

@@ -14,14 +14,15 @@ KV, BT = 1000, 16          # 1,000 B per token, 16-token blocks: 16,000 B a bloc
 LAT_NS, READ = 10_000, 2.0  # DRAM link: 10 µs, 2 GB/s = 2 B/ns
 
 
-def sc_of(hbm=1, dram=10, **serving):
+def sc_of(hbm=1, dram=10, load_if_faster=False, params_b=1e-6, **serving):
+    # the link tests: recomputing is nearly free here (1,000 parameters), so they load every hit
     return PrefixCacheScenario.model_validate({
         "kind": "prefix_cache", "policies": ["lru"],
-        "model": {"preset": "custom", "kv_bytes_per_token": KV, "layers": 1, "params_b": 1e-6, "d_model": 0},
+        "model": {"preset": "custom", "kv_bytes_per_token": KV, "layers": 1, "params_b": params_b, "d_model": 0},
         "tiers": [{"name": "hbm", "capacity_blocks": hbm},
                   {"name": "dram", "capacity_blocks": dram, "read_latency_us": LAT_NS / 1e3, "read_gbps": READ,
                    "write_latency_us": 0, "write_gbps": 1e6}],
-        "serving": {"timing": True, **serving}})
+        "serving": {"timing": True, **serving}, "store": {"load_if_faster": load_if_faster}})
 
 
 def blocks_of(requests, times, out=None):

@@ -1,70 +1,75 @@
-"""kvviz's own replay kernels: LRU, FIFO and Belady as plain Python loops over lists (ids mapped
-to small ints first). They need nothing beyond numpy, so `kvviz replay` works without
-libCacheSim, and the tests use them as an independent cross-check of it.
-
-An OrderedDict's move_to_end and popitem are C calls, which is as tight as a per-request loop
-gets without compiled code. Semantics: see kvviz.replay.
+"""kvviz's own replay kernel: one plain Python loop over lists (ids mapped to small ints first)
+that runs every registered eviction policy it can give the facts of (LRU, FIFO, Belady; each
+written once, in kvviz/serving/eviction/). It needs nothing beyond numpy, so `kvviz replay` works
+without libCacheSim, and the tests use it as an independent cross-check of it. Semantics: see
+kvviz.replay.
 """
 from __future__ import annotations
 
-import heapq
-from collections import OrderedDict, deque
-
 import numpy as np
 
-DESCRIPTIONS = {
-    "lru": "Least Recently Used: evicts the object requested longest ago",
-    "fifo": "First In First Out: evicts the object inserted earliest",
-    "belady": "Belady's optimal: evicts the object whose next request is furthest away (needs the future)",
-}
+from ..serving.eviction import EVICTION_POLICIES, NO_PINS, make, policy_class
+
+# The object replay runs every registered eviction policy (kvviz.serving.eviction) whose facts
+# it can give: each object's next request (from the trace), not a parent (objects have none).
+GIVES = frozenset({"next_use"})
 
 
-def _lru(ids, sizes, cap):
-    cache: OrderedDict = OrderedDict()
+def runnable() -> dict[str, type]:
+    """name -> policy class of every registered policy this replay can run."""
+    return {n: c for n, c in EVICTION_POLICIES.items() if c.needs <= GIVES}
+
+
+def describe(cls) -> str:
+    return cls.object_description or cls.description.replace("blocks", "objects").replace("block", "object")
+
+
+DESCRIPTIONS = {n: describe(c) for n, c in runnable().items()}
+
+
+def _replay(policy: str, ids, sizes, cap):
+    """(misses, bytes missed) of one replay of `policy` (the semantics: kvviz.replay). The policy
+    orders the cached objects; this loop keeps their sizes and evicts its victims until the
+    cache fits. A policy that reads next uses never evicts the object being requested (it is
+    always inserted, as in libCacheSim's Belady; an object grown beyond the whole cache leaves
+    it, the others stay); any other policy may (LRU's newest goes only when it alone is too big)."""
+    clair = "next_use" in policy_class(policy).needs
+    next_use: dict = {}
+    pol = make(policy, "the object replay", next_use=next_use)
+    insert, touch, remove, victim = pol.insert, pol.touch, pol.remove, pol.victim
+    nxt = next_use_array(ids).tolist() if clair else None
+    cache: dict = {}  # id -> size
     used = misses = missed = 0
-    move, pop = cache.move_to_end, cache.popitem
-    for k, s in zip(ids, sizes):
+    pins = NO_PINS
+    for i, (k, s) in enumerate(zip(ids, sizes)):
+        if clair:
+            next_use[k] = nxt[i]
+            pins = (k,)
         old = cache.get(k)
         if old is not None:
-            move(k)
+            touch(k)
             if old == s:
                 continue
             used += s - old  # size changed: update in place, then evict as on insert
             cache[k] = s
+            if clair and s > cap:
+                used -= cache.pop(k)
+                remove(k)
+                continue
         else:
             misses += 1
             missed += s
             if s > cap:
                 continue
             cache[k] = s
+            insert(k)
             used += s
         while used > cap:
-            used -= pop(last=False)[1]  # the newest (k) is last: it goes only if alone and too big
-    return misses, missed
-
-
-def _fifo(ids, sizes, cap):
-    cache: dict = {}
-    order: deque = deque()
-    used = misses = missed = 0
-    for k, s in zip(ids, sizes):
-        old = cache.get(k)
-        if old is not None:
-            if old == s:
-                continue
-            used += s - old
-            cache[k] = s
-        else:
-            misses += 1
-            missed += s
-            if s > cap:
-                continue
-            cache[k] = s
-            order.append(k)
-            used += s
-        while used > cap:
-            v = order.popleft()
+            v = victim(pins)
+            remove(v)
             used -= cache.pop(v)
+        if clair:
+            pol.unpin()
     return misses, missed
 
 
@@ -107,51 +112,6 @@ def previous_use_array(ids) -> np.ndarray:
     return prev
 
 
-def _belady(ids, sizes, cap):
-    nxt = next_use_array(ids).tolist()
-    cache: dict = {}       # id -> size
-    when: dict = {}        # id -> its next request index (the key of its live heap entry)
-    heap: list = []        # (-next request, id); stale entries skipped on pop
-    used = misses = missed = 0
-    for i, (k, s) in enumerate(zip(ids, sizes)):
-        nu = nxt[i]
-        old = cache.get(k)
-        if old is not None:
-            when[k] = nu
-            heapq.heappush(heap, (-nu, k))
-            if old == s:
-                continue
-            used += s - old
-            cache[k] = s
-            if s > cap:
-                used -= cache.pop(k)
-                continue
-        else:
-            misses += 1
-            missed += s
-            if s > cap:
-                continue
-            cache[k] = s
-            when[k] = nu
-            used += s
-            heapq.heappush(heap, (-nu, k))
-        held = None  # the object just requested is never its own victim
-        while used > cap:
-            neg, v = heapq.heappop(heap)
-            if cache.get(v) is None or when[v] != -neg:
-                continue  # stale entry
-            if v == k:
-                held = (neg, v)
-                continue
-            used -= cache.pop(v)
-        if held:
-            heapq.heappush(heap, held)
-    return misses, missed
-
-
-RUN = {"lru": _lru, "fifo": _fifo, "belady": _belady}
-
-
 def run(policy: str, ids: list[int], sizes: list[int], capacity: int) -> tuple[int, int]:
     """(misses, bytes missed) of one replay."""
-    return RUN[policy](ids, sizes, capacity)
+    return _replay(policy, ids, sizes, capacity)

@@ -17,7 +17,7 @@ blocks (or infinite). For each request:
    blocks than C keeps its first C and its later new blocks are not inserted (misses, as any
    block not resident). Without pinning nothing is held: the request's insertions may evict its
    own earlier blocks, as a plain cache on the stream of blocks does. Policies
-   (kvviz.mechanisms.prefix_cache.evictors):
+   (kvviz.serving.eviction, one file each; kvviz.mechanisms.prefix_cache.evictors adapts them):
    - lru: touching moves the block to most recent; evicts the least recently touched.
    - fifo: touching changes nothing; evicts the earliest inserted block.
    - leaf_lru: the least recently touched block with no child resident (a radix tree's leaf).
@@ -82,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechanisms.prefix_cache import engine
-from ..mechanisms.prefix_cache.evictors import POLICIES
+from ..mechanisms.prefix_cache.evictors import POLICIES  # a live view of the registry
 from ..mechanisms.prefix_cache.workload import Blocks
 from ..requests.common import first_request_ids
 from ..requests.prompts import PromptRequests

@@ -59,12 +59,17 @@ class Link:
     def book(self, nbytes: int, earliest: int, write: bool) -> tuple[int, int]:
         """A foreground transfer of `nbytes` that may start at `earliest`: (start, end). GB/s =
         bytes per ns. Under demand_first the caller has advanced the link to now first."""
+        t0, t1 = self.quote(nbytes, earliest, write)
+        self.free = t1
+        self.bytes += nbytes
+        self.busy_ns += t1 - t0
+        return t0, t1
+
+    def quote(self, nbytes: int, earliest: int, write: bool) -> tuple[int, int]:
+        """(start, end) that `book` would give now, booking nothing."""
         t0 = max(earliest, self.free)
         dur = (self.write_lat + int(nbytes / self.write_gbps)) if write else \
             (self.read_lat + int(nbytes / self.read_gbps))
-        self.free = t0 + dur
-        self.bytes += nbytes
-        self.busy_ns += dur
         return t0, t0 + dur
 
     # --- demand_first's background prefetches -------------------------------------------------

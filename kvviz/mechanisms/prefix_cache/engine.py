@@ -10,7 +10,7 @@ For each request (its cacheable block ids b_0 … b_n-1):
    blocks as it reaches them, as vLLM references a block once allocated (ASSUMPTION, ours: the
    blocks it has not reached, behind a missing one, are not held). Without it nothing is held:
    a request's own insertions may evict its earlier blocks, as a plain cache on the stream of
-   blocks does. `belady` ignores pins either way (evictors.IGNORES_PINS): it is the reference.
+   blocks does. `belady` ignores pins either way (its `ignores_pins`): it is the reference.
    A block in HBM is used there. Else, a hit from a lower tier is promoted into HBM (`copy`: the
    lower copy stays and is used; `move`: it leaves), and a miss is computed and enters HBM if
    admitted.
@@ -93,9 +93,9 @@ def parents(blocks: Blocks) -> dict:
 
 def prepare(blocks: Blocks, policies: set, admission: str) -> Prepared:
     return Prepared(blocks, blocks.ids.tolist(), blocks.offsets.tolist(), blocks.block_token_counts().tolist(),
-                    next_positions(blocks.ids).tolist() if set(policies) & evictors.CLAIRVOYANT else None,
+                    next_positions(blocks.ids).tolist() if any(map(evictors.clairvoyant, policies)) else None,
                     later_counts(blocks.ids).tolist() if admission == "min_reuse" else None,
-                    parents(blocks) if "leaf_lru" in policies else None)
+                    parents(blocks) if any("parent" in evictors.needs(p) for p in policies) else None)
 
 
 @dataclass
@@ -122,7 +122,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     next_use: dict = {}
     ev = [evictors.make(e, prep.parent, next_use) for e in evictions]
     reindex = [k for k in range(K) if ev[k].reindex]
-    clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
+    clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
     nxt = prep.next_pos
     where: dict = {}  # block -> bit mask of the tiers holding it
     size, peak = [0] * K, [0] * K
@@ -135,7 +135,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     pinned: set = set()
     # what HBM's victim search skips: the request's blocks, unless pins are off or HBM's policy
     # ignores them (belady); the set is filled either way (it costs an add per block)
-    top_pins = pinned if pin and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
+    top_pins = pinned if pin and not evictors.ignores_pins(evictions[0]) else NO_PINS
     seen: set | None = set() if admission == "second_hit" else None
     later = prep.later
     at = [0, 0]  # (request, position) for the log

@@ -1,171 +1,55 @@
-"""One tier's eviction order. Each keeps the blocks resident in its tier and names a victim on
-request, skipping pinned blocks (those the request being served holds in HBM; `unpin` when it
-ends); the engine then removes it.
+"""The prefix cache's adapter to the eviction policies (kvviz.serving.eviction: one file per
+policy, each written once). Each tier's policy keeps the blocks resident in it and names a
+victim on request, skipping pinned blocks (those the request being served holds in HBM; `unpin`
+when it ends); the engine then removes it. The prefix cache gives every fact a policy may need
+(each block's next use from the trace, each block's parent: the block before it in the request
+that first asked for it), so it runs every registered policy.
 
 - lru: least recently used first (a use: a hit served here, an insert, a write that finds the
   block here).
 - fifo: the oldest insert first; uses do not reorder.
-- leaf_lru: least recently used among blocks with no child block resident in this tier (a child:
-  the block after it in the request that first asked for it), as a radix tree evicts leaves; a
-  block whose only leaves are pinned cannot go.
-- belady: the block whose next use lies furthest in the future (offline: the engine knows every
-  block's next use from the trace), chosen among ALL the tier's blocks and the one entering
-  (the engine leaves that one out when it is the farthest: engine.py step 3). It ignores pins
-  (`IGNORES_PINS`): it is the clairvoyant reference every policy is compared with (`belady_gap`).
-  A block's next use always follows its parent's, so children go before their parents; and
-  with chained hashes the blocks a request has reached are the entering block's ancestors,
-  used again before it, so belady never picks a pinned block there: a pinned variant would
-  give the same counts on every hash-chained trace (the conversation trace: equal at 100 to
-  20,000 blocks), so there is none.
+- leaf_lru: least recently used among blocks with no child block resident in this tier, as a
+  radix tree evicts leaves; a block whose only leaves are pinned cannot go.
+- belady: the block whose next use lies furthest in the future, chosen among ALL the tier's
+  blocks and the one entering (the engine leaves that one out when it is the farthest:
+  engine.py step 3). It ignores pins: it is the clairvoyant reference every policy is compared
+  with (`belady_gap`).
+A policy that reads next uses (`clairvoyant`) gets belady's bypass rule in the engines.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from heapq import heappop, heappush
+from ...serving.eviction import DESCRIPTIONS, EVICTION_POLICIES, descriptions, ignore, policy_class
+from ...serving.eviction import make as _make
+
+__all__ = ["POLICIES", "clairvoyant", "ignore", "ignores_pins", "make", "names", "needs", "policies"]
+
+# every policy registered (a live view), with the one line the CLI and the scenario reference show
+POLICIES = DESCRIPTIONS
 
 
-def ignore(b):
-    pass
+def policies() -> dict[str, str]:
+    """Every policy, with the one line the CLI and the scenario reference show for it."""
+    return descriptions()
 
 
-class Lru:
-    reindex = False  # whether a new next use must be told even where the block is not used
-
-    def __init__(self):
-        self.order: OrderedDict = OrderedDict()
-        # the OrderedDict's own methods, no Python call between (the engine calls these for
-        # every block): insert (b is never resident then), use, remove
-        self.insert = self.order.setdefault
-        self.touch = self.order.move_to_end
-        self.remove = self.order.__delitem__
-
-    def unpin(self):
-        pass
-
-    def victim(self, pinned):
-        for b in self.order:  # pinned blocks are the most recent: rarely more than one step
-            if b not in pinned:
-                return b
-        return None
+def names() -> tuple[str, ...]:
+    return tuple(EVICTION_POLICIES)
 
 
-class Fifo(Lru):
-    def __init__(self):
-        super().__init__()
-        self.touch = ignore  # uses do not reorder
+def clairvoyant(policy: str) -> bool:
+    """Reads each block's next use from the trace; the entering block a candidate."""
+    return "next_use" in policy_class(policy).needs
 
 
-class _Heap:
-    """A lazy heap: stale entries are dropped when they reach the top."""
-
-    def __init__(self):
-        self.heap: list = []
-        self.resident: set = set()
-        self.held: list = []  # entries of pinned blocks, back on the heap when the pins go
-
-    def remove(self, b):
-        self.resident.discard(b)
-
-    def unpin(self):
-        for e in self.held:
-            heappush(self.heap, e)
-        self.held.clear()
-
-    def stale(self, key, b) -> bool:
-        """Whether the entry (key, b) no longer stands for b (the policy's rule)."""
-        raise NotImplementedError
-
-    def victim(self, pinned):
-        """The top entry that is not stale and not pinned; stale entries go, pinned ones are set
-        aside until the request ends (pins only grow within one)."""
-        heap, held, stale = self.heap, self.held, self.stale
-        while heap:
-            key, b = heap[0]
-            if stale(key, b):
-                heappop(heap)
-            elif b in pinned:
-                held.append(heappop(heap))
-            else:
-                return b
-        return None
+def ignores_pins(policy: str) -> bool:
+    """May evict a block a running request holds."""
+    return policy_class(policy).ignores_pins
 
 
-class LeafLru(_Heap):
-    reindex = False
-
-    def __init__(self, parent: dict):
-        super().__init__()
-        self.parent = parent
-        self.last: dict = {}   # block -> its last use here (a clock)
-        self.kids: dict = {}   # block -> its children resident here
-        self.clock = 0
-
-    def insert(self, b):
-        self.resident.add(b)
-        par = self.parent.get(b)
-        if par is not None:
-            self.kids[par] = self.kids.get(par, 0) + 1
-        self.touch(b)
-
-    def touch(self, b):  # a use
-        self.clock = c = self.clock + 1
-        self.last[b] = c
-        if not self.kids.get(b):
-            heappush(self.heap, (c, b))
-
-    def remove(self, b):
-        self.resident.discard(b)
-        del self.last[b]
-        par = self.parent.get(b)
-        if par is not None:
-            left = self.kids[par] - 1
-            self.kids[par] = left
-            if not left and par in self.resident:  # a leaf again
-                heappush(self.heap, (self.last[par], par))
-
-    def stale(self, key, b) -> bool:
-        """The victim is the least recently used leaf: an entry is stale once its block left, was
-        used since, or is a parent again."""
-        return b not in self.resident or self.last.get(b) != key or bool(self.kids.get(b))
+def make(policy: str, parent: dict | None, next_use: dict):
+    return _make(policy, "the prefix cache", parent=parent, next_use=next_use)
 
 
-class Belady(_Heap):
-    reindex = True
-
-    def __init__(self, next_use: dict):
-        super().__init__()
-        self.next_use = next_use  # block -> its next position (shared, kept by the engine)
-
-    def insert(self, b):
-        self.resident.add(b)
-        heappush(self.heap, (-self.next_use[b], b))
-
-    def touch(self, b):
-        heappush(self.heap, (-self.next_use[b], b))
-
-    def stale(self, key, b) -> bool:
-        """The victim is the block used furthest ahead: an entry is stale once its block left or
-        its next use moved."""
-        return b not in self.resident or -key != self.next_use[b]
-
-
-# Every policy, with the one line the CLI and the scenario reference show for it.
-POLICIES = {
-    "lru": "evicts the block used longest ago",
-    "leaf_lru": "evicts the least recently used block with no child block resident (a radix tree's leaves)",
-    "fifo": "evicts the block inserted earliest; a use changes nothing",
-    "belady": "evicts the block whose next use is farthest, the entering one included (offline, clairvoyant; "
-              "ignores pins: the reference)",
-}
-CLAIRVOYANT = frozenset({"belady"})  # read each block's next use from the trace; the entering block a candidate
-IGNORES_PINS = frozenset({"belady"})  # may evict a block a running request holds
-
-
-def make(policy: str, parent: dict, next_use: dict):
-    if policy == "lru":
-        return Lru()
-    if policy == "fifo":
-        return Fifo()
-    if policy == "leaf_lru":
-        return LeafLru(parent)
-    return Belady(next_use)
+def needs(policy: str) -> frozenset:
+    """The facts (kvviz.serving.eviction.FACTS) the policy reads."""
+    return policy_class(policy).needs

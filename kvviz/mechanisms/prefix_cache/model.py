@@ -12,10 +12,12 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from ...serving.model_presets import MFU_PAPER, with_preset
-from .evictors import POLICIES
+from . import evictors
 from .tiers import TIER_DEFAULTS, TIER_NAMES
 
-EVICTIONS = tuple(POLICIES)  # lru, leaf_lru, fifo, belady
+# the policies registered when the scenario schema is built (lru, leaf_lru, fifo, belady): a tier's
+# `eviction` names one of these; `policies` is checked against the registry as it is at load time
+EVICTIONS = evictors.names()
 DEFAULT_PRESET = "llama-70b"
 
 
@@ -216,6 +218,15 @@ class Store(Section):
                                     description="How many queued requests (from the head) prefetch looks at")
     prefetch_tier: Literal[TIER_NAMES] = param("dram", description="Where prefetched blocks go (one of the "
                                                                    "tiers; hbm or dram as the issue names)")
+    load_if_faster: bool = param(
+        True, description="true: a request whose hit includes blocks below HBM uses only the leading hit blocks "
+                          "that make its prefill iteration end soonest, and recomputes the rest of its hit: the "
+                          "rule compares, for each cut, the iteration's end as the engine would time it now (the "
+                          "loads queued behind each link's booked transfers, layer by layer against the "
+                          "iteration's compute) with the roofline's prefill of the recomputed tokens given the "
+                          "context before them (timed_store.py says the rule). Recomputed hit blocks count as "
+                          "hits of their tier and again as its recomputed_hit_blocks. false: every hit block "
+                          "below HBM loads over its link. Timed engine only")
 
 
 class Links(Section):
@@ -250,8 +261,8 @@ class PrefixCacheScenario(ScenarioBase):
     @model_validator(mode="after")
     def _check(self):
         for i, p in enumerate(self.policies):
-            if p not in EVICTIONS:
-                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(EVICTIONS)})")
+            if p not in evictors.names():
+                raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(evictors.names())})")
             if p in self.policies[:i]:
                 raise FieldError(f"policies[{i}]", f"policy {p!r} is listed twice")
         if self.trace_policy and self.trace_policy not in self.policies:

@@ -7,7 +7,8 @@ time the block transfers.
 A request arrives at its trace time and waits in the queue (first come, first served); when
 admitted, its hit (the longest prefix resident in some tier) is attended, not recomputed: the
 prefill computes only the other prompt tokens, over the hit as history, while the hit blocks
-below HBM load layer by layer. Decode emits its output tokens. ASSUMPTION, ours: a request
+below HBM load layer by layer. With `store.load_if_faster` (the default) the tail of the hit is
+recomputed instead where that ends the prefill sooner (timed_store.py says the rule). Decode emits its output tokens. ASSUMPTION, ours: a request
 whose whole prompt hits computes nothing but waits for its loads.
 
 Each policy (and with `store.prefetch`, each policy again with prefetch) is one run on the
@@ -53,15 +54,15 @@ class Run:
         if record:
             tb = self.tb
             self.l_gpu = tb.lane(GPU_LANE, "GPU")
-            self.link_lanes = [None] + [tb.lane(f"link {nm}↔hbm · block transfers (batched)", "links")
+            self.link_lanes = [None] + [tb.lane(f"link {nm}↔hbm · block transfers", "links")
                                         for nm in names[1:]]
             self.points: list = []
         bb = blocks.block_tokens * sc.model.kv_bytes_per_token
-        self.store = BlockStore(self, sc, prep, caps, evictions, prefetch, bb)
         m, s = sc.model, sc.serving
         gpu = Roofline(m.params_b * 1e9, s.gpus, s.gpu_peak_tflops, s.mfu, s.hbm_tbps, s.hbm_efficiency,
                        m.kv_bytes_per_token, m.layers, m.d_model)
-        self.gpu = gpu
+        self.gpu = gpu  # before the store: its load-or-recompute rule prices recomputing with it
+        self.store = BlockStore(self, sc, prep, caps, evictions, prefetch, bb)
         cfg = BatchConfig(gpu=gpu, kv=m.kv_bytes_per_token, layers=m.layers, max_batch=s.max_batch,
                           cap_tok=int(s.running_kv_gb * 1e9) // m.kv_bytes_per_token, save_gbps=1.0,
                           write_buffer=0.0, sync_save=False, hbm_cache=False)
@@ -118,6 +119,10 @@ class Run:
         span_ns = int(en.max() - arr.min()) if self.n else 0
         hit_tok = np.array(st.hit_tokens, dtype=np.float64)
         upper = [k for k, nm in enumerate(self.names) if nm in ("hbm", "cxl", "dram")]
+        for k, nm in enumerate(self.names):  # store.load_if_faster: hit blocks recomputed, not used
+            m["tiers"][nm]["recomputed_hit_blocks"] = st.recomputed_blocks[k]
+            m["tiers"][nm]["recomputed_hit_tokens"] = st.recomputed_tokens[k]
+        m["prefill_tokens_saved"] -= sum(st.recomputed_tokens)
         m.update({
             "ttft_p50_ms": float(np.percentile(ttft, 50)) if self.n else None,
             "ttft_p99_ms": float(np.percentile(ttft, 99)) if self.n else None,
@@ -139,6 +144,9 @@ class Run:
             # demand_first: hit blocks whose prefetch had not started at admission (loaded from their
             # source tier instead, and counted as its hits)
             "prefetch_cancelled_blocks": st.cancelled,
+            # store.load_if_faster: hit blocks recomputed because that ended their prefill sooner
+            "recomputed_hit_blocks": sum(st.recomputed_blocks),
+            "recomputed_hit_tokens": sum(st.recomputed_tokens),
             "links": {lk.name: {"bytes": lk.bytes, "busy_s": lk.busy_ns / 1e9,
                                 "utilisation": lk.busy_ns / span_ns if span_ns else 0.0}
                       for lk in st.links[1:]},

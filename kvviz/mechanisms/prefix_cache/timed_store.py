@@ -9,9 +9,12 @@ What time changes (each an ASSUMPTION, ours unless named):
 - Its blocks stay pinned in HBM until its last token is out (engine.py pins them only while
   the next request is placed): running requests' blocks are never evicted (with
   `cache.pin_running`, the default; belady ignores pins, as in engine.py).
-- Hit blocks below HBM load over their tier's link (kvviz/serving/links.py, `links.rule`) during the prefill
-  iteration, layer by layer (1/layers of each link's bytes per layer); a layer computes once
-  every link has delivered it. Blocks still landing from a prefetch load no earlier.
+- Hit blocks below HBM load over their tier's link (kvviz/serving/links.py, `links.rule`): one
+  transfer per request and link, booked at its admission after its own write-downs (so the
+  write-downs of requests admitted later into the same iteration queue behind it, as the rule
+  below assumes), streamed layer by layer (1/layers of each transfer per layer); a layer of the
+  prefill iteration computes once every transfer has delivered it. Blocks still landing from a
+  prefetch load no earlier.
 - Writes down (write-through copies, write-back demotions) are booked on the link of the tier
   they enter when the block is placed.
 - Scheduler-aware prefetch (`store.prefetch`): whenever the queue changes, the prefix blocks of
@@ -25,6 +28,32 @@ What time changes (each an ASSUMPTION, ours unless named):
 - A block is counted as a hit in the tier it is placed in: a prefetched block counts in
   prefetch_tier from the moment it is queued, landed or not; the load waits for it to land
   (`prefetch_late_blocks` counts the hit blocks that had not landed at admission).
+
+Load or recompute (`store.load_if_faster`, on by default). A request's hit is its leading run
+of h resident blocks; it uses the first `cut` of them (those below HBM loaded, as above) and
+recomputes blocks cut..h-1 with its misses, the cut (0 ≤ cut ≤ h) chosen at its admission to make
+its prefill iteration end soonest, ties to the larger cut (loading). The iteration's end for a
+cut is load()'s closed form, evaluated now, without booking: the loads booked for this
+iteration so far and the cut's transfers, queued behind what each link has booked (this
+request's own write-downs and the prefetches its admission started included), layer by layer
+against the compute of the requests this store admitted into the iteration so far plus this one's,
+prefill(prompt − kept, after kept) under the roofline. Cuts between hit blocks in HBM are never
+better than the next cut (they load nothing more and compute more), so only the cuts before a
+block below HBM, and h, are tried.
+ASSUMPTIONS, ours:
+- The computed tokens are one contiguous suffix of the prompt, so the roofline's prefill(n after
+  h) prices them exactly: an HBM hit block after the cut is recomputed too (counted). Using it
+  instead would be valid (a block's KV depends only on the tokens up to it), but its compute
+  would not be one prefill(n after h).
+- Greedy per request: what later requests will load or write is not foreseen (their loads
+  join this iteration's end, which their own rule then weighs; a load now can delay a later
+  request's, which may then recompute); a request resumed after preemption recomputes its context outside this
+  store's sight, so its compute is left out of the iteration's (the rule then errs towards
+  recomputing).
+- A recomputed hit block is placed exactly as a loaded one (promoted into HBM by
+  cache.promote): the rule changes where its KV comes from, never what the tiers hold.
+  It counts as a hit of its tier (hit_blocks, token_hit_rate: the cache's figures) and again as
+  that tier's recomputed_hit_blocks / recomputed_hit_tokens; prefill_tokens_saved leaves them out.
 """
 from __future__ import annotations
 
@@ -38,6 +67,14 @@ from . import evictors
 from .engine import NO_PINS, Outcome
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
+
+
+def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
+    """The iteration's end `pe` (so far) given one link streaming its bytes from `start` (after
+    its latency) to t1 in L equal layer pieces, with c ns of compute per layer: layer i computes
+    once its piece is in and layer i-1 is done."""
+    a = (t1 - start) / L
+    return max(pe, int(start + a) + L * c, t1 + c)
 
 
 class Either:
@@ -68,7 +105,7 @@ class BlockStore:
         self.next_use: dict = {}
         self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
         self.reindex = [k for k in range(K) if self.ev[k].reindex]
-        self.clairvoyant = {k for k in range(K) if evictions[k] in evictors.CLAIRVOYANT}
+        self.clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
         self.where: dict = {}
         self.size, self.peak = [0] * K, [0] * K
         self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
@@ -79,7 +116,7 @@ class BlockStore:
         self.held: dict = {}              # request -> its pinned blocks
         self.protect: set = set()         # blocks of the queued requests prefetch looks at
         self.prefetch = prefetch
-        held = self.pins if c.pin_running and evictions[0] not in evictors.IGNORES_PINS else NO_PINS
+        held = self.pins if c.pin_running and not evictors.ignores_pins(evictions[0]) else NO_PINS
         self.top_hold = Either(held, self.protect) if prefetch else held
         self.low_hold = self.protect if prefetch else NO_PINS
         self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
@@ -99,9 +136,12 @@ class BlockStore:
         self.landing: dict = {}           # block -> when its prefetch lands
         self.pf_done: set = set()         # requests prefetched for
         self.prefetched_blocks = 0
-        self.pending: list = [0] * K      # the iteration's load bytes per link
-        self.ready = [0] * K
+        self.booked: list = []            # the iteration's loads: (link, start after latency, end)
         self.tb = run.tb
+        self.load_if_faster = sc.store.load_if_faster
+        self.tok_np = np.asarray(prep.tokens, dtype=np.int64)
+        self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
+        self.recomputed_blocks, self.recomputed_tokens = [0] * K, [0] * K
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
     def arrived(self, j: int):
@@ -116,34 +156,26 @@ class BlockStore:
         if bg:
             for lk in self.links[1:]:
                 lk.advance(self.loop.now)  # pieces that ran in the idle time so far have landed
+        wget, hit_blocks, hit_tokens, add = where.get, self.hit_blocks, self.hit_tokens, src.append
         while p < e:  # lookup: the longest prefix resident somewhere
-            m = where.get(ids[p])
+            b = ids[p]
+            m = wget(b)
             if not m:
                 break
             k = (m & -m).bit_length() - 1
-            if bg and ids[p] in queued:  # its prefetch has not started: cancelled, loaded from its source
-                k, pf = queued.pop(ids[p])
-                self.links[k].take(pf, ids[p])
+            if bg and b in queued:  # its prefetch has not started: cancelled, loaded from its source
+                k, pf = queued.pop(b)
+                self.links[k].take(pf, b)
                 self.cancelled += 1
-            src.append(k)
-            self.hit_blocks[k] += 1
-            self.hit_tokens[k] += tok[p]
+            add(k)
+            hit_blocks[k] += 1
+            hit_tokens[k] += tok[p]
             p += 1
         h = p - s
         self.hits[j] = h
         for k in set(src):
             self.hit_req[k] += 1
-        load = 0
-        landing, now = self.landing, self.loop.now
-        for i, k in enumerate(src):  # hit blocks below HBM load over their tier's link
-            if k:
-                self.pending[k] += self.bb
-                load += self.bb
-                t = landing.get(ids[s + i], 0)
-                if t > now:
-                    self.late_blocks += 1
-                if t > self.ready[k]:
-                    self.ready[k] = t
+        now = self.loop.now
         before = self.written[:]
         if self.log is not None:
             self.log.append(("admit", j))
@@ -152,31 +184,85 @@ class BlockStore:
             n = self.written[k] - before[k]
             if n:
                 self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
-        hit_tok = sum(tok[s:p])
-        run = self.run
-        total = run.keep[j] + run.inn[j]
-        run.keep[j], run.inn[j] = hit_tok, total - hit_tok
         if self.prefetch:
             self._look_ahead()
-        return (HIT_HBM if h else FIRST), load, 0, 0
+        run = self.run
+        total = run.keep[j] + run.inn[j]
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        cut = self._cut(s, h, src, total, now) if self.load_if_faster and any(src) else h
+        load = 0
+        landing = self.landing
+        nbytes, ready = [0] * K, [now] * K
+        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
+            k = src[i]
+            if k:
+                nbytes[k] += self.bb
+                t = landing.get(ids[s + i], 0)
+                if t > now:
+                    self.late_blocks += 1
+                if t > ready[k]:
+                    ready[k] = t
+        for k in range(1, K):  # one transfer per link, booked now
+            if nbytes[k]:
+                load += nbytes[k]
+                t0, t1 = self._transfer(k, nbytes[k], ready[k], False, j, "load",
+                                        f"load {nbytes[k] // self.bb} blocks {self.names[k]}→hbm")
+                self.booked.append((t0 + self.links[k].read_lat, t1))
+        for i in range(cut, h):  # recomputed
+            self.recomputed_blocks[src[i]] += 1
+            self.recomputed_tokens[src[i]] += tok[s + i]
+        kept = sum(tok[s:s + cut])
+        run.keep[j], run.inn[j] = kept, total - kept
+        self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        return (HIT_HBM if cut else FIRST), load, 0, 0
+
+    def _cut(self, s, h, src, total, now) -> int:
+        """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
+        prefill iteration ends soonest, ties to the larger (the module docstring says the rule).
+
+        load()'s closed form over transfers x is max(max(S, A) + L·c, B + c) with A = max_x
+        int(start_x + (t1_x − start_x)/L) and B = max_x t1_x: every candidate cut at once, as
+        arrays, in the same float and integer steps as load() (so the same ns)."""
+        L = self.L
+        A = B = now
+        for start, t1 in self.booked:
+            A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
+        sv = np.array(src, dtype=np.int64)
+        cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
+        kept = np.r_[0, np.cumsum(self.tok_np[s:s + h])][cuts]
+        c = ((self.iter_comp + self.run.gpu.prefill_ns(total - kept, kept)) / L).astype(np.int64)
+        a = np.full(len(cuts), A, dtype=np.int64)
+        b = np.full(len(cuts), B, dtype=np.int64)
+        landing, ids = self.landing, self.ids
+        for q in set(src) - {0}:
+            lk = self.links[q]
+            on = sv == q
+            n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
+            land = np.zeros(h + 1, dtype=np.int64)
+            land[0] = now
+            if landing:
+                land[1:][on] = [landing.get(ids[s + i], 0) for i in np.flatnonzero(on).tolist()]
+            ready = np.maximum.accumulate(land)[cuts]
+            t0 = np.maximum(ready, lk.free) + lk.read_lat
+            t1 = t0 + (n * self.bb / lk.read_gbps).astype(np.int64)
+            has = n > 0
+            a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
+            b = np.where(has, np.maximum(b, t1), b)
+        end = np.maximum(a + L * c, b + c)
+        return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
 
     def load(self, jobs, a, b, ready, S, comp_ns):
-        """Every link with bytes for this iteration loads them from S (or when its blocks land),
-        1/L per layer; layer i computes once loaded on every link: the iteration ends at
-        max(S + L·c, max over links of the closed form of layerwise_prefill.prefill_end with no buffer)."""
+        """The iteration's loads were booked at their requests' admissions (one transfer per
+        request and link), 1/L of each per layer; layer i computes once every transfer has
+        delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
+        form of layerwise_prefill.prefill_end with no buffer) (`layered_end`)."""
         L = self.L
         c = int(comp_ns / L)
         pe = S + L * c
-        for k in range(1, self.K):
-            nbytes = self.pending[k]
-            if not nbytes:
-                continue
-            t0, t1 = self._transfer(k, nbytes, max(S, self.ready[k]), False, jobs[0], "load",
-                                    f"load {nbytes // self.bb} blocks {self.names[k]}→hbm")
-            start = t0 + self.links[k].read_lat
-            a_k = (t1 - start) / L
-            pe = max(pe, int(start + a_k) + L * c, t1 + c)
-            self.pending[k] = self.ready[k] = 0
+        for start, t1 in self.booked:
+            pe = layered_end(pe, L, c, start, t1)
+        self.booked.clear()
         return pe, pe - S - L * c, None
 
     def finished(self, j: int):
@@ -198,38 +284,39 @@ class BlockStore:
     def _place_request(self, r, s, e, h, src):
         ids, where, pins = self.ids, self.where, self.pins
         nxt, later, seen = self.nxt, self.later, self.seen
-        held = self.held.setdefault(r, [])
+        wget, pget, place = where.get, pins.get, self._place
+        reindex, ev, move = self.reindex, self.ev, self.move
+        touch0 = None if 0 in reindex else ev[0].touch  # a use in HBM (_use(0, b))
+        self.held.setdefault(r, []).extend(ids[s:e])  # pinned one by one below, as reached
         for j in range(s, e):
             b = ids[j]
-            if b not in pins:
-                pins[b] = 0
-            pins[b] += 1
-            held.append(b)
-            m = where.get(b, 0)
+            pins[b] = pget(b, 0) + 1
+            m = wget(b, 0)
             if nxt is not None:
                 self.next_use[b] = nxt[j]
                 for k in self.reindex:
                     if m >> k & 1:
                         self.ev[k].touch(b)
             if m & 1:
-                self._use(0, b)
+                if touch0 is not None:
+                    touch0(b)
                 continue
             if j - s < h:  # a hit below HBM: promoted
                 k = src[j - s]
                 if m >> k & 1:
-                    if self.move:
+                    if move:
                         self._drop(k, b)
-                    else:
-                        self._use(k, b)
+                    elif k not in reindex:  # _use(k, b)
+                        ev[k].touch(b)
             elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
                 continue
-            self._place(0, b)
+            place(0, b)
             if self.through:
                 for k in range(1, self.K):
-                    if where.get(b, 0) >> k & 1:
+                    if wget(b, 0) >> k & 1:
                         self._use(k, b)
                     else:
-                        self._place(k, b)
+                        place(k, b)
         if seen is not None:
             seen.update(ids[s:e])
 
@@ -248,10 +335,12 @@ class BlockStore:
 
     def _place(self, k, b):
         where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
+        ev, written, peak, log = self.ev, self.written, self.peak, self.log
         while True:
+            e_k = ev[k]
             cascade = False
             if size[k] >= caps[k]:
-                v = self.ev[k].victim(self.top_hold if k == 0 else self.low_hold)
+                v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
                 if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
                     v = None  # belady: b's own next use is the farthest, b is left out (engine.py step 3)
                 if v is None:
@@ -261,16 +350,22 @@ class BlockStore:
                         continue
                     return
                 self.evicted[k] += 1
-                if self.log is not None:
-                    self.log.append(("evict", k, v))
-                self._drop(k, v)
-                cascade = not through and k + 1 < K and not where.get(v, 0) >> (k + 1)
-            self.ev[k].insert(b)
+                if log is not None:
+                    log.append(("evict", k, v))
+                e_k.remove(v)  # _drop(k, v)
+                size[k] -= 1
+                m = where[v] & ~(1 << k)
+                if m:
+                    where[v] = m
+                else:
+                    del where[v]
+                cascade = not through and k + 1 < K and not m >> (k + 1)
+            e_k.insert(b)
             where[b] = where.get(b, 0) | (1 << k)
             size[k] += 1
-            self.written[k] += 1
-            if size[k] > self.peak[k]:
-                self.peak[k] = size[k]
+            written[k] += 1
+            if size[k] > peak[k]:
+                peak[k] = size[k]
             if not cascade:
                 return
             self.demoted[k + 1] += 1

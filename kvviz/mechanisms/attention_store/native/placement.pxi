@@ -420,3 +420,45 @@ cdef Placement st_policy(StoreState st, str name):
     if name == "belady":
         return PolicyBelady(st, name)
     raise KeyError(name)
+
+
+def st_drive(str name, long long[::1] key, long long[::1] running, long long[::1] next_time, list ops):
+    """A test seam (tests/test_placement_twins.py): run the compiled placement `name` over a
+    stream of operations, as the store would, and return the answers of its "victim" ops. The
+    arrays are the store's state the policy reads; "set_*" ops change them between calls.
+    Ops: ("insert"|"remove"|"access", tier, c), ("hit"|"resave"|"key"|"done", c),
+    ("victim", tier, before), ("set_key"|"set_running"|"set_next", c, value), ("set_lo", lo, L_ew)."""
+    cdef StoreState st = StoreState()
+    st.m_key, st.m_running, st.m_next_time = key, running, next_time
+    st.lo, st.L_ew, st.L_pw = 0, 0, 0
+    cdef Placement p = st_policy(st, name)
+    out = []
+    for op in ops:
+        kind = op[0]
+        if kind == "insert":
+            p.on_insert(op[1], op[2])
+        elif kind == "remove":
+            p.on_remove(op[1], op[2])
+        elif kind == "access":
+            p.on_access(op[1], op[2])
+        elif kind == "hit":
+            p.on_hit(op[1])
+        elif kind == "resave":
+            p.on_resave(op[1])
+        elif kind == "key":
+            p.on_key(op[1])
+        elif kind == "done":
+            p.on_done(op[1])
+        elif kind == "victim":
+            out.append(p.victim(op[1], op[2]))
+        elif kind == "set_key":
+            key[op[1]] = op[2]
+        elif kind == "set_running":
+            running[op[1]] = op[2]
+        elif kind == "set_next":
+            next_time[op[1]] = op[2]
+        elif kind == "set_lo":
+            st.lo, st.L_ew = op[1], op[2]
+        else:
+            raise ValueError(kind)
+    return out

@@ -7,7 +7,8 @@ list. The store does all the moving, timing and accounting, so policies stay a f
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
+
+from ....serving.eviction import make
 
 PLACEMENTS: dict[str, type] = {}
 
@@ -81,35 +82,56 @@ def unpark(heap: list, parked: dict, c: int) -> None:
             heapq.heappush(heap, e)
 
 
-class OrderedPlacement(Placement):
-    """Keeps each tier's sessions in an order (insertion, or recency if `recency`)."""
+class Running:
+    """The running sessions as a set of pins (`c in`), for the eviction policies' `victim`."""
+    __slots__ = ("running",)
 
-    recency = False
+    def __init__(self, running: list):
+        self.running = running
+
+    def __contains__(self, c):
+        return self.running[c]
+
+
+class EvictionPlacement(Placement):
+    """A registered eviction policy (kvviz.serving.eviction: written once, one file each) per
+    tier, over sessions: entering and leaving a tier are its insert and remove; a hit or a
+    re-save a use in DRAM, an SSD read or extension a use there; running sessions are its pins
+    (released at `on_done`). Sessions on SSD are read on demand (no look-ahead)."""
+
+    policy = "?"  # its name in the registry
 
     def __init__(self, store):
         super().__init__(store)
-        self.order: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}
+        n = len(store.where)
+        self.tiers = {DRAM: make(self.policy, "AttentionStore's placement"),
+                      SSD: make(self.policy, "AttentionStore's placement")}
+        self.member = {DRAM: [False] * n, SSD: [False] * n}
+        self.pins = Running(store.running)
 
     def on_insert(self, tier, c):
-        self.order[tier][c] = None
+        if not self.member[tier][c]:
+            self.member[tier][c] = True
+            self.tiers[tier].insert(c)
 
     def on_remove(self, tier, c):
-        del self.order[tier][c]
+        self.member[tier][c] = False
+        self.tiers[tier].remove(c)
 
     def on_hit(self, c):
-        if self.recency and c in self.order[DRAM]:
-            self.order[DRAM].move_to_end(c)
+        self.on_access(DRAM, c)
 
     def on_resave(self, c):
-        self.on_hit(c)
+        self.on_access(DRAM, c)
 
     def on_access(self, tier, c):
-        if self.recency and c in self.order[tier]:
-            self.order[tier].move_to_end(c)
+        if self.member[tier][c]:
+            self.tiers[tier].touch(c)
+
+    def on_done(self, c):
+        for p in self.tiers.values():
+            p.unpin()
 
     def victim(self, tier, before=-1):
-        running = self.store.running
-        for c in self.order[tier]:  # oldest first
-            if not running[c]:
-                return c
-        return -1
+        v = self.tiers[tier].victim(self.pins)
+        return -1 if v is None else v

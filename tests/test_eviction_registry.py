@@ -1,0 +1,94 @@
+"""Issue 30, item 2: one eviction-policy registry (kvviz/serving/eviction/). Adding a policy is
+one file plus one registration line: README.md's example (MRU) is registered here exactly as
+written there and runs through `kvviz run` on a small prefix-cache scenario and through
+`kvviz replay --prefix`, with the same counts; a mechanism refuses a policy whose facts it
+cannot give, by name."""
+import json
+import re
+import sys
+import types
+
+import pytest
+
+from kvviz.cli import main
+from kvviz.serving import eviction
+from kvviz.serving.eviction import EVICTION_POLICIES
+
+from .conftest import ROOT
+
+MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
+
+
+def readme_example() -> str:
+    """The python block of README.md's "Adding an eviction policy" section."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Adding an eviction policy"):]
+    section = section[:section.index("\n#", 5)]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture
+def mru():
+    """The README's file, as kvviz/serving/eviction/mru.py (its one registration line run:
+    importing it registers it); unregistered afterwards."""
+    name = "kvviz.serving.eviction.mru"
+    mod = types.ModuleType(name)
+    mod.__package__ = "kvviz.serving.eviction"
+    sys.modules[name] = mod
+    try:
+        exec(compile(readme_example(), "README.md: kvviz/serving/eviction/mru.py", "exec"), mod.__dict__)
+        assert EVICTION_POLICIES["mru"] is mod.Mru
+        yield mod.Mru
+    finally:
+        EVICTION_POLICIES.pop("mru", None)
+        sys.modules.pop(name, None)
+
+
+def test_the_readme_shows_the_registration_line():
+    text = (ROOT / "README.md").read_text()
+    assert "from . import mru  # noqa: E402,F401" in text
+    init = (ROOT / "kvviz" / "serving" / "eviction" / "__init__.py").read_text()
+    for name in EVICTION_POLICIES:  # every shipped policy is registered by such a line
+        assert f"from . import {name}  # noqa: E402,F401" in init
+
+
+def test_a_toy_policy_runs_through_kvviz_run_and_replay_prefix(mru, tmp_path, capsys):
+    head = tmp_path / "head.jsonl"
+    head.write_text("".join(MOONCAKE.read_text().splitlines(keepends=True)[:300]))
+    caps = [40, 400]
+    code = main(["replay", str(head), "--prefix", "--unit", "blocks", "--policy", "mru,lru",
+                 "--capacities", ",".join(map(str, caps)), "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    rows = {(r["policy"], r["capacity"]): r for r in json.loads(out)}
+    assert {p for p, _ in rows} == {"mru", "lru"}
+    for cap in caps:
+        sc = tmp_path / f"s{cap}.toml"
+        sc.write_text(f'kind = "prefix_cache"\nname = "toy policy"\npolicies = ["mru", "lru"]\n'
+                      f'[workload]\ntrace_file = "{head}"\n'
+                      f'[[tiers]]\nname = "hbm"\ncapacity_blocks = {cap}\n'
+                      f'[cache]\npartial_block = true\n')
+        assert main(["run", str(sc), "--json"]) == 0
+        m = json.loads(capsys.readouterr().out)["metrics"]
+        for p in ("mru", "lru"):  # the two interfaces agree, the toy as every shipped policy
+            assert m["policies"][p]["tiers"]["hbm"]["hit_blocks"] == rows[(p, cap)]["hit_blocks"], (p, cap)
+    # MRU keeps the old blocks LRU lets go: a different policy, really run
+    assert rows[("mru", 40)]["hit_blocks"] != rows[("lru", 40)]["hit_blocks"]
+    assert main(["replay", "--prefix", "--unit", "blocks", "--list-policies"]) == 0
+    assert "evicts the block used most recently" in capsys.readouterr().out
+
+
+def test_the_toy_policy_runs_in_the_object_replay(mru):
+    from kvviz.replay import kernels
+    # 1 2 3 1 with room for two: MRU evicts the newest, 3 itself (inserted, then the victim), so 1 hits
+    assert kernels.run("mru", [1, 2, 3, 1], [1, 1, 1, 1], 2) == (3, 3)
+    assert kernels.run("lru", [1, 2, 3, 1], [1, 1, 1, 1], 2) == (4, 4)
+
+
+def test_a_policy_needing_a_fact_the_caller_cannot_give_is_refused_by_name():
+    from kvviz.replay import kernels
+    with pytest.raises(eviction.PolicyRefused, match="'leaf_lru' needs parent, which the object replay cannot give"):
+        kernels.run("leaf_lru", [1, 2], [1, 1], 1)
+    assert "leaf_lru" not in kernels.DESCRIPTIONS
+    with pytest.raises(eviction.PolicyRefused, match="unknown eviction policy 'nope'"):
+        eviction.make("nope")
