@@ -54,6 +54,9 @@ def _nested(view: pg.GraphicsView, k: int, x: int, y: int) -> str:
     """One plot's scene as a nested <svg> at (x, y), its ids prefixed `p{k}-`."""
     xml = pg.exporters.SVGExporter(view.scene()).export(toBytes=True).decode("utf-8")
     xml = cut_to_clips(flatten_transforms(xml))  # pixels, not data coordinates: any renderer draws the same
+    # one element a line, unindented: an occupancy grid's thousands of rectangles (and those cut
+    # away above) left a megabyte of indentation and blank lines
+    xml = re.sub(r">\s+<", ">\n<", xml)
     xml = re.sub(r'\bid="([^"]+)"', lambda m: f'id="p{k}-{m.group(1)}"', xml)
     xml = re.sub(r'url\(#([^)]+)\)', lambda m: f'url(#p{k}-{m.group(1)})', xml)
     body = xml[xml.index(">", xml.index("<svg")) + 1:xml.rindex("</svg>")]

@@ -26,6 +26,7 @@ from ._common import caption_label, hover_point, info_label, no_si_prefix, show_
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 from .iso_lines import iso_segments, nice_levels
 from .streamed_grid import StreamedGrid
+from .vector_image import vector_colour_bar
 
 STEPS = 6        # default values per axis: the working set / 2^5 … the working set
 # a policy's metrics offered (policies.<p>.<name>; per tier: policies.<p>.tiers.<t>.<name>)
@@ -321,7 +322,7 @@ class CapacitySurfaceView(QWidget):
         pi.getAxis("bottom").setTicks([thinned_ticks([_tick(v) for v in b.values], room_x, MIN_TICK_GAP_PX)])
         pi.getAxis("left").setTicks([thinned_ticks([_tick(v) for v in a.values], room_y, MIN_TICK_GAP_PY)])
         if self.bar is None:
-            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False)
+            self.bar = vector_colour_bar(values=levels, colorMap=cmap, interactive=False)
             no_si_prefix(self.bar.axis)  # a hit rate read "(x0.001)" 200…650
             pi.layout.addItem(self.bar, 2, 5)
             pi.layout.setColumnFixedWidth(4, 5)

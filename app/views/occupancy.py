@@ -1,6 +1,6 @@
 """Occupancy grid: which item (token position, session, Engram row…) lives in which slot, when.
 
-One ImageItem: rows are slots (or blocks of slots when there are more than MAX_ROWS), columns
+One image (VectorImageItem: a bitmap on screen, merged rectangles in an exported SVG): rows are slots (or blocks of slots when there are more than MAX_ROWS), columns
 are time bins (at most MAX_COLS over the shown range), a cell's colour is the item resident
 for the longest part of its bin (empty only when nothing is resident in it at all). The grid
 is built with numpy from the residency array — no Python loop over cells or records — and
@@ -37,6 +37,7 @@ from .time_range import SharedTimeRange
 from .time_units import show_format, view_format
 from .timeline_details import TimeFormat
 from .timeline_items import GridAxis
+from .vector_image import VectorImageItem
 
 MAX_COLS = 2000   # time bins over the range a grid is built for
 MAX_ROWS = 1024   # rows; more slots than this are grouped into equal blocks of slots
@@ -263,7 +264,7 @@ class OccupancyView(QWidget):
         style_plot(pi, left="slot", bottom="time (µs)", grid=(False, False))
         pi.invertY(True)  # slot 0 on top, as in a table
         pi.setMouseEnabled(x=True, y=True)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = VectorImageItem(axisOrder="row-major")  # a bitmap on screen, rectangles in an SVG
         pi.addItem(self.image)
         # thin white lines between slot rows, when rows are tall enough to tell apart
         self.separators = pg.PlotCurveItem(pen=pg.mkPen("w", width=1), connect="pairs")

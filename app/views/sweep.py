@@ -34,6 +34,7 @@ from ..run_on import RunOn
 from ._common import hover_point, info_label, nearest_point, show_hover, style_plot
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 from .streamed_grid import StreamedGrid
+from .vector_image import vector_colour_bar
 
 MAX_CELL_TEXT = 400  # write values into heat-map cells only for grids this small
 
@@ -370,7 +371,7 @@ class SweepView(QWidget):
                     t.setPos(j, i)
                     pi.addItem(t)
         if self.bar is None:
-            self.bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False)
+            self.bar = vector_colour_bar(values=levels, colorMap=cmap, interactive=False)
             pi.layout.addItem(self.bar, 2, 5)  # right of the plot, as setImageItem(insert_in=) puts it
             pi.layout.setColumnFixedWidth(4, 5)
         self.bar.setColorMap(cmap)
