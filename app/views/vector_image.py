@@ -55,14 +55,20 @@ def _qcolor(word: int) -> QColor:
     return QColor(int(r), int(g), int(b), int(a))
 
 
-def paint_cells_as_rects(p: QPainter, cells: np.ndarray, target: QRectF) -> int:
+def paint_cells_as_rects(p: QPainter, cells: np.ndarray, target: QRectF, layered: bool = False) -> int:
     """Paint `cells` ((h, w) RGBA words, as rgba_cells) into `target` as rectangles: one of
-    the colour covering most cells, then one per run of any other colour. Returns how many."""
+    the colour covering most cells, then one per run of any other colour, grouped by colour (one
+    fill each in the SVG). Returns how many. `layered`, for a smooth gradient (every cell its
+    own colour, so nothing to group): one per run in reading order, each reaching to the end of
+    its row and to the bottom, so the next ones overlap it and no renderer shows a hairline seam
+    of background between two neighbours."""
     h, w = cells.shape
     if not cells.size:
         return 0
     sx, sy = target.width() / w, target.height() / h
     r, c0, c1, v = colour_runs(cells)
+    if layered:
+        return _paint_layered(p, r, c0, v, target, sx, sy)
     colours, inverse = np.unique(v, return_inverse=True)
     area = np.bincount(inverse, weights=c1 - c0)
     base = int(np.argmax(area))
@@ -91,6 +97,19 @@ def paint_cells_as_rects(p: QPainter, cells: np.ndarray, target: QRectF) -> int:
     return n
 
 
+def _paint_layered(p: QPainter, r, c0, v, target: QRectF, sx: float, sy: float) -> int:
+    p.save()
+    try:
+        p.setPen(Qt.PenStyle.NoPen)
+        for row, col, word in zip(r, c0, v):
+            p.setBrush(_qcolor(int(word)))
+            p.drawRect(QRectF(target.left() + float(col) * sx, target.top() + float(row) * sy,
+                              target.width() - float(col) * sx, target.height() - float(row) * sy))
+    finally:
+        p.restore()
+    return len(r)
+
+
 class VectorImageItem(pg.ImageItem):
     """An ImageItem that paints itself as merged rectangles into an SVG (see the module)."""
 
@@ -106,13 +125,14 @@ class VectorImageItem(pg.ImageItem):
 
 
 class VectorPixmapItem(QGraphicsPixmapItem):
-    """A QGraphicsPixmapItem that paints itself as merged rectangles into an SVG."""
+    """A QGraphicsPixmapItem that paints itself as rectangles into an SVG (a colour bar's
+    gradient: layered, see paint_cells_as_rects)."""
 
     def paint(self, p: QPainter, *args):
         pm = self.pixmap()
         if not to_svg(p) or pm.isNull():
             return super().paint(p, *args)
-        paint_cells_as_rects(p, rgba_cells(pm.toImage()), QRectF(self.offset(), pm.size().toSizeF()))
+        paint_cells_as_rects(p, rgba_cells(pm.toImage()), QRectF(self.offset(), pm.size().toSizeF()), layered=True)
         return None
 
 
