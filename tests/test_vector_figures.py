@@ -100,7 +100,7 @@ def test_sweep_heat_map_and_colour_bar_export_as_rectangles(qtbot):
     # row i (first axis) drawn at y = i, the plot upright: the bottom row in the SVG is row 0
     by_pos = sorted(cells, key=lambda r: (-r[1], r[0]))  # bottom row first, left to right
     heat = next(i for i in v.plot.getPlotItem().items if type(i).__name__ == "HeatCells")
-    for (x, y, w, h, fill), (i, j) in zip(by_pos, [(i, j) for i in range(2) for j in range(3)]):
+    for (*_, fill), (i, j) in zip(by_pos, [(i, j) for i in range(2) for j in range(3)]):
         assert fill.lower() == heat.colours[i][j].name()
     assert by_pos[0][4].lower() != by_pos[-1][4].lower()  # low and high ends differ
     # the colour bar: its 256 steps as rectangles, from the colour of the lowest cell (bottom) to
