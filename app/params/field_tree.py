@@ -36,6 +36,11 @@ from .values import (
 LABEL_MAX_CHARS = 18  # a label's width cap, in characters of the label font (the longest names before 2026-12)
 
 
+# A scenario's checks and claims (ScenarioBase's fields): read less often than its parameters, so
+# after them, and a fresh file opens with their groups folded away.
+CHECK_FIELDS = ("expect", "claim", "claim_conditions", "robustness")
+
+
 class FieldTree(QWidget):
     """The generated form and the data it edits; see the module docstring of panel.py."""
 
@@ -90,7 +95,8 @@ class FieldTree(QWidget):
     # --- building ----------------------------------------------------------------------
     def _rebuild(self, keep_state: bool):
         # a fresh file opens with its checks folded away: they are read less often than the parameters
-        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else {("expect",), ("claim",)}
+        collapsed = {p for p, g in self._groups.items() if not g.coll.isExpanded()} if keep_state else \
+            {("expect",), ("claim",), ("robustness",)}  # tables; claim_conditions is one line
         scroll = self._scroll.verticalScrollBar().value() if keep_state else 0
         self._fields.clear()
         self._groups.clear()
@@ -149,8 +155,8 @@ class FieldTree(QWidget):
         return g
 
     def _populate(self, model, prefix: tuple, inherited: dict | None, form: QFormLayout, add_block, chain):
-        # the [[expect]] checks and [[claim]] rows (base fields, so first in the model) go after the parameters
-        for name, info in sorted(model.model_fields.items(), key=lambda kv: kv[0] in ("expect", "claim")):
+        # the [[expect]] checks and the claims' tables (base fields, so first in the model) go after the parameters
+        for name, info in sorted(model.model_fields.items(), key=lambda kv: kv[0] in CHECK_FIELDS):
             if name == "kind":
                 continue
             spec = field_spec(name, info)
@@ -181,10 +187,14 @@ class FieldTree(QWidget):
             else:
                 if spec.kind in ("int", "float") and not _spin_can_show(value if value is not _MISSING else default):
                     spec = replace(spec, kind="toml")  # e.g. a string in the file: show it as text
-                f = _Field(spec, path, default, chain, self._commit, self._local_error)
-                label = self._label(name, f.tip, len(chain), f.editor.sizeHint().height() + 4)
+                here, rows = chain, form
+                if name in CHECK_FIELDS:  # a scalar of the claims (claim_conditions): in its own group, after
+                    g = self._group(name, path, spec.description, chain, add_block)
+                    here, rows = chain + [g], g.form
+                f = _Field(spec, path, default, here, self._commit, self._local_error)
+                label = self._label(name, f.tip, len(here), f.editor.sizeHint().height() + 4)
                 label.setBuddy(f.editor)
-                form.addRow(label, f.box)
+                rows.addRow(label, f.box)
                 self._fields[path] = f
                 f.show(value)
 
