@@ -36,6 +36,7 @@ from .export_menu import ExportMenu
 from .files import ScenarioFiles
 from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
+from .shortcuts import shortcuts_dialog
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 FIRST_PAINT_WAIT_MS = 2000  # a shown window's first run waits this long at most for its first paint
@@ -184,6 +185,13 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.act_whole_run = v.addAction("Show the &Whole Run", self._show_whole_run)
         self.act_whole_run.setShortcut(QKeySequence("Home"))
         self.act_reset_layout = v.addAction("&Reset Layout", self.reset_layout)
+        v.addSeparator()
+        self.act_find = v.addAction("&Find in the Timeline", self.find_in_timeline)
+        self.act_find.setShortcut(QKeySequence.Find)  # Ctrl+F
+        self.act_find.setShortcutContext(Qt.WindowShortcut)
+        h = self.menuBar().addMenu("&Help")
+        self.act_shortcuts = h.addAction("&Keyboard Shortcuts…", self.show_shortcuts)
+        self.shortcuts_dialog = None
         self._fill_recent()
 
     def _build_status(self):
@@ -419,6 +427,19 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         shown = self.current_tab().widget
         if shown is not self.time_view and hasattr(shown, "show_whole_run"):
             shown.show_whole_run()
+
+    def find_in_timeline(self):
+        """Ctrl+F: the Timeline tab in front, its search box with the focus."""
+        self.tabs.setCurrentWidget(self.time_view)
+        self._refresh_visible()
+        self.time_view.focus_search()
+
+    def show_shortcuts(self):
+        """Help → Keyboard Shortcuts…: a small dialog beside the window (it may stay open)."""
+        if self.shortcuts_dialog is None:
+            self.shortcuts_dialog = shortcuts_dialog(self)
+        self.shortcuts_dialog.show()
+        self.shortcuts_dialog.raise_()
 
     def reset_layout(self):
         """Docks back in their areas at their first widths, shown; the layout saved in the

@@ -29,6 +29,7 @@ from .time_units import show_format, view_format
 from .timeline_details import CursorText, TimeFormat, TimelineViewBox
 from .timeline_instrument import Instrument
 from .timeline_items import BAR, MAX_LABELLED, GridAxis, LaneAxis, SpanLayer
+from .timeline_keys import Keys
 from .timeline_query import Event, mark_at, who
 
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
@@ -42,7 +43,7 @@ MARK_PX = 6  # a mark is under the mouse within this many pixels of it
 MARK_ON_BAR = -BAR / 2 - 0.08  # a mark's row offset on a lane with bars: on the bar's top edge
 
 
-class TimelineView(Instrument, QWidget):
+class TimelineView(Keys, Instrument, QWidget):
     """The Gantt timeline. `set_result` replaces what is shown; it never simulates.
     `instrument=True` (the Timeline tab) adds the details pane and, unless `search=False`
     (Compare's), the search row."""
@@ -89,6 +90,7 @@ class TimelineView(Instrument, QWidget):
         self._thin.timeout.connect(self._thin_marks)
         self.viewbox.sigXRangeChanged.connect(lambda *_: self._thin.start())
         self.build_instrument(instrument, search)
+        self.build_keys()
 
     def waiting(self, lines: list[str]) -> None:
         """Before the first run has arrived: the empty plot, its time axis labelled, says what is
@@ -127,11 +129,8 @@ class TimelineView(Instrument, QWidget):
             self.lane_axis.fit(self.plot.width() or ev.size().width())
 
     def keyPressEvent(self, ev):  # noqa: N802 (Qt's name)
-        if ev.key() == Qt.Key_Escape:  # clear what was selected and measured
-            self.cursor_b.hide()
-            self.close_details()
-            return
-        super().keyPressEvent(ev)
+        if not self.handle_key(ev):  # W/S zoom, A/D pan, Escape clears (timeline_keys.py)
+            super().keyPressEvent(ev)
 
     def _thin_marks(self, *_):
         """Instants in view, one per lane and pixel column (as spans merge when zoomed out):

@@ -60,15 +60,15 @@ class Instrument:
             stack_vertically(self.legend, self.plot, self.info, stretch=self.plot, into=self)
             return
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Find: job 12, turn 3, pos 7, layer 4, or text")
+        self.search.setPlaceholderText("Find (Ctrl+F): job 12, turn 3, pos 7, layer 4, or text")
         self.search.setClearButtonEnabled(True)
-        self.search.returnPressed.connect(lambda: self.find_next(+1))
+        # Enter / Shift+Enter: timeline_keys (returnPressed does not tell them apart)
         self.search.textChanged.connect(lambda _: self._forget_matches())
         prev, nxt = QToolButton(), QToolButton()
         prev.setText("◀")
         nxt.setText("▶")
-        prev.setToolTip("Previous match")
         nxt.setToolTip("Next match (Enter)")
+        prev.setToolTip("Previous match (Shift+Enter)")
         prev.clicked.connect(lambda: self.find_next(-1))
         nxt.clicked.connect(lambda: self.find_next(+1))
         self.match_label = QLabel("")
@@ -323,7 +323,8 @@ class Instrument:
             self.match_label.setText(f"{self.match_i + 1:,} of {len(self.matches):,}")
 
     def jump_to(self, ev: Event) -> None:
-        """Bring `ev` into view (kept zoom if it fits, else zoomed to it with a margin), select it."""
+        """Bring `ev` into view (kept zoom if it fits, else zoomed to it with a margin), select it
+        and put the time cursor on its start."""
         tr = self.result.trace
         a, b = ev.start(tr) / self.scale, ev.end(tr) / self.scale
         (lo, hi), _ = self.viewbox.viewRange()
@@ -334,4 +335,5 @@ class Instrument:
             width = min(width, self._end / 20)  # a mark: close enough to tell its neighbours apart
         mid = (a + b) / 2
         self.viewbox.setXRange(mid - width / 2, mid + width / 2, padding=0)
+        self.place_cursor(ev.start(tr), snap=False)
         self.select(ev)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt.internals import PrimitiveArray
-from PySide6.QtCore import QRect, QRectF, Qt
+from PySide6.QtCore import QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPaintEngine, QPainter, QPen, QPixmap, QTransform
 
 from kvviz.export.axis import tick_decimals
@@ -114,11 +114,25 @@ class GridAxis(pg.AxisItem):
     repaint, the tiled row takes ~0.1 ms. The pixels are the same: an aliased cosmetic line
     at device x covers column floor(x) and rows floor(y0)..floor(y1)."""
 
+    clicked = Signal(float)  # a left click on the ruler, at this x (data units)
+
     def __init__(self, orientation: str = "bottom"):
         super().__init__(orientation)
         self._grid = []  # (pen, p1, p2) of the grid lines left out of pyqtgraph's cached picture
         self._tile = None  # (columns, row pixmap) of the last paint
         self.origin = 0.0  # data value that reads 0 (a relative origin: t = 0 at the cursor)
+
+    def mouseClickEvent(self, ev):  # noqa: N802 (pyqtgraph's name)
+        """A plain left click on the ruler says where (the timeline places its cursor there);
+        anything else goes to the view, as pyqtgraph's axis does (a right click: its menu). With
+        the grid on, the axis's bounds take in the plot: a click there is not on the ruler."""
+        lv = self.linkedView()
+        on_ruler = self.mapRectFromParent(self.geometry()).contains(ev.pos())
+        if lv is not None and on_ruler and ev.button() == Qt.LeftButton and not ev.modifiers() and not ev.double():
+            ev.accept()
+            self.clicked.emit(lv.mapSceneToView(ev.scenePos()).x())
+            return
+        super().mouseClickEvent(ev)
 
     def set_origin(self, origin: float) -> None:
         self.origin = origin
