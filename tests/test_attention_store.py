@@ -138,6 +138,21 @@ def test_decoupled_truncation_keeps_hitting_after_overflow(tmp_path):
         assert (p["hits"], p["overflow_jobs"], p["overflow_hit_rate"]) == (hits, 1, over_hit), mode
 
 
+def test_overflow_sessions_history_shares_and_dram_fill(tmp_path):
+    # A: six turns of 60 in + 4 out, 256-token window: its fifth turn overflows (256 + 64 > 256) and
+    # keeps 256·0.5 − 64 = 64 tokens; B: one turn, never. Kept history per turn of A: 0, 64, 128,
+    # 192, 64, 128, against 60 new input tokens each.
+    turns = [("A", t) for t in range(6)] + [("B", 10)]
+    sc = tiny(tmp_path, turns, policies=["recompute"], trace_policy="recompute")
+    m = simulate(sc).metrics_dict()
+    assert m["overflow_session_share"] == pytest.approx(1 / 2)
+    w = m["workload"]
+    assert w["history_share"] == pytest.approx(576 / (576 + 5 * 60), rel=1e-5)
+    assert (w["history_share_max"], w["history_share_max_turn"]) == (pytest.approx(192 / 252, rel=1e-5), 4)
+    s = m["sizing"]
+    assert s["dram_fill_s"] == pytest.approx(sc.hardware.dram_gb / s["kv_fill_gbps"], rel=1e-5)
+
+
 def test_compare_truncation_reports_both_modes(tmp_path):
     turns = [("A", t) for t in range(6)]
     sc = tiny(tmp_path, turns, policies=["lru"], trace_policy="lru", serving__compare_truncation=True)

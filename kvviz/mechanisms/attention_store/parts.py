@@ -144,6 +144,12 @@ def _workload(sc, prep: Prepared) -> dict:
         "turns": len(wl),
         "multi_turn_share": float((wl.turn == 1).sum() / first) if first else 0.0,
         "overflow_turn_share": float(prep.overflow.mean()) if len(wl) else 0.0,
+        # The share of conversations (sessions) of which some turn overflows the context window
+        # (model.context_window; a turn's capped input + reply on top of its kept history), the
+        # paper's §2.4 "47% (OPT, 2K) / 30% (LLaMA-2, 4K) of sessions overflow". Closed form on the
+        # generated workload's token counts and the window: a property of the input, not of serving.
+        "overflow_session_share": (float(np.unique(wl.conv[prep.overflow]).size / np.unique(wl.conv).size)
+                                   if len(wl) else 0.0),
         "arrivals": arrivals,
         "workload": workload_figures(prep, sc.serving.truncation == "coupled"),
         "gpu": {
@@ -184,7 +190,8 @@ def combine(sc, outputs: dict) -> Result | None:
     metrics = {
         "trace_policy": sc.trace_policy,
         "truncation_mode": mode,
-        **{k: w[k] for k in ("conversations", "turns", "multi_turn_share", "overflow_turn_share", "arrivals")},
+        **{k: w[k] for k in ("conversations", "turns", "multi_turn_share", "overflow_turn_share",
+                                  "overflow_session_share", "arrivals")},
         "policies": per_policy,
         "workload": w["workload"],
         "gpu": w["gpu"],

@@ -56,6 +56,37 @@ def distinct_between(conv_in_order: np.ndarray, left: np.ndarray, right: np.ndar
     return _distinct_between(conv_in_order, pairs) if pairs else np.zeros(0, dtype=np.int64)
 
 
+REACHED = 0.01  # history_share_max reads a turn number only if this share of the conversations reach it
+
+
+def history_shares(prep) -> dict:
+    """The paper's Figure 4(a) (seed 003: "historical tokens are > 99% of a later turn's tokens"):
+    for each turn number after the first, the mean history tokens (kept in the context after
+    truncation: what recompute prefills again and a cache hit loads) over the mean history plus
+    the mean new input tokens (capped as the engine takes them). `history_share`: the same over
+    all turns with a previous one, pooled; `history_share_max`: the largest per-turn-number share
+    among the turn numbers that at least REACHED of the conversations reach (a turn number held by
+    a handful of conversations would decide it by chance), and `history_share_max_turn` its turn
+    number (1 = the first). Closed form on the generated workload's token counts and the context
+    window: a property of the input, not of serving."""
+    wl = prep.wl
+    later = wl.turn > 0
+    if not later.any():
+        return {"history_share": None, "history_share_max": None, "history_share_max_turn": None}
+    keep, inn = prep.keep.astype(np.float64), prep.inn.astype(np.float64)
+    n_turn = np.bincount(wl.turn)
+    hist_sum, new_sum = np.bincount(wl.turn, weights=keep), np.bincount(wl.turn, weights=inn)
+    reached = np.flatnonzero((n_turn >= REACHED * np.unique(wl.conv).size) & (np.arange(len(n_turn)) > 0))
+    best = None
+    if len(reached):
+        share = hist_sum[reached] / (hist_sum[reached] + new_sum[reached])
+        i = int(np.argmax(share))
+        best = (float(share[i]), int(reached[i]) + 1)
+    return {"history_share": float(keep[later].sum() / (keep[later].sum() + inn[later].sum())),
+            "history_share_max": best[0] if best else None,
+            "history_share_max_turn": best[1] if best else None}
+
+
 def workload_figures(prep, coupled: bool) -> dict:
     wl = prep.wl
     n = len(wl)
@@ -89,4 +120,5 @@ def workload_figures(prep, coupled: bool) -> dict:
         "reuse_distance_sessions_p90": float(np.percentile(dist, 90)) if len(dist) else None,
         # Unlimited capacity: every turn with history hits unless coupled truncation voids it.
         "hit_rate_ceiling": float(reusable.sum() / with_hist.sum()) if with_hist.any() else None,
+        **history_shares(prep),
     }
