@@ -56,7 +56,7 @@ def test_operating_point_tab_runs_shows_each_models_figure_and_the_librarys_numb
     assert view.table.item(1, 1).background().color().name().upper() == "#F3D0D0"
     gpu = view.models[PRESETS.index("llama-70b")].points[1].values[GPU]
     assert view.table.item(1, 7).text().startswith(f"{gpu:.3g} (")
-    assert view.conclusion.text().startswith("llama-70b: ")
+    assert view.note.text().startswith("llama-70b: ")
     header, rows = tab.data_rows()
     assert header[0] == "model" and len(rows) == 8
     # the CLI equivalent (of the file as saved: the edits are said not to be in it)

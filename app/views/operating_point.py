@@ -89,9 +89,6 @@ class OperatingPointView(QWidget):
         self.copy_btn = QPushButton("Copy command")
         self.copy_btn.setToolTip("the kvviz line that computes these figures and writes one SVG per model")
         self.copy_btn.clicked.connect(self.copy_command)
-        self.conclusion = QLabel()
-        self.conclusion.setWordWrap(True)
-        self.conclusion.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.svg = QSvgWidget()
         self.svg.renderer().setAspectRatioMode(Qt.KeepAspectRatio)
         self.svg.setMinimumHeight(160)
@@ -110,16 +107,18 @@ class OperatingPointView(QWidget):
         top.addWidget(QLabel("model"))
         top.addWidget(self.model_box)
         top.addWidget(self.copy_btn)
-        top.addWidget(self.status, 1)
+        top.addStretch(1)
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.svg)
         split.addWidget(self.table)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
+        split.setSizes([600, 150])  # the figure first: the table scrolls
         lay = QVBoxLayout(self)
-        lay.addWidget(self.note)
         lay.addLayout(top)
-        lay.addWidget(self.conclusion)
+        lay.addWidget(self.status)  # its own row: progress, the outcome and errors always have room
+        # before a run what Run does; after it the chosen model's conclusion (the figure's first line)
+        lay.addWidget(self.note)
         lay.addWidget(split, 1)
 
         self.data: dict = {}
@@ -127,6 +126,7 @@ class OperatingPointView(QWidget):
         self.edited = False  # the scenario differs from its file: the command runs the file as saved
         self.models: list = []  # ModelPoints of the last run
         self.svgs: dict[str, str] = {}  # preset -> the SVG shown (figure_svg's text)
+        self.intro = ""
         self._set_models([])
 
     @property
@@ -145,13 +145,13 @@ class OperatingPointView(QWidget):
         self._set_models(presets)
         self.svg.load(b"")
         self.table.setRowCount(0)
-        self.conclusion.setText("")
         self.jobs.run_btn.setEnabled(bool(presets))
-        self.note.setText(
+        self.intro = (
             f"{len(presets)} models with the paper's TTFT cut, prefill and GPU-time speedups ({', '.join(presets)}): "
             "Run computes each against the load, from λ = 0.25 turns/s to flat out, one run per model and load "
             "(kvviz operating-point). Red λ: recompute's queue grows (no operating point there)."
             if presets else "No [[claim]] rows on the TTFT cut, prefill or GPU-time speedup with only a model.preset")
+        self.note.setText(self.intro)
         self.status.setText(" ")
 
     def _set_models(self, presets):
@@ -206,7 +206,7 @@ class OperatingPointView(QWidget):
             return
         self.svg.load(self.svgs[mp.preset].encode())
         self.svg.renderer().setAspectRatioMode(Qt.KeepAspectRatio)  # a new document resets it
-        self.conclusion.setText(f"{mp.preset}: {conclusion(mp)}")
+        self.note.setText(f"{mp.preset}: {conclusion(mp)}")
         self.table.setRowCount(len(mp.points))
         for r, p in enumerate(mp.points):
             texts = self._cells(p)
