@@ -196,11 +196,17 @@ def evaluate(file: str, sets: tuple[str, ...] = (), rates=(*RATES, SATURATED), m
              progress=None) -> list[ModelPoints]:
     """Each model's headline rows at every load (one run per model and load; `sets`: overrides of
     every run, e.g. a reduced workload)."""
+    from .scenario_data import read_toml
+    return evaluate_data(read_toml(file), file, sets, rates, models, progress)
+
+
+def evaluate_data(data: dict, file: str, sets: tuple[str, ...] = (), rates=(*RATES, SATURATED), models=None,
+                  progress=None) -> list[ModelPoints]:
+    """`evaluate` on a scenario's data as read (or as edited in the app); `file` names it in errors."""
     from .executor import map_indexed
     from .loading import parse_scenario
-    from .scenario_data import apply_override, read_toml
+    from .scenario_data import apply_override
 
-    data = read_toml(file)
     for o in sets:
         data = apply_override(data, o, f"{file}: --set")
     scenario = parse_scenario(data, file)
@@ -231,6 +237,26 @@ def evaluate(file: str, sets: tuple[str, ...] = (), rates=(*RATES, SATURATED), m
             _fill(p, mp.claims, next(it))
         mp.bound = prefill_share_bound(data, file, point_overrides(mp.preset, SATURATED))
     return out
+
+
+def command_line(file: str, models=(), sets=(), svg_dir: str | None = None) -> str:
+    """The `kvviz operating-point` line that computes these figures (a bundled scenario by its name)."""
+    import shlex
+
+    from .bundled import scenarios_dir
+    path = Path(file)
+    try:
+        bundled = path.resolve().parent == scenarios_dir().resolve() and path.suffix == ".toml"
+    except OSError:
+        bundled = False
+    parts = ["kvviz", "operating-point", path.stem if bundled else file]
+    for s in sets:
+        parts += ["--set", s]
+    for m in models:
+        parts += ["--model", m]
+    if svg_dir:
+        parts += ["--svg-dir", svg_dir]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 # --- text, Markdown, SVG ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from .claims import ClaimsTab
 from .compare import CompareTab
 from .counters import CountersTab
 from .occupancy import OccupancyTab
+from .operating_point import OperatingPointTab
 from .replay import ReplayTab
 from .rope_bound import RopeBoundTab
 from .sweep import SweepTab
@@ -23,6 +24,7 @@ TABS: list[type[Tab]] = [
     SweepTab,
     ReplayTab,
     ClaimsTab,
+    OperatingPointTab,
 ]
 
 
