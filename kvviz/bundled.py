@@ -44,3 +44,13 @@ def resolve_scenario(file: str) -> str:
         if os.path.exists(bundled):
             return str(bundled)
     return file
+
+
+def scenario_arg(file: str) -> str:
+    """How a command line names `file`: a bundled scenario by its name, any other by its path."""
+    path = Path(file)
+    try:
+        bundled = path.resolve().parent == scenarios_dir().resolve() and path.suffix == ".toml"
+    except OSError:
+        bundled = False
+    return path.stem if bundled else file

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .claim_tolerance import TOLERANCE, band
@@ -359,13 +358,8 @@ def command(c, file: str) -> str:
     """The one line that prints the row's model value as the table shows it (kvviz run --metric)."""
     if c.metric is None:
         return ""
-    from .bundled import scenarios_dir
-    path = Path(file)
-    try:
-        bundled = path.resolve().parent == scenarios_dir().resolve() and path.suffix == ".toml"
-    except OSError:
-        bundled = False
-    parts = ["kvviz", "run", path.stem if bundled else file]
+    from .bundled import scenario_arg
+    parts = ["kvviz", "run", scenario_arg(file)]
     for s in c.set:
         parts += ["--set", s]
     parts += ["--metric", c.metric]

@@ -243,13 +243,8 @@ def command_line(file: str, models=(), sets=(), svg_dir: str | None = None) -> s
     """The `kvviz operating-point` line that computes these figures (a bundled scenario by its name)."""
     import shlex
 
-    from .bundled import scenarios_dir
-    path = Path(file)
-    try:
-        bundled = path.resolve().parent == scenarios_dir().resolve() and path.suffix == ".toml"
-    except OSError:
-        bundled = False
-    parts = ["kvviz", "operating-point", path.stem if bundled else file]
+    from .bundled import scenario_arg
+    parts = ["kvviz", "operating-point", scenario_arg(file)]
     for s in sets:
         parts += ["--set", s]
     for m in models:

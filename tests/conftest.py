@@ -100,6 +100,18 @@ def shown(qtbot, view, width: int, height: int, result=None, settle_ms: int = 30
     return view
 
 
+def shown_timeline(qtbot, result, size=(1100, 480)):
+    """An instrument timeline (the Timeline tab's view) showing `result`, on screen."""
+    from app.views.timeline import TimelineView
+    tl = TimelineView(instrument=True)
+    qtbot.addWidget(tl)
+    tl.resize(*size)
+    tl.show()
+    tl.set_result(result)
+    qtbot.waitExposed(tl)
+    return tl
+
+
 def park_mouse(qtbot, plot, scene_pos) -> None:
     """Put the mouse over `scene_pos` of a pyqtgraph `plot` and leave it there, the move it made
     delivered (or skip where the platform does not move the cursor): for a view that then

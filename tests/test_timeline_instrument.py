@@ -9,12 +9,11 @@ pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QPointF, Qt  # noqa: E402
 
-from app.views.timeline import TimelineView  # noqa: E402
 from app.views.timeline_query import Event, find, nearest_edge, range_stats  # noqa: E402
 from kvviz.export.axis import tick_decimals  # noqa: E402
 from kvviz.trace import TraceBuilder  # noqa: E402
 
-from .conftest import wait_new_result  # noqa: E402
+from .conftest import shown_timeline, wait_new_result  # noqa: E402
 
 
 class _Result:  # what the timeline reads of a Result
@@ -23,14 +22,7 @@ class _Result:  # what the timeline reads of a Result
         self.scenario = type("Scenario", (), {"kind": "a test's"})()  # no mechanism: plain "time (unit)"
 
 
-def shown(qtbot, result, size=(1100, 480)) -> TimelineView:
-    tl = TimelineView(instrument=True)
-    qtbot.addWidget(tl)
-    tl.resize(*size)
-    tl.show()
-    tl.set_result(result)
-    qtbot.waitExposed(tl)
-    return tl
+shown = shown_timeline  # conftest's: the Timeline tab's view showing a result
 
 
 def scene_at(tl, x_ns, y):

@@ -8,17 +8,9 @@ pytestmark = pytest.mark.gui
 
 from PySide6.QtCore import QPointF, Qt  # noqa: E402
 
-from app.views.timeline import TimelineView  # noqa: E402
+from .conftest import shown_timeline  # noqa: E402
 
-
-def shown(qtbot, result, size=(1100, 480)) -> TimelineView:
-    tl = TimelineView(instrument=True)
-    qtbot.addWidget(tl)
-    tl.resize(*size)
-    tl.show()
-    tl.set_result(result)
-    qtbot.waitExposed(tl)
-    return tl
+shown = shown_timeline  # conftest's: the Timeline tab's view showing a result
 
 
 def x_range(tl):
