@@ -1,6 +1,7 @@
 """Colours per span and instant kind, read from resources/palette.toml (one place for all)."""
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 
@@ -26,9 +27,36 @@ def instant_color(kind: str) -> str:
     return _palette().get("instants", {}).get(kind, _FALLBACK)
 
 
+# The five tiers a colour is defined for (resources/palette.toml [tiers]), top to bottom.
+TIER_KEYS: tuple[str, ...] = ("hbm", "cxl", "dram", "ssd", "remote")
+# Other names the package gives a tier (trace.TIERS, lane groups, the ladder's flash).
+_TIER_ALIASES = {"host": "dram", "flash": "ssd", "nvme": "ssd", "rdma": "remote", "pool": "remote"}
+
+
+def tier_key(name: str) -> str | None:
+    """The tier a name stands for ("DRAM", "host DRAM", "Flash (tier 3)", "dram occupancy",
+    "RDMA" …) as one of TIER_KEYS, or None when it names no tier ("GPU", "PCIe", "links")."""
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    if not words:
+        return None
+    if words[0] == "host" and len(words) > 1 and words[1] == "dram":
+        return "dram"
+    first = words[0]
+    return first if first in TIER_KEYS else _TIER_ALIASES.get(first) if first != "host" else None
+
+
 def tier_color(tier: str) -> str:
-    """A memory tier's colour (hbm, cxl, dram, ssd, remote), wherever a tier is drawn."""
-    return _palette().get("tiers", {}).get(tier, _FALLBACK)
+    """A memory tier's colour (hbm, cxl, dram, ssd, remote, or any name tier_key knows),
+    wherever a tier is drawn: Timeline lanes, Tiers bars, Counters (occupancy), Policies,
+    Ladder and the exported figures all ask here; resources/palette.toml [tiers] is the one
+    place the colours are written."""
+    return _palette().get("tiers", {}).get(tier_key(tier) or tier, _FALLBACK)
+
+
+def tier_color_of(name: str) -> str | None:
+    """The tier colour of a lane group, lane or counter that names a tier, else None."""
+    key = tier_key(name)
+    return tier_color(key) if key is not None else None
 
 
 def instant_legend_name(kind: str, span_kinds) -> str:

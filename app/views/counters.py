@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 from kvviz.export.axis import time_unit
 from kvviz.format import readable_bytes, readable_number
 from kvviz.mechanisms import time_axis_title
+from kvviz.palette import tier_color_of
 from kvviz.result import Result
 
 from ._common import (
@@ -124,6 +125,7 @@ class CountersView(QWidget):
         self.groups: list[list[int]] = []  # counter indices drawn in each plot (one each)
         self.plots: list[pg.PlotItem] = []
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.colours: dict[str, str] = {}  # counter name -> its line's colour
         self.cursors: list[pg.InfiniteLine] = []
         self.unit, self.scale = "µs", 1e3  # data units: the run's, fixed while it is shown
         self.fmt = TimeFormat()  # how times read: from the visible span, as on the timeline
@@ -157,6 +159,7 @@ class CountersView(QWidget):
         self.result = result
         self.layout_widget.clear()
         self.plots, self.curves, self.cursors, self.groups, self.trace = [], {}, [], [], None
+        self.colours: dict[str, str] = {}  # counter name -> its line's colour
         self.info.setText(" ")
         if not len(tr.counters) or not tr.counter_names:
             self.stack.show_note("This run has no counters\n"
@@ -183,11 +186,14 @@ class CountersView(QWidget):
                 x, y = step_xy(c["t"] / self.scale, c["value"] / div, end)
                 pi = pg.PlotItem(axisItems={"bottom": GridAxis()})  # ticks in the view's unit
                 style_plot(pi, left=label)
-                pi.setTitle(tr.counter_names[i], color=LINE_COLOURS[i % len(LINE_COLOURS)], size="9pt",
-                            justify="left")
+                # a tier's counter ("dram occupancy") in the tier's colour (kvviz.palette), as in
+                # every view; any other counter by its place
+                colour = tier_color_of(tr.counter_names[i]) or LINE_COLOURS[i % len(LINE_COLOURS)]
+                self.colours[tr.counter_names[i]] = colour
+                pi.setTitle(tr.counter_names[i], color=colour, size="9pt", justify="left")
                 pi.getAxis("left").setWidth(AXIS_WIDTH)
                 pi.setMouseEnabled(x=True, y=False)
-                curve = pi.plot(x, y, pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.6))
+                curve = pi.plot(x, y, pen=pg.mkPen(colour, width=1.6))
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[tr.counter_names[i]] = curve

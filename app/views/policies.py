@@ -10,14 +10,14 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
 from kvviz.export.colours import series_colour
-from kvviz.palette import span_color
+from kvviz.palette import tier_color
 from kvviz.result import Result
 
 from ._common import TEXT, NoteStack, caption_label, hover_tip, info_label, stack_vertically, style_plot
 
-HBM_COLOUR = span_color("compute")  # kept in HBM: nothing to load
-DRAM_COLOUR = span_color("load")   # served from DRAM: loaded layer by layer over PCIe
-SSD_COLOUR = span_color("fetch")   # served from SSD
+HBM_COLOUR = tier_color("hbm")  # kept in HBM: nothing to load
+DRAM_COLOUR = tier_color("dram")  # served from DRAM: loaded layer by layer over PCIe
+SSD_COLOUR = tier_color("ssd")   # served from SSD
 BASELINE_COLOUR = series_colour("recompute")
 DATA_HEAD = ["policy", "hit_rate", "hbm_hit_rate", "dram_hit_rate", "ssd_hit_rate", "mean_prefill_ms",
              "prefill_speedup_vs_recompute"]

@@ -14,12 +14,13 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.level_of_detail import merge_runs, thin_marks  # noqa: F401  (merge_runs: the timeline's API)
 from kvviz.mechanisms import time_axis_title
-from kvviz.palette import instant_color, instant_legend_name, span_color
+from kvviz.palette import instant_color, instant_legend_name, span_color, tier_color, tier_color_of, tier_key
 from kvviz.result import Result
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS
 
@@ -32,6 +33,7 @@ from .timeline_items import BAR, MAX_LABELLED, GridAxis, LaneAxis, SpanLayer
 from .timeline_keys import Keys
 from .timeline_query import Event, mark_at, who
 
+TIER_BAND_ALPHA = 38  # a tier lane's band: its tier's colour, pale enough for the bars on it
 MIN_ROWS = 6  # rows of vertical space even when a trace has fewer lanes
 CURSOR_STRIP = 0.5  # rows of room under the last lane, for the time cursor's label
 MARKS = {"hit": "●", "miss": "▼", "evict": "■", "issue": "▼", "land": "◆", "arrive": "★", "overflow": "✕"}
@@ -66,6 +68,7 @@ class TimelineView(Keys, Instrument, QWidget):
         self.legend.setStyleSheet("color:#222; padding:4px 8px; background:white;")
         self.info = info_label()  # a long hover line must never widen the window's centre
         self.result: Result | None = None
+        self.lane_tier_colours: dict[str, str] = {}  # lane name -> its tier's colour (kvviz.palette)
         self.pick_hint: tuple[str, str] | None = None  # (lane, what a double-click there does)
         self.layers: list[SpanLayer] = []
         self.unit, self.scale = "µs", 1e3  # data units: the run's, fixed while it is shown
@@ -194,6 +197,22 @@ class TimelineView(Keys, Instrument, QWidget):
         pi.getAxis("left").setTextPen("#222")
         pi.getAxis("left").setPen("#333")
         entries = []
+        # a lane of a tier (its group or name names one: "DRAM", "SSD", a prefix cache's "dram")
+        # sits on a pale band of the tier's colour, the colour every view gives that tier
+        self.lane_tier_colours = {}
+        for i, (name, group) in enumerate(tr.lanes[["name", "group"]].tolist()):
+            colour = tier_color_of(group) or tier_color_of(name)
+            if colour is None:
+                continue
+            self.lane_tier_colours[name] = colour
+            band = QColor(colour)
+            band.setAlpha(TIER_BAND_ALPHA)
+            item = pg.LinearRegionItem((i - 0.5, i + 0.5), orientation="horizontal", movable=False,
+                                       brush=pg.mkBrush(band), pen=pg.mkPen(None))
+            item.setZValue(-100)
+            pi.addItem(item)
+        for key in dict.fromkeys(tier_key(c) for c in tr.lanes["group"].tolist() if tier_key(c)):
+            entries.append(f'<span style="color:{tier_color(key)}; font-size:14px">▬</span>&nbsp;{key.upper()}')
         sp = tr.spans
         for k in np.unique(sp["kind"]):
             s = sp[sp["kind"] == k]

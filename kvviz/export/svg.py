@@ -19,7 +19,7 @@ import numpy as np
 from ..format import printable
 from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
 from ..mechanisms import time_axis_title
-from ..palette import instant_color, instant_legend_name, span_color
+from ..palette import instant_color, instant_legend_name, span_color, tier_color, tier_key
 from ..result import Result
 from ..trace import INSTANT_KINDS, SPAN_KINDS
 from .axis import nice_ticks, tick_labels, time_unit
@@ -39,6 +39,7 @@ CHAR_W = 7.4  # average glyph width at 13 px, for sizing the label column and th
 LABEL_CHAR_W = 6.6  # the same at 11 px, for labels inside bars
 MAX_LABELLED = 400  # write labels inside bars only for figures with this few spans
 LEGEND_ROW = 18  # px between wrapped legend rows
+TIER_BAND_OPACITY = 0.15  # a tier lane's band (the app's timeline: alpha 38/255)
 MAX_TOOLTIPS = 5000  # hover titles per bar only up to this many (they triple the file size)
 
 
@@ -74,14 +75,15 @@ def _bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1) -> list[str]:
 
 
 def _layout(lanes: np.ndarray, lane_h: float, top: float) -> tuple[list, dict, float]:
-    """Rows (group headers and lanes) from the top of the plot; lane index -> y."""
+    """Rows (group headers and lanes, each with the tier it names or None) from the top of the
+    plot; lane index -> y."""
     rows, lane_y, y, last = [], {}, float(top), None
     for i, (name, group) in enumerate(lanes.tolist()):
         if group != last:
-            rows.append(("group", group, y))
+            rows.append(("group", group, y, tier_key(group)))
             y += GROUP_H
             last = group
-        rows.append(("lane", name, y))
+        rows.append(("lane", name, y, tier_key(group) or tier_key(name)))
         lane_y[i] = y
         y += lane_h
     return rows, lane_y, y
@@ -123,9 +125,15 @@ def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | No
            f'height="{_f(plot_bottom - top)}"/></clipPath></defs>']
 
     out.append('<g id="lanes" font-size="13" fill="#333">')
-    for kind, text, ry in rows:
+    for kind, text, ry, tier in rows:
         if kind == "group":
-            out.append(f'<text x="8" y="{_f(ry + 16)}" font-weight="bold" fill="#555">{escape(text)}</text>')
+            fill = tier_color(tier) if tier else "#555"  # a tier's name in its colour, as in every view
+            out.append(f'<text x="8" y="{_f(ry + 16)}" font-weight="bold" fill="{fill}">{escape(text)}</text>')
+        elif tier:  # a tier's lane: a pale band of the tier's colour (kvviz.palette), as in the app
+            out.append(f'<rect class="lane-band tier-band" data-tier="{tier}" x="{left}" y="{_f(ry)}" '
+                       f'width="{plot_w}" height="{_f(lane_h)}" fill="{tier_color(tier)}" '
+                       f'fill-opacity="{TIER_BAND_OPACITY}"/>'
+                       f'<text x="18" y="{_f(ry + lane_h / 2 + 4.5)}">{escape(text)}</text>')
         else:
             out.append(f'<rect class="lane-band" x="{left}" y="{_f(ry)}" width="{plot_w}" height="{_f(lane_h)}" '
                        f'fill="#f5f6f8"/><text x="18" y="{_f(ry + lane_h / 2 + 4.5)}">{escape(text)}</text>')
