@@ -14,7 +14,7 @@ DEB_LIBS := libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontco
 # exported SVG independently of Qt (those tests skip without them).
 TEST_DEB_LIBS := xvfb librsvg2-bin
 
-.PHONY: run test setup native system-libs test-libs bench screenshots clean claims-table operating-point
+.PHONY: run test setup native system-libs test-libs bench screenshots clean operating-point docs
 
 setup: $(STAMP)
 
@@ -67,20 +67,14 @@ test: setup test-libs
 bench: setup
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
 
-# The README's paper-vs-model tables: every bundled scenario's [[claim]] rows, pasted between the
-# <!-- claims:begin NAMES --> / <!-- claims:end --> markers, fragility judged (--robustness; a few minutes:
-# seed 003 runs 19 times, then 48 more under its [[robustness]] alternatives).
-claims-table: setup
-	$(PY) -m kvviz claims --robustness --readme README.md
-
-# The README's operating-point section and its per-model figures (issue 31 item 6; 36 runs, under a minute).
+# The operating-point section of docs/mechanisms/attention-store.md and its per-model figures (36 runs, under a minute).
 operating-point: setup
-	$(PY) -m kvviz operating-point attention_store_sharegpt --svg-dir resources/operating_point --readme README.md
+	$(PY) -m kvviz operating-point attention_store_sharegpt --svg-dir resources/operating_point --readme docs/mechanisms/attention-store.md
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
 
-# README figures, rendered offscreen by the app itself (kvviz-gui --screenshot).
+# The README's and documentation's figures, rendered offscreen by the app itself (kvviz-gui --screenshot).
 SHOT := QT_QPA_PLATFORM=offscreen $(PY) -m app.main
 screenshots: setup
 	$(SHOT) rope_prefetch_16 --screenshot resources/screenshots/rope_prefetch_16.png --size 1280x800
@@ -97,3 +91,14 @@ screenshots: setup
 	$(SHOT) attention_store_sharegpt --view sweep --sweep hardware.ssd_gb=2500,5000,10000,20000 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_ssd_size.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view sweep --sweep workload.arrival_rate_per_s=0.5,1.0,1.5,2.0 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_rate.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view replay --screenshot resources/screenshots/replay.png --size 1280x800
+
+# The documentation site: the generated pages (every scenario field, command, flag and metric; the
+# claims table; one screenshot per tab), then mkdocs in strict mode (a broken link fails) into site/.
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) docs/_gen/generate.py
+	$(PY) -m mkdocs build --strict --quiet

@@ -20,7 +20,8 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")
 
 
-def _parse(argv):
+def build_parser():
+    """kvviz-gui's argument parser (the docs' CLI reference reads it too)."""
     from kvviz.cli_flags import OneLineParser  # a usage error is one line, as the CLI's
 
     from .tabs import view_names  # each tab's name and aliases
@@ -48,7 +49,11 @@ def _parse(argv):
                    help="with --screenshot: show the whole run (View → Show the Whole Run), not where the "
                         "mechanism opens (e.g. AttentionStore's one job)")
     p.add_argument("--out", default="out", help="folder for the headless job (no display)")
-    return p.parse_args(argv)
+    return p
+
+
+def _parse(argv):
+    return build_parser().parse_args(argv)
 
 
 MAX_SIDE = 8192  # a window larger than this is no screenshot (and may not fit in memory)

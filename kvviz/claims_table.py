@@ -17,16 +17,24 @@ from .format import printable
 from .io import read_text
 from .outputs import write_text
 
-HEADS = ("seed", "claim", "paper", "model", "verdict", "basis", "why", "conditions", "command")
+HEADS = ("source", "claim", "paper", "model", "verdict", "basis", "why", "conditions", "command")
 TEXT_HEADS = HEADS[:7]  # the text table's columns; conditions and command go on the lines below each row
 MARKER = re.compile(r"<!-- claims:begin(?P<names>[^>]*?)-->\n(?P<body>.*?)<!-- claims:end -->", re.S)
+
+
+# What a claim's `seed` names, as a reader knows it (a row of another source shows its own name).
+SOURCES = {"000": "RoPE prefetch walkthrough", "001": "Engram note", "003": "CachedAttention (ATC'24)"}
+
+
+def source_name(seed: str) -> str:
+    return SOURCES.get(seed, seed)
 
 
 def cells(row) -> list[str]:
     """The row's cells as the text, Markdown and app tables show them: a scenario's words with
     their control characters escaped (JSON keeps them as written)."""
     from .claims import fmt
-    return [printable(c) for c in (row.seed, row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model),
+    return [printable(c) for c in (source_name(row.seed), row.claim, row.paper_shown or fmt(row.paper), row.shown or fmt(row.model),
                                    row.verdict, row.basis, row.why, "; ".join(row.conditions), row.command)]
 
 

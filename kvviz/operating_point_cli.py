@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
                                                         "saturated is always added")
     c.add_argument("--model", action="append", metavar="PRESET", help="only this model (repeatable)")
     c.add_argument("--svg-dir", metavar="DIR", help="write one figure per model, DIR/<scenario>_<preset>.svg")
-    c.add_argument("--readme", metavar="README.md", help="fill the <!-- operating-point:begin NAME --> block")
+    c.add_argument("--readme", metavar="PAGE.md", help="fill the <!-- operating-point:begin NAME --> block")
     c.add_argument("--json", action="store_true", help="print the points as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     c.set_defaults(fn=cmd_operating_point)

@@ -266,7 +266,7 @@ def test_markdown_and_text_tables(tmp_path, capsys):
     f.write_text(BASE + SMALL_CLAIMS)
     main(["claims", str(f), "--markdown", "--quiet"])
     md = capsys.readouterr().out.splitlines()
-    heads = "| seed | claim | paper | model | verdict | basis | why | conditions | command |"
+    heads = "| source | claim | paper | model | verdict | basis | why | conditions | command |"
     assert md[0] == "**Simulated** (the headline): 2 reproduced, 1 not_expressible. `fragile`: not judged yet."
     assert md[2] == heads and len(md) == 2 + 2 + 3 + 3 + 2 + 1
     assert md[8].startswith("**Consistency checks**") and md[8].endswith(": 0 pass, 1 fail.")
@@ -274,7 +274,7 @@ def test_markdown_and_text_tables(tmp_path, capsys):
     assert f"`kvviz run {f} --metric naive_round_trips`" in md[12]
     main(["claims", str(f), "--quiet"])
     text = capsys.readouterr().out.splitlines()
-    assert text[0].split() == ["seed", "claim", "paper", "model", "verdict", "basis", "why"]
+    assert text[0].split() == ["source", "claim", "paper", "model", "verdict", "basis", "why"]
     assert len(text) == 1 + 4 + 3  # a command line under each row that has a metric
     assert text[2].strip() == f"$ kvviz run {f} --metric speedup"
     assert "11 (not < 11)" not in "\n".join(text) and re.search(r"\d+ \(< 11 − 1\.1\)", text[3])
@@ -289,7 +289,7 @@ def test_readme_blocks_are_filled_by_name(tmp_path):
                       "<!-- claims:begin other -->\nkept\n<!-- claims:end -->\n")
     assert paste(readme, rows) == ["other"]
     out = readme.read_text()
-    assert "old" not in out and f"| 000 | 8.0x | 8 ± 10% | 8 | reproduced | simulated |  |  | `kvviz run {f} --metric " \
+    assert "old" not in out and f"| RoPE prefetch walkthrough | 8.0x | 8 ± 10% | 8 | reproduced | simulated |  |  | `kvviz run {f} --metric " \
         "speedup` |" in out
     assert "<!-- claims:begin other -->\nkept\n<!-- claims:end -->" in out and out.endswith("text\n" + out[
         out.index("<!-- claims:begin other"):])

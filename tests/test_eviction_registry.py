@@ -1,10 +1,9 @@
-"""Issue 30, item 2: one eviction-policy registry (kvviz/serving/eviction/). Adding a policy is
-one file plus one registration line: README.md's example (MRU) is registered here exactly as
-written there and runs through `kvviz run` on a small prefix-cache scenario and through
+"""One eviction-policy registry (kvviz/serving/eviction/). Adding a policy is one file plus one
+registration line: the how-to's example (docs/examples/mru.py, shown on
+docs/extend/eviction-policy.md) is registered here exactly as written there and runs through `kvviz run` on a small prefix-cache scenario and through
 `kvviz replay --prefix`, with the same counts; a mechanism refuses a policy whose facts it
 cannot give, by name."""
 import json
-import re
 import sys
 import types
 
@@ -19,24 +18,25 @@ from .conftest import ROOT
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
 
 
+HOWTO = ROOT / "docs" / "extend" / "eviction-policy.md"
+
+
 def readme_example() -> str:
-    """The python block of README.md's "Adding an eviction policy" section."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Adding an eviction policy"):]
-    section = section[:section.index("\n#", 5)]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The how-to's example file, which the page includes whole."""
+    assert '--8<-- "docs/examples/mru.py"' in HOWTO.read_text()
+    return (ROOT / "docs" / "examples" / "mru.py").read_text()
 
 
 @pytest.fixture
 def mru():
-    """The README's file, as kvviz/serving/eviction/mru.py (its one registration line run:
+    """The how-to's file, as kvviz/serving/eviction/mru.py (its one registration line run:
     importing it registers it); unregistered afterwards."""
     name = "kvviz.serving.eviction.mru"
     mod = types.ModuleType(name)
     mod.__package__ = "kvviz.serving.eviction"
     sys.modules[name] = mod
     try:
-        exec(compile(readme_example(), "README.md: kvviz/serving/eviction/mru.py", "exec"), mod.__dict__)
+        exec(compile(readme_example(), "docs/examples/mru.py", "exec"), mod.__dict__)
         assert EVICTION_POLICIES["mru"] is mod.Mru
         yield mod.Mru
     finally:
@@ -44,8 +44,8 @@ def mru():
         sys.modules.pop(name, None)
 
 
-def test_the_readme_shows_the_registration_line():
-    text = (ROOT / "README.md").read_text()
+def test_the_howto_shows_the_registration_line():
+    text = HOWTO.read_text()
     assert "from . import mru  # noqa: E402,F401" in text
     init = (ROOT / "kvviz" / "serving" / "eviction" / "__init__.py").read_text()
     for name in EVICTION_POLICIES:  # every shipped policy is registered by such a line

@@ -238,7 +238,7 @@ def test_bundled_mooncake_sample_loads():
     w, notes = tf.read(BUNDLED)
     assert len(w) == notes.requests == 3993
     assert w.n_conv == notes.conversations and notes.format == "mooncake"
-    # figures the README reports for this file
+    # figures the documentation reports for this file
     assert (notes.conversations, notes.multi_turn, notes.clamped) == (2689, 345, 1068)
     assert np.all(np.diff(w.conv) >= 0) and np.all(w.in_tok >= 1) and np.all(w.think_ns >= 0)
     assert int(w.out_tok.sum()) == sum(json.loads(ln)["output_length"] for ln in BUNDLED.read_text().splitlines())

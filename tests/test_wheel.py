@@ -37,7 +37,7 @@ def _copy_tree(dest: Path) -> Path:
     """The files a wheel is built from, copied (a build writes build/ and *.egg-info beside them)."""
     src = dest / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, src / name)
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in ("kvviz", "app", "resources", "scenarios"):
@@ -63,6 +63,7 @@ def test_an_installed_wheel_lists_the_scenarios_and_draws_in_colour(tmp_path):
             if "__pycache__" not in init.parts:
                 assert init.relative_to(ROOT).as_posix() in names
     assert not any("screenshots" in n for n in names)
+    assert "kvviz/py.typed" in names  # PEP 561: a type checker reads kvviz's annotations
 
     # A fresh environment: the wheel alone, with the dependencies of this interpreter reached
     # through a .pth file (no network), and neither the tree nor its copy on the path.

@@ -119,9 +119,9 @@ class ClaimsView(QWidget):
         self.runs = {(): result.metrics_dict()}
         others = [g for g in run_groups(self.claims) if g]
         self.jobs.run_btn.setEnabled(bool(others) and bool(self.data))
-        self.note.setText(f"{len(self.claims)} claims of the seed papers; {len(others)} need a run with other "
+        self.note.setText(f"{len(self.claims)} claims of the source papers; {len(others)} need a run with other "
                           "settings (Run claims…); the command line: kvviz claims FILE" if others else
-                          f"{len(self.claims)} claims of the seed papers, all from this run")
+                          f"{len(self.claims)} claims of the source papers, all from this run")
         self._show()
 
     def run_others(self):
