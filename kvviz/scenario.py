@@ -161,8 +161,9 @@ class Claim(Section):
     """A `[[claim]]` table: what a seed paper states, beside what the run gives (kvviz.claims).
     Never a check: `kvviz check` ignores it; `kvviz claims` computes its verdict."""
 
-    seed: str = param(description="The seed the claim comes from (000, 001, 003), or a short name of another "
-                                  "published source (e.g. Mooncake)", min_length=1, max_length=40)
+    seed: str = param(description="The source the claim comes from: 000 (the RoPE prefetch walkthrough), 001 "
+                                  "(the Engram note), 003 (CachedAttention), or a short name of another published "
+                                  "source (e.g. Mooncake)", min_length=1, max_length=40)
     claim: str = param(description="The claim, one line", min_length=1)
     paper: bool | int | float | str = param(description="The paper's value: a number in the metric's unit (compared "
                                                         "within the scale's tolerance), or text shown as written")
@@ -291,7 +292,7 @@ class ScenarioBase(Section):
     description: str = Field("", description="Free text: where the numbers come from")
     expect: list[Expectation] = Field([], description="Checks on the results, run after every simulation "
                                                       "(kvviz check); they never change the run")
-    claim: list[Claim] = Field([], description="What a seed paper states, with the metric that answers it "
+    claim: list[Claim] = Field([], description="What a source paper states, with the metric that answers it "
                                                "(kvviz claims); never a check, never an input")
     claim_conditions: list[str] = Field([], description="What every simulated claim of this file rests on: setting "
                                                         "paths that are assumptions or depart from the paper (shown "

@@ -151,7 +151,7 @@ def test_rows_give_not_expressible_errors_and_pending_runs():
 
 # --- bad claim data is refused like any bad field ----------------------------------------------
 
-BASE = (SCENARIOS / "rope_prefetch_16.toml").read_text().split("\n# Seed 000's claims")[0]  # its checks only
+BASE = (SCENARIOS / "rope_prefetch_16.toml").read_text().split("\n# The RoPE walkthrough's claims")[0]  # its checks only
 
 
 @pytest.mark.parametrize("body, field", [

@@ -263,7 +263,7 @@ def test_scenario_profile_is_the_assumed_72_percent():
 
 
 def test_bound_vs_assumption_for_each_kind_of_scenario():
-    for file, source in [(SEED, "seed 000's stated assumption"), (SIM, "query 8"), (ROPE16, "query 8")]:
+    for file, source in [(SEED, "the RoPE walkthrough's stated assumption"), (SIM, "query 8"), (ROPE16, "query 8")]:
         out = bound_vs_assumption(load_scenario(file), max_distance=32, head_dim=64)
         assert len(out["distance"]) == len(out["bound"]) == len(out["envelope"]) == len(out["assumed"]) == 33
         assert out["envelope"][0] == pytest.approx(1.0) and out["assumed"][0] == 1.0

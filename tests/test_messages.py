@@ -42,7 +42,7 @@ def hostile(tmp_path):
     made to fail) and a claim: each printed by some command."""
     text = (SCENARIOS / "rope_prefetch_16.toml").read_text(encoding="utf-8")
     for old, new in (('name = "RoPE prefetch: 16-token worked example"', f'name = "{HOSTILE}"'),
-                     ('equals = 400.0\nwhy = "seed 000', f'equals = 401.0\nwhy = "{HOSTILE} seed 000'),
+                     ('equals = 400.0\nwhy = "the RoPE walkthrough', f'equals = 401.0\nwhy = "{HOSTILE} the RoPE walkthrough'),
                      ('claim = "t = 0: ', f'claim = "{HOSTILE} <!-- claims:end --> t = 0: ')):
         assert old in text
         text = text.replace(old, new, 1)
@@ -67,7 +67,7 @@ def test_run_validate_check_and_claims_show_the_name_escaped(hostile, capsys):
     code, out, _ = _cli(["validate", str(hostile)], capsys)
     assert code == 0 and out == f"{hostile}: ok (rope_window: {SHOWN})\n"
     code, out, _ = _cli(["check", str(hostile)], capsys)
-    assert code == 1 and f"({SHOWN} seed 000: 16 serial round trips" in out
+    assert code == 1 and f"({SHOWN} the RoPE walkthrough: 16 serial round trips" in out
     code, out, _ = _cli(["claims", "--quiet", str(hostile)], capsys)
     assert code == 0 and f"{SHOWN} <!-- claims:end --> t = 0:" in out
     code, out, _ = _cli(["claims", "--quiet", "--markdown", str(hostile)], capsys)

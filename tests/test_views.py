@@ -455,8 +455,8 @@ def test_rope_bound_envelope_starts_at_one_and_never_rises(qtbot, results):
     assert len(x) == 513 and y[0] == pytest.approx(1.0) and (np.diff(y) <= 1e-12).all()
     v.log_y.setChecked(True)
     assert v.plot.getPlotItem().getAxis("left").logMode
-    v.set_result(results["ladder_seed"])  # a modeled ladder: the seed's stated assumption
-    assert "seed 000" in v.caption.text()
+    v.set_result(results["ladder_seed"])  # a modeled ladder: the walkthrough's stated assumption
+    assert "RoPE walkthrough" in v.caption.text()
 
 
 # --- timeline --------------------------------------------------------------------------------

@@ -255,7 +255,7 @@ class Store(Section):
 
 
 class Cost(Section):
-    """Prices for `cost_per_turn` (economics.py). The seed gives no prices, so all are ours."""
+    """Prices for `cost_per_turn` (economics.py). The paper gives no prices, so all are ours."""
     gpu_usd_per_gpu_hour: float = param(
         4.096, ge=0, le=1e4, unit="USD/GPU·h",
         description="One GPU for an hour (ASSUMPTION: AWS EC2 p4d.24xlarge, 8×A100, on-demand US East "

@@ -54,7 +54,7 @@ class Engram(Section):
                                      description="Layers holding Engram modules, e.g. [2, 15] "
                                                  "(instead of `layer`)")
     window_from_layer: int = param(1, ge=0, le=1, unit="layer",
-                                   description="First layer counted in the prefetch window: 1 is the seed's "
+                                   description="First layer counted in the prefetch window: 1 is the Engram note's "
                                                "convention window = Σ t_exec(i), i = 1..k-1 (layer 0's time "
                                                "goes to CPU hashing and issue; reads leave when layer 1 "
                                                "starts); 0 counts layers 0..k-1 (reads leave as soon as "

@@ -59,14 +59,14 @@ _TIER_NAME = {"hbm": "HBM", "cxl": "CXL", "flash": "flash"}
 
 
 class Tiers(Section):
-    hbm_ns: int = param(100, ge=0, le=10**9, unit="ns", description="HBM access latency (seed: 100 ns)")
-    cxl_ns: int = param(200, ge=0, le=10**9, unit="ns", description="CXL DRAM access latency (seed: 200 ns)")
+    hbm_ns: int = param(100, ge=0, le=10**9, unit="ns", description="HBM access latency (the RoPE walkthrough: 100 ns)")
+    cxl_ns: int = param(200, ge=0, le=10**9, unit="ns", description="CXL DRAM access latency (the RoPE walkthrough: 200 ns)")
     flash_ns: int = param(25_000, ge=0, le=10**9, unit="ns",
-                          description="Flash (tier 3) round trip (seed: 25 µs)")
+                          description="Flash (tier 3) round trip (the RoPE walkthrough: 25 µs)")
     flash_share_of_misses: float = param(
         0.1, ge=0, le=1, unit="share",
         description="Share of non-HBM accesses that fall through to flash; the rest hit CXL "
-                    "(seed: 0.3% of accesses reach flash at 97% HBM hits, so 0.3/3 = 0.1)")
+                    "(the RoPE walkthrough: 0.3% of accesses reach flash at 97% HBM hits, so 0.3/3 = 0.1)")
 
 
 class Rung(Section):

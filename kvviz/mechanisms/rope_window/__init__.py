@@ -90,17 +90,17 @@ class Prefetch(Section):
 
 class Storage(Section):
     latency_us: float = param(25.0, gt=0, le=1e7, unit="µs",
-                              description="Round trip to the storage tier (seed: tier-3 flash, 25 µs)")
+                              description="Round trip to the storage tier (the walkthrough: tier-3 flash, 25 µs)")
 
 
 class Attention(Section):
     causal: bool = param(False, description="Causal: a query attends only positions <= q, and its "
-                                            "window is [q-W, q]. The seed's example is not causal.")
+                                            "window is [q-W, q]. The walkthrough's example is not causal.")
     profile: Literal["exponential", "uniform"] = param(
         "exponential", description="Shape of attention mass over distance (an assumption)")
     concentration: float = param(0.72, gt=0, lt=1, unit="share",
                                  description="Assumed share of a query's mass within ±radius "
-                                             "(seed: ~72% within ±3)")
+                                             "(the walkthrough: ~72% within ±3)")
     # a radius past the longest sequence already spans every position (the profile is uniform)
     radius: int = param(3, ge=0, le=MAX_LENGTH, unit="positions", description="Radius for `concentration`")
 

@@ -119,7 +119,7 @@ def bound_vs_assumption(scenario=None, max_distance: int = 64, head_dim: int = 1
     else:
         a = Attention()
         assumed = assumed_profile(d, max_distance, max_distance, a.radius, a.concentration, a.profile)
-        source = "seed 000's stated assumption"
+        source = "the RoPE walkthrough's stated assumption"
     what = (f"{a.concentration:.0%} of mass within ±{a.radius}" if a.profile == "exponential"
             else "uniform")
     return {"distance": d, "bound": b, "envelope": env, "assumed": assumed,
