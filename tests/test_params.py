@@ -391,10 +391,10 @@ def test_save_round_trips_keeping_comments_and_layout(rope, qtbot):
     assert comments(after) == comments(before)
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
     assert changed == [
-        ("slots = 8                    # seed: a GPU cache of 8 KV slots",
-         "slots = 4                    # seed: a GPU cache of 8 KV slots"),
-        ("latency_us = 25              # seed: tier-3 flash round trip of 25 µs",
-         "latency_us = 30.5            # seed: tier-3 flash round trip of 25 µs"),
+        ("slots = 8                    # the walkthrough: a GPU cache of 8 KV slots",
+         "slots = 4                    # the walkthrough: a GPU cache of 8 KV slots"),
+        ("latency_us = 25              # the walkthrough: tier-3 flash round trip of 25 µs",
+         "latency_us = 30.5            # the walkthrough: tier-3 flash round trip of 25 µs"),
     ]
     assert load_scenario(path) == rope.scenario() and not rope.is_dirty()
     other = ParameterPanel()
