@@ -23,7 +23,11 @@ scratch dir: copy k's timestamps are the original's + k × (the last timestamp +
 hash ids the original's + k × (the largest id + 1), so no block of one copy is a block of another
 (fresh ids: each copy has the conversation trace's prefix sharing within itself, none across).
 Then, alternating round by round, each as its own process (start, read, simulate, print):
-- kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`;
+- kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`
+  (its lean path: kvviz/replay/prefix_lean.py, no numpy imported); its modules' bytecode cached
+  as an installed kvviz has it (pip compiles it at install): PYTHONPYCACHEPREFIX is a scratch
+  folder, written by an untimed warm-up run (where PYTHONDONTWRITEBYTECODE is set, as on the
+  build machine, each run would compile kvviz's ~35 modules from source: 35-120 ms);
 - the plain loop: PLAIN_LOOP below, json.loads per line and an OrderedDict prefix LRU, the
   twenty-odd lines anyone would write first (it must and does give kvviz's hit counts);
 - libCacheSim 0.3.5's LRU on the same stream of blocks, fed as an oracleGeneral file written
@@ -31,9 +35,11 @@ Then, alternating round by round, each as its own process (start, read, simulate
   it). Plain LRU: it counts every resident block a hit, not the leading run, so its hit count
   differs; what it does per lookup (find, move to front, insert, evict) is the same work.
 and the same three in one process, reading and simulating only (no interpreter start, no
-imports), with kvviz's two slower readers as well: orjson (where the compiled scanner is not
-built) and the strict line-by-line reader (the reader before issue 30, without orjson either).
-Min and median of `--repeat` rounds.
+imports): kvviz's lean path (compiled scan, compiled LRU) and its full path (prompts.read and
+prefix_replay: numpy arrays, the compiled LRU), with kvviz's two slower readers as well: orjson
+(where the compiled scanner is not built) and the strict line-by-line reader (the reader before
+issue 30, without orjson either). Min and median of `--repeat` rounds, and the machine's load
+average before and after (the machine is shared: the rounds alternate so load hits all alike).
 """
 from __future__ import annotations
 
@@ -204,6 +210,11 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         distinct_blocks(reqs)
         return reqs, prefix_replay(reqs, ["lru"], [capacity])[0]
 
+    def lean_in_process(path):
+        from kvviz.replay import prefix_lean
+        trace, counts = prefix_lean.read(path)
+        return prefix_lean.lru(trace, counts, [capacity], True)[0]
+
     def reader_in_process(path, scanner, orjson):
         """kvviz with the compiled scanner and orjson on or off (both off: the strict reader)."""
         keep = fast_jsonl.scanner, fast_jsonl.orjson
@@ -214,9 +225,10 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         finally:
             fast_jsonl.scanner, fast_jsonl.orjson = keep
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="kvviz-bench-") as d:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env |= {"PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(d) / "pycache")}
         path = Path(d) / f"conversation_x{copies}.jsonl"
         time_shifted_copies(CONVERSATION, path, copies)
         reqs, res = kvviz_in_process(path)
@@ -232,12 +244,14 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
                   "--capacities", str(capacity), "--policy", "lru", "--json"]
         procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
                  "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)]}
-        inproc = {"kvviz": lambda: kvviz_in_process(path),
+        run(kv_cmd)  # untimed: writes kvviz's bytecode to the cache, as an install does
+        inproc = {"kvviz": lambda: lean_in_process(path), "kvviz, full path": lambda: kvviz_in_process(path),
                   "kvviz, orjson reader": lambda: reader_in_process(path, False, True),
                   "kvviz, strict reader": lambda: reader_in_process(path, False, False),
                   "plain loop": lambda: plain_in_process(path), "libCacheSim": lambda: trace.run("lru", capacity)}
         times: dict = {("process", k): [] for k in procs} | {("in process", k): [] for k in inproc}
         outs: dict = {}
+        load = os.getloadavg()
         for _ in range(repeat):  # one round: each contender once, so load changes hit all alike
             for k, cmd in procs.items():
                 secs, outs[k] = run(cmd)
@@ -246,7 +260,12 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
                 t = time.perf_counter()
                 outs["in " + k] = fn()
                 times["in process", k].append(time.perf_counter() - t)
+        print(f"  load average (1, 5, 15 min) before the rounds {', '.join(f'{x:.2f}' for x in load)}, after "
+              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
         ours = json.loads(outs["kvviz"])[0]
+        lean, full = outs["in kvviz"], outs["in kvviz, full path"][1]
+        if (lean.hit_blocks, lean.hit_requests) != (full.hit_blocks, full.hit_requests) or ours["engine"] != lean.engine:
+            raise SystemExit(f"the lean path and the full path differ: {lean} {full} {ours}")
         loop = [int(v) for v in outs["plain loop"].split()]
         same = loop == [ours["requests"], ours["blocks"], ours["hit_blocks"], ours["hit_requests"]]
         print(f"  hit blocks, hit requests: kvviz {ours['hit_blocks']:,}, {ours['hit_requests']:,}; plain loop "
