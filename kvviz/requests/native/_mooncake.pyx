@@ -38,41 +38,43 @@ cdef extern from *:
 
 SOURCE_HASH = KVVIZ_SOURCE_HASH.decode()
 
-cdef inline bint _ws(unsigned char c) nogil:
+cdef inline bint _ws(unsigned char c) noexcept nogil:
     return c == 32 or c == 9
 
 
-cdef inline Py_ssize_t _skip(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) nogil:
+cdef inline Py_ssize_t _skip(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
     while i < end and _ws(d[i]):
         i += 1
     return i
 
 
 cdef inline Py_ssize_t _number(const unsigned char *d, Py_ssize_t i, Py_ssize_t end, int max_digits,
-                               bint signed, long long *out) nogil:
+                               bint signed, long long *out) noexcept nogil:
     """An integer literal at i: its end, or -1 (not one, a leading zero, a fraction or exponent,
     more than max_digits digits)."""
     cdef bint neg = False
-    cdef long long v = 0
+    cdef unsigned long long v = 0  # unsigned: a run past max_digits may wrap it (it is refused then)
+    cdef unsigned char c
     cdef Py_ssize_t start
     if signed and i < end and d[i] == 45:  # '-'
         neg = True
         i += 1
     start = i
-    while i < end and 48 <= d[i] <= 57:
-        v = v * 10 + (d[i] - 48)
+    while i < end:  # the length checked once after the digits, not per digit (ids are most of a trace)
+        c = d[i] - 48  # wraps below '0'
+        if c > 9:
+            break
+        v = v * 10 + c
         i += 1
-        if i - start > max_digits:
-            return -1
-    if i == start or (d[start] == 48 and i - start > 1):
+    if i == start or i - start > max_digits or (d[start] == 48 and i - start > 1):
         return -1
     if i < end and (d[i] == 46 or d[i] == 101 or d[i] == 69):  # '.', 'e', 'E': a float
         return -1
-    out[0] = -v if neg else v
+    out[0] = -<long long> v if neg else <long long> v
     return i
 
 
-cdef inline int _key(const unsigned char *d, Py_ssize_t i, Py_ssize_t j) nogil:
+cdef inline int _key(const unsigned char *d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
     """Which key the bytes d[i:j] are: 0 timestamp, 1 input_length, 2 output_length, 3 hash_ids, -1 none."""
     cdef Py_ssize_t m = j - i
     cdef const unsigned char *p = d + i
