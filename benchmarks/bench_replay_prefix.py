@@ -14,7 +14,9 @@ process on requests already read (reading the JSONL is the reader's cost, printe
 - the worst case for the LRU pass: ids with no structure (uniform over 50,000 blocks, requests of
   1-60 blocks), where no run of blocks always travels together and the pass is plain stack
   distances over every block.
-LRU answers every capacity from one pass; FIFO and Belady replay each capacity in Python.
+LRU: the compiled pass (kvviz/replay/native/_prefix_lru.pyx, one pass per capacity, what
+prefix_replay runs) and the numpy one-pass curve (stack distances, its fallback) answering every
+capacity at once; FIFO and Belady replay each capacity in Python.
 
 Against a plain loop and libCacheSim (issue 30, build item 6):
      .venv/bin/python benchmarks/bench_replay_prefix.py --versus [--copies 10] [--capacity 10000] [--repeat 5]
@@ -56,11 +58,21 @@ from machine import describe, median_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from kvviz.replay.prefix import block_ids, distinct_blocks, lru_counts, prefix_replay, request_of_block, runs  # noqa: E402
+from kvviz.replay.native import prefix_lru  # noqa: E402
+from kvviz.replay.prefix import (  # noqa: E402
+    block_ids,
+    distinct_blocks,
+    longest_request,
+    lru_counts,
+    prefix_replay,
+    request_of_block,
+    runs,
+)
 from kvviz.requests import prompts  # noqa: E402
 from kvviz.requests.prompts import PromptRequests  # noqa: E402
 
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
+compiled = prefix_lru()  # None where not built: its lines are left out
 
 
 def as_requests(lists: list[np.ndarray]) -> PromptRequests:
@@ -115,8 +127,15 @@ def report(name: str, reqs: PromptRequests, repeat: int, kernels: bool) -> None:
     caps12 = sorted({max(1, int(c)) for c in np.geomspace(max(d / 1000, 1), d, 12)})
     for caps in ([max(1, d // 10)], caps12):
         secs, _ = median_of(lambda caps=caps: lru_counts(reqs, caps), repeat)
-        print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}: {secs:.3f} s, "
-              f"{n * len(caps) / secs / 1e6:.1f} M block lookups/s")
+        print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, stack distances (numpy, one pass): "
+              f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
+        if compiled is not None:  # what prefix_replay runs: one compiled pass per capacity
+            x, counts = block_ids(reqs), reqs.hash_counts
+            k = int(x.max()) + 1
+            secs, got = median_of(lambda caps=caps: compiled.lru_counts(x, counts, caps, True, k), repeat)
+            assert [tuple(g) for g in got] == lru_counts(reqs, caps) or min(caps) < longest_request(reqs)
+            print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, compiled (a pass each): "
+                  f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
     if kernels:
         for policy in ("fifo", "belady"):
             secs, _ = median_of(lambda policy=policy: prefix_replay(reqs, [policy], [max(1, d // 10)]), 1)
