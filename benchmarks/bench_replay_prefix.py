@@ -28,20 +28,24 @@ Then, alternating round by round, each as its own process (start, read, simulate
 - kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`
   (its lean path: kvviz/replay/prefix_lean.py, no numpy imported); its modules' bytecode cached
   as an installed kvviz has it (pip compiles it at install): PYTHONPYCACHEPREFIX is a scratch
-  folder, written by an untimed warm-up run (where PYTHONDONTWRITEBYTECODE is set, as on the
-  build machine, each run would compile kvviz's ~35 modules from source: 35-120 ms);
+  folder, written by an untimed warm-up run (with PYTHONDONTWRITEBYTECODE set, as in the
+  sessions that build kvviz, each run compiles kvviz's ~35 modules from source: 0.035-0.126 s
+  of `compile` under cProfile here, the machine shared);
 - the plain loop: PLAIN_LOOP below, json.loads per line and an OrderedDict prefix LRU, the
   twenty-odd lines anyone would write first (it must and does give kvviz's hit counts);
 - libCacheSim 0.3.5's LRU on the same stream of blocks, fed as an oracleGeneral file written
   before the clock starts (its fastest input; making the stream from the JSONL is not timed for
   it). Plain LRU: it counts every resident block a hit, not the leading run, so its hit count
   differs; what it does per lookup (find, move to front, insert, evict) is the same work.
-and the same three in one process, reading and simulating only (no interpreter start, no
-imports): kvviz's lean path (compiled scan, compiled LRU) and its full path (prompts.read and
-prefix_replay: numpy arrays, the compiled LRU), with kvviz's two slower readers as well: orjson
-(where the compiled scanner is not built) and the strict line-by-line reader (the reader before
-issue 30, without orjson either). Min and median of `--repeat` rounds, and the machine's load
-average before and after (the machine is shared: the rounds alternate so load hits all alike).
+and, for scale, `python -c pass` (the interpreter's start, the floor of any process) and
+`python -c "import numpy"` (what the lean path does not import); and the same three in one
+process, reading and simulating only (no interpreter start, no imports): kvviz's lean path
+(compiled scan, compiled LRU) and its full path (prompts.read and prefix_replay: numpy arrays,
+the compiled LRU), with kvviz's two slower readers as well: orjson (where the compiled scanner
+is not built) and the strict line-by-line reader (the reader before issue 30, without orjson
+either); and the lean path's steps in CPU time. Min and median of `--repeat` rounds, and the
+machine's load average before and after (the machine is shared: the rounds alternate so load
+hits all alike).
 """
 from __future__ import annotations
 
@@ -234,6 +238,28 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         trace, counts = prefix_lean.read(path)
         return prefix_lean.lru(trace, counts, [capacity], True)[0]
 
+    def steps(path) -> str:
+        """Where the lean path's time goes, step by step (CPU time: less moved by other load)."""
+        from kvviz.io import read_capped
+        from kvviz.requests.native import scanned
+        m = prefix_lru()
+        data = read_capped(path, "trace file")
+        got = scanned(data)
+        ids, counts = got[5], got[4]
+        k = m.id_range(ids)[1] + 1
+        parts = {"read": lambda: read_capped(path, "trace file"), "scan (the strict reader's checks)": lambda: scanned(data),
+                 "id range + distinct count": lambda: m.distinct(ids, m.id_range(ids)[1] + 1),
+                 "LRU pass": lambda: m.lru_counts(ids, counts, [capacity], True, k)}
+        out = []
+        for name, fn in parts.items():
+            ts = []
+            for _ in range(repeat):
+                t = time.process_time()
+                fn()
+                ts.append(time.process_time() - t)
+            out.append(f"{name} {sorted(ts)[len(ts) // 2]:.3f}")
+        return ", ".join(out)
+
     def reader_in_process(path, scanner, orjson):
         """kvviz with the compiled scanner and orjson on or off (both off: the strict reader)."""
         keep = fast_jsonl.scanner, fast_jsonl.orjson
@@ -262,7 +288,8 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         kv_cmd = [py, "-m", "kvviz", "replay", str(path), "--prefix", "--format", "mooncake", "--unit", "blocks",
                   "--capacities", str(capacity), "--policy", "lru", "--json"]
         procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
-                 "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)]}
+                 "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)],
+                 "python -c pass": [py, "-c", "pass"], "python -c 'import numpy'": [py, "-c", "import numpy"]}
         run(kv_cmd)  # untimed: writes kvviz's bytecode to the cache, as an install does
         inproc = {"kvviz": lambda: lean_in_process(path), "kvviz, full path": lambda: kvviz_in_process(path),
                   "kvviz, orjson reader": lambda: reader_in_process(path, False, True),
@@ -290,11 +317,12 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         print(f"  hit blocks, hit requests: kvviz {ours['hit_blocks']:,}, {ours['hit_requests']:,}; plain loop "
               f"{loop[2]:,}, {loop[3]:,} ({'equal' if same else 'DIFFERENT'}); libCacheSim's plain LRU "
               f"{round(len(x) * (1 - float(outs['libCacheSim']))):,} hit blocks (every resident block, not only the prefix)")
-        print(f"  {'':<11} {'':<21} {'min':>7} {'median':>7}  vs kvviz (medians)")
-        for (where, k), ts in times.items():
+        print(f"  kvviz's lean path in steps, CPU seconds (process_time), median of {repeat}: {steps(path)}")
+        print(f"  {'':<11} {'':<24} {'min':>7} {'median':>7}  vs kvviz (medians)")
+        for (where, k), ts in times.items():  # the two pythons: the floor of any process, and numpy's import
             ts = sorted(ts)
             base = sorted(times[where, "kvviz"])[len(ts) // 2]
-            print(f"  {where:<11} {k:<21} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
+            print(f"  {where:<11} {k:<24} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
         for where in ("process", "in process"):
             med = {k: sorted(v)[len(v) // 2] for (w, k), v in times.items() if w == where}
             print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (issue 30 "
