@@ -57,9 +57,10 @@ requests (a request with no blocks counts, and never hits).
 
 LRU in compiled code (kvviz/replay/native/_prefix_lru.pyx): a linked list over block ids, one
 pass over the stream per capacity, pinned or not, the registry's LRU exactly (a test holds them
-equal on random streams); 15-20 ms per capacity for the 2.9M lookups of 10 copies of the
-conversation trace (warm; 2 cores, other jobs running: /tmp/rp/check.py's timings). Where it is
-not built (no C compiler) or stale, LRU is counted as below and `lru_note()` says why.
+equal on random streams); 0.020 CPU seconds per capacity for the 2.9M lookups of 10 copies of
+the conversation trace (`benchmarks/bench_replay_prefix.py --versus` prints it; 2 cores, load
+average 10). Where it is not built (no C compiler) or stale, LRU is counted as below and
+`lru_note()` says why.
 
 LRU, every capacity in one pass, where it is exact. Plain LRU on the block stream holds the C
 most recently touched blocks, so block x is resident at the start of request r at C iff D ≤ C,
