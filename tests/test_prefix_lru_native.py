@@ -117,6 +117,16 @@ def test_a_stale_build_is_not_run(monkeypatch):
     assert native.prefix_lru() is not None and native.why_not() == ""
 
 
+def test_a_module_that_cannot_be_imported_is_not_run(monkeypatch):
+    native._load.cache_clear()
+    monkeypatch.setitem(sys.modules, "kvviz.replay.native._prefix_lru", None)  # the import fails, as unbuilt
+    monkeypatch.delattr(native, "_prefix_lru", raising=False)
+    try:
+        assert native.prefix_lru() is None and "not built" in native.why_not() and "`make setup`" in native.why_not()
+    finally:
+        native._load.cache_clear()
+
+
 def test_the_prefix_lrus_source_hash_is_the_one_setup_py_compiles_in():
     from kvviz.mechanisms.attention_store.native import sources
     folder = Path(native.__file__).parent
