@@ -29,6 +29,7 @@ class LeanTrace:
     lines: object   # array('q'): each request's line
     hashes: object  # array('q'): every request's hash ids, one after another
     distinct: int
+    id_space: int   # every id is below it
     format: str = MOONCAKE
     block_tokens: int = MOONCAKE_BLOCK_TOKENS
 
@@ -48,13 +49,12 @@ def read(path: str | Path) -> tuple[LeanTrace, object] | None:
     lo, hi = compiled.id_range(ids)
     if lo < 0 or hi >= 4 * len(ids) + 1024:  # prefix._dense: other ids are renumbered there, in numpy
         return None
-    return LeanTrace(lines, ids, compiled.distinct(ids, hi + 1)), counts
+    return LeanTrace(lines, ids, compiled.distinct(ids, hi + 1), hi + 1), counts
 
 
 def lru(trace: LeanTrace, counts, capacities: list[int | None], pin: bool) -> list[PrefixResult]:
     """Prefix LRU at each capacity (blocks; None: infinite), as prefix_replay gives it."""
     ids = trace.hashes
-    k = native.prefix_lru().id_range(ids)[1] + 1
-    got = native.prefix_lru().lru_counts(ids, counts, capacities, pin, k)
+    got = native.prefix_lru().lru_counts(ids, counts, capacities, pin, trace.id_space)
     return [PrefixResult("lru", cap, len(trace), len(ids), hits, hit_requests, COMPILED, pin)
             for cap, (hits, hit_requests) in zip(capacities, got)]
