@@ -30,7 +30,8 @@ Then, alternating round by round, each as its own process (start, read, simulate
   as an installed kvviz has it (pip compiles it at install): PYTHONPYCACHEPREFIX is a scratch
   folder, written by an untimed warm-up run (with PYTHONDONTWRITEBYTECODE set, as in the
   sessions that build kvviz, each run compiles kvviz's ~35 modules from source: 0.035-0.126 s
-  of `compile` under cProfile here, the machine shared);
+  of `compile` under cProfile here, the machine shared; timed too, as "kvviz, no bytecode
+  cache");
 - the plain loop: PLAIN_LOOP below, json.loads per line and an OrderedDict prefix LRU, the
   twenty-odd lines anyone would write first (it must and does give kvviz's hit counts);
 - libCacheSim 0.3.5's LRU on the same stream of blocks, fed as an oracleGeneral file written
@@ -216,9 +217,9 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
     from kvviz.replay.prefix import block_ids, distinct_blocks
     from kvviz.requests import fast_jsonl
 
-    def run(cmd):
+    def run(cmd, cached=True):
         t = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env if cached else bare)
         if out.returncode:
             raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
         return time.perf_counter() - t, out.stdout
@@ -274,6 +275,7 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory(prefix="kvviz-bench-") as d:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env |= {"PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(d) / "pycache")}
+        bare = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}  # compiles kvviz each run
         path = Path(d) / f"conversation_x{copies}.jsonl"
         time_shifted_copies(CONVERSATION, path, copies)
         reqs, res = kvviz_in_process(path)
@@ -287,7 +289,7 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
               f"orjson {'installed' if fast_jsonl.orjson else 'NOT INSTALLED'}")
         kv_cmd = [py, "-m", "kvviz", "replay", str(path), "--prefix", "--format", "mooncake", "--unit", "blocks",
                   "--capacities", str(capacity), "--policy", "lru", "--json"]
-        procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
+        procs = {"kvviz": kv_cmd, "kvviz, no bytecode cache": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
                  "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)],
                  "python -c pass": [py, "-c", "pass"], "python -c 'import numpy'": [py, "-c", "import numpy"]}
         run(kv_cmd)  # untimed: writes kvviz's bytecode to the cache, as an install does
@@ -300,7 +302,7 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         load = os.getloadavg()
         for _ in range(repeat):  # one round: each contender once, so load changes hit all alike
             for k, cmd in procs.items():
-                secs, outs[k] = run(cmd)
+                secs, outs[k] = run(cmd, cached=k != "kvviz, no bytecode cache")
                 times["process", k].append(secs)
             for k, fn in inproc.items():
                 t = time.perf_counter()
