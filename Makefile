@@ -18,10 +18,10 @@ TEST_DEB_LIBS := xvfb librsvg2-bin
 
 setup: $(STAMP)
 
-# the compiled engine's and the Mooncake scanner's sources too: an edit rebuilds them (a stale build is never
+# the compiled engine's, the Mooncake scanner's and the prefix LRU's sources too: an edit rebuilds them (a stale build is never
 # run: their native/__init__.py)
 NATIVE_SRC := $(wildcard kvviz/mechanisms/attention_store/native/*.pyx kvviz/mechanisms/attention_store/native/*.pxi kvviz/mechanisms/attention_store/native/*.pxd \
-                          kvviz/requests/native/*.pyx)
+                          kvviz/requests/native/*.pyx kvviz/replay/native/*.pyx)
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	@$(MAKE) --no-print-directory system-libs

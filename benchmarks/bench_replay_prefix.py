@@ -14,7 +14,9 @@ process on requests already read (reading the JSONL is the reader's cost, printe
 - the worst case for the LRU pass: ids with no structure (uniform over 50,000 blocks, requests of
   1-60 blocks), where no run of blocks always travels together and the pass is plain stack
   distances over every block.
-LRU answers every capacity from one pass; FIFO and Belady replay each capacity in Python.
+LRU: the compiled pass (kvviz/replay/native/_prefix_lru.pyx, one pass per capacity, what
+prefix_replay runs) and the numpy one-pass curve (stack distances, its fallback) answering every
+capacity at once; FIFO and Belady replay each capacity in Python.
 
 Against a plain loop and libCacheSim (issue 30, build item 6):
      .venv/bin/python benchmarks/bench_replay_prefix.py --versus [--copies 10] [--capacity 10000] [--repeat 5]
@@ -23,17 +25,28 @@ scratch dir: copy k's timestamps are the original's + k × (the last timestamp +
 hash ids the original's + k × (the largest id + 1), so no block of one copy is a block of another
 (fresh ids: each copy has the conversation trace's prefix sharing within itself, none across).
 Then, alternating round by round, each as its own process (start, read, simulate, print):
-- kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`;
+- kvviz: `kvviz replay FILE --prefix --format mooncake --unit blocks --capacities C --policy lru`
+  (its lean path: kvviz/replay/prefix_lean.py, no numpy imported); its modules' bytecode cached
+  as an installed kvviz has it (pip compiles it at install): PYTHONPYCACHEPREFIX is a scratch
+  folder, written by an untimed warm-up run (with PYTHONDONTWRITEBYTECODE set, as in the
+  sessions that build kvviz, each run compiles kvviz's ~35 modules from source: 0.035-0.126 s
+  of `compile` under cProfile here, the machine shared; timed too, as "kvviz, no bytecode
+  cache");
 - the plain loop: PLAIN_LOOP below, json.loads per line and an OrderedDict prefix LRU, the
   twenty-odd lines anyone would write first (it must and does give kvviz's hit counts);
 - libCacheSim 0.3.5's LRU on the same stream of blocks, fed as an oracleGeneral file written
   before the clock starts (its fastest input; making the stream from the JSONL is not timed for
   it). Plain LRU: it counts every resident block a hit, not the leading run, so its hit count
   differs; what it does per lookup (find, move to front, insert, evict) is the same work.
-and the same three in one process, reading and simulating only (no interpreter start, no
-imports), with kvviz's two slower readers as well: orjson (where the compiled scanner is not
-built) and the strict line-by-line reader (the reader before issue 30, without orjson either).
-Min and median of `--repeat` rounds.
+and, for scale, `python -c pass` (the interpreter's start, the floor of any process) and
+`python -c "import numpy"` (what the lean path does not import); and the same three in one
+process, reading and simulating only (no interpreter start, no imports): kvviz's lean path
+(compiled scan, compiled LRU) and its full path (prompts.read and prefix_replay: numpy arrays,
+the compiled LRU), with kvviz's two slower readers as well: orjson (where the compiled scanner
+is not built) and the strict line-by-line reader (the reader before issue 30, without orjson
+either); and the lean path's steps in CPU time. Min and median of `--repeat` rounds, and the
+machine's load average before and after (the machine is shared: the rounds alternate so load
+hits all alike).
 """
 from __future__ import annotations
 
@@ -50,11 +63,21 @@ from machine import describe, median_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from kvviz.replay.prefix import block_ids, distinct_blocks, lru_counts, prefix_replay, request_of_block, runs  # noqa: E402
+from kvviz.replay.native import prefix_lru  # noqa: E402
+from kvviz.replay.prefix import (  # noqa: E402
+    block_ids,
+    distinct_blocks,
+    longest_request,
+    lru_counts,
+    prefix_replay,
+    request_of_block,
+    runs,
+)
 from kvviz.requests import prompts  # noqa: E402
 from kvviz.requests.prompts import PromptRequests  # noqa: E402
 
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
+compiled = prefix_lru()  # None where not built: its lines are left out
 
 
 def as_requests(lists: list[np.ndarray]) -> PromptRequests:
@@ -109,8 +132,15 @@ def report(name: str, reqs: PromptRequests, repeat: int, kernels: bool) -> None:
     caps12 = sorted({max(1, int(c)) for c in np.geomspace(max(d / 1000, 1), d, 12)})
     for caps in ([max(1, d // 10)], caps12):
         secs, _ = median_of(lambda caps=caps: lru_counts(reqs, caps), repeat)
-        print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}: {secs:.3f} s, "
-              f"{n * len(caps) / secs / 1e6:.1f} M block lookups/s")
+        print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, stack distances (numpy, one pass): "
+              f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
+        if compiled is not None:  # what prefix_replay runs: one compiled pass per capacity
+            x, counts = block_ids(reqs), reqs.hash_counts
+            k = int(x.max()) + 1
+            secs, got = median_of(lambda caps=caps: compiled.lru_counts(x, counts, caps, True, k), repeat)
+            assert [tuple(g) for g in got] == lru_counts(reqs, caps) or min(caps) < longest_request(reqs)
+            print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, compiled (a pass each): "
+                  f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
     if kernels:
         for policy in ("fifo", "belady"):
             secs, _ = median_of(lambda policy=policy: prefix_replay(reqs, [policy], [max(1, d // 10)]), 1)
@@ -187,9 +217,9 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
     from kvviz.replay.prefix import block_ids, distinct_blocks
     from kvviz.requests import fast_jsonl
 
-    def run(cmd):
+    def run(cmd, cached=True):
         t = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env if cached else bare)
         if out.returncode:
             raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
         return time.perf_counter() - t, out.stdout
@@ -204,6 +234,33 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         distinct_blocks(reqs)
         return reqs, prefix_replay(reqs, ["lru"], [capacity])[0]
 
+    def lean_in_process(path):
+        from kvviz.replay import prefix_lean
+        trace, counts = prefix_lean.read(path)
+        return prefix_lean.lru(trace, counts, [capacity], True)[0]
+
+    def steps(path) -> str:
+        """Where the lean path's time goes, step by step (CPU time: less moved by other load)."""
+        from kvviz.io import read_capped
+        from kvviz.requests.native import scanned
+        m = prefix_lru()
+        data = read_capped(path, "trace file")
+        got = scanned(data)
+        ids, counts = got[5], got[4]
+        k = m.id_range(ids)[1] + 1
+        parts = {"read": lambda: read_capped(path, "trace file"), "scan (the strict reader's checks)": lambda: scanned(data),
+                 "id range + distinct count": lambda: m.distinct(ids, m.id_range(ids)[1] + 1),
+                 "LRU pass": lambda: m.lru_counts(ids, counts, [capacity], True, k)}
+        out = []
+        for name, fn in parts.items():
+            ts = []
+            for _ in range(repeat):
+                t = time.process_time()
+                fn()
+                ts.append(time.process_time() - t)
+            out.append(f"{name} {sorted(ts)[len(ts) // 2]:.3f}")
+        return ", ".join(out)
+
     def reader_in_process(path, scanner, orjson):
         """kvviz with the compiled scanner and orjson on or off (both off: the strict reader)."""
         keep = fast_jsonl.scanner, fast_jsonl.orjson
@@ -214,9 +271,11 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         finally:
             fast_jsonl.scanner, fast_jsonl.orjson = keep
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="kvviz-bench-") as d:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env |= {"PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(d) / "pycache")}
+        bare = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}  # compiles kvviz each run
         path = Path(d) / f"conversation_x{copies}.jsonl"
         time_shifted_copies(CONVERSATION, path, copies)
         reqs, res = kvviz_in_process(path)
@@ -230,33 +289,42 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
               f"orjson {'installed' if fast_jsonl.orjson else 'NOT INSTALLED'}")
         kv_cmd = [py, "-m", "kvviz", "replay", str(path), "--prefix", "--format", "mooncake", "--unit", "blocks",
                   "--capacities", str(capacity), "--policy", "lru", "--json"]
-        procs = {"kvviz": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
-                 "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)]}
-        inproc = {"kvviz": lambda: kvviz_in_process(path),
+        procs = {"kvviz": kv_cmd, "kvviz, no bytecode cache": kv_cmd, "plain loop": [py, "-c", PLAIN_LOOP, str(path), str(capacity)],
+                 "libCacheSim": [py, "-c", LIBCACHESIM, trace.path, str(capacity), str(power)],
+                 "python -c pass": [py, "-c", "pass"], "python -c 'import numpy'": [py, "-c", "import numpy"]}
+        run(kv_cmd)  # untimed: writes kvviz's bytecode to the cache, as an install does
+        inproc = {"kvviz": lambda: lean_in_process(path), "kvviz, full path": lambda: kvviz_in_process(path),
                   "kvviz, orjson reader": lambda: reader_in_process(path, False, True),
                   "kvviz, strict reader": lambda: reader_in_process(path, False, False),
                   "plain loop": lambda: plain_in_process(path), "libCacheSim": lambda: trace.run("lru", capacity)}
         times: dict = {("process", k): [] for k in procs} | {("in process", k): [] for k in inproc}
         outs: dict = {}
+        load = os.getloadavg()
         for _ in range(repeat):  # one round: each contender once, so load changes hit all alike
             for k, cmd in procs.items():
-                secs, outs[k] = run(cmd)
+                secs, outs[k] = run(cmd, cached=k != "kvviz, no bytecode cache")
                 times["process", k].append(secs)
             for k, fn in inproc.items():
                 t = time.perf_counter()
                 outs["in " + k] = fn()
                 times["in process", k].append(time.perf_counter() - t)
+        print(f"  load average (1, 5, 15 min) before the rounds {', '.join(f'{x:.2f}' for x in load)}, after "
+              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
         ours = json.loads(outs["kvviz"])[0]
+        lean, full = outs["in kvviz"], outs["in kvviz, full path"][1]
+        if (lean.hit_blocks, lean.hit_requests) != (full.hit_blocks, full.hit_requests) or ours["engine"] != lean.engine:
+            raise SystemExit(f"the lean path and the full path differ: {lean} {full} {ours}")
         loop = [int(v) for v in outs["plain loop"].split()]
         same = loop == [ours["requests"], ours["blocks"], ours["hit_blocks"], ours["hit_requests"]]
         print(f"  hit blocks, hit requests: kvviz {ours['hit_blocks']:,}, {ours['hit_requests']:,}; plain loop "
               f"{loop[2]:,}, {loop[3]:,} ({'equal' if same else 'DIFFERENT'}); libCacheSim's plain LRU "
               f"{round(len(x) * (1 - float(outs['libCacheSim']))):,} hit blocks (every resident block, not only the prefix)")
-        print(f"  {'':<11} {'':<21} {'min':>7} {'median':>7}  vs kvviz (medians)")
-        for (where, k), ts in times.items():
+        print(f"  kvviz's lean path in steps, CPU seconds (process_time), median of {repeat}: {steps(path)}")
+        print(f"  {'':<11} {'':<24} {'min':>7} {'median':>7}  vs kvviz (medians)")
+        for (where, k), ts in times.items():  # the two pythons: the floor of any process, and numpy's import
             ts = sorted(ts)
             base = sorted(times[where, "kvviz"])[len(ts) // 2]
-            print(f"  {where:<11} {k:<21} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
+            print(f"  {where:<11} {k:<24} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
         for where in ("process", "in process"):
             med = {k: sorted(v)[len(v) // 2] for (w, k), v in times.items() if w == where}
             print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (issue 30 "

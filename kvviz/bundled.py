@@ -8,13 +8,13 @@ so a scenario's relative path to a trace (`../resources/traces/...`) holds in bo
 from __future__ import annotations
 
 import os
-from importlib.resources import files
 from pathlib import Path
 
 
 def data_dir(name: str) -> Path:
     """`resources` or `scenarios`: inside the installed package, else the source tree's folder
     (a checkout on PYTHONPATH or an editable install, where they stay at the top level)."""
+    from importlib.resources import files  # imported here: a command that reads no resource skips it
     installed = files("kvviz") / name
     if installed.is_dir():
         return Path(str(installed))

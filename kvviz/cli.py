@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 from .bundled import bundled_scenarios, resolve_scenario
-from .calibration import WORTH_CALIBRATING_S, calibrated
 from .claims_cli import add_parser as add_claims_parser
 from .cli_flags import (
     MAX_CAPACITIES,
@@ -23,20 +22,19 @@ from .cli_flags import (
     positive_float,
     worker_count,
 )
-from .cli_notes import say_engine_note
 from .errors import ScenarioError
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value, printable
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
-from .mechanisms import mechanisms
 from .operating_point_cli import add_parser as add_operating_point_parser
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
-from .requests.csv_format import HEADER_CHOICES
+from .requests.csv_layout import HEADER_CHOICES
 from .requests.reader import FORMATS
-from .runs import disk_cache
-from .simulation import check_run_size, simulate
 from .size_guard import DEFAULT_MAX_MEMORY_GB
+
+# The modules each command needs are imported in it, not here: `kvviz replay --prefix` starts
+# without numpy, pydantic or the mechanisms (tests/test_replay_prefix_lean.py holds it so).
 
 BAD_INPUT = 2
 CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
@@ -78,8 +76,15 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
+def simulate(sc, max_memory_gb: float | None = None, cache=None):
+    """kvviz.simulation.simulate, imported when a command simulates."""
+    from .simulation import simulate as run
+    return run(sc, max_memory_gb, cache=cache)
+
+
 def _cached_parts(sc, cache) -> list[str]:
     """The parts of `sc`'s run that --cache already holds (they will not run)."""
+    from .mechanisms import mechanisms
     make = mechanisms()[sc.kind].plan
     if cache is None or make is None:
         return []
@@ -87,6 +92,10 @@ def _cached_parts(sc, cache) -> list[str]:
 
 
 def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
+    from .calibration import WORTH_CALIBRATING_S, calibrated
+    from .cli_notes import say_engine_note
+    from .runs import disk_cache
+    from .simulation import check_run_size
     say_engine_note(sc.kind)  # outside the try: the engine choice is not the scenario file's
     try:
         est = check_run_size(sc, max_memory_gb)
@@ -224,6 +233,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from .cli_notes import say_engine_note
+    from .runs import disk_cache
     from .scenario_data import apply_override, read_toml
     from .sweep import Axis, StderrProgress, parse_values, run_sweep
     file = resolve_scenario(args.file)
@@ -393,6 +404,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_schema(args) -> int:
+    from .mechanisms import mechanisms
     kinds = mechanisms()
     if args.kind not in kinds:
         raise ScenarioError(f"unknown kind {args.kind!r} (one of: {', '.join(kinds)})", "kvviz schema", "KIND")

@@ -126,13 +126,31 @@ def _check_size(args, runs: int) -> None:
         raise
 
 
+def _policy_names(text: str) -> list[str]:
+    """--policy's names, canonical. LRU alone is known without importing the registry (the lean
+    path's start-up)."""
+    given = [p.strip() for p in text.split(",") if p.strip()]
+    if given and all(p.lower() == "lru" for p in given):
+        return ["lru"] * len(given)
+    from .replay.prefix import canonical
+    return [canonical(p) for p in given]
+
+
+def _lean(args, names: list[str]):
+    """(trace, ids per request) read by the lean LRU path (kvviz.replay.prefix_lean), or None."""
+    if names != ["lru"] or args.format not in ("auto", "mooncake") or \
+            (args.capacities or "").strip().lower() == "auto":
+        return None
+    from .replay import prefix_lean
+    return prefix_lean.read(args.trace)
+
+
 def cmd_replay_prefix(args) -> int:
-    from .mechanisms.prefix_cache.evictors import policies
-    from .replay.prefix import canonical, distinct_blocks, prefix_replay
     if not args.prefix:
         raise ScenarioError("blocks are the unit of the block-level replay: add --prefix", "--unit")
     _refuse_other_options(args)
     if args.list_policies:
+        from .mechanisms.prefix_cache.evictors import policies
         if args.json:
             print(json.dumps({"engine": "prefix", "policies": policies()}, indent=2))
             return 0
@@ -142,7 +160,7 @@ def cmd_replay_prefix(args) -> int:
         return 0
     if not args.trace:
         raise ScenarioError("name a trace file (or --list-policies)", "kvviz replay", "TRACE")
-    names = [canonical(p) for p in args.policy.split(",") if p.strip()]
+    names = _policy_names(args.policy)
     if not names:
         raise ScenarioError("name at least one policy", "kvviz replay", "--policy")
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -152,10 +170,20 @@ def cmd_replay_prefix(args) -> int:
         raise ScenarioError("give --capacity BLOCKS or --capacities A,B,C (or auto)", "kvviz replay", "--capacity")
     caps = block_capacities(args, None)  # their form, before a long read
     _check_size(args, len(names) * (len(caps) or AUTO_POINTS + 1))  # auto: its points, known once read
-    reqs = _read(args.trace, args.format)
-    distinct = distinct_blocks(reqs)
     pin = args.pin_running is not False
-    results = prefix_replay(reqs, names, block_capacities(args, distinct), pin=pin)
+    lean = _lean(args, names)
+    if lean is not None:  # Mooncake, LRU: one compiled scan and pass, no numpy
+        from .replay.prefix_lean import lru
+        reqs, counts = lean
+        distinct = reqs.distinct
+        results = lru(reqs, counts, block_capacities(args, distinct), pin)
+    else:
+        from .replay.prefix import distinct_blocks, lru_note, prefix_replay
+        reqs = _read(args.trace, args.format)
+        distinct = distinct_blocks(reqs)
+        results = prefix_replay(reqs, names, block_capacities(args, distinct), pin=pin)
+        if note := lru_note(names):
+            print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0

@@ -21,20 +21,21 @@ from __future__ import annotations
 
 import math
 import os
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import ScenarioError
 from ..io import scratch_tree
 from ..limits import MAX_BYTES
 from ..numbers import split_unit, toml_number
-from ..requests.objects import Requests
-from ..requests.oracle_general import ORACLE_RECORD
-from . import engines, kernels
+from . import engines
 from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolve
 from .model import ReplayResult
 
-POLICIES = tuple(kernels.DESCRIPTIONS)  # kvviz's own kernels: available with any engine
+if TYPE_CHECKING:
+    from ..requests.objects import Requests
+
+# numpy, the kernels and the readers are imported where they are used: the lean prefix replay
+# (kvviz.replay.prefix_lean, kvviz.replay.native) imports this package without them.
 STACK = "stack distances"               # the engine label of a one-pass LRU curve point
 
 # Below this many request-replays in all, starting worker processes (~1 s each: numpy and
@@ -55,6 +56,13 @@ __all__ = ["FALLBACK_NOTE", "POLICIES", "ReplayResult", "default_capacities", "f
            "check_sample_rate"]
 
 
+def __getattr__(name: str):
+    if name == "POLICIES":  # kvviz's own kernels: available with any engine
+        from .kernels import DESCRIPTIONS
+        return tuple(DESCRIPTIONS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def shards_label(rate: float) -> str:
     """The engine label of an LRU point estimated from a SHARDS sample at `rate`."""
     return f"SHARDS R={rate:g} {STACK}"
@@ -65,6 +73,8 @@ def sampling_note(reqs: Requests, rate: float | None, policies=("lru",)) -> str 
     its curve to be trusted."""
     if rate is None or rate >= 1 or "lru" not in policies:
         return None
+    import numpy as np
+
     from .stack_distance import sampled_objects
     kept = int(np.count_nonzero(sampled_objects(reqs.objects, rate)))
     if kept >= FEW_SAMPLED_OBJECTS:
@@ -88,6 +98,8 @@ def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
 def _check_sample(reqs: Requests, rate: float) -> None:
     """An empty SHARDS sample estimates no miss at all (a perfect cache): refused, with the
     rate that would sample the trace's first object to hash low enough."""
+    import numpy as np
+
     from .stack_distance import sampled_objects, shards_hash
     if not len(reqs) or sampled_objects(reqs.objects, rate).any():
         return
@@ -140,7 +152,8 @@ def parse_size(text: str, source: str = "--capacity", footprint: int | None = No
 
 def next_use(ids) -> list[int]:
     """For each request, the index of the next request for the same object (len(ids) if none)."""
-    return kernels.next_use_array(ids).tolist()
+    from .kernels import next_use_array
+    return next_use_array(ids).tolist()
 
 
 def policies(engine: str = "auto") -> dict[str, str]:
@@ -169,7 +182,8 @@ def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> 
     policy = engines.canonical(policy, engine)
     _check_capacity(reqs, capacity)
     if engine == PYTHON:
-        counts = kernels.run(policy, reqs.id_list, reqs.size_list, capacity)
+        from .kernels import run
+        counts = run(policy, reqs.id_list, reqs.size_list, capacity)
     else:
         from .libcachesim_engine import ORACLE, OracleTraceFile
         with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
@@ -188,6 +202,7 @@ def default_capacities(reqs: Requests, points: int = 12) -> list[int]:
     top = footprint(reqs)
     if top <= 0:
         return [1]
+    import numpy as np
     caps = np.geomspace(max(top / 1000, 1), top, points)
     return sorted({max(1, int(round(c))) for c in caps})
 
@@ -216,6 +231,9 @@ class _PythonTrace:
         self.path = os.path.join(directory, "requests.npy")
 
     def __getstate__(self):  # on the way to a worker
+        import numpy as np
+
+        from ..requests.objects import Requests
         if self.carry:  # and stays carried, for the copies Dask makes worker to worker
             return {"reqs": Requests(self.reqs.ids, self.reqs.sizes), "path": self.path, "carry": True}
         if not os.path.exists(self.path):  # the file, written the first time
@@ -223,13 +241,16 @@ class _PythonTrace:
         return {"reqs": None, "path": self.path}
 
     def run(self, policy: str, capacity: int) -> tuple[int, int]:
+        import numpy as np
+
+        from .kernels import run
         if self.reqs is not None:
-            return kernels.run(policy, self.reqs.id_list, self.reqs.size_list, capacity)
+            return run(policy, self.reqs.id_list, self.reqs.size_list, capacity)
         if _PythonTrace._loaded[0] != self.path:
             a = np.load(self.path)
             _PythonTrace._loaded = (self.path, (a[0].tolist(), a[1].tolist()))
         ids, sizes = _PythonTrace._loaded[1]
-        return kernels.run(policy, ids, sizes, capacity)
+        return run(policy, ids, sizes, capacity)
 
 
 def _run_task(task) -> tuple[int, int] | str:
@@ -256,6 +277,8 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     (0, 1]: LRU's points are SHARDS estimates from the requests it samples (one pass, whatever
     the number of capacities; engine "SHARDS R=… stack distances"); None: exact."""
     from ..executor import is_remote, map_indexed, share
+    from ..requests.oracle_general import ORACLE_RECORD
+    from . import kernels
 
     engine = resolve(engine)
     names = [engines.canonical(p, engine) for p in policies]

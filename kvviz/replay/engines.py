@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 
 from ..errors import ScenarioError
-from . import kernels
 
 LIBCACHESIM = "libcachesim"
 PYTHON = "python"
@@ -53,7 +52,8 @@ def policies(engine: str = "auto") -> dict[str, str]:
     if engine == LIBCACHESIM:
         from .libcachesim_engine import policies as lcs_policies
         return lcs_policies()
-    return dict(kernels.DESCRIPTIONS)
+    from .kernels import DESCRIPTIONS  # here: numpy and the eviction registry, for this engine only
+    return dict(DESCRIPTIONS)
 
 
 def canonical(name: str, engine: str = "auto", source: str = "--policy") -> str:

@@ -6,13 +6,12 @@ anyway."""
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import ScenarioError
-from . import prompts
-from .common import first_request_ids
-from .objects import Requests
+
+if TYPE_CHECKING:
+    from .objects import Requests
 
 # KV bytes per token when a JSONL trace is replayed as blocks: Llama-2-70B (80 layers, 8 KV heads
 # of 128 dims, K and V, FP16), as in the attention_store presets.
@@ -21,6 +20,11 @@ DEFAULT_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2
 
 def read_blocks(path: str | Path, kv_bytes_per_token: int = DEFAULT_KV_BYTES_PER_TOKEN,
                 expect: str | None = None) -> Requests:
+    import numpy as np  # here: the CLI's parser reads DEFAULT_KV_BYTES_PER_TOKEN without numpy
+
+    from . import prompts
+    from .common import first_request_ids
+    from .objects import Requests
     path = Path(path)
     if kv_bytes_per_token < 1:
         raise ScenarioError(f"KV bytes per token must be >= 1 (got {kv_bytes_per_token})", "--kv-bytes-per-token")

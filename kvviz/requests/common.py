@@ -10,8 +10,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import open_regular
-
-BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark (spreadsheets and Windows editors write one)
+from .signatures import BOM  # noqa: F401 (read from here by the readers)
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:

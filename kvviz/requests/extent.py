@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import open_regular
-from .common import BOM
-from .oracle_general import ORACLE_RECORD, fits_oracle_general
-from .zstd import ZSTD_MAGIC
+from .signatures import BOM, ZSTD_MAGIC
 
 SAMPLE_BYTES = 1 << 20
 
@@ -44,6 +42,8 @@ def extent(path: str | Path, what: str = "trace file") -> Extent | None:
             return None
     scale = size / len(head) if head else 0.0
     body = head.removeprefix(BOM)
+    if ".oraclegeneral" in path.name.lower() or b"\0" in head:
+        from .oracle_general import ORACLE_RECORD, fits_oracle_general  # numpy: binary traces only
     if ".oraclegeneral" in path.name.lower() or (b"\0" in head and fits_oracle_general(head, size)):
         n = size / ORACLE_RECORD.itemsize
         return Extent(size, n, n, "binary")

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..limits import MAX_NS, MAX_TOKENS
 from .jsonl import MOONCAKE, MOONCAKE_BLOCK_TOKENS, MOONCAKE_KEYS, NS_PER_UNIT, in_time_order
-from .native import scanner
+from .native import room, scanner
 
 try:
     import orjson
@@ -77,9 +77,9 @@ def mooncake(data: bytes, source: str):
     the strict reader would raise for the same file (time order)."""
     scan = scanner()
     if scan is not None:
-        got = scan(data, data.count(b"\n") + 1, data.count(b",") + data.count(b"\n") + 1)
-        if got is not None:
-            return _requests(source, *got) if len(got[0]) else None
+        got = scan(data, *room(data))
+        if got is not None:  # array('q')s, as numpy arrays without a copy
+            return _requests(source, *(np.frombuffer(a, dtype=np.int64) for a in got)) if len(got[0]) else None
     if orjson is None or not data.isascii() or data.count(b"\r") != data.count(b"\r\n"):
         return None
     with _gc_paused():

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ScenarioError
-from .blocks import DEFAULT_KV_BYTES_PER_TOKEN, read_blocks
-from .common import BOM, read_bytes
-from .csv_format import CsvLayout, read_csv
-from .objects import Requests
-from .oracle_general import fits_oracle_general, read_oracle_general
-from .plain import is_plain_csv
-from .text_ids import read_txt
-from .zstd import open_decompressed
+from .blocks import DEFAULT_KV_BYTES_PER_TOKEN
+
+if TYPE_CHECKING:
+    from .csv_layout import CsvLayout
+    from .objects import Requests
+
+# The readers (numpy all) are imported where a trace is read: the CLI's parser takes FORMATS
+# from here without them.
 
 FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain")
 
@@ -23,6 +24,8 @@ FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain")
 def detect_format(path: Path) -> str:
     """csv, oracleGeneral, jsonl or txt by the file's first bytes (and the name for oracleGeneral
     and txt)."""
+    from .common import BOM, read_bytes
+    from .oracle_general import fits_oracle_general
     head = read_bytes(path, 4096)
     if ".oraclegeneral" in path.name.lower() or (b"\0" in head and fits_oracle_general(head, path.stat().st_size)):
         return "oracleGeneral"  # a NUL alone does not make one: a text reader names its line
@@ -48,6 +51,12 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
     """Any trace kvviz reads, by its content (or `fmt`); zstd-compressed ones (libCacheSim's
     datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first, at most
     `max_ratio` times their size and `max_decompressed` bytes (defaults: kvviz.limits)."""
+    from .blocks import read_blocks
+    from .csv_format import read_csv
+    from .oracle_general import read_oracle_general
+    from .plain import is_plain_csv
+    from .text_ids import read_txt
+    from .zstd import open_decompressed
     path = Path(path)
     if fmt not in FORMATS:
         raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")

@@ -14,8 +14,8 @@ from ..io import open_regular, scratch_tree
 from ..limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .common import read_bytes
 from .oracle_general import fits_oracle_general
+from .signatures import ZSTD_MAGIC
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Compressions kvviz does not undo, told by their magic bytes: such a file is named for what it
 # is, not read as a text trace whose header is missing (bzip2's with its first block's magic,
 # so a text file starting "BZh" is not one)

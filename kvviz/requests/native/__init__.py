@@ -5,7 +5,9 @@ reads with orjson, or the strict reader does: slower, never different.
 
 The sources' hash is the one setup.py compiles into every extension (attention_store's
 native/sources.py, which setup.py runs for each extension's folder); it is computed here again,
-not imported, because the request readers sit below the mechanisms (a test holds the two equal)."""
+not imported, because the request readers sit below the mechanisms (a test holds the two equal).
+
+Imports no numpy (nor does the scanner): `scanned` serves the lean `kvviz replay --prefix`."""
 from __future__ import annotations
 
 import hashlib
@@ -35,3 +37,23 @@ def scanner():
     if any(p.suffix in SUFFIXES for p in HERE.iterdir()) and getattr(_mooncake, "SOURCE_HASH", "") != source_hash(HERE):
         return None
     return _mooncake.scan
+
+
+def scanned(data: bytes):
+    """A Mooncake trace's bytes as the scanner's array('q')s (lines, timestamps, input_length,
+    output_length, ids per record, ids), where the file is in its grammar, every record's ids
+    agree with its input_length and the times never go back: the records the strict reader would
+    read, every check of it passed. None where the scanner is not built or the file needs another
+    reader (which then names what is wrong and where)."""
+    from ..jsonl import MOONCAKE_BLOCK_TOKENS
+    scan = scanner()
+    if scan is None:
+        return None
+    return scan(data, *room(data), MOONCAKE_BLOCK_TOKENS, True)
+
+
+def room(data: bytes) -> tuple[int, int]:
+    """Records and ids to make room for at first (the scanner grows its arrays beyond): a
+    Mooncake record is at least ~70 bytes, an id at most 1 + 19 bytes and usually 7-9 (a count
+    of newlines and commas was exact, and three passes over the file)."""
+    return len(data) // 64 + 16, len(data) // 6 + 16

@@ -1,10 +1,12 @@
 # cython: boundscheck=False, wraparound=False, language_level=3
 """A scanner for Mooncake JSONL traces in the shape their writers give them: one object per line
 with exactly the keys timestamp, input_length, output_length and hash_ids (any order, each once),
-integers only. It writes the numbers straight into int64 arrays, with no Python object per
-number; anything outside that shape and the file goes to the next reader (see
-kvviz/requests/fast_jsonl.py, which checks what the grammar cannot: the time order and the ids
-against input_length).
+integers only. It writes the numbers straight into int64 arrays (array.array('q'), so neither
+it nor the lean `kvviz replay --prefix` imports numpy), with no Python object per number; and,
+asked to, it checks what the grammar cannot: the ids against input_length (given block_tokens:
+ceil(input_length / block_tokens) ± 1, as mooncake_record) and the time order (in_order: no
+timestamp below the record's before). Anything outside all that and the file goes to the next
+reader (see kvviz/requests/fast_jsonl.py), whose refusals name the line.
 
 The grammar accepted, per line (bytes between newlines; ws = space or tab):
   blank:  ws* ("\r")?
@@ -16,11 +18,11 @@ The grammar accepted, per line (bytes between newlines; ws = space or tab):
           18 digits (so within int64)
 Everything it accepts is valid JSON that the json module reads to the same values, and that
 passes mooncake_record's type and range checks; a carriage return only right before a newline,
-so the lines are the ones str.splitlines gives. Returns None at the first byte outside it.
+so the lines are the ones str.splitlines gives. Returns None at the first byte outside it, or
+at the first record out of time order or whose ids contradict its input_length.
 """
-import numpy as np
-
-from libc.string cimport memcmp
+from cpython.array cimport array, clone, resize
+from libc.string cimport memchr, memcmp
 
 DEF MAX_TIMESTAMP = 4_000_000_000_000   # ms; the simulator's range is 2**62 ns = 4.6e12 ms
 DEF MAX_LENGTH = 4_294_967_296          # kvviz.limits.MAX_TOKENS, 2**32
@@ -36,41 +38,43 @@ cdef extern from *:
 
 SOURCE_HASH = KVVIZ_SOURCE_HASH.decode()
 
-cdef inline bint _ws(unsigned char c) nogil:
+cdef inline bint _ws(unsigned char c) noexcept nogil:
     return c == 32 or c == 9
 
 
-cdef inline Py_ssize_t _skip(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) nogil:
+cdef inline Py_ssize_t _skip(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
     while i < end and _ws(d[i]):
         i += 1
     return i
 
 
 cdef inline Py_ssize_t _number(const unsigned char *d, Py_ssize_t i, Py_ssize_t end, int max_digits,
-                               bint signed, long long *out) nogil:
+                               bint signed, long long *out) noexcept nogil:
     """An integer literal at i: its end, or -1 (not one, a leading zero, a fraction or exponent,
     more than max_digits digits)."""
     cdef bint neg = False
-    cdef long long v = 0
+    cdef unsigned long long v = 0  # unsigned: a run past max_digits may wrap it (it is refused then)
+    cdef unsigned char c
     cdef Py_ssize_t start
     if signed and i < end and d[i] == 45:  # '-'
         neg = True
         i += 1
     start = i
-    while i < end and 48 <= d[i] <= 57:
-        v = v * 10 + (d[i] - 48)
+    while i < end:  # the length checked once after the digits, not per digit (ids are most of a trace)
+        c = d[i] - 48  # wraps below '0'
+        if c > 9:
+            break
+        v = v * 10 + c
         i += 1
-        if i - start > max_digits:
-            return -1
-    if i == start or (d[start] == 48 and i - start > 1):
+    if i == start or i - start > max_digits or (d[start] == 48 and i - start > 1):
         return -1
     if i < end and (d[i] == 46 or d[i] == 101 or d[i] == 69):  # '.', 'e', 'E': a float
         return -1
-    out[0] = -v if neg else v
+    out[0] = -<long long> v if neg else <long long> v
     return i
 
 
-cdef inline int _key(const unsigned char *d, Py_ssize_t i, Py_ssize_t j) nogil:
+cdef inline int _key(const unsigned char *d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
     """Which key the bytes d[i:j] are: 0 timestamp, 1 input_length, 2 output_length, 3 hash_ids, -1 none."""
     cdef Py_ssize_t m = j - i
     cdef const unsigned char *p = d + i
@@ -85,32 +89,49 @@ cdef inline int _key(const unsigned char *d, Py_ssize_t i, Py_ssize_t j) nogil:
     return -1
 
 
-def scan(const unsigned char[:] data, Py_ssize_t max_records, Py_ssize_t max_ids):
-    """(lines, timestamps, input_length, output_length, ids per record, ids) as int64 arrays, or
-    None. `max_records` >= the lines, `max_ids` >= the ids (the caller counts newlines and commas)."""
+cdef array _int64s(Py_ssize_t n):
+    return clone(array("q"), n, False)
+
+
+def scan(const unsigned char[:] data, Py_ssize_t max_records, Py_ssize_t max_ids, long long block_tokens=0,
+         bint in_order=False):
+    """(lines, timestamps, input_length, output_length, ids per record, ids) as array('q')s, or
+    None. `max_records` and `max_ids`: room to start with (the arrays grow as needed);
+    `block_tokens` > 0: each record's ids must number ceil(input_length / block_tokens) ± 1 (0:
+    not checked); `in_order`: timestamps must never decrease."""
     cdef Py_ssize_t n = data.shape[0], i = 0, end, j, r = 0, k = 0, line = 0, first
+    cdef Py_ssize_t room_r = max(max_records, 16), room_i = max(max_ids, 16)
     cdef const unsigned char *d = &data[0] if n else NULL
-    cdef long long v
+    cdef const unsigned char *nl
+    cdef long long v, want
     cdef int key, seen
-    lines_a = np.empty(max_records, np.int64)
-    fields_a = np.empty((3, max_records), np.int64)
-    counts_a = np.empty(max_records, np.int64)
-    ids_a = np.empty(max_ids, np.int64)
-    cdef long long[:] lines = lines_a, counts = counts_a, ids = ids_a
-    cdef long long[:, :] fields = fields_a
+    # raw pointers, not memoryviews (an array with a buffer exported cannot be resized), taken
+    # again after every growth
+    cdef array lines_a = _int64s(room_r), counts_a = _int64s(room_r), ids_a = _int64s(room_i)
+    cdef array times_a = _int64s(room_r), in_a = _int64s(room_r), out_a = _int64s(room_r)
+    cdef long long *lines = lines_a.data.as_longlongs
+    cdef long long *counts = counts_a.data.as_longlongs
+    cdef long long *ids = ids_a.data.as_longlongs
+    cdef long long *fields[3]
+    fields[0], fields[1], fields[2] = times_a.data.as_longlongs, in_a.data.as_longlongs, out_a.data.as_longlongs
     while i < n:
         line += 1
-        end = i
-        while end < n and d[end] != 10:
-            end += 1
+        nl = <const unsigned char *> memchr(d + i, 10, n - i)
+        end = nl - d if nl != NULL else n
         if end > i and d[end - 1] == 13:  # "\r\n": the carriage return ends the line too
             end -= 1
         i = _skip(d, i, end)
         if i == end:                      # a blank line
             i = end + 1 if end < n and d[end] == 10 else end + 2
             continue
-        if r >= max_records or d[i] != 123:  # '{'
+        if d[i] != 123:                   # '{'
             return None
+        if r >= room_r:
+            room_r += room_r // 2
+            for a in (lines_a, counts_a, times_a, in_a, out_a):
+                resize(a, room_r)
+            lines, counts = lines_a.data.as_longlongs, counts_a.data.as_longlongs
+            fields[0], fields[1], fields[2] = times_a.data.as_longlongs, in_a.data.as_longlongs, out_a.data.as_longlongs
         seen = 0
         i = _skip(d, i + 1, end)
         while True:
@@ -133,7 +154,7 @@ def scan(const unsigned char[:] data, Py_ssize_t max_records, Py_ssize_t max_ids
                 i = _number(d, i, end, 13 if key == 0 else 10, False, &v)
                 if i < 0 or v > (MAX_TIMESTAMP if key == 0 else MAX_LENGTH):
                     return None
-                fields[key, r] = v
+                fields[key][r] = v
             else:
                 if i >= end or d[i] != 91:  # '['
                     return None
@@ -141,8 +162,10 @@ def scan(const unsigned char[:] data, Py_ssize_t max_records, Py_ssize_t max_ids
                 i = _skip(d, i + 1, end)
                 if i < end and d[i] != 93:  # not empty
                     while True:
-                        if k >= max_ids:
-                            return None
+                        if k >= room_i:
+                            room_i += room_i // 2
+                            resize(ids_a, room_i)
+                            ids = ids_a.data.as_longlongs
                         i = _number(d, i, end, MAX_ID_DIGITS, True, &v)
                         if i < 0:
                             return None
@@ -166,7 +189,16 @@ def scan(const unsigned char[:] data, Py_ssize_t max_records, Py_ssize_t max_ids
             return None
         if seen != 15 or _skip(d, i + 1, end) != end:
             return None
+        if in_order and r and fields[0][r] < fields[0][r - 1]:  # back in time: the strict reader names the line
+            return None
+        if block_tokens > 0:
+            want = (fields[1][r] + block_tokens - 1) // block_tokens
+            if counts[r] < want - 1 or counts[r] > want + 1:
+                return None
         lines[r] = line
         r += 1
         i = end + 1 if end < n and d[end] == 10 else end + 2
-    return lines_a[:r], fields_a[0, :r].copy(), fields_a[1, :r].copy(), fields_a[2, :r].copy(), counts_a[:r], ids_a[:k]
+    for a in (lines_a, times_a, in_a, out_a, counts_a):
+        resize(a, r)
+    resize(ids_a, k)
+    return lines_a, times_a, in_a, out_a, counts_a, ids_a
