@@ -19,6 +19,7 @@ from ...errors import ScenarioError
 from ...requests.extent import extent
 from ...requests.jsonl import MOONCAKE_BLOCK_TOKENS
 from ...result import Result
+from ...serving.native import block_cache
 from ...size_guard import Estimate
 from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
 from .. import Mechanism
@@ -244,5 +245,12 @@ def time_axis(unit: str, scenario=None) -> str:
     return f"request arrival ({unit}) · untimed replay"
 
 
+def engine_note() -> str:
+    """Why the timed runs' block cache is the Python one (a missing or stale build), or "";
+    a policy without a compiled twin is said in the run's own notes (metrics["notes"])."""
+    why = block_cache()[1]
+    return f"{why}: the prefix cache's timed runs use the Python block cache" if why else ""
+
+
 MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",),
-                      time_axis=time_axis)
+                      time_axis=time_axis, engine_note=engine_note)

@@ -80,7 +80,7 @@ def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
 class BlockStore:
     stores = False  # the batcher saves nothing: writes down are this store's link transfers
 
-    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int):
+    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int, compiled: bool = True):
         c = sc.cache
         self.run, self.loop = run, run.loop
         self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
@@ -89,12 +89,11 @@ class BlockStore:
         self.names = [t.name for t in sc.tiers]
         self.move = c.promote == "move"
         self.prefetch = prefetch
-        self.cache = cache = cache_for(prep, caps, evictions, self.move, c.write_policy == "through", c.admission,
-                                       c.min_reuse_count, c.pin_running, protect=prefetch)
-        # the cache's counters (lists changed in place, never replaced)
-        self.where, self.size, self.peak = cache.where, cache.size, cache.peak
-        self.hit_blocks, self.hit_tokens, self.hit_req = cache.hit_blocks, cache.hit_tokens, cache.hit_req
-        self.written, self.demoted, self.evicted = cache.written, cache.demoted, cache.evicted
+        # the compiled cache where it can run (the note says why not); its ids are its own
+        self.cache, self.engine_note = cache_for(prep, caps, evictions, self.move, c.write_policy == "through",
+                                                 c.admission, c.min_reuse_count, c.pin_running, protect=prefetch,
+                                                 compiled=compiled)
+        self.ids = self.cache.ids
         R = len(self.off) - 1
         self.hits = [0] * R
         self._log: list | None = None     # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
@@ -137,12 +136,14 @@ class BlockStore:
         h = len(src)
         self.hits[j] = h
         now = self.loop.now
-        before = self.written[:]
+        cache = self.cache
+        before = cache.written[:]  # a copy (the Python cache gives its own list)
         if self.log is not None:
             self.log.append(("admit", j))
-        self.cache.place_request(j, s, e, h, src)
+        cache.place_request(j, s, e, h, src)
+        after = cache.written
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if n:
                 self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
         if self.prefetch:
@@ -233,6 +234,16 @@ class BlockStore:
         if self.prefetch:
             self._look_ahead()
 
+    # the cache's counters, per tier
+    size = property(lambda self: self.cache.size)
+    peak = property(lambda self: self.cache.peak)
+    hit_blocks = property(lambda self: self.cache.hit_blocks)
+    hit_tokens = property(lambda self: self.cache.hit_tokens)
+    hit_req = property(lambda self: self.cache.hit_req)
+    written = property(lambda self: self.cache.written)
+    demoted = property(lambda self: self.cache.demoted)
+    evicted = property(lambda self: self.cache.evicted)
+
     @property
     def log(self):
         return self._log
@@ -241,7 +252,8 @@ class BlockStore:
     def log(self, log):
         """A list to log admissions, completions and evictions into (None: no log)."""
         self._log = log
-        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, v)))
+        orig = self.cache.original
+        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, orig(v))))
 
     def _cancel(self, b) -> int:
         """b's prefetch has not started: cancelled, b is loaded from its source tier."""
@@ -252,30 +264,16 @@ class BlockStore:
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
     def _look_ahead(self):
-        ids, where, t, off = self.ids, self.where, self.pf_tier, self.off
+        ids, t, off = self.ids, self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
         self.cache.set_protect([b for r in window for b in ids[off[r]:off[r + 1]]])
         now = self.loop.now
-        before = self.written[:]
+        before = self.cache.written[:]
         for r in window:
             if r in self.pf_done:
                 continue
             self.pf_done.add(r)
-            fetch: dict = {}  # source tier -> the blocks fetched from it
-            for p in range(off[r], off[r + 1]):
-                b = ids[p]
-                m = where.get(b)
-                if not m:
-                    break
-                k = (m & -m).bit_length() - 1
-                if k <= t:
-                    continue
-                if self.move:
-                    self.cache.drop(k, b)
-                else:
-                    self.cache.use(k, b)
-                self.cache.place(t, b)
-                fetch.setdefault(k, []).append(b)
+            fetch = self.cache.copy_up(off[r], off[r + 1], t)  # source tier -> the blocks fetched from it
             for k, blocks in fetch.items():
                 self.prefetched_blocks += len(blocks)
                 if self.bg:
@@ -289,8 +287,9 @@ class BlockStore:
                                        dst=self.names[t])
                 for b in blocks:
                     self.landing[b] = t1
+        after = self.cache.written
         for k in range(t + 1, self.K):  # the demotions the prefetches caused, into the tiers below
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if not n:
                 continue
             if self.bg:  # part of the prefetch: background too
