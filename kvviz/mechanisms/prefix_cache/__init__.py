@@ -25,7 +25,7 @@ from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
 from .. import Mechanism
 from . import costs
 from .engine import ceiling, prepare, replay
-from .generator import generate
+from .generator import generated
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario, Serving
 from .sizing import trace_lookups
@@ -100,7 +100,7 @@ def _generated_lookups(w, tokens: int) -> int | None:
     per workload (a frozen section): `kvviz run` asks the estimate twice before simulating, and
     each count is a whole generation (~0.2 s of prefix_cache_tiers' ~1.5)."""
     try:
-        _, offsets, *_ = generate(w, tokens, MAX_LOOKUPS)
+        _, offsets, *_ = generated(w, tokens, MAX_LOOKUPS)
     except ScenarioError:  # beyond the lookup limit: the expectation, which refuses it
         return None
     return int(offsets[-1])
