@@ -36,6 +36,9 @@ Interface:
   `hit_tokens`, `hit_req`, `written`, `demoted`, `evicted`; `occupancy()` a copy of `size`.
 - `on_evict(k, v)`, if set: told of every eviction (a log); `original(b)` a block's own id.
 
+`best_cut` is the load-or-recompute choice: how much of a hit to load, given the links' queues
+(kvviz/serving/links.py), the rest recomputed.
+
 `make_cache` gives the compiled twin (kvviz/serving/native/_block_cache.pyx: lru, fifo, belady)
 where it can, else this class, with a note saying why.
 """
@@ -104,6 +107,49 @@ def compiled_cache(mod, ids, tokens, caps, evictions, *, move=False, through=Fal
                        n_blocks=len(a["block_ids"]))
     c.ids, c.block_ids = a["ids"], a["block_ids"]
     return c
+
+
+def best_cut(src, hit_tokens, booked, links, now: int, L: int, block_bytes: int, compute, landing=None) -> int:
+    """Load or recompute: of a request's hit (its leading run of h blocks, `src` their tiers,
+    `hit_tokens` their tokens), how many leading blocks to use, the rest recomputed with its
+    misses: the cut (0 ≤ cut ≤ h) whose prefill iteration ends soonest, ties to the larger
+    (loading). The prefix cache's timed store states the rule and its assumptions.
+
+    The iteration's end for a cut is the layer-wise closed form over the transfers booked for it
+    so far (`booked`: (start after latency, end) each) and the cut's own loads, one per link
+    (`links[k]`: the Link of tier k, its `free`, `read_lat`, `read_gbps`), queued behind what
+    each link has booked, blocks still landing from a prefetch (`landing(i)`: when hit block i
+    lands, if any do) no earlier: max(max(S, A) + L·c, B + c), with A = max_x int(start_x +
+    (t1_x − start_x)/L), B = max_x t1_x and c = int(compute(kept tokens) / L) ns per layer.
+    Every candidate at once, as arrays, in the same float and integer steps as the iteration's
+    own end (so the same ns). Cuts between hit blocks in HBM are never better than the next cut
+    (they load nothing more and compute more): only the cuts before a block below HBM, and h."""
+    h = len(src)
+    A = B = now
+    for start, t1 in booked:
+        A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
+    sv = np.array(src, dtype=np.int64)
+    cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
+    kept = np.r_[0, np.cumsum(hit_tokens)][cuts]
+    c = (compute(kept) / L).astype(np.int64)
+    a = np.full(len(cuts), A, dtype=np.int64)
+    b = np.full(len(cuts), B, dtype=np.int64)
+    for q in set(src) - {0}:
+        lk = links[q]
+        on = sv == q
+        n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
+        land = np.zeros(h + 1, dtype=np.int64)
+        land[0] = now
+        if landing is not None:
+            land[1:][on] = [landing(i) for i in np.flatnonzero(on).tolist()]
+        ready = np.maximum.accumulate(land)[cuts]
+        t0 = np.maximum(ready, lk.free) + lk.read_lat
+        t1 = t0 + (n * block_bytes / lk.read_gbps).astype(np.int64)
+        has = n > 0
+        a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
+        b = np.where(has, np.maximum(b, t1), b)
+    end = np.maximum(a + L * c, b + c)
+    return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
 
 
 def clairvoyant(policy: str) -> bool:

@@ -64,6 +64,7 @@ import numpy as np
 
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link, Prefetch
+from ...serving.tiered_cache import best_cut
 from .engine import Outcome, cache_for
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
@@ -180,39 +181,13 @@ class BlockStore:
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def _cut(self, s, h, src, total, now) -> int:
-        """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
-        prefill iteration ends soonest, ties to the larger (the module docstring says the rule).
-
-        load()'s closed form over transfers x is max(max(S, A) + L·c, B + c) with A = max_x
-        int(start_x + (t1_x − start_x)/L) and B = max_x t1_x: every candidate cut at once, as
-        arrays, in the same float and integer steps as load() (so the same ns)."""
-        L = self.L
-        A = B = now
-        for start, t1 in self.booked:
-            A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
-        sv = np.array(src, dtype=np.int64)
-        cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
-        kept = np.r_[0, np.cumsum(self.tok_np[s:s + h])][cuts]
-        c = ((self.iter_comp + self.run.gpu.prefill_ns(total - kept, kept)) / L).astype(np.int64)
-        a = np.full(len(cuts), A, dtype=np.int64)
-        b = np.full(len(cuts), B, dtype=np.int64)
+        """How many leading hit blocks to use (the rest of the hit is recomputed): the tiered
+        cache's load-or-recompute choice (tiered_cache.best_cut) for this iteration's bookings."""
         landing, ids = self.landing, self.ids
-        for q in set(src) - {0}:
-            lk = self.links[q]
-            on = sv == q
-            n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
-            land = np.zeros(h + 1, dtype=np.int64)
-            land[0] = now
-            if landing:
-                land[1:][on] = [landing.get(ids[s + i], 0) for i in np.flatnonzero(on).tolist()]
-            ready = np.maximum.accumulate(land)[cuts]
-            t0 = np.maximum(ready, lk.free) + lk.read_lat
-            t1 = t0 + (n * self.bb / lk.read_gbps).astype(np.int64)
-            has = n > 0
-            a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
-            b = np.where(has, np.maximum(b, t1), b)
-        end = np.maximum(a + L * c, b + c)
-        return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
+        comp, prefill = self.iter_comp, self.run.gpu.prefill_ns
+        return best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                        lambda kept: comp + prefill(total - kept, kept),
+                        (lambda i: landing.get(ids[s + i], 0)) if landing else None)
 
     def load(self, jobs, a, b, ready, S, comp_ns):
         """The iteration's loads were booked at their requests' admissions (one transfer per
