@@ -72,7 +72,10 @@ def drive(cache, rng: random.Random, off, K, protect: bool, log: list):
             out.append(("finish", r))
         else:
             window = range(nxt_r, min(R, nxt_r + rng.randrange(1, 4)))
-            cache.set_protect([cache.ids[p] for r in window for p in range(off[r], off[r + 1])])
+            if rng.random() < 0.5:
+                cache.set_protect([cache.ids[p] for r in window for p in range(off[r], off[r + 1])])
+            else:
+                cache.protect_ranges([(off[r], off[r + 1]) for r in window])
             t = rng.randrange(K)
             fetch = {k: [orig(b) for b in v] for k, v in cache.copy_up(off[window[0]], off[window[0] + 1], t).items()}
             out.append(("prefetch", t, fetch))

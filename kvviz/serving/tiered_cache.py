@@ -30,7 +30,8 @@ Interface:
   hit counters; `matched(blocks)` the same for any block ids, counting nothing (a router's peek);
 - `place_request(r, s, e, h, src)`: admit/insert request r's blocks (rules 2-4), pinning them;
 - `finish(r)`: request r's pins go;
-- `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it);
+- `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it,
+  `protect_ranges` with the blocks of position ranges);
 - `place(k, b)`, `drop(k, b)`, `use(k, b)`: single moves (prefetch copies a block up);
 - counters, per tier (lists, top first): `size` (occupancy), `peak`, `hit_blocks`,
   `hit_tokens`, `hit_req`, `written`, `demoted`, `evicted`; `occupancy()` a copy of `size`.
@@ -317,6 +318,11 @@ class TieredCache:
             self.place(t, b)
             fetch.setdefault(k, []).append(b)
         return fetch
+
+    def protect_ranges(self, ranges):
+        """set_protect over the blocks at positions s..e-1 of each (s, e)."""
+        ids = self.ids
+        self.set_protect([b for s, e in ranges for b in ids[s:e]])
 
     def use(self, k, b):
         if k not in self.reindex:  # a clairvoyant tier was told of the use as the step began

@@ -39,6 +39,7 @@ cdef class BlockCache:
     cdef int32_t* pins         # block -> running requests holding it in HBM
     cdef uint8_t* prot         # block -> protected (prefetch's look-ahead)
     cdef uint8_t* seen         # block -> asked for before (second_hit)
+    cdef int32_t* plist        # the protected blocks (n_prot of them), to clear
     cdef int kind[MAXK]
     cdef int64_t caps[MAXK]
     cdef int64_t _size[MAXK]
@@ -57,7 +58,6 @@ cdef class BlockCache:
     cdef public object ids         # position -> block, as a list (the caller's view of the stream)
     cdef public object block_ids   # block -> the stream's own id
     cdef object held               # request -> its position ranges (pinned)
-    cdef object protected          # the protected blocks, to clear
 
     cdef bint _pinned(self, int k, int32_t b) noexcept
     cdef void _push(self, int k, int L, int32_t b) noexcept
@@ -72,3 +72,5 @@ cdef class BlockCache:
     cdef int _drop(self, int k, int32_t b) except -1
     cdef int _place(self, int k, int32_t b) except -1
     cdef int _place_request(self, int64_t s, int64_t e, int64_t h, int* src) except -1
+    cdef void _protect(self, int32_t b) noexcept
+    cdef void _clear_protect(self) noexcept

@@ -131,8 +131,8 @@ cdef class BlockCache:
         self.pins = <int32_t*> _alloc(n * sizeof(int32_t))
         self.prot = <uint8_t*> _alloc(n)
         self.seen = <uint8_t*> _alloc(n)
+        self.plist = <int32_t*> _alloc(n * sizeof(int32_t))
         self.held = {}
-        self.protected = []
         self.on_evict = None
 
     def __dealloc__(self):
@@ -148,6 +148,7 @@ cdef class BlockCache:
         PyMem_Free(self.pins)
         PyMem_Free(self.prot)
         PyMem_Free(self.seen)
+        PyMem_Free(self.plist)
         for k in range(self.K):
             PyMem_Free(self.heap[k].a)
             PyMem_Free(self.aside[k].a)
@@ -421,17 +422,33 @@ cdef class BlockCache:
     def set_protect(self, blocks):
         cdef int64_t old = self.n_prot
         cdef int32_t b
-        for b in self.protected:
-            self.prot[b] = 0
-        self.protected = []
-        self.n_prot = 0
+        self._clear_protect()
         for b in blocks:
-            if not self.prot[b]:
-                self.prot[b] = 1
-                self.protected.append(b)
-                self.n_prot += 1
+            self._protect(b)
         if old:
             self.unpin()
+
+    def protect_ranges(self, ranges):
+        """set_protect over the blocks at positions s..e-1 of each (s, e)."""
+        cdef int64_t old = self.n_prot, s, e, p
+        self._clear_protect()
+        for s, e in ranges:
+            for p in range(s, e):
+                self._protect(self.pid[p])
+        if old:
+            self.unpin()
+
+    cdef inline void _protect(self, int32_t b) noexcept:
+        if not self.prot[b]:
+            self.prot[b] = 1
+            self.plist[self.n_prot] = b
+            self.n_prot += 1
+
+    cdef void _clear_protect(self) noexcept:
+        cdef int64_t i
+        for i in range(self.n_prot):
+            self.prot[self.plist[i]] = 0
+        self.n_prot = 0
 
     def use(self, int k, int32_t b):
         self._use(k, b)
