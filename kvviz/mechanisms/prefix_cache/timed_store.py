@@ -245,7 +245,7 @@ class BlockStore:
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
     def _look_ahead(self):
-        ids, t, off = self.ids, self.pf_tier, self.off
+        t, off = self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
         self.cache.protect_ranges([(off[r], off[r + 1]) for r in window])
         now = self.loop.now
