@@ -18,6 +18,6 @@ def test_an_edit_to_a_shared_include_changes_the_including_folders_hash(tmp_path
     assert sources.source_hash(mine) != before
 
 
-def test_attention_stores_engine_includes_the_serving_roofline():
+def test_attention_stores_engine_includes_the_serving_loop_and_roofline():
     names = [n for n, _ in sources.included_elsewhere(as_native.HERE)]
-    assert names == ["../../../serving/native/roofline.pxi"]
+    assert names == ["../../../serving/native/event_loop.pxi", "../../../serving/native/roofline.pxi"]
