@@ -6,6 +6,7 @@ same evictions in the same order and the same counters after every call. A run w
 back to Python says why."""
 import random
 
+import numpy as np
 import pytest
 
 from kvviz.serving import native, tiered_cache
@@ -175,3 +176,26 @@ def test_the_timed_run_notes_a_fallback_and_not_a_compiled_run(monkeypatch):
     a, b = res.metrics_dict(), slow.metrics_dict()
     del b["notes"]
     assert a == b  # the same run either way
+
+
+@needs_build
+@pytest.mark.parametrize("policy", native.TWINS)
+def test_the_untimed_replay_gives_the_same_outcome_and_log_compiled(policy):
+    """kvviz run with serving.timing = false runs engine.replay on the compiled cache: the same
+    counts, per-request hits, occupancy and eviction log (request, position, tier, block)."""
+    from kvviz.mechanisms.prefix_cache.engine import prepare, replay
+    from kvviz.mechanisms.prefix_cache.workload import Blocks
+    rng = random.Random(11)
+    ids, off = workload(rng, 400)
+    blocks = Blocks(np.array(ids, dtype=np.int64), np.array(off, dtype=np.int64),
+                    np.full(len(off) - 1, 64, dtype=np.int64), np.zeros(len(off) - 1), 16, "test")
+    prep = prepare(blocks, {policy}, "always")
+    for caps, move, through in (([12], False, False), ([6, 10, 30], True, False), ([6, 10], False, True)):
+        logs = [], []
+        a = replay(prep, caps, [policy] * len(caps), move, through, "always", record=True, log=logs[0])
+        b = replay(prep, caps, [policy] * len(caps), move, through, "always", record=True, log=logs[1], compiled=True)
+        assert b.note == ""
+        for f in ("hit_blocks", "hit_tokens", "hit_requests", "written", "demoted", "evicted", "peak"):
+            assert getattr(a, f) == getattr(b, f), (f, caps)
+        assert (a.hits == b.hits).all() and (a.occupancy == b.occupancy).all() and (a.hit_tier == b.hit_tier).all()
+        assert logs[0] == logs[1] and len(logs[0]) > 50

@@ -112,6 +112,7 @@ class Outcome:
     hits: np.ndarray   # hit blocks per request
     occupancy: np.ndarray | None  # blocks per tier after each request (requests × tiers)
     hit_tier: np.ndarray | None = None  # the tier of each request's last hit block, -1 for none (record)
+    note: str = ""     # why the Python cache ran where the compiled one was asked for ("" otherwise)
 
 
 def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
@@ -125,19 +126,22 @@ def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool,
 
 
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
-           min_reuse: int = 1, record: bool = False, log: list | None = None, pin: bool = True) -> Outcome:
+           min_reuse: int = 1, record: bool = False, log: list | None = None, pin: bool = True,
+           compiled: bool = False) -> Outcome:
     """One run. `caps`: blocks per tier; `evictions`: each tier's policy; `pin`: whether a
     request holds the blocks it has reached in HBM (step 2). `log`, if given, gets (request,
-    position, tier, block) for every eviction."""
+    position, tier, block) for every eviction. `compiled`: the compiled block cache where it can
+    run (the same counts; the Outcome's note says why not)."""
     K, off = len(caps), prep.offsets
-    cache, _ = cache_for(prep, caps, evictions, move, through, admission, min_reuse, pin)
+    cache, note = cache_for(prep, caps, evictions, move, through, admission, min_reuse, pin, compiled=compiled)
     R = len(off) - 1
     hits = np.zeros(R, dtype=np.int64)
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None
     hit_tier = np.full(R, -1, dtype=np.int8) if record else None
     if log is not None:
         at = [0]  # the request being placed (the cache keeps the position: `pos`)
-        cache.on_evict = lambda k, v: log.append((at[0], cache.pos, k, v))
+        orig = cache.original
+        cache.on_evict = lambda k, v: log.append((at[0], cache.pos, k, orig(v)))
     lookup, place_request, finish = cache.lookup, cache.place_request, cache.finish
     for r in range(R):
         s, e = off[r], off[r + 1]
@@ -154,7 +158,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
                 hit_tier[r] = src[-1]
     c = cache
     return Outcome(c.hit_blocks, c.hit_tokens, c.hit_req, c.written, c.demoted, c.evicted, c.peak, hits, occupancy,
-                   hit_tier)
+                   hit_tier, note)
 
 
 def ceiling(prep: Prepared) -> tuple[int, int, int]:
