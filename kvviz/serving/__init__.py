@@ -19,6 +19,11 @@ admitted request's history is and how long its load takes. The parts, one module
 - load_or_recompute.py: load a history from a slow tier, or recompute it when that is faster;
 - links.py: links between tiers as shared resources (transfers queue under a named rule).
 - overload.py: whether a served run kept up with its arrivals (the rule and the run's note).
+- tiered_cache.py: the tiered block cache (tiers, placement, admission, eviction through
+  eviction/, pins, prefetch protection, the load-or-recompute cut), written once;
+- eviction/: the eviction policies, one file each, and their registry;
+- native/: compiled pieces: the block cache's twin (_block_cache.pyx/.pxd), the event loop and
+  roofline AttentionStore's compiled engine includes, the loaders' source hash.
 
 Clients: AttentionStore (kvviz.mechanisms.attention_store: its session store over DRAM and SSD,
 its Python engine and the compiled twin of this core in its native/ package) and the prefix

@@ -1,6 +1,7 @@
-"""The timed engine's block store: the untimed replay's tiers and rules (engine.py, whose steps
-1-4 hold here word for word), driven by the serving engine through the serving core's seam
-(kvviz/serving/kv_source.py) instead of one request after another.
+"""The timed engine's block store: the untimed replay's tiers and rules (engine.py's steps 1-4,
+written once in the serving core's tiered block cache, kvviz/serving/tiered_cache.py, which both
+run), driven by the serving engine through the serving core's seam (kvviz/serving/kv_source.py)
+instead of one request after another.
 
 What time changes (each an ASSUMPTION, ours unless named):
 - A request looks up and places its blocks when the scheduler admits it, not when it arrives;
@@ -57,14 +58,15 @@ ASSUMPTIONS, ours:
 """
 from __future__ import annotations
 
+from collections import Counter
 from itertools import islice
 
 import numpy as np
 
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link, Prefetch
-from . import evictors
-from .engine import NO_PINS, Outcome
+from ...serving.tiered_cache import best_cut
+from .engine import Outcome, cache_for
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
 
@@ -77,49 +79,26 @@ def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
     return max(pe, int(start + a) + L * c, t1 + c)
 
 
-class Either:
-    """`b in` either of two containers (pins and protections)."""
-    __slots__ = ("a", "b")
-
-    def __init__(self, a, b):
-        self.a, self.b = a, b
-
-    def __contains__(self, x):
-        return x in self.a or x in self.b
-
-
 class BlockStore:
     stores = False  # the batcher saves nothing: writes down are this store's link transfers
 
-    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int):
+    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int, compiled: bool = True):
         c = sc.cache
         self.run, self.loop = run, run.loop
         self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
-        self.nxt = prep.next_pos
         self.K = K = len(caps)
         self.caps = caps
         self.names = [t.name for t in sc.tiers]
-        self.move, self.through = c.promote == "move", c.write_policy == "through"
-        self.seen = set() if c.admission == "second_hit" else None
-        self.later, self.min_reuse = prep.later, c.min_reuse_count
-        self.next_use: dict = {}
-        self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
-        self.reindex = [k for k in range(K) if self.ev[k].reindex]
-        self.clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
-        self.where: dict = {}
-        self.size, self.peak = [0] * K, [0] * K
-        self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
-        self.written, self.demoted, self.evicted = [0] * K, [0] * K, [0] * K
+        self.move = c.promote == "move"
+        self.prefetch = prefetch
+        # the compiled cache where it can run (the note says why not); its ids are its own
+        self.cache, self.engine_note = cache_for(prep, caps, evictions, self.move, c.write_policy == "through",
+                                                 c.admission, c.min_reuse_count, c.pin_running, protect=prefetch,
+                                                 compiled=compiled)
+        self.ids = self.cache.ids
         R = len(self.off) - 1
         self.hits = [0] * R
-        self.pins: dict = {}              # block -> running requests holding it in HBM
-        self.held: dict = {}              # request -> its pinned blocks
-        self.protect: set = set()         # blocks of the queued requests prefetch looks at
-        self.prefetch = prefetch
-        held = self.pins if c.pin_running and not evictors.ignores_pins(evictions[0]) else NO_PINS
-        self.top_hold = Either(held, self.protect) if prefetch else held
-        self.low_hold = self.protect if prefetch else NO_PINS
-        self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
+        self._log: list | None = None     # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
         L = sc.model.layers
         self.L = L
@@ -149,39 +128,24 @@ class BlockStore:
             self._look_ahead()
 
     def admit(self, j: int, hbm_hit: bool):
-        ids, tok, where, K = self.ids, self.tok, self.where, self.K
+        ids, tok, K = self.ids, self.tok, self.K
         s, e = self.off[j], self.off[j + 1]
-        p, src = s, []
         bg, queued = self.bg, self.queued
         if bg:
             for lk in self.links[1:]:
                 lk.advance(self.loop.now)  # pieces that ran in the idle time so far have landed
-        wget, hit_blocks, hit_tokens, add = where.get, self.hit_blocks, self.hit_tokens, src.append
-        while p < e:  # lookup: the longest prefix resident somewhere
-            b = ids[p]
-            m = wget(b)
-            if not m:
-                break
-            k = (m & -m).bit_length() - 1
-            if bg and b in queued:  # its prefetch has not started: cancelled, loaded from its source
-                k, pf = queued.pop(b)
-                self.links[k].take(pf, b)
-                self.cancelled += 1
-            add(k)
-            hit_blocks[k] += 1
-            hit_tokens[k] += tok[p]
-            p += 1
-        h = p - s
+        src = self.cache.lookup(s, e, queued if bg else None, self._cancel)
+        h = len(src)
         self.hits[j] = h
-        for k in set(src):
-            self.hit_req[k] += 1
         now = self.loop.now
-        before = self.written[:]
+        cache = self.cache
+        before = cache.written[:]  # a copy (the Python cache gives its own list)
         if self.log is not None:
             self.log.append(("admit", j))
-        self._place_request(j, s, e, h, src)
+        cache.place_request(j, s, e, h, src)
+        after = cache.written
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if n:
                 self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
         if self.prefetch:
@@ -194,15 +158,20 @@ class BlockStore:
         load = 0
         landing = self.landing
         nbytes, ready = [0] * K, [now] * K
-        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
-            k = src[i]
-            if k:
-                nbytes[k] += self.bb
-                t = landing.get(ids[s + i], 0)
-                if t > now:
-                    self.late_blocks += 1
-                if t > ready[k]:
-                    ready[k] = t
+        if landing:
+            for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
+                k = src[i]
+                if k:
+                    nbytes[k] += self.bb
+                    t = landing.get(ids[s + i], 0)
+                    if t > now:
+                        self.late_blocks += 1
+                    if t > ready[k]:
+                        ready[k] = t
+        elif cut:  # nothing prefetched: counted per tier (C speed; the loop above, less its landing)
+            for k, n in Counter(src[:cut] if cut < h else src).items():
+                if k:
+                    nbytes[k] = n * self.bb
         for k in range(1, K):  # one transfer per link, booked now
             if nbytes[k]:
                 load += nbytes[k]
@@ -218,39 +187,13 @@ class BlockStore:
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def _cut(self, s, h, src, total, now) -> int:
-        """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
-        prefill iteration ends soonest, ties to the larger (the module docstring says the rule).
-
-        load()'s closed form over transfers x is max(max(S, A) + L·c, B + c) with A = max_x
-        int(start_x + (t1_x − start_x)/L) and B = max_x t1_x: every candidate cut at once, as
-        arrays, in the same float and integer steps as load() (so the same ns)."""
-        L = self.L
-        A = B = now
-        for start, t1 in self.booked:
-            A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
-        sv = np.array(src, dtype=np.int64)
-        cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
-        kept = np.r_[0, np.cumsum(self.tok_np[s:s + h])][cuts]
-        c = ((self.iter_comp + self.run.gpu.prefill_ns(total - kept, kept)) / L).astype(np.int64)
-        a = np.full(len(cuts), A, dtype=np.int64)
-        b = np.full(len(cuts), B, dtype=np.int64)
+        """How many leading hit blocks to use (the rest of the hit is recomputed): the tiered
+        cache's load-or-recompute choice (tiered_cache.best_cut) for this iteration's bookings."""
         landing, ids = self.landing, self.ids
-        for q in set(src) - {0}:
-            lk = self.links[q]
-            on = sv == q
-            n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
-            land = np.zeros(h + 1, dtype=np.int64)
-            land[0] = now
-            if landing:
-                land[1:][on] = [landing.get(ids[s + i], 0) for i in np.flatnonzero(on).tolist()]
-            ready = np.maximum.accumulate(land)[cuts]
-            t0 = np.maximum(ready, lk.free) + lk.read_lat
-            t1 = t0 + (n * self.bb / lk.read_gbps).astype(np.int64)
-            has = n > 0
-            a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
-            b = np.where(has, np.maximum(b, t1), b)
-        end = np.maximum(a + L * c, b + c)
-        return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
+        comp, prefill = self.iter_comp, self.run.gpu.prefill_ns
+        return best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                        lambda kept: comp + prefill(total - kept, kept),
+                        (lambda i: landing.get(ids[s + i], 0)) if landing else None)
 
     def load(self, jobs, a, b, ready, S, comp_ns):
         """The iteration's loads were booked at their requests' admissions (one transfer per
@@ -268,142 +211,50 @@ class BlockStore:
     def finished(self, j: int):
         if self.log is not None:
             self.log.append(("finish", j))
-        pins = self.pins
-        for b in self.held.pop(j, ()):
-            n = pins[b] - 1
-            if n:
-                pins[b] = n
-            else:
-                del pins[b]
-        for ev in self.ev:
-            ev.unpin()
+        self.cache.finish(j)
         if self.prefetch:
             self._look_ahead()
 
-    # --- placement (engine.py's steps 2-4) -----------------------------------------------------
-    def _place_request(self, r, s, e, h, src):
-        ids, where, pins = self.ids, self.where, self.pins
-        nxt, later, seen = self.nxt, self.later, self.seen
-        wget, pget, place = where.get, pins.get, self._place
-        reindex, ev, move = self.reindex, self.ev, self.move
-        touch0 = None if 0 in reindex else ev[0].touch  # a use in HBM (_use(0, b))
-        self.held.setdefault(r, []).extend(ids[s:e])  # pinned one by one below, as reached
-        for j in range(s, e):
-            b = ids[j]
-            pins[b] = pget(b, 0) + 1
-            m = wget(b, 0)
-            if nxt is not None:
-                self.next_use[b] = nxt[j]
-                for k in self.reindex:
-                    if m >> k & 1:
-                        self.ev[k].touch(b)
-            if m & 1:
-                if touch0 is not None:
-                    touch0(b)
-                continue
-            if j - s < h:  # a hit below HBM: promoted
-                k = src[j - s]
-                if m >> k & 1:
-                    if move:
-                        self._drop(k, b)
-                    elif k not in reindex:  # _use(k, b)
-                        ev[k].touch(b)
-            elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
-                continue
-            place(0, b)
-            if self.through:
-                for k in range(1, self.K):
-                    if wget(b, 0) >> k & 1:
-                        self._use(k, b)
-                    else:
-                        place(k, b)
-        if seen is not None:
-            seen.update(ids[s:e])
+    # the cache's counters, per tier
+    size = property(lambda self: self.cache.size)
+    peak = property(lambda self: self.cache.peak)
+    hit_blocks = property(lambda self: self.cache.hit_blocks)
+    hit_tokens = property(lambda self: self.cache.hit_tokens)
+    hit_req = property(lambda self: self.cache.hit_req)
+    written = property(lambda self: self.cache.written)
+    demoted = property(lambda self: self.cache.demoted)
+    evicted = property(lambda self: self.cache.evicted)
 
-    def _use(self, k, b):
-        if k not in self.reindex:
-            self.ev[k].touch(b)
+    @property
+    def log(self):
+        return self._log
 
-    def _drop(self, k, v):
-        self.ev[k].remove(v)
-        self.size[k] -= 1
-        m = self.where[v] & ~(1 << k)
-        if m:
-            self.where[v] = m
-        else:
-            del self.where[v]
+    @log.setter
+    def log(self, log):
+        """A list to log admissions, completions and evictions into (None: no log)."""
+        self._log = log
+        orig = self.cache.original
+        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, orig(v))))
 
-    def _place(self, k, b):
-        where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
-        ev, written, peak, log = self.ev, self.written, self.peak, self.log
-        while True:
-            e_k = ev[k]
-            cascade = False
-            if size[k] >= caps[k]:
-                v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
-                if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
-                    v = None  # belady: b's own next use is the farthest, b is left out (engine.py step 3)
-                if v is None:
-                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
-                        self.demoted[k + 1] += 1
-                        k += 1
-                        continue
-                    return
-                self.evicted[k] += 1
-                if log is not None:
-                    log.append(("evict", k, v))
-                e_k.remove(v)  # _drop(k, v)
-                size[k] -= 1
-                m = where[v] & ~(1 << k)
-                if m:
-                    where[v] = m
-                else:
-                    del where[v]
-                cascade = not through and k + 1 < K and not m >> (k + 1)
-            e_k.insert(b)
-            where[b] = where.get(b, 0) | (1 << k)
-            size[k] += 1
-            written[k] += 1
-            if size[k] > peak[k]:
-                peak[k] = size[k]
-            if not cascade:
-                return
-            self.demoted[k + 1] += 1
-            b, k = v, k + 1
+    def _cancel(self, b) -> int:
+        """b's prefetch has not started: cancelled, b is loaded from its source tier."""
+        k, pf = self.queued.pop(b)
+        self.links[k].take(pf, b)
+        self.cancelled += 1
+        return k
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
     def _look_ahead(self):
-        ids, where, t, off = self.ids, self.where, self.pf_tier, self.off
+        t, off = self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
-        protect = self.protect
-        old = len(protect)
-        protect.clear()
-        for r in window:
-            protect.update(ids[off[r]:off[r + 1]])
-        if len(protect) < old or old:
-            for ev in self.ev:
-                ev.unpin()  # set-aside entries of blocks no longer protected go back
+        self.cache.protect_ranges([(off[r], off[r + 1]) for r in window])
         now = self.loop.now
-        before = self.written[:]
+        before = self.cache.written[:]
         for r in window:
             if r in self.pf_done:
                 continue
             self.pf_done.add(r)
-            fetch: dict = {}  # source tier -> the blocks fetched from it
-            for p in range(off[r], off[r + 1]):
-                b = ids[p]
-                m = where.get(b)
-                if not m:
-                    break
-                k = (m & -m).bit_length() - 1
-                if k <= t:
-                    continue
-                if self.move:
-                    self._drop(k, b)
-                else:
-                    self._use(k, b)
-                self._place(t, b)
-                fetch.setdefault(k, []).append(b)
+            fetch = self.cache.copy_up(off[r], off[r + 1], t)  # source tier -> the blocks fetched from it
             for k, blocks in fetch.items():
                 self.prefetched_blocks += len(blocks)
                 if self.bg:
@@ -417,8 +268,9 @@ class BlockStore:
                                        dst=self.names[t])
                 for b in blocks:
                     self.landing[b] = t1
+        after = self.cache.written
         for k in range(t + 1, self.K):  # the demotions the prefetches caused, into the tiers below
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if not n:
                 continue
             if self.bg:  # part of the prefetch: background too

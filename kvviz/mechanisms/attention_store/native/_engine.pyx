@@ -16,8 +16,11 @@ cdef extern from *:
     const char *KVVIZ_SOURCE_HASH
 SOURCE_HASH = KVVIZ_SOURCE_HASH.decode("ascii")
 
-include "loop.pxi"
-include "roofline.pxi"
+cdef class BatchState
+cdef class Batcher(BatchState)  # the event loop's owner: its events (kinds > 0) go to it (batcher.pxi)
+
+include "../../../serving/native/event_loop.pxi"  # the serving core's compiled event loop
+include "../../../serving/native/roofline.pxi"  # the serving core's compiled roofline
 include "recorder.pxi"
 include "batch_state.pxi"
 include "batcher.pxi"

@@ -1,4 +1,6 @@
-# The run's event loop (events.py's Loop) over a C binary heap of event structs.
+# The serving core's compiled event loop (kvviz/serving/event_loop.py's Loop) over a C binary heap of
+# event structs, included by a compiled engine (AttentionStore's _engine.pyx; the loaders' source hash
+# follows the include).
 #
 # Entries are ordered by (time, priority, seq) as events.py orders its tuples; seq is unique, so
 # the order is total and any correct heap pops the same sequence. An event is either a Python
@@ -32,8 +34,8 @@ cdef object _past_error(long long t, long long now):
     return ValueError(f"cannot schedule in the past: {t} < {now}")
 
 
-cdef class BatchState
-cdef class Batcher(BatchState)  # its events (kinds > 0) are dispatched to it: batcher.pxi
+# The including engine declares its `Batcher` before including this file: the class whose
+# `event(kind, a, b)` receives the events of kinds > 0 (AttentionStore's: its batcher.pxi).
 
 
 cdef class Loop:
