@@ -7,6 +7,7 @@
 This package never imports Qt; the desktop front end lives in `app/`.
 """
 from importlib import import_module
+from typing import Any
 
 from .errors import ScenarioError
 
@@ -16,7 +17,7 @@ _LAZY = {"simulate": "simulation", "Result": "result", "Trace": "trace", "TraceB
          "scenario_to_dict": "scenario"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

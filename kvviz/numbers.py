@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Container
 
 from .errors import ScenarioError
 
@@ -36,7 +37,7 @@ def toml_number(text: str) -> int | float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def split_unit(text: str, units) -> tuple[int | float, str] | None:
+def split_unit(text: str, units: Container[str]) -> tuple[int | float, str] | None:
     """(number, unit) of a size: the whole text as a number (unit ""), else a trailing unit of
     `units` (case-insensitive; `%` too) after a number; None if neither."""
     whole = toml_number(text)
