@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from .errors import MAX_MESSAGE_CHARS, ScenarioError
 from .format import printable
 from .limits import MAX_BYTES, MAX_NS
 from .numbers import parse_number
+
+if TYPE_CHECKING:  # what `kvviz`'s parser.add_subparsers() gives each command's add_parser
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
 MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12

@@ -5,7 +5,7 @@ the app lists and compares them by the same paths.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 # How a metric is held against another one: `[[expect]]` (greater_than, at_least) and a claim's
 # shape (all four) read the same table.
@@ -14,7 +14,7 @@ COMPARISONS: dict[str, tuple[str, Callable[[Any, Any], bool]]] = {
     "less_than": ("<", lambda a, b: a < b), "at_most": ("≤", lambda a, b: a <= b)}
 
 
-def finite_number(x: object) -> bool:
+def finite_number(x: object) -> TypeGuard[int | float]:
     """A metric that can be compared: an int or float, finite, not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
