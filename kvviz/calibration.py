@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, overload
 
 from .executor import pool_seconds, worth_a_pool
 from .size_guard import Estimate
@@ -128,6 +128,12 @@ def wall_seconds(est: Estimate, factor: float = 1.0, workers: int = 1, skip: Ite
     return factor * (before + sum(todo) * contention(1, others, cores))
 
 
+@overload
+def calibrated(est: Estimate, cal: Calibration | None = None, workers: int = 1, skip: Iterable[str] = (),
+               others: float | None = None, cores: int | None = None, warm: bool = False) -> Estimate: ...
+@overload
+def calibrated(est: None, cal: Calibration | None = None, workers: int = 1, skip: Iterable[str] = (),
+               others: float | None = None, cores: int | None = None, warm: bool = False) -> None: ...
 def calibrated(est: Estimate | None, cal: Calibration | None = None, workers: int = 1,
                skip: Iterable[str] = (), others: float | None = None, cores: int | None = None,
                warm: bool = False) -> Estimate | None:

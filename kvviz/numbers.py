@@ -10,10 +10,15 @@ import math
 import re
 import tomllib
 from collections.abc import Container
+from typing import Literal, overload
 
 from .errors import ScenarioError
 
 
+@overload
+def parse_number(text: str, source: str, integer: Literal[True], finite: bool = True) -> int: ...
+@overload
+def parse_number(text: str, source: str, integer: bool = False, finite: bool = True) -> int | float: ...
 def parse_number(text: str, source: str, integer: bool = False, finite: bool = True) -> int | float:
     """`text` as a TOML number (an integer if `integer`; finite if `finite`, else the caller's
     range refuses inf and nan), else a ScenarioError at `source`."""

@@ -72,16 +72,16 @@ class Mechanism(Generic[S]):
 _noted: set[str] = set()
 
 
-def engine_note_once(kind: str, strict: bool = False) -> str:
+def engine_note_once(kind: object, strict: bool = False) -> str:
     """`kind`'s engine note the first time it is asked for in this process, else "": the CLI and
     the app say it once, where a run starts. `strict` (the CLI): a ScenarioError where the engine
     choice is refused (exit 2), rather than a note."""
     m = mechanisms().get(kind) if isinstance(kind, str) else None
     if strict and m is not None and m.engine_refusal is not None and (why := m.engine_refusal()):
         raise ScenarioError(why)
-    if kind in _noted or m is None or m.engine_note is None:
+    if m is None or m.engine_note is None or m.kind in _noted:
         return ""
-    _noted.add(kind)
+    _noted.add(m.kind)
     return m.engine_note()
 
 
