@@ -55,7 +55,8 @@ def _is_prime(n: int) -> bool:
 @lru_cache(maxsize=64)  # a pure function of its arguments; sweeps ask the same thing often
 def distinct_primes(at_least: int, count: int) -> tuple[int, ...]:
     """The `count` smallest primes >= at_least: one table size per hash head."""
-    out, n = [], max(2, at_least)
+    out: list[int] = []
+    n = max(2, at_least)
     while len(out) < count:
         if _is_prime(n):
             out.append(n)
