@@ -11,7 +11,7 @@ import numpy.typing as npt
 from ...errors import ScenarioError
 from ...result import Result
 from ...size_guard import Estimate
-from ...trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, Trace, TraceBuilder
+from ...trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, Rows, Trace, TraceBuilder
 from ...units import ns_to_us, us_to_ns
 from .hashing import distinct_primes, hash_rows, multipliers, zipf_tokens
 from .model import EngramWindowScenario, ModelShape
@@ -42,7 +42,7 @@ def initial_range(result: Result) -> tuple[int, int] | None:
 
 # --- geometry: layer times, tokens, rows -------------------------------------------------
 
-def layer_times_ns(m: ModelShape) -> np.ndarray:
+def layer_times_ns(m: ModelShape) -> npt.NDArray[np.int64]:
     """Per-layer GPU time (int ns) at this batch size: a fixed part plus a per-token part.
     At the reference batch it is exactly the given time (no rounding through a factor)."""
     base_us = m.layer_times_us or [m.step_time_us / m.layers] * m.layers
@@ -51,7 +51,7 @@ def layer_times_ns(m: ModelShape) -> np.ndarray:
     return base + np.rint(base * grow).astype(np.int64) if grow else base
 
 
-def token_matrix(sc: EngramWindowScenario) -> np.ndarray:
+def token_matrix(sc: EngramWindowScenario) -> npt.NDArray[np.int64]:
     """(batch, max_order - 1 + steps) token IDs: context first, then one new token per step."""
     t = sc.tokens
     width = max(sc.engram.orders) - 1 + sc.decode.steps
@@ -60,7 +60,7 @@ def token_matrix(sc: EngramWindowScenario) -> np.ndarray:
     return np.array([seq[:width] for seq in t.sequences()], dtype=np.int64)
 
 
-def step_rows(sc: EngramWindowScenario) -> tuple[list[list[np.ndarray]], int]:
+def step_rows(sc: EngramWindowScenario) -> tuple[list[list[npt.NDArray[np.int64]]], int]:
     """Distinct rows each step reads for each Engram layer (sorted global row IDs), and the
     lookups per layer per step before coalescing (batch x orders x heads)."""
     e = sc.engram
@@ -92,7 +92,7 @@ def estimate(sc: EngramWindowScenario) -> Estimate:
     return Estimate(rows * BYTES_PER_ROW, rows * SECONDS_PER_ROW, "decode.steps")
 
 
-def _ceil_ns(ps: np.ndarray) -> np.ndarray:
+def _ceil_ns(ps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return -(-ps // PS_PER_NS)
 
 
@@ -149,9 +149,10 @@ class _Run:
         self.moe_pool = tb.lane(f"MoE · {pool} reads after L(k-1)", "MoE baseline")
         self.layer_label = np.array([tb.label(f"L{j}" + (" · Engram" if j in self.k_layers else ""))
                                      for j in range(sc.model.layers)], dtype=np.int32)
-        self.gpu_blocks: list[np.ndarray] = []
-        self.residency: list[np.ndarray] = []
-        self.counter_events: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.gpu_blocks: list[Rows] = []
+        self.residency: list[Rows] = []
+        # (name, unit) -> (times, level changes) of the counters, summed into levels at build()
+        self.counter_events: dict[tuple[str, str], list[tuple[Ns, npt.NDArray[np.float64]]]] = {}
         self.max_slots = 0
         self.work = 0  # reads and layer executions simulated (Result.events, for benchmarks)
 
