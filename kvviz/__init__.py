@@ -7,8 +7,17 @@
 This package never imports Qt; the desktop front end lives in `app/`.
 """
 from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError
+
+if TYPE_CHECKING:  # what a type checker sees of the names below, imported at run time on first use
+    from .loading import load_scenario, parse_scenario
+    from .result import Result
+    from .scenario import scenario_to_dict
+    from .scenario_data import apply_override
+    from .simulation import simulate
+    from .trace import Trace, TraceBuilder
 
 # Imported on first use, so `kvviz replay` (numpy, no pydantic) starts in a fraction of the time.
 _LAZY = {"simulate": "simulation", "Result": "result", "Trace": "trace", "TraceBuilder": "trace",
@@ -16,7 +25,7 @@ _LAZY = {"simulate": "simulation", "Result": "result", "Trace": "trace", "TraceB
          "scenario_to_dict": "scenario"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

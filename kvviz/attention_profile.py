@@ -8,7 +8,10 @@ calibrated per query so that a chosen share of the mass (`concentration`) falls 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 
 def _geom(r: float, n: int) -> float:
@@ -43,7 +46,7 @@ def calibrate_decay(left: int, right: int, radius: int, concentration: float) ->
     return 0.5 * (lo + hi)
 
 
-def mass_on(positions: np.ndarray, query: int, first: int, last: int, r: float) -> float:
+def mass_on(positions: npt.NDArray[np.integer[Any]], query: int, first: int, last: int, r: float) -> float:
     """Share of the query's attention mass (over attended positions first..last) that falls
     on `positions` (those outside first..last carry none)."""
     left, right = query - first, last - query

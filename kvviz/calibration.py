@@ -21,10 +21,13 @@ import os
 import time
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, overload
 
 from .executor import pool_seconds, worth_a_pool
 from .size_guard import Estimate
+
+if TYPE_CHECKING:
+    from .scenario import ScenarioBase
 
 # The probe's least CPU µs per turn when the cost model's constants were first measured (see the
 # module docstring; benchmarks/bench_estimate.py --constants on a shared machine, two sessions:
@@ -50,7 +53,7 @@ def calibration_from(probe_us_per_turn: float) -> Calibration:
     return Calibration(probe_us_per_turn, probe_us_per_turn / REFERENCE_PROBE_US_PER_TURN)
 
 
-def probe_scenario():
+def probe_scenario() -> ScenarioBase:
     """~190 turns of the synthetic ShareGPT-like workload, two policies, no truncation run."""
     from .loading import parse_scenario
     return parse_scenario({"kind": "attention_store", "name": "calibration probe", "policies": ["lru", "fifo"],
@@ -67,7 +70,7 @@ def probe_us_per_turn(repeat: int = PROBE_REPEAT) -> float:
     sc = probe_scenario()
     prepared = prepare(sc)
     run_part(sc, prepared, "lru", engine="python")  # warm-up: the first run pays for first calls and imports
-    times = []
+    times: list[float] = []
     for _ in range(repeat):
         t = time.thread_time()
         run_part(sc, prepared, "lru", engine="python")
@@ -125,6 +128,12 @@ def wall_seconds(est: Estimate, factor: float = 1.0, workers: int = 1, skip: Ite
     return factor * (before + sum(todo) * contention(1, others, cores))
 
 
+@overload
+def calibrated(est: Estimate, cal: Calibration | None = None, workers: int = 1, skip: Iterable[str] = (),
+               others: float | None = None, cores: int | None = None, warm: bool = False) -> Estimate: ...
+@overload
+def calibrated(est: None, cal: Calibration | None = None, workers: int = 1, skip: Iterable[str] = (),
+               others: float | None = None, cores: int | None = None, warm: bool = False) -> None: ...
 def calibrated(est: Estimate | None, cal: Calibration | None = None, workers: int = 1,
                skip: Iterable[str] = (), others: float | None = None, cores: int | None = None,
                warm: bool = False) -> Estimate | None:

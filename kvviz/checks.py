@@ -9,11 +9,17 @@ bundled scenarios use them to pin what each seed states and the simulation repro
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from .format import format_value
 from .metric_paths import metric_value
 
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from .scenario import Expectation
 
-def evaluate(expectations, metrics: dict) -> list[dict]:
+
+def evaluate(expectations: Iterable[Expectation], metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per expectation: metric, expect, actual, ok (and why)."""
     rows = []
     for e in expectations:
@@ -23,7 +29,8 @@ def evaluate(expectations, metrics: dict) -> list[dict]:
             rows.append({"metric": e.metric, "expect": e.wanted(), "actual": "no such metric", "ok": False,
                          "why": e.why})
             continue
-        others, expect = {}, e.wanted()
+        others: dict[str, Any] = {}
+        expect = e.wanted()
         for path in (e.greater_than, e.at_least):
             if path:
                 try:

@@ -46,12 +46,25 @@ shared as the claims' are: one per distinct set of overrides.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .claim_tolerance import TOLERANCE, band
 from .errors import ScenarioError
 from .metric_paths import COMPARISONS, finite_number, metric_value
+
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from .scenario import Alternative, Claim, ScenarioBase
+
+# A run of a claim group: its metrics, or why it could not be made
+RunOutcome = dict[str, Any] | str
+
+
+class Progress(Protocol):
+    """progress(done, total[, what]): runs done of total, of the claims' runs or of `what`."""
+
+    def __call__(self, done: int, total: int, what: str = ..., /) -> object: ...
 
 VERDICTS = ("reproduced", "same_shape", "not_reproduced", "not_expressible")
 SCALES = ("ratio", "share", "value", "text")
@@ -72,8 +85,8 @@ class Row:
     is how the text and Markdown tables print it (with the shape's other value, if any)."""
     seed: str
     claim: str
-    paper: Any
-    model: Any
+    paper: bool | int | float | str
+    model: Any  # a metric's value (JSON-able) or None
     verdict: str
     why: str
     shown: str = ""
@@ -91,7 +104,7 @@ class Row:
     def simulated(self) -> bool:
         return self.basis == "simulated"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The --json form: exactly JSON_KEYS."""
         return {"seed": self.seed, "claim": self.claim, "paper": self.paper, "model": self.model,
                 "verdict": self.verdict, "why": self.why, "basis": self.basis, "scale": self.scale,
@@ -99,7 +112,7 @@ class Row:
                 "fragile_because": list(self.fragile_because), "robustness": list(self.robustness)}
 
 
-def fmt(v) -> str:
+def fmt(v: object) -> str:
     """A value as the table prints it: four significant digits for fractions and ratios."""
     if v is None or v == "":  # an empty metric (e.g. no position hit) reads as "none", not blank
         return "—"
@@ -112,7 +125,7 @@ def fmt(v) -> str:
     return str(v)
 
 
-def effect(claim, x: float) -> float:
+def effect(claim: Claim, x: float) -> float:
     """`x` (in the metric's unit) as an effect on the claim's scale."""
     if claim.scale == "ratio":
         return x - 1.0
@@ -121,8 +134,17 @@ def effect(claim, x: float) -> float:
     return x
 
 
-def paper_effect(claim) -> tuple[float, float]:
-    lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+def paper_range(claim: Claim) -> tuple[float, float]:
+    """The paper's value as a range (low, high): its `between`, else its number at both ends."""
+    if claim.between is not None:
+        return claim.between[0], claim.between[1]
+    if isinstance(claim.paper, str):  # the model gives words only to a text claim, which has no range
+        raise TypeError(f"a {claim.scale} claim's paper value is a number (got {claim.paper!r:.40})")
+    return claim.paper, claim.paper
+
+
+def paper_effect(claim: Claim) -> tuple[float, float]:
+    lo, hi = paper_range(claim)
     return effect(claim, lo), effect(claim, hi)
 
 
@@ -138,18 +160,18 @@ def factor_holds(model_effect: float, paper: tuple[float, float]) -> bool | None
     return None
 
 
-def margin(claim, other) -> float:
+def margin(claim: Claim, other: object) -> float:
     """What a "beats X" must win by (module docstring)."""
     if claim.than_paper is not None and finite_number(claim.paper):
         return MARGIN * abs(claim.paper - claim.than_paper)
     if claim.scale != "text":
-        lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+        lo, hi = paper_range(claim)
         base = 1.0 if claim.scale == "ratio" else 0.0
         return MARGIN * min(abs(lo - base), abs(hi - base))
     return MARGIN * abs(other) if finite_number(other) else 0.0
 
 
-def shape_check(claim, v, others: dict[str, Any]) -> tuple[bool | None, str]:
+def shape_check(claim: Claim, v: object, others: Mapping[str, Any]) -> tuple[bool | None, str]:
     """(whether every shape stated holds, what failed); None: the claim states no shape."""
     conditions = claim.shape_paths()
     if not conditions and claim.sign is None:
@@ -171,7 +193,7 @@ def shape_check(claim, v, others: dict[str, Any]) -> tuple[bool | None, str]:
     return True, ""
 
 
-def _text_matches(claim, v) -> bool | None:
+def _text_matches(claim: Claim, v: object) -> bool | None:
     paper = claim.paper
     if isinstance(paper, bool) or isinstance(v, bool):
         return v is paper if isinstance(paper, bool) and isinstance(v, bool) else None
@@ -186,7 +208,7 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
+def verdict(claim: Claim, v: object, others: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """(verdict, why) of a claim whose metric gave `v` (the shape's metrics in `others`): the
     one rule of the module docstring."""
     shape, shape_why = shape_check(claim, v, others or {})
@@ -201,7 +223,7 @@ def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
                                        _reason(claim))
     if not finite_number(v):
         return "not_reproduced", _join("no value", _reason(claim))
-    lo, hi = claim.between if claim.between is not None else (claim.paper, claim.paper)
+    lo, hi = paper_range(claim)
     within = max(lo - v, v - hi, 0.0) <= band(claim) + 1e-12 * max(1.0, abs(v))
     p_effect, m_effect = paper_effect(claim), effect(claim, v)
     factor = factor_holds(m_effect, p_effect)
@@ -216,7 +238,7 @@ def verdict(claim, v, others: dict[str, Any] | None = None) -> tuple[str, str]:
     return "not_reproduced", _join(said if not factor else "", shape_why, _reason(claim))
 
 
-def _effect_text(claim, m: float, p: tuple[float, float], factor) -> str:
+def _effect_text(claim: Claim, m: float, p: tuple[float, float], factor: bool | None) -> str:
     paper = fmt(p[0]) if p[0] == p[1] else f"{fmt(p[0])} to {fmt(p[1])}"
     text = f"effect {fmt(m)} against the paper's {paper}"
     if factor is None:
@@ -226,13 +248,13 @@ def _effect_text(claim, m: float, p: tuple[float, float], factor) -> str:
     return f"{text} ({fmt(ratio)}×{'' if factor else ', outside ½–2×'})"
 
 
-def _reason(claim) -> str:
+def _reason(claim: Claim) -> str:
     return claim.why or ""
 
 
-def _shown(claim, v, others: dict) -> str:
+def _shown(claim: Claim, v: object, others: Mapping[str, Any]) -> str:
     text = fmt(v)
-    parts = []
+    parts: list[str] = []
     for c, p in claim.shape_paths().items():
         symbol, holds = COMPARISONS[c]
         x = others.get(p)
@@ -245,7 +267,7 @@ def _shown(claim, v, others: dict) -> str:
     return f"{text} ({', '.join(parts)})" if parts else text
 
 
-def run_groups(claims) -> list[tuple[str, ...]]:
+def run_groups(claims: Iterable[Claim]) -> list[tuple[str, ...]]:
     """The distinct override sets the claims need, in first-use order (one run each)."""
     groups: list[tuple[str, ...]] = []
     for c in claims:
@@ -257,13 +279,13 @@ def run_groups(claims) -> list[tuple[str, ...]]:
     return groups
 
 
-def _extra_groups(c) -> list[tuple[str, ...]]:
+def _extra_groups(c: Claim) -> list[tuple[str, ...]]:
     out = [tuple(c.than_set) if c.than_set is not None else tuple(c.set)]
     return out + ([tuple(c.relative_to_set)] if c.relative_to_set is not None else [])
 
 
-def rows_from_runs(claims, runs: dict[tuple[str, ...], dict | str], file: str = "", data: dict | None = None,
-                   file_conditions=()) -> list[Row]:
+def rows_from_runs(claims: Iterable[Claim], runs: Mapping[tuple[str, ...], RunOutcome], file: str = "",
+                   data: dict[str, Any] | None = None, file_conditions: Iterable[str] = ()) -> list[Row]:
     """The table's rows given each group's run: its metrics, or the error message of a run
     that could not be made (an unknown override, a refused value). `data`: the scenario's plain
     data, to show each condition's setting as it was in the row's run; `file_conditions`: the
@@ -272,7 +294,7 @@ def rows_from_runs(claims, runs: dict[tuple[str, ...], dict | str], file: str = 
     return [_row(c, runs, file, conditions(c, file_conditions, settings)) for c in claims]
 
 
-def paper_text(c) -> str:
+def paper_text(c: Claim) -> str:
     """The paper's value as the tables print it, with what "reproduced" allows."""
     text = fmt(c.paper)
     if c.scale == "text":
@@ -295,11 +317,12 @@ class Settings:
     """A setting's value in a run of the scenario with some overrides: from the plain data as
     overridden, else the parsed scenario's default (each run's parse kept)."""
 
-    def __init__(self, data: dict | None):
+    def __init__(self, data: dict[str, Any] | None) -> None:
         self.data = data
-        self.parsed: dict = {}
+        # by overrides: (the data as overridden, its scenario, or None where it is refused)
+        self.parsed: dict[tuple[str, ...], tuple[dict[str, Any], ScenarioBase | None]] = {}
 
-    def value(self, overrides: tuple[str, ...], path: str):
+    def value(self, overrides: tuple[str, ...], path: str) -> object:
         if self.data is None:
             return None
         from .scenario_data import apply_override
@@ -330,10 +353,10 @@ def _is_path(text: str) -> bool:
     return " " not in text and len(parts) >= 2 and all(p.replace("_", "").isalnum() for p in parts)
 
 
-def conditions(c, file_conditions, settings: Settings) -> tuple[str, ...]:
+def conditions(c: Claim, file_conditions: Iterable[str], settings: Settings) -> tuple[str, ...]:
     """The row's conditions: the file's for a simulated row, then the claim's own; a setting
     path is shown with its value in the row's run."""
-    out = []
+    out: list[str] = []
     for item in (*(file_conditions if c.basis == "simulated" else ()), *c.conditions):
         if _is_path(item):
             v = settings.value(tuple(c.set), item)
@@ -343,7 +366,7 @@ def conditions(c, file_conditions, settings: Settings) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _setting_text(v) -> str:
+def _setting_text(v: object) -> str:
     import json
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
@@ -354,7 +377,7 @@ def _setting_text(v) -> str:
     return fmt(v) if isinstance(v, float) else str(v)
 
 
-def command(c, file: str) -> str:
+def command(c: Claim, file: str) -> str:
     """The one line that prints the row's model value as the table shows it (kvviz run --metric)."""
     if c.metric is None:
         return ""
@@ -368,8 +391,8 @@ def command(c, file: str) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _row(c, runs: dict, file: str, conds: tuple[str, ...] = ()) -> Row:
-    def row(model, verdict_, why, shown=None):
+def _row(c: Claim, runs: Mapping[tuple[str, ...], RunOutcome], file: str, conds: tuple[str, ...] = ()) -> Row:
+    def row(model: object, verdict_: str, why: str, shown: str | None = None) -> Row:
         return Row(c.seed, c.claim, c.paper, model, verdict_, why, fmt(model) if shown is None else shown, file,
                    paper_text(c), c.basis, c.scale, conds, command(c, file))
     if c.metric is None:
@@ -378,16 +401,16 @@ def _row(c, runs: dict, file: str, conds: tuple[str, ...] = ()) -> Row:
     if any(g not in runs for g in groups):
         return row(None, NOT_RUN, "needs a run with " + "; ".join(", ".join(g) or "the file as is" for g in groups
                                                                    if g not in runs))
-    own = runs[groups[0]]
-    needed = [own] + [runs[g] for g in groups[1:]]
-    broken = next((r for r in needed if not isinstance(r, dict)), None)
+    needed = [runs[g] for g in groups]
+    broken = next((r for r in needed if isinstance(r, str)), None)
     if broken is not None:
         return row(None, ERROR, f"the run could not be made: {broken.removeprefix(file + ': ')}")
-    other = needed[1]
+    metrics = [r for r in needed if isinstance(r, dict)]  # all of them: none is broken
+    own, other = metrics[0], metrics[1]
     try:
         v = metric_value(own, c.metric)
         others = {p: metric_value(other, p) for p in c.shape_paths().values()}
-        ref = metric_value(needed[2], c.metric) if c.relative_to_set is not None else None
+        ref = metric_value(metrics[2], c.metric) if c.relative_to_set is not None else None
     except KeyError as e:
         return row(None, ERROR, f"no such metric: {e.args[0]}")
     if isinstance(v, (dict, list, tuple)):
@@ -405,7 +428,7 @@ def relative_change(v: float, ref: float) -> float:
     return v / ref - 1
 
 
-def run_group(task) -> dict | str:
+def run_group(task: tuple[dict[str, Any], str, Sequence[str]]) -> RunOutcome:
     """One run of a scenario's plain data with overrides: its metrics, or why it failed (a
     pure function of its input, so it can run in a worker process)."""
     from .loading import parse_scenario
@@ -421,7 +444,7 @@ def run_group(task) -> dict | str:
         return str(e)
 
 
-def evaluate_file(file: str, progress=None, robustness: bool = False) -> list[Row]:
+def evaluate_file(file: str, progress: Progress | None = None, robustness: bool = False) -> list[Row]:
     """Every claim of one scenario file, evaluated (bad claim data raises ScenarioError before
     anything runs). `progress(done, total)` is called as runs finish. `robustness`: then judge
     each reproduced / same_shape simulated row under the file's `[[robustness]]` alternatives
@@ -438,7 +461,7 @@ def evaluate_file(file: str, progress=None, robustness: bool = False) -> list[Ro
     groups = run_groups(claims)
     done = [0]
 
-    def tick(_i, _v):
+    def tick(_i: int, _v: RunOutcome) -> None:
         done[0] += 1
         if progress:
             progress(done[0], len(groups))
@@ -452,7 +475,7 @@ def evaluate_file(file: str, progress=None, robustness: bool = False) -> list[Ro
     more = [g for g in run_groups([t for row in trials for _, t in row]) if g not in runs]
     done[0] = 0
 
-    def tick_more(_i, _v):
+    def tick_more(_i: int, _v: RunOutcome) -> None:
         done[0] += 1
         if progress:
             progress(done[0], len(more), "robustness")
@@ -469,7 +492,7 @@ def judged(row: Row) -> bool:
     return row.simulated and row.verdict in JUDGED
 
 
-def value_text(v) -> str:
+def value_text(v: object) -> str:
     """A value as --set takes it: a bare word stays bare, other strings are quoted."""
     import json
     if isinstance(v, bool):
@@ -480,27 +503,27 @@ def value_text(v) -> str:
     return repr(v)
 
 
-def with_setting(group, path: str, value) -> tuple[str, ...]:
+def with_setting(group: Iterable[str], path: str, value: object) -> tuple[str, ...]:
     """The overrides `group` with `path` set to `value` (an override of the same path replaced)."""
     return tuple(s for s in group if s.split("=", 1)[0].strip() != path) + (f"{path}={value_text(value)}",)
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     return a == b
 
 
-def alternatives(c, alts, settings: Settings) -> list[tuple[str, Any]]:
+def alternatives(c: Claim, alts: Iterable[Alternative], settings: Settings) -> list[tuple[str, Claim]]:
     """(label, the claim under one alternative) for each alternative value that differs from the
     setting in the claim's own run; the alternative goes to every run the claim reads."""
-    out = []
+    out: list[tuple[str, Claim]] = []
     for a in alts:
         own = settings.value(tuple(c.set), a.setting)
         for v in a.values:
             if own is not None and _same(own, v):
                 continue
-            update = {"set": list(with_setting(c.set, a.setting, v))}
+            update: dict[str, Any] = {"set": list(with_setting(c.set, a.setting, v))}
             for name in ("than_set", "relative_to_set"):
                 g = getattr(c, name)
                 if g is not None:
@@ -513,7 +536,9 @@ def alternatives(c, alts, settings: Settings) -> list[tuple[str, Any]]:
 def rejudge(row: Row, trials: list[tuple[str, Row]]) -> Row:
     """The row with its fragility: the verdict under each alternative against its own."""
     from dataclasses import replace
-    tried, flips, ran = [], [], 0
+    tried: list[str] = []
+    flips: list[str] = []
+    ran = 0
     for label, t in trials:
         if t.verdict in (ERROR, NOT_RUN):
             tried.append(f"{label}: not applicable ({t.why})")
@@ -526,7 +551,7 @@ def rejudge(row: Row, trials: list[tuple[str, Row]]) -> Row:
     return replace(row, fragile=bool(flips) if ran else None, fragile_because=tuple(flips), robustness=tuple(tried))
 
 
-def check_alternatives(data: dict, file: str, alts) -> None:
+def check_alternatives(data: dict[str, Any], file: str, alts: Iterable[Alternative]) -> None:
     """Refuse an alternative the file itself refuses (an unknown path, a value out of range),
     before any run: a broken alternative never passes for a robust row."""
     from .loading import parse_scenario

@@ -4,16 +4,21 @@ Exit 0 whatever the verdicts (claims are not checks; `kvviz check` gates on [[ex
 bad claim data, 1 when a claim could not be evaluated (verdict `error`)."""
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from .bundled import bundled_scenarios, resolve_scenario
 from .format import printable
 
+if TYPE_CHECKING:
+    from .cli_flags import Subparsers
+
 CLAIM_ERROR = 1
 
 
-def cmd_claims(args) -> int:
-    from .claims import ERROR, evaluate_file
+def cmd_claims(args: argparse.Namespace) -> int:
+    from .claims import ERROR, Row, evaluate_file
     from .claims_table import as_json, as_markdown, as_text, paste, summary
     from .cli_notes import say_engine_note
     from .loading import load_scenario
@@ -30,9 +35,9 @@ def cmd_claims(args) -> int:
         readme_text(args.readme)
     for sc in scenarios:
         say_engine_note(sc.kind)
-    rows = []
+    rows: list[Row] = []
     for f in files:
-        def progress(done, total, what="", f=f):
+        def progress(done: int, total: int, what: str = "", f: str = f) -> None:
             print(f"{printable(f)}: {done}/{total} {what + ' ' if what else ''}runs", file=sys.stderr)
         rows += evaluate_file(f, None if args.quiet else progress, robustness=args.robustness)
     if args.readme:
@@ -50,7 +55,7 @@ def cmd_claims(args) -> int:
     return CLAIM_ERROR if any(r.verdict == ERROR for r in rows) else 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     c = sub.add_parser("claims", help="the seed papers' claims against the model: paper, model, verdict, why")
     c.add_argument("files", nargs="*", help="scenario TOML files (or bundled names); none: every bundled scenario "
                                             "with [[claim]] tables")

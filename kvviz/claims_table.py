@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import ScenarioError
 from .format import printable
 from .io import read_text
 from .outputs import write_text
+
+if TYPE_CHECKING:
+    from .claims import Row
 
 HEADS = ("source", "claim", "paper", "model", "verdict", "basis", "why", "conditions", "command")
 TEXT_HEADS = HEADS[:7]  # the text table's columns; conditions and command go on the lines below each row
@@ -30,7 +35,7 @@ def source_name(seed: str) -> str:
     return SOURCES.get(seed, seed)
 
 
-def cells(row) -> list[str]:
+def cells(row: Row) -> list[str]:
     """The row's cells as the text, Markdown and app tables show them: a scenario's words with
     their control characters escaped (JSON keeps them as written)."""
     from .claims import fmt
@@ -38,11 +43,11 @@ def cells(row) -> list[str]:
                                    row.verdict, row.basis, row.why, "; ".join(row.conditions), row.command)]
 
 
-def as_json(rows) -> str:
+def as_json(rows: Sequence[Row]) -> str:
     return json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False)
 
 
-def as_text(rows) -> str:
+def as_text(rows: Sequence[Row]) -> str:
     """Aligned columns (why last, as it is); each row's conditions and command on the lines below."""
     n = len(TEXT_HEADS)
     table = [list(TEXT_HEADS)] + [cells(r)[:n] for r in rows]
@@ -65,25 +70,25 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("<!--", "&lt;!--")
 
 
-def judged_any(rows) -> bool:
+def judged_any(rows: Sequence[Row]) -> bool:
     """Whether fragility was judged for any of these rows (kvviz claims --robustness)."""
     return any(r.fragile is not None for r in rows)
 
 
-def fragile_cell(row) -> str:
+def fragile_cell(row: Row) -> str:
     """`fragile` as the tables show it: — (not judged), no, or yes with what flips it."""
     if row.fragile is None:
         return "—"
     return "yes: " + "; ".join(printable(b) for b in row.fragile_because) if row.fragile else "no"
 
 
-def fragile_summary(rows) -> str:
+def fragile_summary(rows: Sequence[Row]) -> str:
     judged = [r for r in rows if r.fragile is not None]
     n = sum(bool(r.fragile) for r in judged)
     return f"{n} of {len(judged)} judged rows fragile"
 
 
-def _md_table(rows) -> list[str]:
+def _md_table(rows: Sequence[Row]) -> list[str]:
     fragile = judged_any(rows)  # the column only when judged: the plain table stays as it was
     heads = (*HEADS[:6], "fragile", *HEADS[6:]) if fragile else HEADS
     out = ["| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
@@ -97,7 +102,7 @@ def _md_table(rows) -> list[str]:
     return out
 
 
-def as_markdown(rows) -> str:
+def as_markdown(rows: Sequence[Row]) -> str:
     """Two tables: the simulated rows (the headline counts), then the arithmetic and input rows
     (consistency checks, passed when reproduced), each under its counts."""
     simulated = [r for r in rows if r.simulated]
@@ -116,19 +121,19 @@ def as_markdown(rows) -> str:
     return "\n".join(out)
 
 
-def _counts(rows, order) -> str:
+def _counts(rows: Iterable[Row], order: Sequence[str]) -> str:
     from collections import Counter
     counts = Counter(r.verdict for r in rows)
     names = [v for v in order if counts[v]] + sorted(v for v in counts if v not in order)
     return ", ".join(f"{counts[v]} {v}" for v in names) or "none"
 
 
-def simulated_counts(rows) -> str:
+def simulated_counts(rows: Sequence[Row]) -> str:
     from .claims import VERDICTS
     return _counts([r for r in rows if r.simulated], VERDICTS)
 
 
-def check_counts(rows) -> str:
+def check_counts(rows: Sequence[Row]) -> str:
     """Arithmetic and input rows: pass when reproduced, else fail (one not expressible, pending or
     broken says so)."""
     from .claims import ERROR, NOT_RUN
@@ -140,7 +145,7 @@ def check_counts(rows) -> str:
     return f"{passed} pass, {failed} fail{tail}"
 
 
-def summary(rows) -> str:
+def summary(rows: Sequence[Row]) -> str:
     """The one line the CLI prints and the app shows: simulated rows counted by verdict, the
     others as consistency checks."""
     n_sim = sum(r.simulated for r in rows)
@@ -157,20 +162,21 @@ def readme_text(readme: str | Path) -> str:
     return text
 
 
-def paste(readme: str | Path, rows) -> list[str]:
+def paste(readme: str | Path, rows: Sequence[Row]) -> list[str]:
     """Replace each marked block of `readme` whose scenario names were all evaluated (those of
     `rows`) with their Markdown table; returns the names of the blocks left alone."""
     text = readme_text(readme)
     evaluated = {Path(r.file).stem for r in rows}
     skipped: list[str] = []
 
-    def fill(m: re.Match) -> str:
+    def fill(m: re.Match[str]) -> str:
         names = m.group("names").split()
+        block: str = m.group(0)
         if names and not set(names) <= evaluated:
             skipped.append(" ".join(names))
-            return m.group(0)
+            return block
         chosen = [r for r in rows if not names or Path(r.file).stem in names]
-        begin = m.group(0)[: m.start("body") - m.start()]
+        begin = block[: m.start("body") - m.start()]
         return f"{begin}{as_markdown(chosen)}\n<!-- claims:end -->"
     write_text(str(readme), MARKER.sub(fill, text))
     return skipped

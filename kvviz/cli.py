@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .bundled import bundled_scenarios, resolve_scenario
 from .claims_cli import add_parser as add_claims_parser
@@ -35,17 +36,23 @@ from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 # The modules each command needs are imported in it, not here: `kvviz replay --prefix` starts
 # without numpy, pydantic or the mechanisms (tests/test_replay_prefix_lean.py holds it so).
+if TYPE_CHECKING:
+    from .result import Result
+    from .runs import DiskCache, PartCache
+    from .scenario import ScenarioBase
+    from .sweep import SweepResult
 
 BAD_INPUT = 2
 CHECK_FAILED = 1  # a scenario's [[expect]] check did not hold
 
 
-_is_scalar = lambda v: not isinstance(v, (dict, list))
+def _is_scalar(v: object) -> bool:
+    return not isinstance(v, (dict, list))
 
 
-def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[str]:
+def _table(rows: list[tuple[str, dict[str, Any]]], first: str, limit: int = 20) -> list[str]:
     """Rows of scalar fields as an aligned text table (nested values left to --json)."""
-    cols = []
+    cols: list[str] = []
     for _, d in rows:
         cols += [k for k, v in d.items() if _is_scalar(v) and k not in cols]
     cells = [[printable(name)] + [format_value(d.get(c, "")) if c in d else "" for c in cols] for name, d in rows[:limit]]
@@ -59,7 +66,7 @@ def _table(rows: list[tuple[str, dict]], first: str, limit: int = 20) -> list[st
     return lines
 
 
-def summary_lines(metrics: dict) -> list[str]:
+def summary_lines(metrics: dict[str, Any]) -> list[str]:
     """A person's view of the metrics: scalars first, then each table-shaped group."""
     scalars = {printable(k): v for k, v in metrics.items() if _is_scalar(v)}
     width = max((len(k) for k in scalars), default=0)
@@ -76,13 +83,13 @@ def summary_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def simulate(sc, max_memory_gb: float | None = None, cache=None):
+def simulate(sc: ScenarioBase, max_memory_gb: float | None = None, cache: PartCache | None = None) -> Result:
     """kvviz.simulation.simulate, imported when a command simulates."""
     from .simulation import simulate as run
     return run(sc, max_memory_gb, cache=cache)
 
 
-def _cached_parts(sc, cache) -> list[str]:
+def _cached_parts(sc: ScenarioBase, cache: DiskCache | None) -> list[str]:
     """The parts of `sc`'s run that --cache already holds (they will not run)."""
     from .mechanisms import mechanisms
     make = mechanisms()[sc.kind].plan
@@ -91,7 +98,8 @@ def _cached_parts(sc, cache) -> list[str]:
     return [p.name for p in make(sc).parts if p.key in cache]
 
 
-def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None):
+def _simulate(sc: ScenarioBase, file: str, max_memory_gb: float | None = None, cache_dir: str | None = None
+              ) -> Result:
     from .calibration import WORTH_CALIBRATING_S, calibrated
     from .cli_notes import say_engine_note
     from .runs import disk_cache
@@ -115,10 +123,11 @@ def _simulate(sc, file: str, max_memory_gb: float | None = None, cache_dir: str 
         raise
 
 
-def _outputs(args, result) -> list[tuple[str, str]]:
-    """(path, text) of every text file asked for, rendered before anything is written."""
+def _outputs(args: argparse.Namespace, result: Result) -> list[tuple[str | None, str]]:
+    """(path, text) of every text file asked for, rendered before anything is written (the SVG
+    with no path where it is made only for --png or --pdf)."""
     from .units import us_to_ns
-    out = []
+    out: list[tuple[str | None, str]] = []
     if args.svg or args.png or args.pdf:
         from .export.svg import timeline_svg
         size = args.figure
@@ -139,9 +148,9 @@ def _outputs(args, result) -> list[tuple[str, str]]:
     return out
 
 
-def _output_flags(args) -> list[tuple[str, str, str | None]]:
+def _output_flags(args: argparse.Namespace) -> list[tuple[str, str, str | None]]:
     """`kvviz run`'s outputs as (flag, path, format); --csv as its five files."""
-    outs = [(flag, path, fmt) for flag, path, fmt in (
+    outs: list[tuple[str, str, str | None]] = [(flag, path, fmt) for flag, path, fmt in (
         ("--png", args.png, "PNG"), ("--pdf", args.pdf, "PDF"), ("--svg", args.svg, "SVG"),
         ("--perfetto", args.perfetto, "JSON"), ("--json-out", args.json_out, "JSON")) if path]
     if args.csv:
@@ -152,7 +161,7 @@ def _output_flags(args) -> list[tuple[str, str, str | None]]:
     return outs
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from .loading import load_scenario
     from .outputs import check_outputs, scenario_inputs, write_run_outputs
     check_figure_args(args)
@@ -161,10 +170,10 @@ def cmd_run(args) -> int:
     if args.relative_to_set and not args.metric:
         raise ScenarioError("--relative-to-set needs --metric (the value it changes)", "kvviz run", "--relative-to-set")
     rasters = [(p, fmt) for p, fmt in ((args.png, "png"), (args.pdf, "pdf")) if p]
-    outputs = _output_flags(args)
+    flags = _output_flags(args)
     file = resolve_scenario(args.file)
     sc = load_scenario(file, args.set or [], args.max_memory_gb)
-    check_outputs(outputs, scenario_inputs(file, sc))  # before a long run; never over what it reads
+    check_outputs(flags, scenario_inputs(file, sc))  # before a long run; never over what it reads
     result = _simulate(sc, file, args.max_memory_gb, args.cache)
     outputs = _outputs(args, result)
     svg = next((text for path, text in outputs if text.startswith("<svg")), None)
@@ -187,14 +196,14 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _metric_line(args, file: str, result) -> str:
+def _metric_line(args: argparse.Namespace, file: str, result: Result) -> str:
     """One metric's value as the claims table prints it; with --relative-to-set, its relative
     change against a run with those overrides (a claim's command: kvviz.claims.command)."""
     from .claims import fmt, relative_change
     from .loading import load_scenario
     from .metric_paths import finite_number, metric_value
 
-    def value(metrics):
+    def value(metrics: dict[str, Any]) -> object:
         try:
             v = metric_value(metrics, args.metric)
         except KeyError:
@@ -212,7 +221,7 @@ def _metric_line(args, file: str, result) -> str:
     return fmt(relative_change(v, ref))
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     """Run scenarios and their [[expect]] checks; one line per check, a summary, exit 1 on any failure."""
     from .loading import load_scenario
     bad = total = 0
@@ -232,7 +241,7 @@ def cmd_check(args) -> int:
     return CHECK_FAILED if bad else 0
 
 
-def cmd_sweep(args) -> int:
+def cmd_sweep(args: argparse.Namespace) -> int:
     from .cli_notes import say_engine_note
     from .runs import disk_cache
     from .scenario_data import apply_override, read_toml
@@ -256,7 +265,7 @@ def cmd_sweep(args) -> int:
     return 0
 
 
-def _sweep_table(res) -> str:
+def _sweep_table(res: SweepResult) -> str:
     if len(res.axes) > 2:  # the long form: one row per grid point
         heads = [a.path for a in res.axes] + [res.metric]
         rows = [[format_value(x) for x in combo] + [format_value(v)] for combo, v in res.points()]
@@ -283,7 +292,7 @@ def _sweep_table(res) -> str:
     return "\n".join(lines)
 
 
-def cmd_replay(args) -> int:
+def cmd_replay(args: argparse.Namespace) -> int:
     if args.prefix or args.unit == "blocks":
         return cmd_replay_prefix(args)
     if args.pin_running is not None:  # objects of the plain replay are never held
@@ -299,7 +308,7 @@ def cmd_replay(args) -> int:
         sampling_note,
     )
     from .replay.engines import canonical, engine_label, has_libcachesim, resolve
-    from .requests.csv_format import parse_layout
+    from .requests.csv_layout import parse_layout
     from .requests.reader import read_trace
 
     engine = resolve(args.engine)
@@ -340,7 +349,8 @@ def cmd_replay(args) -> int:
                           None if args.max_decompressed_gb is None else int(args.max_decompressed_gb * 1e9))
         caps = [parse_size(args.capacity, "--capacity", reqs.footprint)] if args.capacity else []
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
-        skipped: list = [] if len(caps) > 1 else None  # one capacity asked: its refusal is the answer
+        # (policy, capacity, why) of the runs refused; one capacity asked: its refusal is the answer
+        skipped: list[tuple[str, int, str]] | None = [] if len(caps) > 1 else None
         results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
                                    executor=executor, sample_rate=sample_rate)
     for policy, cap, why in skipped or ():
@@ -367,7 +377,7 @@ def cmd_replay(args) -> int:
     return 0
 
 
-def _check_replay_size(args, policies: int) -> None:
+def _check_replay_size(args: argparse.Namespace, policies: int) -> None:
     """Refuse, before the trace is read, a replay estimated beyond the memory limit."""
     from .executor import default_spec, workers
     from .replay.size import replay_estimate
@@ -385,14 +395,14 @@ def _check_replay_size(args, policies: int) -> None:
         raise
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from .loading import load_scenario
     sc = load_scenario(resolve_scenario(args.file), args.set or [], args.max_memory_gb)
     print(printable(f"{args.file}: ok ({sc.kind}: {sc.name})"))
     return 0
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     from .loading import load_scenario
     for p in bundled_scenarios():
         try:
@@ -403,7 +413,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_schema(args) -> int:
+def cmd_schema(args: argparse.Namespace) -> int:
     from .mechanisms import mechanisms
     kinds = mechanisms()
     if args.kind not in kinds:
@@ -416,16 +426,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="kvviz", description="Simulate KV-cache and embedding movement across memory tiers.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
 
-    def scenario_args(sp):
+    def scenario_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", help="scenario TOML file (or the name of a bundled one)")
         sp.add_argument("--set", action="append", metavar="PATH=VALUE",
                         help="override a field, e.g. --set cache.slots=16 (repeatable)")
 
-    def memory_arg(sp):
+    def memory_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--max-memory-gb", type=positive_float, default=None, metavar="GB",
                         help=f"refuse a run estimated to need more memory (default {DEFAULT_MAX_MEMORY_GB:g})")
 
-    def cache_arg(sp):
+    def cache_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--cache", metavar="DIR", help="keep each independent part of a run (AttentionStore: "
                         "one per policy) in DIR, and reuse those whose inputs did not change (default: off)")
 
@@ -541,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
+        code: int = args.fn(args)  # the command's cmd_* (set_defaults)
+        return code
     except ScenarioError as e:
         for line in e.all_messages():
             print(f"error: {line}", file=sys.stderr)

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar, overload
 
 from .errors import MAX_MESSAGE_CHARS, ScenarioError
 from .format import printable
 from .limits import MAX_BYTES, MAX_NS
 from .numbers import parse_number
 
+if TYPE_CHECKING:  # what `kvviz`'s parser.add_subparsers() gives each command's add_parser
+    Subparsers = argparse._SubParsersAction["OneLineParser"]
+
 MAX_WORKERS = 64  # each is a Python process with the scenario: thousands would exhaust the machine
 MAX_CAPACITIES = 1_000  # a curve's points; auto gives 12
+N = TypeVar("N")  # a namespace object given to parse_args
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -20,14 +26,20 @@ class OneLineParser(argparse.ArgumentParser):
     `error: kvviz replay: --workers: expected 1 to 64 ... (kvviz replay --help)`; the usage
     itself only on --help, not a dozen lines above the one that says what is wrong."""
 
-    def error(self, message, prog=None):
+    def error(self, message: str, prog: str | None = None) -> NoReturn:
         message = printable(message.removeprefix("argument "))  # quotes what was typed
         if len(message) > MAX_MESSAGE_CHARS:
             message = message[:MAX_MESSAGE_CHARS] + "…"
         print(f"error: {prog or self.prog}: {message} ({prog or self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
-    def parse_args(self, args=None, namespace=None):
+    @overload
+    def parse_args(self, args: Iterable[str] | None = None, namespace: None = None) -> argparse.Namespace: ...
+    @overload
+    def parse_args(self, args: Iterable[str] | None, namespace: N) -> N: ...
+    @overload
+    def parse_args(self, *, namespace: N) -> N: ...
+    def parse_args(self, args: Iterable[str] | None = None, namespace: object = None) -> object:
         ns, extra = self.parse_known_args(args, namespace)
         if extra:  # a subcommand's unknown flag: name the subcommand, whose --help lists its flags
             cmd = getattr(ns, "cmd", None)
@@ -35,7 +47,11 @@ class OneLineParser(argparse.ArgumentParser):
         return ns
 
 
-def _number(text: str, integer: bool):
+@overload
+def _number(text: str, integer: Literal[True]) -> int: ...
+@overload
+def _number(text: str, integer: Literal[False]) -> int | float: ...
+def _number(text: str, integer: bool) -> int | float:
     try:  # inf and nan are left to each flag's range, which names the flag
         return parse_number(text, "", integer, finite=False)
     except ScenarioError as e:
@@ -73,7 +89,7 @@ def bytes_per_token(text: str) -> int:
     return n
 
 
-def check_figure_args(args):
+def check_figure_args(args: argparse.Namespace) -> None:
     """--width/--height/--dpi as one FigureSize (the app's Figure Size takes the same), and the
     time range."""
     from .export.figure_size import FigureSize

@@ -7,7 +7,7 @@ from .format import printable
 from .mechanisms import engine_note_once
 
 
-def say_engine_note(kind) -> None:
+def say_engine_note(kind: object) -> None:
     """On stderr, once a process: a run of `kind` takes a slower engine than it could (why).
     An engine choice the environment makes that cannot be is bad input (ScenarioError: exit 2)."""
     if note := engine_note_once(kind, strict=True):

@@ -14,6 +14,7 @@ import ipaddress
 import os
 import re
 import socket
+import ssl
 import struct
 import time
 
@@ -137,19 +138,19 @@ def _error(address: str, why: str) -> ScenarioError:
     return ScenarioError(f"cannot connect to the Dask scheduler at {address}: {why}", "--executor")
 
 
-def tls_context():
+def tls_context() -> ssl.SSLContext | None:
     """The client TLS context Dask's settings give (distributed.comm.tls.*: a CA file, a client
     certificate and key), or None when they give none."""
     from distributed.security import Security
-    return Security().get_connection_args("client").get("ssl_context")
+    context: ssl.SSLContext | None = Security().get_connection_args("client").get("ssl_context")
+    return context
 
 
-def probe_tls(address: str, host: str, port: int, deadline: float, context) -> None:
+def probe_tls(address: str, host: str, port: int, deadline: float, context: ssl.SSLContext) -> None:
     """Connect and finish a TLS handshake with `context` before `deadline`, or raise
     ScenarioError: a silent peer, one that speaks no TLS, or a handshake that fails (a
     certificate refused). A peer that ends it with an alert (it wants another certificate) does
     speak TLS: Dask then says what it wants."""
-    import ssl
     timeout_s = max(deadline - time.monotonic(), 0.001)
     try:
         raw = socket.create_connection((host, port), timeout=timeout_s)

@@ -7,17 +7,21 @@ in the loop instance: no globals, no class-level counters, no I/O.
 from __future__ import annotations
 
 import heapq
-from typing import Callable
+from typing import Any, Callable, TypeVarTuple, Unpack
+
+Args = TypeVarTuple("Args")
+# (time_ns, priority, seq, callback, its arguments)
+Entry = tuple[int, int, int, Callable[..., object], tuple[Any, ...]]
 
 
 class EventLoop:
     def __init__(self) -> None:
-        self._heap: list = []
+        self._heap: list[Entry] = []
         self._seq = 0
         self.now = 0
         self.processed = 0
 
-    def at(self, t: int, fn: Callable, *args, priority: int = 0) -> None:
+    def at(self, t: int, fn: Callable[[Unpack[Args]], object], *args: Unpack[Args], priority: int = 0) -> None:
         """Schedule fn(*args) at absolute time t (ns). Lower priority runs first."""
         if t < self.now:
             if t < 0 <= self.now:  # int64 ns arithmetic wrapped: a time beyond ~292 years
@@ -26,7 +30,7 @@ class EventLoop:
         heapq.heappush(self._heap, (int(t), priority, self._seq, fn, args))
         self._seq += 1
 
-    def after(self, delay: int, fn: Callable, *args, priority: int = 0) -> None:
+    def after(self, delay: int, fn: Callable[[Unpack[Args]], object], *args: Unpack[Args], priority: int = 0) -> None:
         self.at(self.now + delay, fn, *args, priority=priority)
 
     def run(self, until: int | None = None) -> int:

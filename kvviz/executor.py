@@ -18,11 +18,21 @@ import os
 import platform
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, ParamSpec, Sequence, TypeVar
 
 from .errors import ScenarioError
+
+if TYPE_CHECKING:  # imported where a cluster is asked for (kvviz[cluster])
+    from multiprocessing.connection import Connection
+
+    from distributed import Client
+
+T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 def workers() -> int:
@@ -76,7 +86,7 @@ def worth_a_pool(seconds: Sequence[float], workers: int, warm: bool, dispatch_s:
     return n > 1 and POOL_MARGIN * pool_seconds(seconds, n, warm, dispatch_s) < sum(seconds)
 
 
-def _ignore_sigint():
+def _ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which cancels and exits cleanly."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -86,7 +96,7 @@ def local_pool(n: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
 
 
-def _forked_worker(inherited: tuple):
+def _forked_worker(inherited: tuple[Connection, ...]) -> None:
     """A forked worker: Ctrl-C left to the parent, and the parent's pipe ends it inherited closed
     (only the parent talks on them; a copy held here would keep the other end from seeing EOF)."""
     _ignore_sigint()
@@ -107,7 +117,7 @@ class WarmPool:
     and no Qt, before anything it started holds a lock. `inherited`: the caller's pipe ends
     (multiprocessing Connections) its workers must not keep open, closed in each forked one."""
 
-    def __init__(self, n: int, inherited: tuple = ()):
+    def __init__(self, n: int, inherited: tuple[Connection, ...] = ()) -> None:
         self.n = n
         self._inherited = inherited
         self._pool: ProcessPoolExecutor | None = None
@@ -115,15 +125,17 @@ class WarmPool:
 
     def _start(self) -> None:
         if "fork" in multiprocessing.get_all_start_methods() and platform.system() == "Linux":
-            ctx, init, args = multiprocessing.get_context("fork"), _forked_worker, (self._inherited,)
+            self._pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=_forked_worker, initargs=(self._inherited,))
         else:
-            ctx, init, args = multiprocessing.get_context("spawn"), _ignore_sigint, ()
-        self._pool = ProcessPoolExecutor(self.n, mp_context=ctx, initializer=init, initargs=args)
+            self._pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_ignore_sigint)
         for _ in range(self.n):  # start the workers now, while the caller waits for its first request
             self._pool.submit(_ready)
 
     @property
-    def executor(self) -> ProcessPoolExecutor:
+    def executor(self) -> ProcessPoolExecutor | None:
+        """The pool, or None once closed."""
         return self._pool
 
     def discard(self) -> None:
@@ -142,28 +154,29 @@ class WarmPool:
         self._pool = None
 
 
-def map_indexed(fn: Callable, items: Sequence, executor: Executor | None = None, n_workers: int | None = None,
-                on_result: Callable[[int, Any], None] | None = None) -> list:
+def map_indexed(fn: Callable[[T], R], items: Iterable[T], executor: Executor | None = None,
+                n_workers: int | None = None, on_result: Callable[[int, R], None] | None = None) -> list[R]:
     """[fn(x) for x in items], computed by `executor` (or a local pool of `n_workers`, default
     `workers()`; in this process when that is 1). `on_result(i, fn(items[i]))` is called in
     completion order, in this thread."""
     items = list(items)
-    out: list = [None] * len(items)
     n = n_workers if n_workers is not None else workers()
     if executor is None and (n <= 1 or len(items) <= 1):
+        here: list[R] = []
         for i, x in enumerate(items):
-            out[i] = fn(x)
+            here.append(fn(x))
             if on_result:
-                on_result(i, out[i])
-        return out
+                on_result(i, here[i])
+        return here
+    out: dict[int, R] = {}  # by index, as they arrive
     own = executor is None
-    pool = local_pool(min(n, len(items))) if own else executor
+    pool = local_pool(min(n, len(items))) if executor is None else executor
     futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
     try:
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in sorted(done, key=futures.get):
+            for f in sorted(done, key=futures.__getitem__):
                 i = futures[f]
                 out[i] = f.result()
                 if on_result:
@@ -178,7 +191,7 @@ def map_indexed(fn: Callable, items: Sequence, executor: Executor | None = None,
     finally:
         if own:
             pool.shutdown()
-    return out
+    return [out[i] for i in range(len(items))]
 
 
 def is_remote(executor: Executor | None) -> bool:
@@ -187,9 +200,10 @@ def is_remote(executor: Executor | None) -> bool:
     return executor is not None and not isinstance(executor, ProcessPoolExecutor)
 
 
-def share(executor: Executor | None, value):
+def share(executor: Executor | None, value: object) -> Any:
     """`value` as an argument of many calls on `executor`: a Dask cluster gets it once per worker
-    (scattered; the calls then name it), any other executor with each call."""
+    (scattered; the calls then name it: a distributed Future, hence Any), any other executor with
+    each call."""
     client = getattr(executor, "_client", None)  # distributed's ClientExecutor keeps its client here
     if client is not None and hasattr(client, "scatter"):
         return client.scatter(value, broadcast=True, hash=False)
@@ -266,7 +280,7 @@ def connect_timeout_s() -> float:
 
 
 @contextmanager
-def _dask_client(address: str, timeout_s: float | None):
+def _dask_client(address: str, timeout_s: float | None) -> Iterator[_CountingExecutor]:
     """A connected, checked Client: the address parsed, the greeting read by us (tcp://), then
     Dask's connect, handshake and the version check in a daemon thread, all within `timeout_s`.
     A thread, because Dask bounds only its connect: one stuck later is left behind (daemon: it
@@ -307,12 +321,12 @@ def _dask_client(address: str, timeout_s: float | None):
             threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
 
 
-def _connect(distributed, address: str, deadline: float):
+def _connect(distributed: ModuleType, address: str, deadline: float) -> Client:
     # Dask applies its timeout to each step (the connect and handshake, then the scheduler's
     # reply to the client): two steps in 80% of the time left, so Dask gives up by the deadline
     # itself and its connect thread ends with the failure instead of lingering a timeout more
     left = max(deadline - time.monotonic(), 0.1)
-    client = distributed.Client(address, timeout=f"{left * 0.4}s", set_as_default=False)
+    client: Client = distributed.Client(address, timeout=f"{left * 0.4}s", set_as_default=False)
     try:
         check_workers(client, address)
     except BaseException:
@@ -321,15 +335,16 @@ def _connect(distributed, address: str, deadline: float):
     return client
 
 
-def _bounded(fn: Callable, address: str, deadline: float, timeout_s: float):
+def _bounded(fn: Callable[[], T], address: str, deadline: float, timeout_s: float) -> T:
     """fn() in a daemon thread, its result or its exception as a ScenarioError, by `deadline`."""
-    box: dict = {}
+    box: dict[str, T] = {}
+    failed: list[BaseException] = []
 
-    def run():
+    def run() -> None:
         try:
             box["value"] = fn()
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
-            box["error"] = e
+            failed.append(e)
 
     t = threading.Thread(target=run, name="kvviz-dask-connect", daemon=True)
     t.start()
@@ -337,7 +352,7 @@ def _bounded(fn: Callable, address: str, deadline: float, timeout_s: float):
     if t.is_alive():
         raise ScenarioError(f"cannot connect to the Dask scheduler at {address} within {timeout_s:g} s "
                             f"(it accepted the connection but did not finish Dask's handshake)", "--executor")
-    e = box.get("error")
+    e = failed[0] if failed else None
     if e is None:
         return box["value"]
     if isinstance(e, ScenarioError):
@@ -354,7 +369,7 @@ def _one_line(e: BaseException, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _close_quietly(client) -> None:
+def _close_quietly(client: Client) -> None:
     try:
         client.close(timeout=2)
     except BaseException:  # noqa: BLE001 - a lost scheduler cannot be told goodbye
@@ -362,7 +377,7 @@ def _close_quietly(client) -> None:
 
 
 @contextmanager
-def _quiet_dask():
+def _quiet_dask() -> Iterator[None]:
     """Dask logs its reconnect attempts and their tracebacks on stderr; kvviz says in one line
     what went wrong, so they are silenced while a cluster is in use."""
     loggers = [logging.getLogger(n) for n in ("distributed", "tornado")]
@@ -380,19 +395,19 @@ class _CountingExecutor(Executor):
     """The cluster's executor, counting the tasks sent and those whose results came back, so a
     lost scheduler can say how far the run got."""
 
-    def __init__(self, client):
+    def __init__(self, client: Client) -> None:
         self._client = client  # share() scatters through it, as through distributed's own executor
         self._inner = client.get_executor()
         self.submitted = self.done = 0
         self._lock = threading.Lock()
 
-    def submit(self, fn, /, *args, **kwargs):
-        future = self._inner.submit(fn, *args, **kwargs)
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = self._inner.submit(fn, *args, **kwargs)
         self.submitted += 1
         future.add_done_callback(self._arrived)
         return future
 
-    def _arrived(self, future) -> None:
+    def _arrived(self, future: Future[Any]) -> None:
         if not future.cancelled() and future.exception() is None:
             with self._lock:
                 self.done += 1
@@ -401,7 +416,7 @@ class _CountingExecutor(Executor):
         self._inner.shutdown(wait=wait)
 
 
-def check_workers(client, address: str) -> None:
+def check_workers(client: Client, address: str) -> None:
     """Refuse a cluster whose workers run other versions than this process (or none at all)."""
     theirs = client.run(versions)
     if not theirs:

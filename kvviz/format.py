@@ -1,6 +1,7 @@
 """How a metric value reads to a person (CLI summary and the app's metrics table), and any
 text from a user's file shown on one line."""
 import re
+from typing import Any
 
 # what a terminal or a label would act on rather than show: C0/C1 controls (ESC clears the
 # screen or sets the title, CR overwrites the line), DEL, line/paragraph separators, and the
@@ -9,12 +10,12 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(m: re.Match) -> str:
+def _escape(m: re.Match[str]) -> str:
     c = m.group()
     return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
-def printable(text) -> str:
+def printable(text: object) -> str:
     """`text` as one line that shows what it holds: each control character escaped as Python
     writes it (\\x1b, \\n, \\u2028); everything else, backslashes too, as it is, so a second
     pass changes nothing."""
@@ -30,7 +31,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit - tail]}…{text[-tail:]}"
 
 
-def format_value(v) -> str:
+def format_value(v: Any) -> str:
     if isinstance(v, bool) or v is None:
         return {True: "yes", False: "no", None: "—"}[v]
     if isinstance(v, float):
@@ -39,7 +40,7 @@ def format_value(v) -> str:
     return printable(v) if isinstance(v, str) else str(v)  # a string may be a scenario's label
 
 
-def readable_number(v) -> str:
+def readable_number(v: Any) -> str:
     """A number as a person writes it: 100,000,000 (not 1e+08), 0.25, 3.2e-07 for the tiny."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return format_value(v)
@@ -84,7 +85,7 @@ def _is_bytes(name: str) -> bool:
     return "bytes" in words and not name.endswith(("_per_s", "_per_sec"))
 
 
-def metric_text(name: str, v) -> str:
+def metric_text(name: str, v: Any) -> str:
     """A metric value as the app's Metrics dock shows it: as format_value, except that large and
     tiny numbers read in full or in one exponent form (100,000,000 not 1e+08; 3.20e-7 not
     3.2e-07) and byte counts in binary units with the exact count."""

@@ -12,7 +12,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 
 def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
@@ -35,7 +35,7 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def open_regular(path: str | Path, what: str = "file", limit: int | None = None):
+def open_regular(path: str | Path, what: str = "file", limit: int | None = None) -> BinaryIO:
     """A binary file object for `path` if it is a regular file of at most `limit` bytes, else a
     ScenarioError naming it. Opened without blocking, then checked on the open descriptor: a
     FIFO, a device (/dev/zero) or a folder is refused at once, whatever the path's name says."""
@@ -138,7 +138,7 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     return atomic_write_set([(path, data)])[0]
 
 
-def atomic_write_set(items: list[tuple[str | Path, str | bytes]]) -> list[Path]:
+def atomic_write_set(items: Sequence[tuple[str | Path, str | bytes]]) -> list[Path]:
     """Write several files as one: every one to a temporary first (a full disk or a kill leaves
     each target as it was), then all renamed over their targets; should a rename fail, the ones
     already renamed are put back, so the set is the old one or the new one. The renames take
@@ -230,7 +230,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def partial_names(path: Path) -> re.Pattern:
+def partial_names(path: Path) -> re.Pattern[str]:
     """The names of the partials a save of `path` writes beside it, and only those."""
     return re.compile(rf"\.{re.escape(path.name)}{re.escape(PART_PREFIX)}[a-z0-9_]{{8}}{re.escape(PART_SUFFIX)}")
 
@@ -252,7 +252,7 @@ def remove_stale_partials(path: Path) -> list[str]:
         except OSError:
             continue
         try:
-            if fcntl is not None:
+            if FLOCK:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(p)
             removed.append(p)
@@ -289,12 +289,13 @@ ORPHAN_AFTER_S = 60.0  # younger entries are skipped: their owner may not have l
 
 try:
     import fcntl
+    FLOCK = True
 except ImportError:  # Windows: no flock, so nothing is locked and nothing swept
-    fcntl = None
+    FLOCK = False
 
 
 def _lock(path: str) -> int | None:
-    if fcntl is None:
+    if not FLOCK:
         return None
     fd = os.open(path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_SH)
@@ -339,7 +340,7 @@ def sweep_orphans(directory: str | None) -> list[str]:
     owner has died; returns their paths."""
     directory = directory or tempfile.gettempdir()
     removed: list[str] = []
-    if fcntl is None:
+    if not FLOCK:
         return removed
     try:
         names = [n for n in os.listdir(directory) if n.startswith(SCRATCH_PREFIX)]

@@ -5,12 +5,18 @@ looks like the timeline zoomed out, not like 300,000 hairlines with white outlin
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
+
+# x coordinates (µs or pixels) of span ends or instants
+Xs = npt.NDArray[np.float64]
 
 MERGE_ABOVE = 64  # a lane with more spans than this in view is drawn as pixel-column runs
 
 
-def merge_runs(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def merge_runs(x0: Xs, x1: Xs) -> tuple[Xs, Xs]:
     """Merge intervals (sorted by x0) that overlap or touch into runs. Vectorised."""
     if len(x0) == 0:
         return x0, x1
@@ -23,7 +29,7 @@ def merge_runs(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x0[starts], reach[ends]
 
 
-def merge_to_pixels(x0: np.ndarray, x1: np.ndarray, px: float) -> tuple[np.ndarray, np.ndarray]:
+def merge_to_pixels(x0: Xs, x1: Xs, px: float) -> tuple[Xs, Xs]:
     """One lane's spans (sorted by x0), `px` units per pixel: more than MERGE_ABOVE of them are
     snapped out to whole pixel columns and merged where they would overlap on screen (the
     timeline's per-repaint step). Every span stays at least a pixel wide."""
@@ -32,7 +38,7 @@ def merge_to_pixels(x0: np.ndarray, x1: np.ndarray, px: float) -> tuple[np.ndarr
     return coverage(x0, x1, px)
 
 
-def coverage(x0: np.ndarray, x1: np.ndarray, px: float) -> tuple[np.ndarray, np.ndarray]:
+def coverage(x0: Xs, x1: Xs, px: float) -> tuple[Xs, Xs]:
     """Spans of one lane (sorted by x0) as runs of whole pixel columns they touch."""
     if len(x0) == 0:
         return x0, x1
@@ -40,13 +46,13 @@ def coverage(x0: np.ndarray, x1: np.ndarray, px: float) -> tuple[np.ndarray, np.
     return merge_runs(c0, np.maximum(np.ceil(x1 / px) * px, c0 + px))
 
 
-def split_narrow(x0: np.ndarray, x1: np.ndarray, px: float, min_px: float = 2.0) -> np.ndarray:
+def split_narrow(x0: Xs, x1: Xs, px: float, min_px: float = 2.0) -> npt.NDArray[np.bool_]:
     """Which spans are too narrow to be told apart on screen (under `min_px` pixels): a figure
     draws those as coverage and the rest one by one, outlined, with their tooltips."""
     return (x1 - x0) < min_px * px
 
 
-def thin_marks(lanes: np.ndarray, x: np.ndarray, px: float) -> np.ndarray:
+def thin_marks(lanes: npt.NDArray[np.integer[Any]], x: Xs, px: float) -> npt.NDArray[np.intp]:
     """Indices of the instants to draw: one per lane and pixel column (the first), in order."""
     if len(x) == 0 or px <= 0:
         return np.arange(len(x))

@@ -8,6 +8,8 @@ single value may use at most 2**62 ns (about 146 years), and sizes at most 2**62
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 MAX_NS = 2 ** 62
 MAX_BYTES = 2 ** 62
 # A prompt or reply of more tokens than this in a trace is a corrupt value, refused at its line:
@@ -69,12 +71,13 @@ def unrepresentable(value: float, unit: str | None) -> str | None:
     return None
 
 
-def nesting_depth(value, limit: int = MAX_DEPTH) -> int:
+def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
     """How deeply tables and arrays nest in `value` (0 for a scalar), counted without
     recursion and stopping once past `limit` (a hostile file may nest thousands deep)."""
     deepest, stack = 0, [(value, 0)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[object]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

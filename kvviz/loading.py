@@ -3,6 +3,7 @@ picked from the mechanism list (kvviz.mechanisms)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError
 from .limits import MAX_DEPTH, nesting_depth
@@ -11,8 +12,12 @@ from .scenario import validate
 from .scenario_data import apply_override, read_toml
 from .size_guard import check_size, validation_estimate
 
+if TYPE_CHECKING:
+    from .scenario import ScenarioBase
 
-def parse_scenario(data: dict, source: str = "<scenario>", max_memory_gb: float | None = None):
+
+def parse_scenario(data: dict[str, Any], source: str = "<scenario>", max_memory_gb: float | None = None
+                   ) -> ScenarioBase:
     """Validate a plain dict (as read from TOML) into the model of its `kind`; data whose arrays
     would take more than `max_memory_gb` to validate (kvviz.size_guard) is refused first."""
     kinds = mechanisms()
@@ -30,10 +35,12 @@ def parse_scenario(data: dict, source: str = "<scenario>", max_memory_gb: float 
     except ScenarioError as e:
         e.file = source
         raise
-    return validate(kinds[kind].model, data, source)
+    scenario: ScenarioBase = validate(kinds[kind].model, data, source)  # that kind's own model
+    return scenario
 
 
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = (), max_memory_gb: float | None = None):
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = (), max_memory_gb: float | None = None
+                  ) -> ScenarioBase:
     data = read_toml(path)
     for assignment in overrides:
         data = apply_override(data, assignment)

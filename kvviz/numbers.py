@@ -9,10 +9,16 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Container
+from typing import Literal, overload
 
 from .errors import ScenarioError
 
 
+@overload
+def parse_number(text: str, source: str, integer: Literal[True], finite: bool = True) -> int: ...
+@overload
+def parse_number(text: str, source: str, integer: bool = False, finite: bool = True) -> int | float: ...
 def parse_number(text: str, source: str, integer: bool = False, finite: bool = True) -> int | float:
     """`text` as a TOML number (an integer if `integer`; finite if `finite`, else the caller's
     range refuses inf and nan), else a ScenarioError at `source`."""
@@ -36,7 +42,7 @@ def toml_number(text: str) -> int | float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def split_unit(text: str, units) -> tuple[int | float, str] | None:
+def split_unit(text: str, units: Container[str]) -> tuple[int | float, str] | None:
     """(number, unit) of a size: the whole text as a number (unit ""), else a trailing unit of
     `units` (case-insensitive; `%` too) after a number; None if neither."""
     whole = toml_number(text)

@@ -27,15 +27,21 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from .claims import JUDGED, run_group, verdict
+from .claims import JUDGED, RunOutcome, run_group, verdict
 from .errors import ScenarioError
 from .metric_paths import finite_number, metric_value
 
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from .scenario import Claim, ScenarioBase
+
 RATES = (0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
-SATURATED = "saturated"
+SATURATED: Literal["saturated"] = "saturated"
+Rate = float | Literal["saturated"]  # turns/s, or SATURATED
 TTFT = "policies.scheduler_aware.ttft_reduction_vs_recompute"
 PREFILL = "policies.scheduler_aware.prefill_speedup_vs_recompute"
 GPU = "policies.scheduler_aware.gpu_time_speedup_vs_recompute"
@@ -53,10 +59,10 @@ MARKER = re.compile(r"<!-- operating-point:begin(?P<names>[^>]*?)-->\n(?P<body>.
 
 @dataclass
 class Point:
-    rate: float | str          # turns/s, or SATURATED
+    rate: Rate
     overrides: tuple[str, ...]
-    values: dict = field(default_factory=dict)    # metric -> model value
-    verdicts: dict = field(default_factory=dict)  # metric -> verdict
+    values: dict[str, Any] = field(default_factory=dict)  # metric -> model value
+    verdicts: dict[str, str] = field(default_factory=dict)  # metric -> verdict
     recompute_prefill_share: float | None = None
     recompute_ttft_s: float | None = None
     queue_len_mid: int | None = None
@@ -85,11 +91,11 @@ class Point:
 @dataclass
 class ModelPoints:
     preset: str
-    claims: dict                 # metric -> Claim (the paper's figure)
+    claims: dict[str, Claim]     # metric -> Claim (the paper's figure)
     points: list[Point]
     bound: float = float("nan")  # p_max, the prefill-share bound (module docstring)
 
-    def paper(self, metric):
+    def paper(self, metric: str) -> float | None:
         c = self.claims.get(metric)
         return c.paper if c is not None and finite_number(c.paper) else None
 
@@ -114,7 +120,7 @@ class ModelPoints:
         return [p for p in self.points if p.holds]
 
 
-def point_overrides(preset: str, rate) -> tuple[str, ...]:
+def point_overrides(preset: str, rate: Rate) -> tuple[str, ...]:
     if rate == SATURATED:
         load = ("serving.arrivals=saturated", "store.lookahead=waiting_queue")
     else:
@@ -122,11 +128,11 @@ def point_overrides(preset: str, rate) -> tuple[str, ...]:
     return (*COMMON, f"model.preset={preset}", *load)
 
 
-def headline_claims(scenario, data) -> dict[str, dict]:
+def headline_claims(scenario: ScenarioBase, data: dict[str, Any]) -> dict[str, dict[str, Claim]]:
     """{preset: {metric: claim}}: the file's simulated claims on HEADLINE whose set names only a
     model preset (none: the file's own preset), in the file's order."""
     own = (data.get("model") or {}).get("preset")
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Claim]] = {}
     for c in scenario.claim:
         if c.metric not in HEADLINE or c.basis != "simulated" or c.relative_to_set is not None:
             continue
@@ -139,18 +145,21 @@ def headline_claims(scenario, data) -> dict[str, dict]:
     return out
 
 
-def prefill_share_bound(data: dict, source: str, overrides: tuple[str, ...]) -> float:
+def prefill_share_bound(data: dict[str, Any], source: str, overrides: tuple[str, ...]) -> float:
     """p_max of the module docstring for the run with these overrides (recompute: every turn
     prefills its kept history and its new tokens)."""
     import numpy as np
 
     from .loading import parse_scenario
+    from .mechanisms.attention_store.model import AttentionStoreScenario
     from .mechanisms.attention_store.serving import Prepared
     from .mechanisms.attention_store.workload import workload_of
     from .scenario_data import apply_override
     for o in overrides:
         data = apply_override(data, o, source)
     sc = parse_scenario(data, source)
+    if not isinstance(sc, AttentionStoreScenario):
+        raise ScenarioError("operating points are AttentionStore's (kind = \"attention_store\")", source, "kind")
     prep = Prepared(sc, workload_of(sc))
     g = prep.gpu
     ctx = (prep.keep + prep.inn).astype(float)
@@ -163,7 +172,7 @@ def prefill_share_bound(data: dict, source: str, overrides: tuple[str, ...]) -> 
     return float(prefill / (prefill + decode)) if prefill + decode else float("nan")
 
 
-def _fill(point: Point, claims: dict, run) -> Point:
+def _fill(point: Point, claims: dict[str, Claim], run: RunOutcome) -> Point:
     if not isinstance(run, dict):
         point.error = str(run)
         return point
@@ -182,7 +191,7 @@ def _fill(point: Point, claims: dict, run) -> Point:
         point.values[metric] = v
         c = claims.get(metric)
         if c is not None:
-            others = {}
+            others: dict[str, Any] = {}
             for p in c.shape_paths().values():
                 try:
                     others[p] = metric_value(run, p)
@@ -192,16 +201,18 @@ def _fill(point: Point, claims: dict, run) -> Point:
     return point
 
 
-def evaluate(file: str, sets: tuple[str, ...] = (), rates=(*RATES, SATURATED), models=None,
-             progress=None) -> list[ModelPoints]:
+def evaluate(file: str, sets: tuple[str, ...] = (), rates: Sequence[Rate] = (*RATES, SATURATED),
+             models: Sequence[str] | None = None, progress: Callable[[int, int], object] | None = None
+             ) -> list[ModelPoints]:
     """Each model's headline rows at every load (one run per model and load; `sets`: overrides of
     every run, e.g. a reduced workload)."""
     from .scenario_data import read_toml
     return evaluate_data(read_toml(file), file, sets, rates, models, progress)
 
 
-def evaluate_data(data: dict, file: str, sets: tuple[str, ...] = (), rates=(*RATES, SATURATED), models=None,
-                  progress=None) -> list[ModelPoints]:
+def evaluate_data(data: dict[str, Any], file: str, sets: tuple[str, ...] = (), rates: Sequence[Rate] = (*RATES, SATURATED),
+                  models: Sequence[str] | None = None, progress: Callable[[int, int], object] | None = None
+                  ) -> list[ModelPoints]:
     """`evaluate` on a scenario's data as read (or as edited in the app); `file` names it in errors."""
     from .executor import map_indexed
     from .loading import parse_scenario
@@ -226,7 +237,7 @@ def evaluate_data(data: dict, file: str, sets: tuple[str, ...] = (), rates=(*RAT
     points = [p for mp in out for p in mp.points]
     done = [0]
 
-    def tick(_i, _v):
+    def tick(_i: int, _v: RunOutcome) -> None:
         done[0] += 1
         if progress:
             progress(done[0], len(points))
@@ -239,7 +250,7 @@ def evaluate_data(data: dict, file: str, sets: tuple[str, ...] = (), rates=(*RAT
     return out
 
 
-def command_line(file: str, models=(), sets=(), svg_dir: str | None = None) -> str:
+def command_line(file: str, models: Iterable[str] = (), sets: Iterable[str] = (), svg_dir: str | None = None) -> str:
     """The `kvviz operating-point` line that computes these figures (a bundled scenario by its name)."""
     import shlex
 
@@ -256,17 +267,17 @@ def command_line(file: str, models=(), sets=(), svg_dir: str | None = None) -> s
 
 # --- text, Markdown, SVG ---------------------------------------------------------------------------
 
-def _rate_text(r) -> str:
+def _rate_text(r: Rate) -> str:
     return "saturated" if r == SATURATED else f"{r:g}"
 
 
-def _num(v, pct=False) -> str:
+def _num(v: object, pct: bool = False) -> str:
     if not finite_number(v):
         return "—"
     return f"{v * 100:.1f}%" if pct else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
-def _rates(points) -> str:
+def _rates(points: Iterable[Point]) -> str:
     return ", ".join(_rate_text(p.rate) for p in points)
 
 
@@ -338,11 +349,12 @@ def paste(readme: str | Path, models: list[ModelPoints], file: str) -> bool:
     name = Path(file).stem
     hit = [False]
 
-    def fill(m: re.Match) -> str:
+    def fill(m: re.Match[str]) -> str:
+        block: str = m.group(0)
         if m.group("names").split() not in ([], [name]):
-            return m.group(0)
+            return block
         hit[0] = True
-        begin = m.group(0)[: m.start("body") - m.start()]
+        begin = block[: m.start("body") - m.start()]
         return f"{begin}{as_markdown(models, file)}\n<!-- operating-point:end -->"
     new = MARKER.sub(fill, text)
     if hit[0]:
@@ -357,7 +369,8 @@ def _pale(colour: str, amount: float = 0.14) -> str:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    lines, line = [], ""
+    lines: list[str] = []
+    line = ""
     for word in text.split():
         if line and len(line) + 1 + len(word) > width:
             lines.append(line)
@@ -384,7 +397,7 @@ def figure_svg(mp: ModelPoints, title: str = "") -> str:
              f'<text x="{left_pad}" y="20" font-size="15">{esc(title or mp.preset)}</text>']
     parts += [f'<text x="{left_pad}" y="{38 + 16 * i}" font-size="12">{esc(line)}</text>' for i, line in enumerate(said)]
 
-    def xpos(x0, i):
+    def xpos(x0: float, i: int) -> float:
         return x0 + panel_w * (i + 0.5) / n
 
     S, P, T = mp.paper(GPU), mp.paper(PREFILL), mp.paper(TTFT)
@@ -400,7 +413,7 @@ def figure_svg(mp: ModelPoints, title: str = "") -> str:
         x0 = left_pad + k * (panel_w + gap)
         y0, y1 = top, top + 270
 
-        def ypos(v, lo=lo, hi=hi, y0=y0, y1=y1):
+        def ypos(v: float, lo: float = lo, hi: float = hi, y0: float = y0, y1: float = y1) -> float:
             return y1 - (min(max(v, lo), hi) - lo) / (hi - lo) * (y1 - y0)
         parts.append(f'<text x="{x0 + panel_w / 2:.1f}" y="{top - 8}" text-anchor="middle">{esc(name)}</text>')
         for v, colour in papers:  # the same_shape band first, under everything
@@ -439,7 +452,7 @@ def figure_svg(mp: ModelPoints, title: str = "") -> str:
                          f'stroke-dasharray="2 3"/><text x="{x0 + 22}" y="{ly}" font-size="10">p_max, the decode '
                          f'floor: {mp.bound * 100:.0f}%</text>')
         for s_i, (metric, colour, label) in enumerate(series):
-            pts = []
+            pts: list[tuple[float, float, Point]] = []
             for i, p in enumerate(mp.points):
                 v = p.recompute_prefill_share if metric == "share" else p.values.get(metric)
                 if finite_number(v):

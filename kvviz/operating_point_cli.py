@@ -2,21 +2,26 @@
 as a Markdown table, a figure per model (--svg-dir) and a README block (--readme)."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bundled import resolve_scenario
 from .format import printable
 
+if TYPE_CHECKING:
+    from .cli_flags import Subparsers
 
-def cmd_operating_point(args) -> int:
-    from .operating_point import RATES, SATURATED, as_markdown, evaluate, figure_svg, paste
+
+def cmd_operating_point(args: argparse.Namespace) -> int:
+    from .operating_point import RATES, SATURATED, Rate, as_markdown, evaluate, figure_svg, paste
     from .outputs import write_text
     from .sweep import parse_values
 
     file = resolve_scenario(args.file)
-    rates = (*(float(v) for v in parse_values(args.rates, "--rates")), SATURATED) if args.rates else \
+    rates: tuple[Rate, ...] = (*(float(v) for v in parse_values(args.rates, "--rates")), SATURATED) if args.rates else \
         (*RATES, SATURATED)
     if args.readme:
         from .io import read_text
@@ -26,7 +31,7 @@ def cmd_operating_point(args) -> int:
             raise ScenarioError("no <!-- operating-point:begin --> … <!-- operating-point:end --> block to fill",
                                 args.readme)
 
-    def progress(done, total):
+    def progress(done: int, total: int) -> None:
         print(f"{printable(file)}: {done}/{total} runs", file=sys.stderr)
     models = evaluate(file, tuple(args.set or ()), rates, args.model, None if args.quiet else progress)
     if args.svg_dir:
@@ -52,7 +57,7 @@ def cmd_operating_point(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     c = sub.add_parser("operating-point", help="each model's TTFT cut, prefill and GPU-time speedups against the "
                                                "load (AttentionStore): where the paper's figures hold together")
     c.add_argument("file", help="scenario TOML file (or the name of a bundled one) with headline [[claim]] rows")

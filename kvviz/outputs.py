@@ -15,10 +15,14 @@ import errno
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from .errors import ScenarioError
 from .format import printable
 from .io import UnsafeTarget, atomic_write_set, write_target
+
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from pydantic import BaseModel
 
 NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
            errno.EFBIG: "the file is larger than this process may write"}
@@ -29,7 +33,7 @@ FORMAT_SUFFIXES = {".png": "PNG", ".pdf": "PDF", ".svg": "SVG", ".json": "JSON",
 
 
 def output_error(path: str | Path, e: OSError) -> ScenarioError:
-    why = NO_ROOM.get(e.errno) or e.strerror or type(e).__name__
+    why = (NO_ROOM.get(e.errno) if e.errno is not None else None) or e.strerror or type(e).__name__
     return ScenarioError(f"cannot write the file: {why}", str(path))
 
 
@@ -64,7 +68,7 @@ def _check_folder(p: Path) -> None:
         raise ScenarioError(f"cannot write the file: {parent} is not writable", path)
 
 
-def _identity(path: str | Path):
+def _identity(path: str | Path) -> tuple[int, int] | str:
     """What makes two names one file: its device and inode (links, `a/../a`, hard links), or,
     for a file not there yet, its resolved path."""
     try:
@@ -74,8 +78,8 @@ def _identity(path: str | Path):
         return os.path.realpath(path)
 
 
-def check_outputs(outputs: list[tuple[str, str | Path, str | None]],
-                  inputs: list[tuple[str, str | Path]] = ()) -> None:
+def check_outputs(outputs: Sequence[tuple[str, str | Path, str | None]],
+                  inputs: Sequence[tuple[str, str | Path]] = ()) -> None:
     """Refuse, before anything runs, outputs (flag, path, format) that check_target refuses, that
     name an input (what, path) of the command, or that name the same file twice."""
     seen = {_identity(p): f"the {what} (kvviz never writes over an input)" for what, p in inputs if p}
@@ -87,13 +91,13 @@ def check_outputs(outputs: list[tuple[str, str | Path, str | None]],
         seen[key] = f"also the {flag} output: one file cannot be two outputs"
 
 
-def scenario_inputs(file: str | Path, sc) -> list[tuple[str, str]]:
+def scenario_inputs(file: str | Path, sc: BaseModel) -> list[tuple[str, str]]:
     """The files a run of `sc`, loaded from `file`, reads: the scenario and each path field (a
     trace, a token file, a ladder's base), as the scenario resolves them."""
     from .scenario import file_fields, relative_to_source
     out = [("scenario this run reads", str(file))]
     for parts in file_fields(type(sc)):
-        value = sc
+        value: object = sc
         for name in parts:
             value = getattr(value, name, None)
         if isinstance(value, str) and value:
@@ -118,12 +122,14 @@ def write_text(path: str | Path, data: str | bytes) -> None:
 
 
 def write_run_outputs(rasters: list[tuple[str, str]], svg: str | None, dpi: int,
-                      texts: list[tuple[str, str]]) -> None:
-    """Rasters (path, png|pdf) rendered to bytes first, then every output written as one set;
-    "wrote PATH" for each."""
+                      texts: Sequence[tuple[str | None, str]]) -> None:
+    """Rasters (path, png|pdf) rendered to bytes first from `svg` (given whenever rasters are),
+    then every output written as one set (a text without a path is not written); "wrote PATH" for each."""
     from .export.raster import ExportError, render
     items: list[tuple[str, str | bytes]] = []
     for path, fmt in rasters:
+        if svg is None:
+            raise ValueError(f"{path}: a {fmt} is rendered from the run's SVG, and none was made")
         try:
             items.append((path, render(svg, fmt, dpi)))
         except ExportError as e:

@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .trace import Trace
+
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from .scenario import ScenarioBase
 
 
 def _freeze(x: Any) -> Any:
@@ -27,20 +30,21 @@ def _thaw(x: Any) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class Result:
-    scenario: Any               # the validated, frozen scenario model
+    scenario: ScenarioBase      # the validated, frozen scenario model (of the mechanism's kind)
     trace: Trace
     metrics: Mapping[str, Any]  # JSON-able values only
     events: int = 0             # engine events processed (for benchmarks)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", _freeze(dict(self.metrics)))
 
-    def __reduce__(self):  # pickles (to a worker process and back) with plain metrics
+    def __reduce__(self) -> tuple[type[Result], tuple[Any, ...]]:  # pickles (to a worker process and back) with plain metrics
         return (Result, (self.scenario, self.trace, self.metrics_dict(), self.events))
 
-    def metrics_dict(self) -> dict:
-        return _thaw(self.metrics)
+    def metrics_dict(self) -> dict[str, Any]:
+        thawed: dict[str, Any] = _thaw(self.metrics)
+        return thawed
 
-    def to_json(self, **kw) -> str:
+    def to_json(self, **kw: Any) -> str:
         return json.dumps({"kind": self.scenario.kind, "name": self.scenario.name,
                            "metrics": self.metrics_dict()}, **kw)

@@ -21,10 +21,21 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Protocol, TypeVar
 
 from .errors import ScenarioError
 from .executor import map_indexed, workers, worth_a_pool
+
+if TYPE_CHECKING:  # pydantic is imported by the scenario's loading, not here
+    from pydantic import BaseModel
+
+    from .result import Result
+    from .scenario import ScenarioBase
+
+# A plan's scenario model, what its `prepare` gives every part, and a part's output
+S = TypeVar("S", bound="ScenarioBase")
+Prepared = TypeVar("Prepared")
+Output = TypeVar("Output")
 
 # ScenarioBase's fields no simulation reads: titles, and the checks and claims held against the
 # metrics after the run.
@@ -45,19 +56,19 @@ class Part:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Generic[S, Prepared, Output]):
     parts: tuple[Part, ...]
-    prepare: Callable[[Any], Any]             # scenario -> what every part reads (once per process)
-    run: Callable[[Any, Any, str], Any]       # (scenario, prepared, part name) -> output (picklable)
-    combine: Callable[[Any, dict], Any]       # (scenario, {part name: output}) -> Result or None
+    prepare: Callable[[S], Prepared]                # scenario -> what every part reads (once per process)
+    run: Callable[[S, Prepared, str], Output]       # (scenario, prepared, part name) -> output (picklable)
+    combine: Callable[[S, dict[str, Output]], Result | None]  # (scenario, {part name: output}) -> Result or None
     # what the parts' costs (and `dispatch`) are multiplied by to give their seconds (one
     # process, the machine kvviz.calibration's reference was measured on): a pool is used when
     # those are worth it (kvviz.executor.worth_a_pool); 0: never
-    scale: Callable[[Any], float] = lambda prepared: 0.0
+    scale: Callable[[Prepared], float] = lambda prepared: 0.0
     # sending every part's inputs to a pool's worker and its output back, per unit of `scale`
     dispatch: float = 0.0
     # a part's output as the part that needs less of it reads it (see Part.also), or None
-    strip: Callable[[Any], Any] | None = None
+    strip: Callable[[Output], Output] | None = None
 
     def part(self, name: str) -> Part:
         return next(p for p in self.parts if p.name == name)
@@ -66,7 +77,7 @@ class Plan:
         return run_order(self.parts)
 
 
-def run_order(parts) -> list[Part]:
+def run_order(parts: Iterable[Part]) -> list[Part]:
     """The needed parts first (the first partial result), then the longest first."""
     return sorted(parts, key=lambda p: (not p.needed, -p.cost))
 
@@ -90,15 +101,16 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _file_fields(model) -> set[str]:
+def _file_fields(model: BaseModel) -> set[str]:
     from .scenario import file_fields
     return {".".join(p) for p in file_fields(type(model))}
 
 
-def inputs(scenario, unread: tuple[str, ...] | set[str] = ()) -> dict:
+def inputs(scenario: BaseModel, unread: Iterable[str] = ()) -> dict[str, Any]:
     """The scenario as a run reads it: every field (dotted paths) but DISPLAY_FIELDS and
     `unread` (a field or a whole section), and a file field's content rather than its name."""
     data = scenario.model_dump(mode="json")
+    d: Any  # a section of the plain data, or None past a path's end
     for path in (*DISPLAY_FIELDS, *unread):
         *head, last = path.split(".")
         d = data
@@ -117,7 +129,7 @@ def inputs(scenario, unread: tuple[str, ...] | set[str] = ()) -> dict:
     return data
 
 
-def key_of(scenario, unread=(), **extra) -> str:
+def key_of(scenario: ScenarioBase, unread: Iterable[str] = (), **extra: object) -> str:
     """A part's key: its inputs (see `inputs`), `extra` (which run it is), the kind and the code."""
     blob = json.dumps({"kind": scenario.kind, "code": code_version(), "inputs": inputs(scenario, unread),
                        "extra": extra}, sort_keys=True, separators=(",", ":"))
@@ -126,10 +138,10 @@ def key_of(scenario, unread=(), **extra) -> str:
 
 # --- keeping outputs ------------------------------------------------------------------------------
 
-def size_of(output) -> int:
+def size_of(output: object) -> int:
     """Rough bytes an output holds: its numpy arrays (a trace's columns) plus a little."""
     total = 4096
-    stack, seen = [output], set()
+    stack, seen = [output], set[int]()
     while stack:
         x = stack.pop()
         if id(x) in seen:
@@ -153,7 +165,7 @@ def size_of(output) -> int:
 class MemoryCache:
     """Recent parts' outputs by key, least recently used dropped beyond `max_bytes`."""
 
-    def __init__(self, max_bytes: float):
+    def __init__(self, max_bytes: float) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self.bytes = 0
@@ -161,13 +173,13 @@ class MemoryCache:
     def __contains__(self, key: str) -> bool:
         return key in self._items
 
-    def get(self, key: str):
+    def get(self, key: str) -> Any:
         if key not in self._items:
             return None
         self._items.move_to_end(key)
         return self._items[key][0]
 
-    def put(self, key: str, output) -> None:
+    def put(self, key: str, output: object) -> None:
         if key in self._items:
             self.bytes -= self._items.pop(key)[1]
         n = size_of(output)
@@ -187,7 +199,7 @@ class DiskCache:
 
     MARK = "kvviz-part-1"
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self.write_error = ""  # why a write failed (a full disk): the run goes on uncached
 
@@ -197,7 +209,7 @@ class DiskCache:
     def __contains__(self, key: str) -> bool:
         return self._path(key).is_file()
 
-    def get(self, key: str):
+    def get(self, key: str) -> Any:
         path = self._path(key)
         try:
             # a FIFO or device under the key's name would block or never end: regular files only
@@ -216,7 +228,7 @@ class DiskCache:
             return None
         return got[2]
 
-    def put(self, key: str, output) -> None:
+    def put(self, key: str, output: object) -> None:
         if self.write_error:
             return
         tmp = None
@@ -254,12 +266,21 @@ def disk_cache(folder: str | None) -> DiskCache | None:
     return DiskCache(folder)
 
 
-def lookup(cache, part: Part):
+class PartCache(Protocol):
+    """Where parts' outputs are kept by key (MemoryCache, DiskCache). An output comes back as
+    it went in, or unpickled (DiskCache): Any."""
+
+    def get(self, key: str) -> Any: ...
+
+    def put(self, key: str, output: object) -> None: ...
+
+
+def lookup(cache: PartCache | None, part: Part) -> Any:
     """A cached output for `part`, or None."""
     return None if cache is None else cache.get(part.key)
 
 
-def keep(cache, plan: Plan, part: Part, output) -> None:
+def keep(cache: PartCache | None, plan: Plan[S, Prepared, Output], part: Part, output: Output) -> None:
     """Keep `output` under the part's key, and (stripped of what only it has) under `also`."""
     if cache is None:
         return
@@ -270,12 +291,12 @@ def keep(cache, plan: Plan, part: Part, output) -> None:
 
 # --- running ---------------------------------------------------------------------------------------
 
-def _call(task):
+def _call(task: tuple[Callable[[S, Prepared, str], Output], S, Prepared, str]) -> Output:
     run, scenario, prepared, name = task
     return run(scenario, prepared, name)
 
 
-def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, Any], None],
+def run_parts(plan: Plan[S, Prepared, Output], scenario: S, names: list[str], on_output: Callable[[str, Output], None],
               pool: Executor | None = None, pool_workers: int | None = None) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
     ends: in parallel when there is more than one and their estimated seconds are worth a pool
@@ -296,21 +317,25 @@ def run_parts(plan: Plan, scenario, names: list[str], on_output: Callable[[str, 
                 on_result=lambda i, out: on_output(order[i], out))
 
 
-def complete(plan: Plan, scenario, cache=None, counter: list | None = None):
+def complete(plan: Plan[S, Prepared, Output], scenario: S, cache: PartCache | None = None,
+             counter: list[str] | None = None) -> Result:
     """The whole Result: every part from `cache` or run (and kept there), then combined.
     `counter`, if given, gets the names of the parts that ran."""
-    outputs = {}
+    outputs: dict[str, Output] = {}
     for p in plan.parts:
         hit = lookup(cache, p)
         if hit is not None:
             outputs[p.name] = hit
     missing = [p.name for p in plan.parts if p.name not in outputs]
 
-    def got(name, output):
+    def got(name: str, output: Output) -> None:
         outputs[name] = output
         keep(cache, plan, plan.part(name), output)
         if counter is not None:
             counter.append(name)
 
     run_parts(plan, scenario, missing, got)
-    return plan.combine(scenario, outputs)
+    result = plan.combine(scenario, outputs)
+    if result is None:  # a plan's combine makes a Result of every part's output
+        raise RuntimeError(f"{type(scenario).__name__}: the plan combined all its parts into no result")
+    return result

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.config import JsonDict
+from pydantic_core import ErrorDetails
 
 from .errors import MAX_MESSAGES, ScenarioError, ValidatorBug
 from .format import format_value
@@ -28,10 +30,10 @@ class Section(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _representable(cls, value, info: ValidationInfo):
-        extra = cls.model_fields[info.field_name].json_schema_extra
+    def _representable(cls, value: Any, info: ValidationInfo) -> Any:
+        extra = cls.model_fields[info.field_name].json_schema_extra if info.field_name is not None else None
         unit = extra.get("unit") if isinstance(extra, dict) else None
-        if unit is None:
+        if not isinstance(unit, str):  # param() sets a unit as a string, or none
             return value
         if isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
@@ -46,17 +48,17 @@ class Section(BaseModel):
 
 
 def param(default: Any = ..., *, unit: str | None = None, description: str, file: bool = False,
-          **constraints) -> Any:
+          **constraints: Any) -> Any:
     """A scenario field whose range, unit and description drive validation, the GUI panel
     and `kvviz schema` alike. `file`: a path, relative to the scenario's own file."""
-    extra = {k: v for k, v in (("unit", unit), ("file", file)) if v} or None
+    extra: JsonDict | None = {k: v for k, v in (("unit", unit), ("file", file)) if v} or None
     return Field(default, description=description, json_schema_extra=extra, **constraints)
 
 
-def file_fields(model: type[BaseModel], prefix: tuple = ()) -> list[tuple]:
+def file_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """The key paths of a model's `file` fields, nested sections included: the paths that
     must be rewritten when the scenario is saved in another folder."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for name, f in model.model_fields.items():
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
         if extra.get("file"):
@@ -82,7 +84,7 @@ def rebase(path: str, old_source: str | Path, new_source: str | Path) -> str:
 class FieldError(ValueError):
     """Raised by validators to blame a sub-field (e.g. `queries[1]`) rather than its section."""
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str) -> None:
         self.path, self.message = path, message
         super().__init__(message)
 
@@ -102,14 +104,14 @@ class Expectation(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _plain_equals(cls, data):
+    def _plain_equals(cls, data: Any) -> Any:
         # one clear message rather than one per member of the union
         if isinstance(data, dict) and not isinstance(data.get("equals"), (bool, int, float, str, type(None))):
             raise FieldError("equals", f"must be a number, true/false or a string (got {data['equals']!r})")
         return data
 
     @model_validator(mode="after")
-    def _one_bound(self):
+    def _one_bound(self) -> Self:
         for name in ("min", "max"):
             if getattr(self, name) is not None and not math.isfinite(getattr(self, name)):
                 raise FieldError(name, "must be a finite number")
@@ -137,7 +139,7 @@ class Expectation(Section):
         ge = f"≥ {self.at_least}" if self.at_least else ""
         return " and ".join(x for x in (lo, hi, gt, ge) if x)
 
-    def holds(self, v, others: dict | None = None) -> bool:
+    def holds(self, v: Any, others: dict[str, Any] | None = None) -> bool:
         """`others`: the values of the metrics named by greater_than / at_least."""
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if self.equals is not None:
@@ -205,13 +207,13 @@ class Claim(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _plain_paper(cls, data):
+    def _plain_paper(cls, data: Any) -> Any:
         if isinstance(data, dict) and "paper" in data and not isinstance(data["paper"], (bool, int, float, str)):
             raise FieldError("paper", f"must be a number, true/false or a string (got {data['paper']!r:.60})")
         return data
 
     @model_validator(mode="after")
-    def _consistent(self):
+    def _consistent(self) -> Self:
         if self.seed.isdigit() and self.seed not in SEEDS:
             raise FieldError("seed", f"not a seed: {', '.join(SEEDS)}, or the short name of another source "
                                      f"(got {self.seed!r:.20})")
@@ -272,11 +274,11 @@ class Alternative(Section):
                                      "104 / 26 GB/s)")
 
     @model_validator(mode="after")
-    def _consistent(self):
+    def _consistent(self) -> Self:
         parts = self.setting.split(".")
         if "=" in self.setting or " " in self.setting.strip() or not all(p.strip() for p in parts):
             raise FieldError("setting", f"expected a setting path such as store.lookahead (got {self.setting!r:.60})")
-        seen: list = []
+        seen: list[bool | int | float | str] = []
         for i, v in enumerate(self.values):
             if isinstance(v, float) and not math.isfinite(v):
                 raise FieldError(f"values[{i}]", "must be a finite number")
@@ -302,7 +304,7 @@ class ScenarioBase(Section):
                                                           "verdict an alternative changes as fragile)")
 
 
-def loc_to_path(loc: tuple) -> str:
+def loc_to_path(loc: tuple[int | str, ...]) -> str:
     """('reads', 0, 'positions') -> 'reads[0].positions'"""
     out = ""
     for part in loc:
@@ -311,8 +313,14 @@ def loc_to_path(loc: tuple) -> str:
 
 
 def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
+    return _first_problem(err.errors(include_url=False), err.error_count(), file)
+
+
+def _first_problem(errors: list[ErrorDetails], count: int, file: str) -> ScenarioError:
+    """The first of `count` problems (`errors` lists some or all) as a ScenarioError that holds
+    the next ones and counts the rest."""
     problems: list[ScenarioError] = []
-    for e in err.errors(include_url=False)[:MAX_MESSAGES]:
+    for e in errors[:MAX_MESSAGES]:
         path = loc_to_path(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         cause = (e.get("ctx") or {}).get("error")
@@ -329,11 +337,11 @@ def format_validation_error(err: ValidationError, file: str) -> ScenarioError:
         problems.append(ScenarioError(msg, file, path or "<top>"))
     first = problems[0]
     first.others = problems[1:]
-    first.unlisted = max(err.error_count() - len(problems), 0)
+    first.unlisted = max(count - len(problems), 0)
     return first
 
 
-def _excerpt(value, limit: int = 60) -> str:
+def _excerpt(value: object, limit: int = 60) -> str:
     text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit]) + "…"
     return text if len(text) <= limit + 10 else text[:limit] + "…"
 
@@ -341,7 +349,7 @@ def _excerpt(value, limit: int = 60) -> str:
 PRUNING_MAY_CAUSE = {"value_error", "assertion_error", "too_short", "missing"}
 
 
-def _pruned(data, keep: int):
+def _pruned(data: Any, keep: int) -> Any:
     """`data` with every array cut to its first `keep` items: validating it finds the first
     problems of a huge array without pydantic listing (slowly) every one of a million."""
     if isinstance(data, dict):
@@ -351,7 +359,7 @@ def _pruned(data, keep: int):
     return data
 
 
-def relative_to_source(path: str, context: dict | None) -> Path:
+def relative_to_source(path: str, context: dict[str, Any] | None) -> Path:
     """A path written in a scenario is relative to that scenario's file when it was loaded
     from one (validation context {"source": file}); otherwise to the current directory."""
     p = Path(path).expanduser()
@@ -362,7 +370,7 @@ def relative_to_source(path: str, context: dict | None) -> Path:
     return base / p
 
 
-def existing_file(path: str, context: dict | None, what: str) -> Path:
+def existing_file(path: str, context: dict[str, Any] | None, what: str) -> Path:
     """A file a scenario names (relative to the scenario's file, as relative_to_source), checked
     where the field is validated, so the panel marks that field: missing, or there but no regular
     file (a folder, /dev/null, a FIFO), each said as what it is."""
@@ -374,12 +382,15 @@ def existing_file(path: str, context: dict | None, what: str) -> Path:
     return p
 
 
-def scenario_to_dict(scenario: BaseModel) -> dict:
+def scenario_to_dict(scenario: BaseModel) -> dict[str, Any]:
     """The plain-data form of a scenario (round-trips through parse_scenario)."""
     return scenario.model_dump(mode="json")
 
 
-def validate(model: type[BaseModel], data: dict, source: str):
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate(model: type[Model], data: dict[str, Any], source: str) -> Model:
     """`data` validated into `model`; a problem raises ScenarioError at its field path (the
     caller bounds the data's nesting: read_toml and parse_value do)."""
     try:
@@ -396,7 +407,7 @@ def validate(model: type[BaseModel], data: dict, source: str):
                 # problems of a value in itself (its type, its range) are the file's own
                 own = [x for x in few.errors(include_url=False) if x["type"] not in PRUNING_MAY_CAUSE]
                 if own:
-                    short = format_validation_error(ValidationError.from_exception_data(few.title, own), source)
+                    short = _first_problem(own, len(own), source)
                     short.unlisted = e.error_count() - 1 - len(short.others)
                     raise short from None
             except (TypeError, KeyError, AttributeError, IndexError):

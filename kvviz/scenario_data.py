@@ -14,7 +14,7 @@ from .io import read_text
 from .limits import MAX_DEPTH, nesting_depth
 
 
-def read_toml(path: str | Path) -> dict:
+def read_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     text = read_text(p)
     try:
@@ -42,7 +42,7 @@ def parse_value(text: str) -> Any:
     return value
 
 
-def apply_override(data: dict, assignment: str, source: str = "--set") -> dict:
+def apply_override(data: dict[str, Any], assignment: str, source: str = "--set") -> dict[str, Any]:
     """Return a copy of `data` with `a.b.c=value` applied. List items are addressed by index
     (`rungs.2.hbm_hit_pct`). Unknown names are left for validation to reject by path."""
     if "=" not in assignment:

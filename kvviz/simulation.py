@@ -3,6 +3,7 @@ and its `[[expect]]` checks evaluated on the metrics."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -10,18 +11,21 @@ from .checks import evaluate
 from .errors import ScenarioError
 from .mechanisms import mechanisms
 from .result import Result
-from .runs import complete
+from .runs import PartCache, complete
 from .size_guard import Estimate, check_size
 
+if TYPE_CHECKING:
+    from .scenario import ScenarioBase
 
-def check_run_size(scenario, max_memory_gb: float | None = None) -> Estimate | None:
+
+def check_run_size(scenario: ScenarioBase, max_memory_gb: float | None = None) -> Estimate | None:
     """The run's estimate, asked of its mechanism's record; a ScenarioError at the field that
     drives the size if it is beyond the memory limit."""
     return check_size(mechanisms()[scenario.kind].estimate(scenario), max_memory_gb)
 
 
 @contextmanager
-def representable():
+def representable() -> Iterator[None]:
     """Numpy overflow and invalid casts (a float beyond int64 cast to ns) raise instead of
     warning and going on with garbage, and reach the user as one ScenarioError."""
     try:
@@ -33,7 +37,8 @@ def representable():
                             "look for a time, size or count far too large or too small") from None
 
 
-def simulate(scenario, max_memory_gb: float | None = None, cache=None, ran: list | None = None) -> Result:
+def simulate(scenario: ScenarioBase, max_memory_gb: float | None = None, cache: PartCache | None = None,
+             ran: list[str] | None = None) -> Result:
     """Run any scenario: dispatches on its `kind`. Pure and deterministic. A scenario's
     `[[expect]]` checks are evaluated on the metrics and reported under `metrics.checks`.
     A run estimated to need more memory than `max_memory_gb` (default: kvviz.size_guard's
@@ -43,6 +48,7 @@ def simulate(scenario, max_memory_gb: float | None = None, cache=None, ran: list
     check_run_size(scenario, max_memory_gb)
     record = mechanisms()[scenario.kind]
     with representable():
+        result: Result
         if record.plan is not None and (cache is not None or ran is not None):
             result = complete(record.plan(scenario), scenario, cache, ran)
         else:

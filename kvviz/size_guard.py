@@ -64,7 +64,7 @@ def _duration(s: float) -> str:
 BYTES_PER_ARRAY_VALUE, SECONDS_PER_ARRAY_VALUE = 200, 6e-6
 
 
-def validation_estimate(data) -> Estimate | None:
+def validation_estimate(data: object) -> Estimate | None:
     """What validating `data` (a scenario as plain data) takes, from the number of values inside
     its arrays, counted without recursion; the field is the largest array's path. None without
     arrays."""

@@ -15,10 +15,12 @@ import io
 import math
 import sys
 import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from .errors import ScenarioError
 from .loading import parse_scenario
@@ -26,33 +28,45 @@ from .metric_paths import metric_family, metric_value
 from .scenario_data import apply_override, parse_value
 from .simulation import check_run_size, simulate
 
+if TYPE_CHECKING:
+    from .runs import PartCache
+    from .scenario import ScenarioBase
+
+# What one run gives a sweep: a metric's value, or one per series (None where a run has none)
+Scalar = bool | int | float | str | None
+Picked = Scalar | list[Scalar]
+# simulate's arguments after the scenario: max_memory_gb, cache
+RunOptions = tuple[float | None, "PartCache | None"]
+# a worker's task: (the grid point by index, the metric or several, the series, options, start, stop)
+ChunkTask = tuple[Callable[[int], "ScenarioBase"], "str | tuple[str, ...]", tuple[str, ...], RunOptions, int, int]
+
 MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
 
 
 @dataclass(frozen=True)
 class Axis:
     path: str
-    values: tuple
+    values: tuple[Any, ...]  # TOML values, as --set takes them
 
 
 @dataclass(frozen=True)
 class SweepResult:
     axes: tuple[Axis, ...]
     metric: str
-    values: list  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis);
+    values: list[Any]  # 1-D: list; 2-D: list of rows (first axis) of lists (second axis);
                   # more axes: the flat list in row-major order (the long form)
     series: tuple[str, ...] = ()  # a wildcard metric: the names `*` matched; each value is then a
                                   # list with one entry per series
     paths: tuple[str, ...] = ()   # several metrics: their full paths (series: the same paths
                                   # without the segments they all begin with)
 
-    def points(self):
+    def points(self) -> Iterator[tuple[tuple[Any, ...], Any]]:
         """(values of every axis, result) per grid point, row-major (the long form)."""
         flat = self.values if len(self.axes) != 2 else [v for row in self.values for v in row]
         return zip(product(*(a.values for a in self.axes)), flat)
 
-    def to_dict(self) -> dict:
-        out = {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"params": [{"path": a.path, "values": list(a.values)} for a in self.axes],
                "metric": self.metric, "values": self.values}
         if len(self.axes) > 2:
             out["layout"] = "row-major"
@@ -63,7 +77,7 @@ class SweepResult:
         return out
 
     def to_csv(self) -> str:
-        def cell(v):
+        def cell(v: object) -> str:
             return "" if v is None else str(v)
         if len(self.axes) > 2:
             rows = [[a.path for a in self.axes] + [self.metric]]
@@ -83,7 +97,7 @@ class SweepResult:
         return out.getvalue()
 
 
-def parse_values(text: str, source: str = "--values") -> tuple:
+def parse_values(text: str, source: str = "--values") -> tuple[Any, ...]:
     """`a,b,c` (TOML values), a TOML array `[a, b, c]`, or an inclusive range `start:stop[:step]`."""
     text = text.strip()
     if ":" in text and "," not in text and not text.startswith(("[", '"', "'")):
@@ -102,10 +116,10 @@ def parse_values(text: str, source: str = "--values") -> tuple:
             raise ScenarioError(f"range {text!r} has {count + 1:,.0f} values; a sweep runs at most "
                                 f"{MAX_RUNS:,} points", source)
         n = int(count + 1e-9) + 1
-        vals = [start + i * step for i in range(n)]
+        steps = [start + i * step for i in range(n)]
         if all(isinstance(p, int) for p in parts):
-            return tuple(int(v) for v in vals)
-        return tuple(round(v, 12) for v in vals)
+            return tuple(int(v) for v in steps)
+        return tuple(round(v, 12) for v in steps)
     if text.startswith("[") and text.endswith("]"):  # a TOML array: [1, 2] (its commas are its own)
         whole = parse_value(text)
         if not isinstance(whole, list):
@@ -129,7 +143,7 @@ def _fmt(v: Any) -> str:
     return repr(v) if not isinstance(v, (list, tuple)) else "[" + ",".join(_fmt(x) for x in v) + "]"
 
 
-def shaped(axes, flat: list) -> list:
+def shaped(axes: Sequence[Axis], flat: list[Any]) -> list[Any]:
     """Row-major values as SweepResult holds them: rows of the second axis for a 2-D grid, the
     flat list otherwise (one axis, or the long form of three and more)."""
     if len(axes) != 2:
@@ -138,16 +152,17 @@ def shaped(axes, flat: list) -> list:
     return [flat[i:i + m] for i in range(0, len(flat), m)]
 
 
-def grid_size(axes) -> int:
+def grid_size(axes: Iterable[Axis]) -> int:
     n = 1
     for a in axes:
         n *= len(a.values)
     return n
 
 
-def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str, max_memory_gb: float | None = None):
+def grid_point(base: dict[str, Any], axes: tuple[Axis, ...], index: int, source: str,
+               max_memory_gb: float | None = None) -> ScenarioBase:
     """The validated scenario at row-major `index` of the grid (refused if too large to run)."""
-    combo = []
+    combo: list[Any] = []
     for a in reversed(axes):
         index, i = divmod(index, len(a.values))
         combo.append(a.values[i])
@@ -166,11 +181,11 @@ def grid_point(base: dict, axes: tuple[Axis, ...], index: int, source: str, max_
         raise
 
 
-def _scalar(value) -> Any:
+def _scalar(value: object) -> Scalar:
     return value if isinstance(value, (int, float, bool, str)) or value is None else str(value)
 
 
-def _has(metrics: dict, path: str) -> bool:
+def _has(metrics: dict[str, Any], path: str) -> bool:
     try:
         metric_value(metrics, path)
         return True
@@ -178,14 +193,14 @@ def _has(metrics: dict, path: str) -> bool:
         return False
 
 
-def _get(metrics: dict, path: str) -> Any:
+def _get(metrics: dict[str, Any], path: str) -> Scalar:
     try:
         return _scalar(metric_value(metrics, path))
     except KeyError:
         return None
 
 
-def _pick(metrics: dict, metric: str | tuple, series: tuple[str, ...]) -> Any:
+def _pick(metrics: dict[str, Any], metric: str | tuple[str, ...], series: tuple[str, ...]) -> Picked:
     """The swept value(s) of one run: the metric, the family's members in `series` order, or
     (metric a tuple of paths) each of several metrics, None where a run has not got it."""
     if isinstance(metric, tuple):
@@ -196,7 +211,7 @@ def _pick(metrics: dict, metric: str | tuple, series: tuple[str, ...]) -> Any:
     return _scalar(metric_value(metrics, metric))
 
 
-def _run_chunk(task) -> list:
+def _run_chunk(task: ChunkTask) -> list[tuple[int, Picked]]:
     """A worker's task: [(grid index, value)] for grid points start..stop-1, each built and
     validated here (in the worker: the parent only hands out index ranges)."""
     point, metric, series, opts, start, stop = task
@@ -212,10 +227,10 @@ def _short_names(paths: list[str]) -> tuple[str, ...]:
     return tuple(".".join(x[k:]) for x in parts)
 
 
-def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str = "<sweep>",
-              workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-              executor: str | None = None, on_result: Callable[[int, Any], None] | None = None,
-              max_memory_gb: float | None = None, cache=None) -> SweepResult:
+def run_sweep(base: dict[str, Any], axes: Sequence[Axis], metric: str | list[str] | tuple[str, ...],
+              source: str = "<sweep>", workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+              executor: str | None = None, on_result: Callable[[int, Picked], None] | None = None,
+              max_memory_gb: float | None = None, cache: PartCache | None = None) -> SweepResult:
     """`progress(done, total)` may raise to cancel: queued work is dropped at once and local
     workers stopped (runs already on a cluster finish there, their results unused).
     `metric`: one path, or a list of several (one --param axis; a series per metric).
@@ -244,7 +259,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
     point = partial(grid_point, base, axes_t, source=source, max_memory_gb=max_memory_gb)
     # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
     t0 = time.perf_counter()
-    opts = (max_memory_gb, cache)  # simulate's arguments after the scenario
+    opts: RunOptions = (max_memory_gb, cache)  # simulate's arguments after the scenario
     first = simulate(point(0), *opts).metrics_dict()
     t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
@@ -263,12 +278,12 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
         names = ", ".join(k for k, v in first.items() if not isinstance(v, (dict, list)))
         raise ScenarioError(f"unknown metric {missing[0]!r} (scalar metrics: {names}; nested ones by path, "
                             f"e.g. policies.lru.hit_rate or policies.*.hit_rate)", source, "--metric")
-    label, metric = metric, several or metric  # what _pick takes: a path, or the tuple of several
+    label, picked = metric, several or metric  # what _pick takes: a path, or the tuple of several
 
-    flat: list = [None] * n
+    flat: list[Picked] = [None] * n
     done = 0
 
-    def got(i, v):
+    def got(i: int, v: Picked) -> None:
         nonlocal done
         flat[i] = v
         done += 1
@@ -277,7 +292,7 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
         if progress:
             progress(done, n)
 
-    got(0, _pick(first, metric, series))  # the check run is the grid's first point: not run twice
+    got(0, _pick(first, picked, series))  # the check run is the grid's first point: not run twice
     from .executor import default_spec, pool_size
     spec = executor or default_spec()
     workers = workers or pool_size()
@@ -285,15 +300,17 @@ def run_sweep(base: dict, axes: list[Axis], metric: str | list[str], source: str
     # Locally, a pool pays when the rest of the grid would take longer than starting it (~1 s).
     if spec == "local" and (workers <= 1 or t_first * (n - 1) < 1.0):
         for i in range(1, n):
-            got(*_run_chunk((point, metric, series, opts, i, i + 1))[0])
+            got(*_run_chunk((point, picked, series, opts, i, i + 1))[0])
     elif n > 1:
-        _stream(point, metric, series, opts, n, t_first, spec, min(workers, n - 1), got)
+        _stream((point, picked, series, opts), n, t_first, spec, min(workers, n - 1), got)
     return SweepResult(axes_t, label, shaped(axes_t, flat), series, several)
 
 
-def _stream(point, metric, series, opts, n, t_first, spec, workers, got):
+def _stream(run: tuple[Callable[[int], ScenarioBase], str | tuple[str, ...], tuple[str, ...], RunOptions],
+            n: int, t_first: float, spec: str, workers: int, got: Callable[[int, Picked], None]) -> None:
     """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
-    window of tasks in flight, results handed to `got`."""
+    window of tasks in flight, results handed to `got`. `run`: a task's first four items
+    (the grid point, the metric, the series, the options)."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from .executor import open_executor
@@ -304,15 +321,14 @@ def _stream(point, metric, series, opts, n, t_first, spec, workers, got):
     starts = iter(range(1, n, per_task))
     window = workers * 4
     with open_executor(spec, workers) as pool:
-        pending: set = set()
+        pending: set[Future[list[tuple[int, Picked]]]] = set()
         try:
             while True:
                 while len(pending) < window:
                     start = next(starts, None)
                     if start is None:
                         break
-                    pending.add(pool.submit(_run_chunk, (point, metric, series, opts, start,
-                                                         min(start + per_task, n))))
+                    pending.add(pool.submit(_run_chunk, (*run, start, min(start + per_task, n))))
                 if not pending:
                     return
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -324,7 +340,7 @@ def _stream(point, metric, series, opts, n, t_first, spec, workers, got):
             raise
 
 
-def _drop(pool, pending) -> None:
+def _drop(pool: Executor, pending: Iterable[Future[Any]]) -> None:
     """Cancel: queued tasks are dropped at once. Local workers are ended now, not after their
     runs (a run cannot be interrupted; ProcessPoolExecutor has no public call for it before
     Python 3.14, and cancelling its futures first makes its broken-pool handler fail); on a
@@ -343,13 +359,13 @@ class StderrProgress:
     """Progress on stderr once a sweep has run for a second: redrawn in place on a terminal at
     most 5 times a second, one line per 10% when stderr is a file or pipe."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.t0 = self.last = time.monotonic()
         self.stream = stream if stream is not None else sys.stderr  # the current one, not import time's
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = self.stream.isatty()
         self.shown_pct = -10
 
-    def __call__(self, done: int, total: int):
+    def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         if now - self.t0 < 1.0:
             return

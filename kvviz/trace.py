@@ -8,9 +8,20 @@ stay fixed-width.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+
+# A structured array (rows of one of the dtypes below); integer ids, as numpy makes them
+Rows = npt.NDArray[np.void]
+Ints = npt.NDArray[np.integer[Any]]
+# A fact's value: a count, or a tier by name (src, dst) or by index into TIERS
+FactValue = int | np.integer[Any] | str
+# packed rows as the builder keeps them and a compiled recorder hands them over
+Packed = bytes | bytearray | memoryview
 
 # Span and instant kinds are a closed vocabulary shared by all mechanisms, so a colour
 # or legend entry is defined once (resources/palette.toml) and works for every scenario.
@@ -34,7 +45,7 @@ INSTANT_DTYPE = np.dtype([("lane", "i4"), ("t", "i8"), ("kind", "u1"), ("ref", "
 # belongs to; flow: an id shared by a transfer and the events that consume what it brought.
 FACT_DTYPE = np.dtype([("bytes", "i8"), ("items", "i8"), ("src", "i1"), ("dst", "i1"), ("job", "i8"),
                        ("turn", "i8"), ("pos", "i8"), ("layer", "i4"), ("flow", "i8")])
-FACT_FIELDS: tuple[str, ...] = FACT_DTYPE.names
+FACT_FIELDS: tuple[str, ...] = FACT_DTYPE.names or ()
 NO_FACT = 0
 _UNKNOWN = (-1,) * len(FACT_FIELDS)  # a fact row that knows nothing
 _FACT_AT = {name: i for i, name in enumerate(FACT_FIELDS)}
@@ -44,10 +55,10 @@ RESIDENCY_DTYPE = np.dtype([("slot", "i4"), ("start", "i8"), ("end", "i8"), ("it
 NO_LABEL = -1
 
 
-def _codes(dtype: np.dtype) -> str:
+def _codes(dtype: np.dtype[np.void]) -> str:
     """struct's codes for one row of `dtype` (native order, no padding: as numpy lays it out)."""
     codes = {"i1": "b", "u1": "B", "i4": "i", "i8": "q", "f8": "d"}
-    return "".join(codes[dtype[n].str[1:]] for n in dtype.names)
+    return "".join(codes[dtype[n].str[1:]] for n in dtype.names or ())
 
 
 # TraceBuilder gathers rows as packed bytes, so they become arrays without a per-value conversion.
@@ -62,11 +73,11 @@ assert _SPAN.size == _SPAN_F.size == SPAN_ROW_DTYPE.itemsize == SPAN_DTYPE.items
 assert _INSTANT.size == INSTANT_ROW_DTYPE.itemsize and _FACT.size == FACT_DTYPE.itemsize
 
 
-def _tier(v) -> int:
+def _tier(v: FactValue) -> int:
     return TIERS.index(v) if isinstance(v, str) else int(v)
 
 
-def fact_row(**facts) -> tuple:
+def fact_row(**facts: FactValue) -> tuple[int, ...]:
     """One FACT_DTYPE row from keyword facts (tiers by name); the rest unknown (-1)."""
     row = list(_UNKNOWN)
     for name, v in facts.items():
@@ -81,25 +92,24 @@ def fact_row(**facts) -> tuple:
 class Trace:
     """Immutable timeline of one run. Build it with TraceBuilder."""
 
-    lanes: np.ndarray
-    spans: np.ndarray
-    instants: np.ndarray
-    counters: np.ndarray
-    residency: np.ndarray
+    lanes: Rows
+    spans: Rows
+    instants: Rows
+    counters: Rows
+    residency: Rows
     labels: tuple[str, ...] = ()
     counter_names: tuple[str, ...] = ()
     counter_units: tuple[str, ...] = ()
     slots: int = 0          # rows of the residency grid
     item_name: str = "item"  # what a residency item is: token position, session, row
-    facts: np.ndarray | None = None  # FACT_DTYPE rows that spans' and instants' `fact` index
+    # FACT_DTYPE rows that spans' and instants' `fact` index (default: row 0 alone, nothing known)
+    facts: Rows = field(default_factory=lambda: np.full(1, -1, dtype=FACT_DTYPE))
 
-    def __post_init__(self):  # however built (CSV, unpickling), the arrays are read-only
-        if self.facts is None:
-            object.__setattr__(self, "facts", np.full(1, -1, dtype=FACT_DTYPE))
+    def __post_init__(self) -> None:  # however built (CSV, unpickling), the arrays are read-only
         for a in (self.lanes, self.spans, self.instants, self.counters, self.residency, self.facts):
             a.flags.writeable = False
 
-    def __reduce__(self):  # unpickle through __init__, so __post_init__ runs again
+    def __reduce__(self) -> tuple[type[Trace], tuple[Any, ...]]:  # unpickle through __init__: __post_init__ again
         return (Trace, tuple(getattr(self, f.name) for f in fields(self)))
 
     @property
@@ -114,21 +124,22 @@ class Trace:
             raise KeyError(name)
         return int(hits[0])
 
-    def spans_of(self, lane: str, kind: str | None = None) -> np.ndarray:
-        s = self.spans[self.spans["lane"] == self.lane_index(lane)]
+    def spans_of(self, lane: str, kind: str | None = None) -> Rows:
+        s: Rows = self.spans[self.spans["lane"] == self.lane_index(lane)]
         return s if kind is None else s[s["kind"] == SPAN_KINDS.index(kind)]
 
-    def instants_of(self, kind: str, lane: str | None = None) -> np.ndarray:
-        s = self.instants[self.instants["kind"] == INSTANT_KINDS.index(kind)]
+    def instants_of(self, kind: str, lane: str | None = None) -> Rows:
+        s: Rows = self.instants[self.instants["kind"] == INSTANT_KINDS.index(kind)]
         return s if lane is None else s[s["lane"] == self.lane_index(lane)]
 
-    def counter(self, name: str) -> np.ndarray:
-        return self.counters[self.counters["name"] == self.counter_names.index(name)]
+    def counter(self, name: str) -> Rows:
+        rows: Rows = self.counters[self.counters["name"] == self.counter_names.index(name)]
+        return rows
 
     def label(self, i: int) -> str:
         return self.labels[i] if i >= 0 else ""
 
-    def facts_of(self, row) -> dict[str, object]:
+    def facts_of(self, row: np.void) -> dict[str, object]:
         """The known facts of one span or instant row: {field: value}, tiers by name."""
         i = int(row["fact"])
         if i <= NO_FACT:
@@ -137,7 +148,7 @@ class Trace:
         return {name: (TIERS[int(f[name])] if name in ("src", "dst") else int(f[name]))
                 for name in FACT_FIELDS if int(f[name]) >= 0}
 
-    def fact_column(self, rows: np.ndarray, name: str) -> np.ndarray:
+    def fact_column(self, rows: Rows, name: str) -> npt.NDArray[np.int64]:
         """One fact of many rows at once (-1 where unknown)."""
         out = np.full(len(rows), -1, dtype=np.int64)
         has = rows["fact"] > NO_FACT
@@ -154,7 +165,7 @@ class Trace:
         return h.hexdigest()
 
 
-def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
+def _first_use(ids: Ints, n: int) -> Ints:
     """The distinct values of `ids` (ints in 0..n-1) in the order they first occur: the values at
     their first positions, taken in position order (no sort)."""
     first = np.full(n, len(ids), dtype=np.int64)
@@ -164,7 +175,7 @@ def _first_use(ids: np.ndarray, n: int) -> np.ndarray:
     return ids[at_first]
 
 
-def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+def _canonical_labels(spans: Rows, labels: tuple[str, ...]) -> tuple[Rows, tuple[str, ...]]:
     """Renumber labels by first use in the (sorted) spans and drop unused ones, so equal
     timelines have equal arrays however their labels were created. In place (build()'s arrays)."""
     used = spans["label"] >= 0
@@ -180,13 +191,13 @@ def _canonical_labels(spans: np.ndarray, labels: tuple[str, ...]) -> tuple[np.nd
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: a row hashes as the polynomial in it of its columns
 
 
-def _as_bytes(a: np.ndarray) -> np.ndarray:
+def _as_bytes(a: Rows) -> Rows:
     """Each row as one opaque value of its bytes (packed dtypes: no padding, so equal bytes are
     equal values), which numpy compares and gathers in one piece rather than field by field."""
     return a.view(np.dtype((np.void, a.dtype.itemsize)))
 
 
-def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _value_classes(facts: Rows) -> tuple[Ints, Ints]:
     """(class of each row, a row of each class): rows share a class iff their values are equal.
     Grouped by a polynomial hash of the row (a sort of one integer column), every row then
     checked against its class's row; on a collision (never seen) the rows themselves are sorted."""
@@ -211,7 +222,7 @@ def _value_classes(facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cls.reshape(-1), rep
 
 
-def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray):
+def _canonical_facts(spans: Rows, instants: Rows, facts: Rows) -> tuple[Rows, Rows, Rows]:
     """Equal facts share one row, numbered by first use in spans then instants; unused rows go.
     Row 0 (nothing known) stays first. In place (build()'s arrays)."""
     ids = np.concatenate([spans["fact"], instants["fact"]])
@@ -228,14 +239,20 @@ def _canonical_facts(spans: np.ndarray, instants: np.ndarray, facts: np.ndarray)
     return spans, instants, _as_bytes(facts)[np.concatenate([[0], first[order] + 1])].view(FACT_DTYPE)
 
 
-def _unpack(parts: list, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarray, list]:
+# a part's rows, which of them carry their fact inline, and those facts' bytes (as _unpack gives them)
+InlineFacts = tuple[Rows, npt.NDArray[np.intp], npt.NDArray[np.uint8]]
+
+
+def _unpack(parts: Sequence[Packed], row_dtype: np.dtype[np.void], dtype: np.dtype[np.void]
+            ) -> tuple[Rows, list[InlineFacts]]:
     """Packed span or instant rows, in parts (bytes-likes, in order): (every row as `dtype`, and per
     part: (its rows: a view of those, which of them carry their fact inline, the part's facts' bytes:
     a view, to be copied where they go)). The parts are not joined: a row's columns are copied once."""
     views = [np.frombuffer(p, dtype=np.uint8).reshape(-1, row_dtype.itemsize) for p in parts]
     out = np.empty(sum(len(b) for b in views), dtype=dtype)
     heads = out.view(np.uint8).reshape(-1, dtype.itemsize)  # packed dtypes: a row is its bytes
-    pieces, i = [], 0
+    pieces: list[InlineFacts] = []
+    i = 0
     for b in views:
         rows = out[i:i + len(b)]
         heads[i:i + len(b)] = b[:, :dtype.itemsize]
@@ -244,7 +261,7 @@ def _unpack(parts: list, row_dtype: np.dtype, dtype: np.dtype) -> tuple[np.ndarr
     return out, pieces
 
 
-def _gather_facts(table: np.ndarray, *inline: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _gather_facts(table: Rows, *inline: InlineFacts) -> Rows:
     """The facts made by id, then each table's inline facts (their rows get the ids in turn)."""
     n = len(table) + sum(len(at) for _, at, _ in inline)
     facts = np.empty(n, dtype=FACT_DTYPE)
@@ -258,7 +275,7 @@ def _gather_facts(table: np.ndarray, *inline: tuple[np.ndarray, np.ndarray, np.n
     return facts
 
 
-def _time_order(a: np.ndarray, t: str) -> np.ndarray:
+def _time_order(a: Rows, t: str) -> Rows:
     """`a` in stable order of column `t`; as it is when already in that order (recorded runs
     mostly emit in time order: a test of order is far cheaper than a sort)."""
     col = a[t]
@@ -308,18 +325,19 @@ class TraceBuilder:
     # Packed rows made by calls since the last add_rows; the earlier rows, in order, in _parts
     _spans: bytearray = field(default_factory=bytearray)
     _instants: bytearray = field(default_factory=bytearray)
-    _counters: list = field(default_factory=list)
+    _counters: list[tuple[int, int, float]] = field(default_factory=list)
     _residency: bytearray = field(default_factory=bytearray)
-    _parts: dict = field(default_factory=lambda: {"spans": [], "instants": [], "residency": []})
-    _blocks: dict = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
+    _parts: dict[str, list[Packed]] = field(default_factory=lambda: {"spans": [], "instants": [], "residency": []})
+    _blocks: dict[str, list[Rows]] = field(default_factory=lambda: {"spans": [], "instants": [], "counters": [],
                                                      "residency": []})
     _labels: dict[str, int] = field(default_factory=dict)
     _counter_names: dict[str, int] = field(default_factory=dict)
     _counter_units: list[str] = field(default_factory=list)
-    _series: list = field(default_factory=list)  # (names, units, row layout, packed rows)
+    # (names, units, the pack of a row, packed rows)
+    _series: list[tuple[tuple[str, ...], tuple[str, ...], Callable[..., bytes], bytearray]] = field(default_factory=list)
     # Facts by id from 1 (row 0 is "nothing known"): FACT_DTYPE arrays, then the packed rows
     # made since the last of them
-    _fact_parts: list = field(default_factory=list)
+    _fact_parts: list[Rows] = field(default_factory=list)
     _facts: bytearray = field(default_factory=bytearray)
     _n_facts: int = 1
 
@@ -330,7 +348,8 @@ class TraceBuilder:
     def label(self, text: str) -> int:
         return self._labels.setdefault(text, len(self._labels))
 
-    def span(self, lane: int, start: int, end: int, kind: str, label: str = "", ref: int = -1, **facts):
+    def span(self, lane: int, start: int, end: int, kind: str, label: str = "", ref: int = -1,
+             **facts: FactValue) -> None:
         """A span; keyword `facts` (bytes=, src="DRAM", job=, ...: FACT_FIELDS) say what it moved."""
         if end < start:
             raise ValueError(f"span ends before it starts: {start}..{end}")
@@ -338,27 +357,27 @@ class TraceBuilder:
                                   self.label(label) if label else NO_LABEL, int(ref),
                                   self.fact(**facts) if facts else NO_FACT)
 
-    def instant(self, lane: int, t: int, kind: str, ref: int = -1, **facts):
+    def instant(self, lane: int, t: int, kind: str, ref: int = -1, **facts: FactValue) -> None:
         self._instants += _INSTANT.pack(int(lane), int(t), INSTANT_KINDS.index(kind), int(ref),
                                         self.fact(**facts) if facts else NO_FACT)
 
-    def add_span(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, fact: int):
+    def add_span(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, fact: int) -> None:
         self._spans += _SPAN.pack(lane, start, end, kind, label, ref, fact)
 
     def add_span_facts(self, lane: int, start: int, end: int, kind: int, label: int, ref: int, bytes_: int,
-                       items: int, src: int, dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+                       items: int, src: int, dst: int, job: int, turn: int, pos: int, layer: int, flow: int) -> None:
         self._spans += _SPAN_F.pack(lane, start, end, kind, label, ref, INLINE,
                                     bytes_, items, src, dst, job, turn, pos, layer, flow)
 
-    def add_instant(self, lane: int, t: int, kind: int, ref: int, fact: int):
+    def add_instant(self, lane: int, t: int, kind: int, ref: int, fact: int) -> None:
         self._instants += _INSTANT.pack(lane, t, kind, ref, fact)
 
     def add_instant_facts(self, lane: int, t: int, kind: int, ref: int, bytes_: int, items: int, src: int,
-                          dst: int, job: int, turn: int, pos: int, layer: int, flow: int):
+                          dst: int, job: int, turn: int, pos: int, layer: int, flow: int) -> None:
         self._instants += _INSTANT_F.pack(lane, t, kind, ref, INLINE,
                                           bytes_, items, src, dst, job, turn, pos, layer, flow)
 
-    def fact(self, **facts) -> int:
+    def fact(self, **facts: FactValue) -> int:
         """The id of a fact row (for a span or instant's `fact`, or a prebuilt block's)."""
         return self.fact_id(*fact_row(**facts))
 
@@ -368,7 +387,7 @@ class TraceBuilder:
         self._n_facts += 1
         return self._n_facts - 1
 
-    def fact_block(self, n: int, **columns) -> np.ndarray:
+    def fact_block(self, n: int, **columns: FactValue | npt.ArrayLike) -> npt.NDArray[np.int32]:
         """Ids of n fact rows given as columns (arrays or one value each; tiers by name or index),
         for mechanisms that emit vectorised blocks."""
         block = np.full(n, -1, dtype=FACT_DTYPE)
@@ -383,7 +402,7 @@ class TraceBuilder:
         self._n_facts += n
         return np.arange(self._n_facts - n, self._n_facts, dtype=np.int32)
 
-    def fact_table(self) -> np.ndarray:
+    def fact_table(self) -> Rows:
         """Every fact row made by id (row 0: nothing known), not those given inline."""
         return np.concatenate([np.array([_UNKNOWN], dtype=FACT_DTYPE), *self._fact_parts,
                                np.frombuffer(self._facts, dtype=FACT_DTYPE)])
@@ -394,7 +413,7 @@ class TraceBuilder:
             self._counter_units.append(unit)
         return self._counter_names[name]
 
-    def counter(self, name: str, t: int, value: float, unit: str = ""):
+    def counter(self, name: str, t: int, value: float, unit: str = "") -> None:
         self._counters.append((self.counter_id(name, unit), t, value))
 
     def counter_series(self, names: tuple[str, ...], units: tuple[str, ...]) -> int:
@@ -402,11 +421,11 @@ class TraceBuilder:
         self._series.append((tuple(names), tuple(units), struct.Struct("=q" + "d" * len(names)).pack, bytearray()))
         return len(self._series) - 1
 
-    def counter_row(self, series: int, t: int, values: tuple):
+    def counter_row(self, series: int, t: int, values: Sequence[float]) -> None:
         _, _, pack, rows = self._series[series]
         rows += pack(t, *values)
 
-    def counter_rows(self, series: int, rows):
+    def counter_rows(self, series: int, rows: Packed) -> None:
         """Whole packed rows of a series (see the class docstring), as if each were a counter_row."""
         names, _, _, mine = self._series[series]
         size = 8 * (1 + len(names))
@@ -415,10 +434,10 @@ class TraceBuilder:
                              f"{size}-byte rows")
         mine.extend(rows)
 
-    def residency(self, slot: int, start: int, end: int, item: int):
+    def residency(self, slot: int, start: int, end: int, item: int) -> None:
         self._residency += _RESIDENCY.pack(slot, start, end, item)
 
-    def add_rows(self, table: str, rows):
+    def add_rows(self, table: str, rows: Packed) -> None:
         """Whole packed rows (bytes-like) of "spans" (SPAN_ROW_DTYPE), "instants" (INSTANT_ROW_DTYPE)
         or "residency" (RESIDENCY_DTYPE), as if each were a call, in order: for a compiled recorder
         that fills its own buffer and hands it over now and then instead of calling per event."""
@@ -432,19 +451,19 @@ class TraceBuilder:
             setattr(self, f"_{table}", bytearray())
         parts.append(bytes(rows))
 
-    def _rows(self, table: str) -> list:
+    def _rows(self, table: str) -> list[Packed]:
         """A table's packed rows in order: the parts, then the calls' rows since."""
         return [*self._parts[table], getattr(self, f"_{table}")]
 
-    def add_block(self, table: str, block: np.ndarray):
+    def add_block(self, table: str, block: Rows) -> None:
         """Append a prebuilt structured array (dtype must match the table's)."""
         self._blocks[table].append(block)
 
-    def _table(self, first: np.ndarray, table: str, extra=()) -> np.ndarray:
+    def _table(self, first: Rows, table: str, extra: Iterable[Rows] = ()) -> Rows:
         parts = [first, *extra, *self._blocks[table]]
         return np.concatenate(parts) if len(parts) > 1 else first
 
-    def _series_points(self) -> list[np.ndarray]:
+    def _series_points(self) -> list[Rows]:
         out = []
         for names, units, _, rows in self._series:
             if not rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from ..trace import (
 TABLES = ("lanes", "spans", "instants", "counters", "residency")
 
 
-def _rows_to_text(header: list[str], rows) -> str:
+def _rows_to_text(header: list[str], rows: Iterable[Iterable[object]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
@@ -35,7 +36,7 @@ def _rows_to_text(header: list[str], rows) -> str:
     return buf.getvalue()
 
 
-def _fact_cells(facts: list[tuple], i: int) -> tuple:
+def _fact_cells(facts: list[tuple[int, ...]], i: int) -> tuple[object, ...]:
     """One fact row as CSV cells: tiers by name, unknown as empty."""
     return tuple("" if v < 0 else TIERS[v] if name in ("src", "dst") else v
                  for name, v in zip(FACT_FIELDS, facts[i]))
@@ -69,7 +70,7 @@ def csv_paths(prefix: str | Path) -> dict[str, Path]:
 def read_trace_csv(prefix: str | Path, slots: int = 0, item_name: str = "item") -> Trace:
     paths = csv_paths(prefix)
 
-    def rows(t):
+    def rows(t: str) -> list[dict[str, str]]:
         with open(paths[t], newline="", encoding="utf-8") as f:
             return list(csv.DictReader(f))
 
@@ -77,9 +78,9 @@ def read_trace_csv(prefix: str | Path, slots: int = 0, item_name: str = "item") 
     lane_ix = {name: i for i, (name, _) in enumerate(lanes)}
     labels: dict[str, int] = {}
     tb = TraceBuilder()  # holds the facts, numbered by first use as the written trace's were
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[tuple[str, str | int], ...], int] = {}
 
-    def fact(r) -> int:
+    def fact(r: dict[str, str]) -> int:
         known = tuple((f, r[f] if f in ("src", "dst") else int(r[f])) for f in FACT_FIELDS if r.get(f))
         if not known:
             return 0
@@ -94,7 +95,7 @@ def read_trace_csv(prefix: str | Path, slots: int = 0, item_name: str = "item") 
             for r in rows("instants")]
     names: dict[str, int] = {}
     units: list[str] = []
-    counters = []
+    counters: list[tuple[int, int, float]] = []
     for r in rows("counters"):
         if r["name"] not in names:
             names[r["name"]] = len(names)

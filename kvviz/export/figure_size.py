@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Self
 
 PX_PER_IN = 96
 UNITS = {"px": 1.0, "in": PX_PER_IN, "cm": PX_PER_IN / 2.54, "mm": PX_PER_IN / 25.4, "pt": PX_PER_IN / 72}
@@ -20,7 +21,7 @@ MAX_RASTER_PX = 32_000  # a PNG's width in pixels (Qt's images stop near 32,767)
 MIN_DPI, MAX_DPI = 1, 2400
 
 
-def parse_length(text: str) -> float:
+def parse_length(text: str | float) -> float:
     """`text` as CSS px; ValueError naming what is wrong. The number is read as a scenario's
     (kvviz.numbers: 1_000 and 1e3 alike, as --dpi already was); the unit in any case."""
     from ..numbers import split_unit
@@ -41,7 +42,7 @@ def describe_px(px: float) -> str:
     return f"{px / PX_PER_IN:.4g} in ({px:,.0f} px)"
 
 
-def _dpi(text) -> int:
+def _dpi(text: str | int) -> int:
     """A whole number, read as a scenario's integer field is (a TOML integer: 300, 0x12C)."""
     from ..numbers import toml_number
     value = text if isinstance(text, int) else toml_number(str(text).strip())
@@ -59,7 +60,7 @@ class FigureSize:
     dpi: int = DEFAULT_DPI
 
     @classmethod
-    def parse(cls, width: str | None = None, height: str | None = None, dpi: str | int | None = None):
+    def parse(cls, width: str | None = None, height: str | None = None, dpi: str | int | None = None) -> Self:
         """From text as typed at the CLI or in the app (blank: the default): ValueError(field,
         message) at the first wrong one, in the order width, height, dpi."""
         size = cls()
@@ -67,11 +68,15 @@ class FigureSize:
             if text is None or not str(text).strip():
                 continue
             try:
-                value = _dpi(text) if field == "dpi" else parse_length(text)
+                if field == "dpi":
+                    size = replace(size, dpi=_dpi(text))
+                elif field == "width":
+                    size = replace(size, width_px=parse_length(text))
+                else:
+                    size = replace(size, height_px=parse_length(text))
             except ValueError as e:
                 message = f"expected a whole number of dots per inch (got {text!r})" if field == "dpi" else str(e)
                 raise ValueError(field, message) from None
-            size = replace(size, **{"dpi" if field == "dpi" else f"{field}_px": value})
             if (problem := size.problem(raster=False)) and problem[0] == field:
                 raise ValueError(*problem)
         return size

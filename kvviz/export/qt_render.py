@@ -41,39 +41,40 @@ def render_svg_bytes(svg: bytes, fmt: str = "png", dpi: int = 300) -> tuple[byte
     w_in, h_in = _inches(svg) or (box.width() / 96, box.height() / 96)
     data = QByteArray()
     buf = QBuffer(data)
-    buf.open(QIODevice.WriteOnly)
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
     if fmt == "png":
-        img = QImage(round(w_in * dpi), round(h_in * dpi), QImage.Format_ARGB32)
+        img = QImage(round(w_in * dpi), round(h_in * dpi), QImage.Format.Format_ARGB32)
         if img.isNull():
             raise ValueError(f"a {img.width()}×{img.height()} image does not fit in memory")
         img.fill(QColor("white"))
         p = QPainter(img)
-        p.setRenderHint(QPainter.Antialiasing)
-        p.setRenderHint(QPainter.TextAntialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
         renderer.render(p, QRectF(0, 0, img.width(), img.height()))
         p.end()
         # The file's DPI, set only now: painting on a 300-dpi image left Qt's shared glyph
         # cache drawing the app's menus at a quarter of their size for the rest of the session.
         img.setDotsPerMeterX(round(dpi / 0.0254))
         img.setDotsPerMeterY(round(dpi / 0.0254))
-        if not img.save(buf, "PNG"):
+        # the format is a str at run time (b"PNG" raises ValueError); PySide6 6.10's stub says bytes
+        if not img.save(buf, "PNG"):  # type: ignore[call-overload]  # a str at run time, as said above
             raise ValueError("could not encode the PNG")
         size = (img.width(), img.height())
     else:
         writer = QPdfWriter(buf)
         writer.setResolution(dpi)
-        writer.setPageLayout(QPageLayout(QPageSize(QSizeF(w_in, h_in), QPageSize.Inch),
-                                         QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
+        writer.setPageLayout(QPageLayout(QPageSize(QSizeF(w_in, h_in), QPageSize.Unit.Inch),
+                                         QPageLayout.Orientation.Portrait, QMarginsF(0, 0, 0, 0)))
         p = QPainter(writer)
         renderer.render(p, QRectF(0, 0, w_in * dpi, h_in * dpi))
         p.end()
         del writer  # flushes the PDF into the buffer
         size = (round(w_in * dpi), round(h_in * dpi))
     buf.close()
-    return bytes(data), size
+    return bytes(data.data()), size
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kvviz.export.qt_render")
     ap.add_argument("--format", choices=["png", "pdf"], default="png")
     ap.add_argument("--dpi", type=int, default=300)

@@ -13,15 +13,17 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from ..format import printable
 from ..level_of_detail import MERGE_ABOVE, coverage, split_narrow, thin_marks
 from ..mechanisms import time_axis_title
 from ..palette import instant_color, instant_legend_name, span_color, tier_color, tier_key
 from ..result import Result
-from ..trace import INSTANT_KINDS, SPAN_KINDS
+from ..trace import INSTANT_KINDS, SPAN_KINDS, Rows, Trace
 from .axis import nice_ticks, tick_labels, time_unit
 from .figure_size import DEFAULT_WIDTH_PX, PX_PER_IN
 
@@ -58,7 +60,8 @@ def marker(kind: str, x: float, y: float) -> str:
     return f'<path d="M{_f(x - 1)},{_f(y - 5)}h2v10h-2z"/>'
 
 
-def _bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1) -> list[str]:
+def _bar_labels(tr: Trace, sp: Rows, xof: Callable[[npt.ArrayLike], npt.NDArray[np.float64]],
+                lane_y: dict[int, float], lane_h: float, t0: int, t1: int) -> list[str]:
     """Span labels as text inside their bars, only where the whole label fits."""
     out = ['<g id="bar-labels" font-size="11" fill="#111">']
     for s in sp:
@@ -74,10 +77,16 @@ def _bar_labels(tr, sp, xof, lane_y, lane_h, t0, t1) -> list[str]:
     return out
 
 
-def _layout(lanes: np.ndarray, lane_h: float, top: float) -> tuple[list, dict, float]:
+# a row of the lanes' column: ("group" or "lane", its text, its y, the tier it names or None)
+LaneRow = tuple[str, str, float, "str | None"]
+
+
+def _layout(lanes: Rows, lane_h: float, top: float) -> tuple[list[LaneRow], dict[int, float], float]:
     """Rows (group headers and lanes, each with the tier it names or None) from the top of the
     plot; lane index -> y."""
-    rows, lane_y, y, last = [], {}, float(top), None
+    rows: list[LaneRow] = []
+    lane_y: dict[int, float] = {}
+    y, last = float(top), None
     for i, (name, group) in enumerate(lanes.tolist()):
         if group != last:
             rows.append(("group", group, y, tier_key(group)))
@@ -112,7 +121,7 @@ def timeline_svg(result: Result, width: int = DEFAULT_WIDTH_PX, height: int | No
     height = int(height if height is not None else plot_bottom + BOTTOM)
     bar_h = lane_h * 0.62
 
-    def xof(t):
+    def xof(t: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return left + (np.asarray(t, dtype=np.float64) - t0) * (plot_w / (t1 - t0))
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" '

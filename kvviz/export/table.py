@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 
 
-def table_csv(head: list[str], rows: list[list]) -> str:
+def table_csv(head: list[str], rows: Iterable[Sequence[object]]) -> str:
     """RFC 4180 CSV with a header line; None is an empty cell, floats keep all their digits."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ScenarioError
 from ...io import read_text
@@ -55,7 +56,8 @@ def _is_prime(n: int) -> bool:
 @lru_cache(maxsize=64)  # a pure function of its arguments; sweeps ask the same thing often
 def distinct_primes(at_least: int, count: int) -> tuple[int, ...]:
     """The `count` smallest primes >= at_least: one table size per hash head."""
-    out, n = [], max(2, at_least)
+    out: list[int] = []
+    n = max(2, at_least)
     while len(out) < count:
         if _is_prime(n):
             out.append(n)
@@ -63,7 +65,7 @@ def distinct_primes(at_least: int, count: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def zipf_tokens(batch: int, length: int, vocab: int, a: float, seed: int) -> np.ndarray:
+def zipf_tokens(batch: int, length: int, vocab: int, a: float, seed: int) -> npt.NDArray[np.int64]:
     """(batch, length) token IDs drawn from a Zipf law over the vocabulary (rank 1 = ID 0).
     Draws beyond the vocabulary wrap around, which keeps every ID valid."""
     rng = np.random.default_rng(seed)
@@ -95,14 +97,14 @@ def parse_token_file(path: str) -> list[list[int]]:
     return seqs
 
 
-def multipliers(hash_seed: int, layer: int, n_orders: int, heads: int, max_order: int) -> np.ndarray:
+def multipliers(hash_seed: int, layer: int, n_orders: int, heads: int, max_order: int) -> npt.NDArray[np.int64]:
     """Odd multipliers m[order, head, j] for one Engram layer (its own tables, its own hash)."""
     rng = np.random.default_rng([hash_seed, layer])
     return rng.integers(1, 1 << _MULT_BITS, size=(n_orders, heads, max_order), dtype=np.int64) | 1
 
 
-def hash_rows(tokens: np.ndarray, steps: int, orders: tuple[int, ...], mult: np.ndarray,
-              primes: np.ndarray) -> np.ndarray:
+def hash_rows(tokens: npt.NDArray[np.int64], steps: int, orders: tuple[int, ...], mult: npt.NDArray[np.int64],
+              primes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Row index inside its table for every lookup: shape (steps, batch, n_orders, heads).
 
     tokens: (batch, max_order - 1 + steps); step s's new token is column max_order - 1 + s.

@@ -2,7 +2,7 @@
 path from the memory pool to the GPU (see the package's docstring for what is simulated)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import PrivateAttr, ValidationInfo, model_validator
 
@@ -30,7 +30,7 @@ class ModelShape(Section):
                                                  "batch_size / reference_batch")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.layer_times_us:
             if len(self.layer_times_us) != self.layers:
                 raise FieldError("layer_times_us", f"needs one time per layer: {self.layers} layers, "
@@ -72,7 +72,7 @@ class Engram(Section):
     hash_seed: int = param(0, ge=0, le=2**63 - 1, description="Seed of the hash multipliers")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if (self.layer is None) == (self.layers is None):
             both = "both are set" if self.layer is not None else "neither is set"
             raise FieldError("layer", f"set exactly one of engram.layer (one module) or engram.layers "
@@ -88,10 +88,16 @@ class Engram(Section):
 
     @property
     def module_layers(self) -> tuple[int, ...]:
-        return (self.layer,) if self.layer is not None else tuple(sorted(self.layers))
+        return (self.layer,) if self.layer is not None else tuple(sorted(self._layers()))
 
     def field_of(self, layer: int) -> str:
-        return "engram.layer" if self.layer is not None else f"engram.layers[{self.layers.index(layer)}]"
+        return "engram.layer" if self.layer is not None else f"engram.layers[{self._layers().index(layer)}]"
+
+    def _layers(self) -> list[int]:
+        """`layers` where `layer` is None (the validator sets exactly one of them)."""
+        if self.layers is None:
+            raise ValueError("engram: neither layer nor layers is set")
+        return self.layers
 
 
 class Tokens(Section):
@@ -107,7 +113,7 @@ class Tokens(Section):
     _file_ids: list[list[int]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self, info: ValidationInfo):
+    def _check(self, info: ValidationInfo) -> Self:
         if self.source == "file":
             if not self.file:
                 raise FieldError("file", "source is \"file\" but no file is named")
@@ -176,7 +182,7 @@ class EngramWindowScenario(ScenarioBase):
     pcie: Pcie = Pcie()
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         L, first = self.model.layers, self.engram.window_from_layer
         for k in self.engram.module_layers:
             field = self.engram.field_of(k)
@@ -201,7 +207,7 @@ class EngramWindowScenario(ScenarioBase):
         return self
 
 
-def inactive(data: dict) -> dict[str, str]:
+def inactive(data: dict[str, Any]) -> dict[str, str]:
     m = data.get("model")
     if isinstance(m, dict) and m.get("layer_times_us"):
         return {"model.step_time_us": "not used: model.layer_times_us gives each layer's time"}

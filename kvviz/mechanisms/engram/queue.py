@@ -24,12 +24,16 @@ their fractions in whole nanoseconds, and integers keep the result exact and det
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+import numpy.typing as npt
 
 _NEG = np.int64(-(1 << 62))  # "never": below any real time, and safe to subtract from
 
 
-def fifo_link(release: np.ndarray, latency: int, xfer: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+def fifo_link(release: npt.NDArray[np.int64], latency: int, xfer: int, limit: int
+              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Start and completion times (int64) of requests released at `release` (FIFO order).
 
     latency, xfer: per-request latency and link transfer time; limit: outstanding requests.
@@ -58,10 +62,12 @@ def fifo_link(release: np.ndarray, latency: int, xfer: int, limit: int) -> tuple
     return start, done
 
 
-def fifo_link_loop(release, latency: int, xfer: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+def fifo_link_loop(release: Iterable[int], latency: int, xfer: int, limit: int
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The same model as a plain loop: the reference the closed form is tested against."""
     r = [int(v) for v in release]
-    start, done = [], []
+    start: list[int] = []
+    done: list[int] = []
     for i, ri in enumerate(r):
         s = max(ri, done[i - limit]) if i >= limit else ri
         c = max(s + latency, done[i - 1]) + xfer if i else s + latency + xfer

@@ -2,12 +2,16 @@
 shared link into the staging buffer, and the MoE baseline (see the package's docstring)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypedDict
+
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ScenarioError
 from ...result import Result
 from ...size_guard import Estimate
-from ...trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, TraceBuilder
+from ...trace import COUNTER_DTYPE, RESIDENCY_DTYPE, SPAN_DTYPE, SPAN_KINDS, Rows, Trace, TraceBuilder
 from ...units import ns_to_us, us_to_ns
 from .hashing import distinct_primes, hash_rows, multipliers, zipf_tokens
 from .model import EngramWindowScenario, ModelShape
@@ -38,7 +42,7 @@ def initial_range(result: Result) -> tuple[int, int] | None:
 
 # --- geometry: layer times, tokens, rows -------------------------------------------------
 
-def layer_times_ns(m: ModelShape) -> np.ndarray:
+def layer_times_ns(m: ModelShape) -> npt.NDArray[np.int64]:
     """Per-layer GPU time (int ns) at this batch size: a fixed part plus a per-token part.
     At the reference batch it is exactly the given time (no rounding through a factor)."""
     base_us = m.layer_times_us or [m.step_time_us / m.layers] * m.layers
@@ -47,7 +51,7 @@ def layer_times_ns(m: ModelShape) -> np.ndarray:
     return base + np.rint(base * grow).astype(np.int64) if grow else base
 
 
-def token_matrix(sc: EngramWindowScenario) -> np.ndarray:
+def token_matrix(sc: EngramWindowScenario) -> npt.NDArray[np.int64]:
     """(batch, max_order - 1 + steps) token IDs: context first, then one new token per step."""
     t = sc.tokens
     width = max(sc.engram.orders) - 1 + sc.decode.steps
@@ -56,7 +60,7 @@ def token_matrix(sc: EngramWindowScenario) -> np.ndarray:
     return np.array([seq[:width] for seq in t.sequences()], dtype=np.int64)
 
 
-def step_rows(sc: EngramWindowScenario) -> tuple[list[list[np.ndarray]], int]:
+def step_rows(sc: EngramWindowScenario) -> tuple[list[list[npt.NDArray[np.int64]]], int]:
     """Distinct rows each step reads for each Engram layer (sorted global row IDs), and the
     lookups per layer per step before coalescing (batch x orders x heads)."""
     e = sc.engram
@@ -88,7 +92,7 @@ def estimate(sc: EngramWindowScenario) -> Estimate:
     return Estimate(rows * BYTES_PER_ROW, rows * SECONDS_PER_ROW, "decode.steps")
 
 
-def _ceil_ns(ps: np.ndarray) -> np.ndarray:
+def _ceil_ns(ps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return -(-ps // PS_PER_NS)
 
 
@@ -99,10 +103,21 @@ def _xfer_ps(nbytes: int, gbps: float) -> int:
 
 # --- the run -------------------------------------------------------------------------------
 
+Ns = npt.NDArray[np.int64]  # times in ns, one per read or layer
+
+
+class _LayerTally(TypedDict):
+    """One Engram layer over the steps: each step's fetch, stall and MoE stall (ns), reads issued."""
+    fetch: list[int]
+    stall: list[int]
+    moe: list[int]
+    issued: int
+
+
 class _Run:
     """All state of one run (nothing is shared between runs)."""
 
-    def __init__(self, sc: EngramWindowScenario):
+    def __init__(self, sc: EngramWindowScenario) -> None:
         self.sc = sc
         e, p = sc.engram, sc.pool
         self.k_layers = e.module_layers
@@ -134,9 +149,10 @@ class _Run:
         self.moe_pool = tb.lane(f"MoE · {pool} reads after L(k-1)", "MoE baseline")
         self.layer_label = np.array([tb.label(f"L{j}" + (" · Engram" if j in self.k_layers else ""))
                                      for j in range(sc.model.layers)], dtype=np.int32)
-        self.gpu_blocks: list[np.ndarray] = []
-        self.residency: list[np.ndarray] = []
-        self.counter_events: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.gpu_blocks: list[Rows] = []
+        self.residency: list[Rows] = []
+        # (name, unit) -> (times, level changes) of the counters, summed into levels at build()
+        self.counter_events: dict[tuple[str, str], list[tuple[Ns, npt.NDArray[np.float64]]]] = {}
         self.max_slots = 0
         self.work = 0  # reads and layer executions simulated (Result.events, for benchmarks)
 
@@ -145,11 +161,11 @@ class _Run:
         """One flow id per step and Engram layer: its rows' fetch to the layer that reads them."""
         return step * self.sc.model.layers + k
 
-    def _events(self, name: str, unit: str, t: np.ndarray, delta):
+    def _events(self, name: str, unit: str, t: npt.ArrayLike, delta: npt.ArrayLike) -> None:
         self.counter_events.setdefault((name, unit), []).append(
             (np.asarray(t, dtype=np.int64), np.broadcast_to(np.asarray(delta, dtype=np.float64), np.shape(t))))
 
-    def deliver(self, release_ns: np.ndarray, layer_of: np.ndarray, record: bool):
+    def deliver(self, release_ns: Ns, layer_of: npt.NDArray[np.integer[Any]], record: bool) -> tuple[Ns, Ns, Ns]:
         """Reads released at `release_ns` (FIFO order) -> (pool start, pool done, staged) in ns.
         `layer_of` gives each read's index into k_layers (path A flushes a chunk per layer)."""
         sc = self.sc
@@ -162,12 +178,14 @@ class _Run:
                          np.concatenate([np.ones(len(start)), -np.ones(len(start))]))
             self._events(f"{pool} in flight", "reads", np.concatenate([start, done]),
                          np.concatenate([np.ones(len(start)), -np.ones(len(start))]))
-        if sc.transfer.path == "B":
+        pcie = self.pcie
+        if pcie is None:  # path B: the rows land in HBM themselves
             return start, done, done
         # Path A: consecutive rows of one layer form a chunk; its copy starts when its last row
         # is in host DRAM and the previous copy has finished (one stream), and lands all rows.
         staged = np.empty_like(done)
-        ends, edge = [], 0
+        ends: list[tuple[int, int, int, int]] = []  # (begin ps, end ps, first row, past the last)
+        edge = 0
         bounds = np.flatnonzero(np.diff(layer_of)) + 1
         for lo_l, hi_l in zip(np.r_[0, bounds], np.r_[bounds, len(done)]):
             for lo in range(int(lo_l), int(hi_l), sc.pcie.copy_rows):
@@ -179,7 +197,7 @@ class _Run:
         if record:
             for begin, edge, lo, hi in ends:
                 k = self.k_layers[int(layer_of[lo])]
-                self.tb.span(self.pcie, -(-begin // PS_PER_NS), -(-edge // PS_PER_NS), "copy",
+                self.tb.span(pcie, -(-begin // PS_PER_NS), -(-edge // PS_PER_NS), "copy",
                              f"copy {hi - lo} rows", ref=hi - lo, bytes=(hi - lo) * sc.engram.row_bytes,
                              items=hi - lo, src="host DRAM", dst="HBM", turn=self.step, layer=k,
                              flow=self._flow(self.step, k))
@@ -187,7 +205,8 @@ class _Run:
                          np.concatenate([np.ones(len(done)), -np.ones(len(done))]))
         return start, done, staged
 
-    def gpu_layers(self, lane: int, t0: int, wait_for, flows: bool = True) -> tuple[np.ndarray, dict[int, int]]:
+    def gpu_layers(self, lane: int, t0: int, wait_for: Callable[[int, int, int], int], flows: bool = True
+                   ) -> tuple[Ns, dict[int, int]]:
         """Lay one step's layers from t0. Before Engram layer k, the GPU waits
         wait_for(i, k, at) ns, where `at` is when k could start. Returns layer end times and
         each Engram layer's stall (ns)."""
@@ -195,7 +214,8 @@ class _Run:
         self.work += len(d)
         before = np.concatenate([[0], np.cumsum(d)[:-1]])  # layer starts without stalls
         wait = np.zeros(len(d), dtype=np.int64)
-        stalls, shift = {}, 0
+        stalls: dict[int, int] = {}
+        shift = 0
         for i, k in enumerate(self.k_layers):  # ascending: a stall delays every later layer
             w = max(0, wait_for(i, k, t0 + int(before[k]) + shift))
             stalls[k], wait[k], shift = w, w, shift + w
@@ -215,7 +235,7 @@ class _Run:
         return starts + d, stalls
 
     # --- one Engram step ---------------------------------------------------------------------
-    def engram_step(self, s: int, t0: int, rows: list[np.ndarray]) -> tuple[int, dict]:
+    def engram_step(self, s: int, t0: int, rows: list[npt.NDArray[np.int64]]) -> tuple[int, dict[int, dict[str, int]]]:
         sc, tb = self.sc, self.tb
         self.step = s
         counts = [len(r) for r in rows]
@@ -235,7 +255,7 @@ class _Run:
         ready = {k: int(staged[lo[i]:lo[i] + counts[i]].max()) for i, k in enumerate(self.k_layers)}
         ends, stalls = self.gpu_layers(self.gpu, t0, lambda i, k, at: ready[k] - at)
 
-        out = {}
+        out: dict[int, dict[str, int]] = {}  # per Engram layer: its fetch and stall (ns)
         for i, k in enumerate(self.k_layers):
             a, b = lo[i], lo[i] + counts[i]
             lane = self.pool_lane[k]
@@ -260,7 +280,7 @@ class _Run:
         return int(ends[-1]), out
 
     # --- one MoE-baseline step ---------------------------------------------------------------
-    def moe_step(self, s: int, t0: int, rows: list[np.ndarray]) -> tuple[int, dict]:
+    def moe_step(self, s: int, t0: int, rows: list[npt.NDArray[np.int64]]) -> tuple[int, dict[int, int]]:
         def fetch_after_previous_layer(i: int, k: int, at: int) -> int:
             # A router knows its rows only once layer k-1 has ended, i.e. at `at`.
             _, _, staged = self.deliver(np.full(len(rows[i]), at, dtype=np.int64),
@@ -275,7 +295,7 @@ class _Run:
         return int(ends[-1]), stalls
 
     # --- trace assembly ------------------------------------------------------------------------
-    def build(self):
+    def build(self) -> Trace:
         tb = self.tb
         tb.slots = self.max_slots
         for block in self.gpu_blocks:
@@ -301,7 +321,7 @@ def simulate(sc: EngramWindowScenario) -> Result:
                             "reduce decode.steps, model.batch_size or engram.heads", field="decode.steps")
     run = _Run(sc)
     rows_by_step, lookups = step_rows(sc)
-    per = {k: {"fetch": [], "stall": [], "moe": [], "issued": 0} for k in run.k_layers}
+    per: dict[int, _LayerTally] = {k: {"fetch": [], "stall": [], "moe": [], "issued": 0} for k in run.k_layers}
     t_e = t_m = 0
     for s, rows in enumerate(rows_by_step):
         t_e, got = run.engram_step(s, t_e, rows)
@@ -314,7 +334,7 @@ def simulate(sc: EngramWindowScenario) -> Result:
     trace = run.build()
 
     steps, row_bytes = sc.decode.steps, sc.engram.row_bytes
-    layers = []
+    layers: list[dict[str, Any]] = []
     for k in run.k_layers:
         p, window, fetch = per[k], run.window[k], max(per[k]["fetch"])
         coalesced = steps * lookups - p["issued"]

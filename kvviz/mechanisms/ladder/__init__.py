@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, Protocol, Self, get_args, get_origin, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, PrivateAttr, ValidationInfo, field_validator, model_validator
@@ -47,7 +47,7 @@ from ...result import Result
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param, validate
 from ...scenario_data import apply_override, read_toml
 from ...size_guard import Estimate
-from ...trace import TraceBuilder
+from ...trace import Trace, TraceBuilder
 from ...units import us_to_ns
 from .. import Mechanism, mechanisms
 
@@ -77,6 +77,37 @@ class Rung(Section):
                                                  "added to all earlier rungs' (simulated ladder)")
 
 
+class _RopeSequence(Protocol):
+    @property
+    def length(self) -> int: ...
+    @property
+    def queries(self) -> list[int]: ...
+    @property
+    def query_times_us(self) -> list[float]: ...
+
+
+class _RopeAttention(Protocol):
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def radius(self) -> int: ...
+    @property
+    def concentration(self) -> float: ...
+
+
+@runtime_checkable
+class RopeRun(Protocol):
+    """What the ladder reads of a rope_window scenario: that mechanism is reached through the
+    registry (no mechanism imports another, not even for its types)."""
+
+    @property
+    def sequence(self) -> _RopeSequence: ...
+    @property
+    def attention(self) -> _RopeAttention: ...
+
+
 class LadderScenario(ScenarioBase):
     kind: Literal["ladder"]
     tiers: Tiers = Tiers()
@@ -89,11 +120,11 @@ class LadderScenario(ScenarioBase):
                                             "hit rate (cold cache)")
 
     # The validated rope_window scenario of every rung (simulated ladders only).
-    _runs: tuple = PrivateAttr(())
+    _runs: tuple[RopeRun, ...] = PrivateAttr(())
 
     @field_validator("base")
     @classmethod
-    def _resolve_base(cls, v, info: ValidationInfo):
+    def _resolve_base(cls, v: str | dict[str, Any] | None, info: ValidationInfo) -> str | dict[str, Any] | None:
         """A file base becomes an absolute path, so the scenario round-trips from any cwd.
         The ladder's own path comes from the validation context when the loader passes it
         (context={"source": file}); otherwise relative paths resolve against the cwd."""
@@ -102,7 +133,7 @@ class LadderScenario(ScenarioBase):
         return str(existing_file(v, info.context, "base scenario file").resolve())
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.base is None:
             for i, r in enumerate(self.rungs):
                 if r.overrides:
@@ -113,25 +144,28 @@ class LadderScenario(ScenarioBase):
             self._runs = _rung_scenarios(self)
         return self
 
-    def rung_scenarios(self) -> tuple:
+    def rung_scenarios(self) -> tuple[RopeRun, ...]:
         """The rope_window scenario each rung simulates (empty for a purely modeled ladder)."""
         return self._runs
 
 
 # --- building the simulated rungs --------------------------------------------------------
 
-def _rope_window():
+def _rope_window() -> Mechanism[Any]:
     """The rope_window mechanism's record (its model, simulate, estimate), from the registry: a
     mechanism never imports another. Asked for at run time, never while the packages load."""
     return mechanisms()["rope_window"]
 
 
-def _base_data(sc: LadderScenario) -> tuple[dict, str]:
+def _base_data(sc: LadderScenario) -> tuple[dict[str, Any], str]:
     """The base as a plain dict, and the name its own errors are reported under."""
-    if isinstance(sc.base, dict):
-        return dict(sc.base), ""
+    base = sc.base
+    if isinstance(base, dict):
+        return dict(base), ""
+    if base is None:  # asked only of a ladder with a base (_check)
+        raise FieldError("base", "a simulated ladder needs a base scenario")
     try:
-        return read_toml(sc.base), sc.base
+        return read_toml(base), base
     except ScenarioError as e:
         raise FieldError("base", str(e)) from None
 
@@ -177,7 +211,7 @@ def _blame(field: str | None, applied: list[tuple[str, str]], fallback: str) -> 
     return fallback
 
 
-def _rung_scenarios(sc: LadderScenario) -> tuple:
+def _rung_scenarios(sc: LadderScenario) -> tuple[RopeRun, ...]:
     data, base_file = _base_data(sc)
     if data.get("kind") != "rope_window":
         raise FieldError("base.kind", f"the base must be a rope_window scenario (got {data.get('kind')!r})")
@@ -187,7 +221,8 @@ def _rung_scenarios(sc: LadderScenario) -> tuple:
         if base_file:
             raise FieldError("base", str(e)) from None
         raise FieldError(f"base.{e.field}", e.message) from None
-    runs, applied = [], []
+    runs: list[RopeRun] = []
+    applied: list[tuple[str, str]] = []  # (override path, where it was given)
     for i, rung in enumerate(sc.rungs):
         for j, ov in enumerate(rung.overrides):
             where = f"rungs[{i}].overrides[{j}]"
@@ -232,15 +267,15 @@ def _ratio(a: Fraction, b: Fraction) -> float | None:
     return float(a / b) if b else None
 
 
-def ladder_figures(pcts: list[float | None], tiers: Tiers) -> list[dict]:
+def ladder_figures(pcts: list[float | None], tiers: Tiers) -> list[dict[str, Any]]:
     """Per rung: latency, contributions, speedup against the first rung, increment against the
     previous one. A rung without a hit rate gets None throughout, and so does the next rung's
     increment (and every speedup, if it is the first rung)."""
     splits = [tier_split(p, tiers) if p is not None else None for p in pcts]
-    means = [sum(s["contrib"].values()) if s else None for s in splits]
-    out = []
+    means = [sum(s["contrib"].values(), Fraction(0)) if s else None for s in splits]
+    out: list[dict[str, Any]] = []
     for i, (p, s, m) in enumerate(zip(pcts, splits, means)):
-        if s is None:
+        if p is None or s is None or m is None:  # all three, or none
             out.append({"hbm_hit_pct": None, "mean_latency_ns": None, "contrib_ns": None,
                         "access_pct": None, "speedup_vs_first": None, "increment_pts": None,
                         "flash_share_of_latency": None})
@@ -264,9 +299,11 @@ def arrival_hit_shares(result: Result, warmup: int = 0) -> list[float]:
     """Per measured query of a rope_window run: share of its assumed attention mass on
     positions resident in the cache at the instant it arrives (see module docstring)."""
     sc = result.scenario
+    if not isinstance(sc, RopeRun):
+        raise TypeError(f"arrival_hit_shares reads a rope_window run, not a {sc.kind} one")
     seq, att = sc.sequence, sc.attention
     res = result.trace.residency
-    shares = []
+    shares: list[float] = []
     for i, (q, t_us) in enumerate(zip(seq.queries, seq.query_times_us)):
         if i < warmup:
             continue
@@ -278,7 +315,7 @@ def arrival_hit_shares(result: Result, warmup: int = 0) -> list[float]:
     return shares
 
 
-def _simulate_rung(i: int, run_sc, warmup: int) -> tuple[dict, int]:
+def _simulate_rung(i: int, run_sc: RopeRun, warmup: int) -> tuple[dict[str, Any], int]:
     try:
         res = _rope_window().simulate(run_sc)
     except ScenarioError as e:  # a refusal names the base's field; say which rung made it
@@ -303,7 +340,7 @@ def _arrow(values: list[float | None]) -> str:
     return " → ".join("–" if v is None else f"{v:.4g}" for v in values)
 
 
-def _trace(sc: LadderScenario, ladders: list[tuple[str, list[dict]]]):
+def _trace(sc: LadderScenario, ladders: list[tuple[str, list[dict[str, Any]]]]) -> Trace:
     tb = TraceBuilder(item_name="rung")
     for group, figs in ladders:
         for i, (rung, fig) in enumerate(zip(sc.rungs, figs)):
@@ -329,9 +366,9 @@ def _trace(sc: LadderScenario, ladders: list[tuple[str, list[dict]]]):
 def simulate(sc: LadderScenario) -> Result:
     modeled = ladder_figures([r.hbm_hit_pct for r in sc.rungs], sc.tiers)
     events = 0
-    simulated = None
+    simulated: list[dict[str, Any]] | None = None
     if sc.rung_scenarios():
-        measured = []
+        measured: list[dict[str, Any]] = []
         for i, run_sc in enumerate(sc.rung_scenarios()):
             m, n = _simulate_rung(i, run_sc, sc.warmup_queries)
             measured.append(m)
@@ -339,7 +376,8 @@ def simulate(sc: LadderScenario) -> Result:
         sim_figs = ladder_figures([m["hbm_hit_pct"] for m in measured], sc.tiers)
         simulated = [{**f, **m} for f, m in zip(sim_figs, measured)]
 
-    rungs, cumulative = [], []
+    rungs: list[dict[str, Any]] = []
+    cumulative: list[str] = []
     for i, (rung, fig) in enumerate(zip(sc.rungs, modeled)):
         cumulative = cumulative + list(rung.overrides)
         row = {"label": rung.label, **fig}
@@ -390,7 +428,7 @@ def simulate(sc: LadderScenario) -> Result:
 def estimate(sc: LadderScenario) -> Estimate:
     """Rungs run one after another and keep only their figures: memory is the largest rung's
     (each estimated as rope_window estimates it), time the sum of all."""
-    runs = [_rope_window().estimate(r) for r in sc.rung_scenarios()]
+    runs = [_rung_estimate(r) for r in sc.rung_scenarios()]
     if not runs:  # a modeled ladder: a few numbers per rung, nothing to measure
         return Estimate(0.0, 0.0, "rungs")
     i = max(range(len(runs)), key=lambda j: runs[j].bytes)
@@ -400,10 +438,17 @@ def estimate(sc: LadderScenario) -> Estimate:
     return Estimate(runs[i].bytes, sum(e.seconds for e in runs), field)
 
 
+def _rung_estimate(run_sc: RopeRun) -> Estimate:
+    est = _rope_window().estimate(run_sc)
+    if est is None:  # rope_window sizes every run from its own fields
+        raise ValueError("rope_window gave no estimate of a rung's run")
+    return est
+
+
 PER_ACCESS = {"s": "ms", "ms": "µs", "µs": "ns", "ns": "ps"}  # a unit of 1,000 accesses, per access
 
 
-def time_axis(unit: str, scenario=None) -> str:
+def time_axis(unit: str, scenario: LadderScenario | None = None) -> str:
     """The timeline's axis title: its bars are 1,000 accesses, so each unit is 1/1,000 per access."""
     return f"time of {ACCESSES_SHOWN:,} accesses ({unit}) = {PER_ACCESS.get(unit, unit + '/1,000')} per access"
 

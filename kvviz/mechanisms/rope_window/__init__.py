@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 from pydantic import model_validator
@@ -56,7 +56,7 @@ class Sequence(Section):
                                         description="Arrival time of each query (one per query, non-decreasing)")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         for i, q in enumerate(self.queries):
             if not 0 <= q < self.length:
                 raise FieldError(f"queries[{i}]", f"position {q} is outside the sequence 0..{self.length - 1}")
@@ -120,7 +120,7 @@ class RopeWindowScenario(ScenarioBase):
     reads: list[Read] = param([], description="Timed attention reads (inputs, not derived)")
 
     @model_validator(mode="after")
-    def _check_reads(self):
+    def _check_reads(self) -> Self:
         for i, r in enumerate(self.reads):
             for j, p in enumerate(r.positions):
                 if not 0 <= p < self.sequence.length:
@@ -153,7 +153,7 @@ def _attended(q: int, length: int, causal: bool) -> tuple[int, int]:
 class _Run:
     """All state of one run (nothing is shared between runs)."""
 
-    def __init__(self, sc: RopeWindowScenario):
+    def __init__(self, sc: RopeWindowScenario) -> None:
         self.sc = sc
         self.lat = us_to_ns(sc.storage.latency_us)
         self.loop = EventLoop()
@@ -170,17 +170,17 @@ class _Run:
         self.fetched = 0
         self.hits = self.misses = self.evictions = 0
         self.stall_ns = 0
-        self.per_query: list[dict] = []
-        self.read_steps: list[dict] = []  # one per timed [[reads]] step
+        self.per_query: list[dict[str, Any]] = []
+        self.read_steps: list[dict[str, Any]] = []  # one per timed [[reads]] step
         self.decay: dict[int, float] = {}
 
     # --- slots -------------------------------------------------------------------------
-    def _count(self):
+    def _count(self) -> None:
         t = self.loop.now
         self.tb.counter("slots in use", t, self.sc.cache.slots - len(self.free), "slots")
         self.tb.counter("resident", t, len(self.resident), "slots")
 
-    def _evict(self, pos: int):
+    def _evict(self, pos: int) -> None:
         slot, since = self.resident.pop(pos)
         del self.order[bisect.bisect_left(self.order, pos)]
         self.tb.residency(slot, since, self.loop.now, pos)
@@ -206,7 +206,7 @@ class _Run:
         self._evict(victim)
         return heapq.heappop(self.free)
 
-    def _issue(self, slots: dict[int, int], label: str):
+    def _issue(self, slots: dict[int, int], label: str) -> None:
         """One batched round trip for the positions in `slots` (pos -> reserved slot or -1)."""
         t, land = self.loop.now, self.loop.now + self.lat
         for p, slot in slots.items():
@@ -221,7 +221,7 @@ class _Run:
         self.loop.at(land, self._land, list(slots), priority=0)
         self._count()
 
-    def _land(self, batch: list[int]):
+    def _land(self, batch: list[int]) -> None:
         t = self.loop.now
         for p in batch:
             slot, _ = self.inflight.pop(p)
@@ -250,7 +250,7 @@ class _Run:
         W, n = self.sc.prefetch.window, self.sc.sequence.length
         return max(0, q - W), (q if self.sc.attention.causal else min(n - 1, q + W))
 
-    def query(self, i: int):
+    def query(self, i: int) -> None:
         sc, t = self.sc, self.loop.now
         q = sc.sequence.queries[i]
         self.q = q
@@ -287,7 +287,7 @@ class _Run:
                          flow=self.came_in.get(q, -1) if q in self.inflight else -1)
         self.loop.at(ready, self._serve, i, priority=3)
 
-    def _serve(self, i: int):
+    def _serve(self, i: int) -> None:
         """Attention for query i runs now: record the share of its mass on resident KV."""
         sc = self.sc
         q = sc.sequence.queries[i]
@@ -302,7 +302,7 @@ class _Run:
             return 1.0
         return calibrate_decay(q - first, last - q, a.radius, a.concentration)
 
-    def reads(self, positions: list[int]):
+    def reads(self, positions: list[int]) -> None:
         hits0 = self.hits
         resident = [p for p in positions if p in self.resident]
         waits = [self._read(p, demand=True) for p in positions]

@@ -30,17 +30,20 @@ magnitudes — a small logit bound does not by itself imply small attention mass
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from ...attention_profile import calibrate_decay
-from . import Attention
+from . import Attention, RopeWindowScenario
 
 # Rows of distances processed at once: bounds the (rows x d/2) complex scratch array to
 # a few MB whatever the number of distances asked for.
 _CHUNK = 2048
 
 
-def rope_frequencies(head_dim: int, base: float = 10000.0) -> np.ndarray:
+def rope_frequencies(head_dim: int, base: float = 10000.0) -> npt.NDArray[np.float64]:
     """theta_j = base^(-2j/d) for j = 0..d/2-1 (the RoFormer / Llama convention)."""
     if head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim must be an even number >= 2 (got {head_dim})")
@@ -49,8 +52,8 @@ def rope_frequencies(head_dim: int, base: float = 10000.0) -> np.ndarray:
     return base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
 
 
-def rope_relative_bound(distances, head_dim: int = 128, base: float = 10000.0,
-                        normalize: bool = True) -> np.ndarray:
+def rope_relative_bound(distances: npt.ArrayLike, head_dim: int = 128, base: float = 10000.0,
+                        normalize: bool = True) -> npt.NDArray[np.float64]:
     """B(r) = (1/(d/2)) sum_{j=1}^{d/2} |S_j(r)| for each distance r (may be non-integer).
     With `normalize`, divided by B(0) = (d/2 + 1)/2 so that B(0) = 1. Not monotone."""
     r = np.abs(np.asarray(distances, dtype=np.float64)).ravel()
@@ -67,7 +70,8 @@ def rope_relative_bound(distances, head_dim: int = 128, base: float = 10000.0,
 
 
 def rope_envelope(max_distance: int, head_dim: int = 128, base: float = 10000.0,
-                  normalize: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  normalize: bool = True
+                  ) -> tuple[npt.NDArray[np.int_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Distances 0..max_distance, the raw bound B and its non-increasing envelope
     E(r) = max_{r <= s <= max_distance} B(s) (running max from the right)."""
     if max_distance < 0:
@@ -78,8 +82,8 @@ def rope_envelope(max_distance: int, head_dim: int = 128, base: float = 10000.0,
     return d, b, env
 
 
-def assumed_profile(distances, left: int, right: int, radius: int, concentration: float,
-                    profile: str = "exponential") -> np.ndarray:
+def assumed_profile(distances: npt.ArrayLike, left: int, right: int, radius: int, concentration: float,
+                    profile: str = "exponential") -> npt.NDArray[np.float64]:
     """Assumed attention mass at each distance from the query, relative to the query's own
     position (1 at distance 0): r^d with r calibrated so that `concentration` of the mass lies
     within ±radius over an attended span of `left`/`right` positions either side. Distances
@@ -91,7 +95,8 @@ def assumed_profile(distances, left: int, right: int, radius: int, concentration
     return w
 
 
-def scenario_profile(scenario, distances, query_index: int = 0) -> np.ndarray:
+def scenario_profile(scenario: RopeWindowScenario, distances: npt.ArrayLike, query_index: int = 0
+                     ) -> npt.NDArray[np.float64]:
     """`assumed_profile` for a rope_window scenario, as seen by one of its queries (the
     calibration depends on how many positions that query attends on each side)."""
     seq, att = scenario.sequence, scenario.attention
@@ -100,8 +105,8 @@ def scenario_profile(scenario, distances, query_index: int = 0) -> np.ndarray:
     return assumed_profile(distances, q, last - q, att.radius, att.concentration, att.profile)
 
 
-def bound_vs_assumption(scenario=None, max_distance: int = 64, head_dim: int = 128,
-                        base: float = 10000.0) -> dict:
+def bound_vs_assumption(scenario: object = None, max_distance: int = 64, head_dim: int = 128,
+                        base: float = 10000.0) -> dict[str, Any]:
     """Everything a "proven vs assumed" plot needs, over distances 0..max_distance:
     the normalised bound B, its envelope, and the assumed attention profile (1 at distance 0).
 
@@ -112,7 +117,7 @@ def bound_vs_assumption(scenario=None, max_distance: int = 64, head_dim: int = 1
     d, b, env = rope_envelope(max_distance, head_dim, base)
     runs = getattr(scenario, "rung_scenarios", lambda: ())()
     sc = runs[0] if runs else scenario
-    if getattr(sc, "kind", None) == "rope_window":
+    if isinstance(sc, RopeWindowScenario):
         assumed = scenario_profile(sc, d)
         a = sc.attention
         source = f"{sc.name}: query {sc.sequence.queries[0]}"
