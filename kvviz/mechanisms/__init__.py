@@ -21,6 +21,7 @@ PACKAGES = (
     "ladder",
     "attention_store",
     "prefix_cache",
+    "cluster",
 )
 
 

@@ -1,0 +1,141 @@
+"""One serving instance of the cluster: the serving core's continuous batcher (kvviz/serving/
+batching.py) over its own block cache (cache.py), as the batcher's `run` (the attributes and
+calls batching.py reads). Every instance shares the cluster's event loop and roofline; job
+indices are the cluster's (arrays of the workload's length, ASSUMPTION of scale: fine for tens
+of instances, not for a hundred over a 10x trace).
+
+Roles: `both` (prefills and decodes), `prefill` (P/D split: every request is prefill only, one
+token; its KV then moves to a decode instance), `decode` (receives a prefilled request's KV
+over the peer link and decodes the rest of its reply: its "prefill" computes nothing, as the
+KV is there, and emits no token of the reply's count).
+
+The router's load signals are kept here: `queue_ns` is the sum of the router's prefill
+estimates of the requests sent here and not yet admitted, plus what is left of the prefill
+iteration running (its estimate from its start).
+"""
+from __future__ import annotations
+
+from ...serving.batching import BatchConfig, Batcher
+from ...serving.kv_source import HIT_HBM
+from . import cache
+
+
+class HeldKV:
+    """A decode instance's store: the request's KV arrived with it (HBM, nothing to load)."""
+    stores = False
+
+    def __init__(self, inst):
+        self.inst = inst
+
+    def arrived(self, j):
+        pass
+
+    def admit(self, j, hbm_hit):
+        return HIT_HBM, 0, 0, 0
+
+    def load(self, jobs, a, b, ready, S, comp_ns):  # never called: admit loads nothing
+        return S + round(comp_ns), 0, None
+
+    def finished(self, j):
+        pass
+
+
+class Hooked:
+    """The instance's cache as the batcher's store, telling the instance when a job is admitted
+    (its queue estimate drops) and adding a peer or pool fetch the job waits on to its iteration."""
+
+    def __init__(self, inner, inst):
+        self.inner, self.inst = inner, inst
+        self.stores = inner.stores
+
+    def arrived(self, j):
+        self.inner.arrived(j)
+
+    def admit(self, j, hbm_hit):
+        self.inst.admitted(j)
+        outcome, a, b, ready = self.inner.admit(j, hbm_hit)
+        fetched = self.inst.fetches.pop(j, None)
+        if fetched is not None:  # blocks from a peer or the pool, streaming in layer by layer
+            t0, t1, nbytes = fetched
+            if t1 > self.inst.loop.now:
+                cache.wait_for(self.inner, t0, t1)
+                a += nbytes
+        return outcome, a, b, ready
+
+    def load(self, jobs, a, b, ready, S, comp_ns):
+        return self.inner.load(jobs, a, b, ready, S, comp_ns)
+
+    def finished(self, j):
+        self.inner.finished(j)
+
+
+class Instance:
+    def __init__(self, cluster, index: int, role: str, cfg: BatchConfig, out: list):
+        n = len(cluster.work)
+        self.cluster, self.index, self.role = cluster, index, role
+        self.n, self.loop, self.gpu = n, cluster.loop, cluster.gpu
+        self.tb = None
+        self.conv = list(range(n))
+        self.inn = list(cluster.inn0)
+        self.keep = [0] * n
+        self.out = out
+        self.over, self.coupled, self.after = [False] * n, False, [0] * n
+        self.arrival = [0] * n
+        self.fetches: dict = {}     # job -> (start, end, bytes) of its peer or pool fetch
+        self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
+        self.pending_ns = 0.0
+        self.iter_at, self.iter_ns = -1, 0.0
+        self.served = 0
+        if role == "decode":
+            self.cache = None
+            self.store = HeldKV(self)
+        else:
+            self.cache = cache.make_store(self, cluster)
+            self.store = Hooked(self.cache, self)
+        self.batcher = Batcher(self, cfg)
+
+    # --- the router's signals -----------------------------------------------------------------
+    def match(self, j: int) -> int:
+        return cache.resident_prefix(self.cache, j)
+
+    def queue_ns(self) -> float:
+        now = self.loop.now
+        running = max(0.0, self.iter_at + self.iter_ns - now) if self.iter_at >= 0 else 0.0
+        return self.pending_ns + running
+
+    def queue_len(self) -> int:
+        return len(self.batcher.waiting)
+
+    def kv_utilisation(self) -> float:
+        return self.batcher.tok_run / self.batcher.cap_tok
+
+    # --- the cluster's calls ------------------------------------------------------------------
+    def arrive(self, j: int, estimate_ns: float = 0.0):
+        self.served += 1
+        self.estimate[j] = estimate_ns
+        self.pending_ns += estimate_ns
+        self.arrival[j] = self.loop.now
+        self.store.arrived(j)
+        self.batcher.arrive(j)
+
+    def admitted(self, j: int):
+        est = self.estimate.pop(j, 0.0)
+        self.pending_ns = max(0.0, self.pending_ns - est)
+        now = self.loop.now
+        if self.iter_at != now:
+            self.iter_at, self.iter_ns = now, 0.0
+        self.iter_ns += est
+
+    # --- the batcher's calls ------------------------------------------------------------------
+    def job_done(self, j: int):
+        self.store.finished(j)
+        self.cluster.job_done(self, j)
+
+    def gpu_state(self, t: int, batch: int):
+        pass
+
+    def prefill_span(self, S, pe, jobs, layer):
+        pass
+
+    def decode_span(self, t0, t1, n, k, ref):
+        pass
