@@ -98,6 +98,11 @@ def resident_prefix(store, j: int) -> int:
     return p - s
 
 
+def resident(store):
+    """The instance's resident blocks, as a container (`in`)."""
+    return store.where
+
+
 def inject(store, j: int, first: int, last: int) -> None:
     """Blocks first..last-1 of request j arrive from a peer or the pool: placed in HBM now (their
     transfer is booked; the request's prefill waits for it, `wait_for`)."""

@@ -54,9 +54,7 @@ class Hooked:
     def admit(self, j, hbm_hit):
         self.inst.admitted(j)
         outcome, a, b, ready = self.inner.admit(j, hbm_hit)
-        fetched = self.inst.fetches.pop(j, None)
-        if fetched is not None:  # blocks from a peer or the pool, streaming in layer by layer
-            t0, t1, nbytes = fetched
+        for t0, t1, nbytes in self.inst.fetches.pop(j, ()):  # from a peer or the pool, layer by layer
             if t1 > self.inst.loop.now:
                 cache.wait_for(self.inner, t0, t1)
                 a += nbytes
@@ -81,7 +79,7 @@ class Instance:
         self.out = out
         self.over, self.coupled, self.after = [False] * n, False, [0] * n
         self.arrival = [0] * n
-        self.fetches: dict = {}     # job -> (start, end, bytes) of its peer or pool fetch
+        self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
         self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
         self.pending_ns = 0.0
         self.iter_at, self.iter_ns = -1, 0.0
@@ -96,6 +94,9 @@ class Instance:
 
     # --- the router's signals -----------------------------------------------------------------
     def match(self, j: int) -> int:
+        pool = self.cluster.pool
+        if pool is not None:  # the pool's blocks count for every instance
+            return pool.chain(j, cache.resident(self.cache))
         return cache.resident_prefix(self.cache, j)
 
     def queue_ns(self) -> float:
@@ -125,6 +126,7 @@ class Instance:
         if self.iter_at != now:
             self.iter_at, self.iter_ns = now, 0.0
         self.iter_ns += est
+        self.cluster.admitted(self, j)
 
     # --- the batcher's calls ------------------------------------------------------------------
     def job_done(self, j: int):

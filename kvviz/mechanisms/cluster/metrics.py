@@ -8,7 +8,7 @@
   instance held at admission (a block fetched from a peer or the pool is held by then).
 - hit_split (token-weighted and block-weighted, of the served requests' prompt tokens /
   cacheable blocks): local (the instance's own), peer (fetched from another instance by the
-  router's decision), pool (the shared pool: not modelled yet, always 0), miss (the rest;
+  router's decision), pool (fetched from the shared pool), miss (the rest;
   tokens outside cacheable blocks count as miss).
 - throughput_tokens_per_s: reply tokens / (last end − first arrival).
 - rejected: requests refused by SLO admission (never served).
@@ -56,10 +56,13 @@ def metrics(run) -> dict:
     local = np.minimum(np.array(run.local, dtype=np.int64), hits)
     peer = np.clip(hits - local, 0, np.array(run.fetched, dtype=np.int64))
     peer_tok = cum[off[:-1] + local + peer] - cum[off[:-1] + local]
+    pool = np.clip(hits - local - peer, 0, np.array(run.pooled, dtype=np.int64))
+    pool_tok = cum[off[:-1] + local + peer + pool] - cum[off[:-1] + local + peer]
     prompt = int(work.input_tokens[served].sum())
     blocks = int(np.diff(off)[served].sum())
     hit_t, hit_b = int(hit_tok[served].sum()), int(hits[served].sum())
     peer_t, peer_b = int(peer_tok[served].sum()), int(peer[served].sum())
+    pool_t, pool_b = int(pool_tok[served].sum()), int(pool[served].sum())
 
     def share(a, b):
         return a / b if b else 0.0
@@ -95,10 +98,10 @@ def metrics(run) -> dict:
         "token_hit_rate": share(hit_t, prompt),
         "block_hit_ratio": share(hit_b, blocks),
         "hit_split": {
-            "tokens": {"local": share(hit_t - peer_t, prompt), "peer": share(peer_t, prompt), "pool": 0.0,
-                       "miss": share(prompt - hit_t, prompt)},
-            "blocks": {"local": share(hit_b - peer_b, blocks), "peer": share(peer_b, blocks), "pool": 0.0,
-                       "miss": share(blocks - hit_b, blocks)},
+            "tokens": {"local": share(hit_t - peer_t - pool_t, prompt), "peer": share(peer_t, prompt),
+                       "pool": share(pool_t, prompt), "miss": share(prompt - hit_t, prompt)},
+            "blocks": {"local": share(hit_b - peer_b - pool_b, blocks), "peer": share(peer_b, blocks),
+                       "pool": share(pool_b, blocks), "miss": share(blocks - hit_b, blocks)},
         },
         "throughput_tokens_per_s": float(out[served].sum()) / (span_ns / 1e9) if span_ns else None,
         "makespan_s": span_ns / 1e9,
@@ -106,7 +109,8 @@ def metrics(run) -> dict:
         "per_instance": per_instance,
         "links": {"peer_bytes": int(sum(e.bytes for e in run.peers.out)),
                   "peer_busiest_s": max((e.busy_ns for e in ends), default=0) / 1e9,
-                  "fetches": int(sum(1 for f in run.fetched if f))},
+                  "fetches": int(sum(1 for f in run.fetched if f)),
+                  "pool_bytes": int(sum(lk.bytes for lk in run.pool.links)) if run.pool is not None else 0},
         "workload": {"source": work.source, "requests": n, "block_lookups": len(work.ids),
                      "input_tokens": int(work.input_tokens.sum()), "block_tokens": work.block_tokens,
                      "kv_bytes_per_token": run.kv},

@@ -24,6 +24,7 @@ from ...serving.roofline import Roofline
 from . import cache, routers
 from .instance import Instance
 from .peers import PeerLinks
+from .pool import SharedPool
 from .view import View
 
 
@@ -53,6 +54,7 @@ class ClusterRun:
         self.inst = [Instance(self, k, ("prefill" if k < P else "decode") if self.split else "both", cfg,
                               one if (self.split and k < P) else out) for k in range(N)]
         self.peers = PeerLinks(N, c.peer_gbps, int(c.peer_latency_us * 1e3))
+        self.pool = SharedPool(self) if sc.pool.shared else None
         self.view = View(self)
         self.router = routers.make(sc.routing.policy, self.view, sc.routing)
         self.slo_ns = sc.routing.ttft_slo_s * 1e9
@@ -64,6 +66,7 @@ class ClusterRun:
         self.local = [0] * n            # leading blocks its instance held at routing
         self.fetched = [0] * n          # blocks fetched from a peer
         self.fetch_src = [-1] * n
+        self.pooled = [0] * n           # blocks fetched from the shared pool
         self.times = np.rint(work.times_s * 1e9).astype(np.int64).tolist()
 
     # --- arrivals and routing -----------------------------------------------------------------
@@ -76,17 +79,41 @@ class ClusterRun:
         self.router.routed(j, d)
         k = d.instance
         inst = self.inst[k]
-        self.where[j], self.local[j] = k, d.local_blocks
+        self.where[j] = k
+        self.local[j] = cache.resident_prefix(inst.cache, j)  # its own, before any fetch
         if d.fetch_from >= 0 and d.fetch_blocks > d.local_blocks:
             have, best = d.local_blocks, d.fetch_blocks
             nbytes = (self.view.held_tokens(j, best) - self.view.held_tokens(j, have)) * self.kv
             t0, t1 = self.peers.book(d.fetch_from, k, nbytes, self.loop.now)
             cache.inject(inst.cache, j, have, best)
-            inst.fetches[j] = (t0 + self.peers.lat, t1, nbytes)
+            inst.fetches.setdefault(j, []).append((t0 + self.peers.lat, t1, nbytes))
             self.fetched[j], self.fetch_src[j] = best - have, d.fetch_from
+        if self.pool is not None:
+            self._from_pool(inst, j)
         inst.arrive(j, self.view.prefill_ns(j, max(d.local_blocks, d.fetch_blocks)))
 
+    def _from_pool(self, inst: Instance, j: int):
+        """The blocks of j's chain through the pool that the instance does not hold: fetched now."""
+        local = cache.resident(inst.cache)
+        have = cache.resident_prefix(inst.cache, j)
+        reach = self.pool.chain(j, local)
+        if reach <= have:
+            return
+        s = self.off[j]
+        nbytes = sum(self.tok[i] for i in range(s + have, s + reach) if self.ids[i] not in local) * self.kv
+        link = self.pool.links[inst.index]
+        t0, t1 = link.book(nbytes, self.loop.now, False)
+        cache.inject(inst.cache, j, have, reach)
+        inst.fetches.setdefault(j, []).append((t0 + link.read_lat, t1, nbytes))
+        self.pooled[j] = reach - have
+
+    def admitted(self, inst: Instance, j: int):
+        if self.pool is not None:
+            self.pool.write(inst.index, j, lambda i: self.tok[i] * self.kv, self.loop.now)
+
     def job_done(self, inst: Instance, j: int):
+        if self.pool is not None and inst.role != "decode":
+            self.pool.release(j)
         if inst.role != "prefill" or self.out[j] <= 1:
             return
         # P/D: the prompt's KV and the first token move to a decode instance
