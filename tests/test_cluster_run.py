@@ -1,0 +1,166 @@
+"""Issue 32: the cluster run. One instance equals the prefix cache on the same trace; a peer
+link contended by two requests; SLO admission rejecting a request; every request served or
+rejected exactly once (property); the metrics the issue names at top level."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvviz.loading import parse_scenario
+from kvviz.mechanisms.cluster.peers import PeerLinks
+from kvviz.mechanisms.cluster.run import ClusterRun
+from kvviz.mechanisms.cluster.workload import load
+from kvviz.simulation import simulate
+
+MOONCAKE = Path("/work/shared/traces/mooncake_conversation_trace.jsonl")
+SERVING = {"gpus": 4, "gpu_peak_tflops": 312.0, "hbm_tbps": 2.039, "hbm_efficiency": 0.7, "max_batch": 64,
+           "running_kv_gb": 100.0}
+
+
+def plain_trace(path: Path, rows) -> str:
+    """kvviz's plain JSONL: (time s, input tokens, output tokens, hash ids) per request, 16-token blocks."""
+    path.write_text("".join(json.dumps({"time": t, "input_tokens": n, "output_tokens": o, "block_tokens": 16,
+                                        "hash_ids": ids}) + "\n" for t, n, o, ids in rows))
+    return str(path)
+
+
+def cluster(trace: str, **sections):
+    data = {"kind": "cluster", "workload": {"trace_file": trace}, "instance": dict(SERVING)}
+    for k, v in sections.items():
+        data.setdefault(k, {}).update(v)
+    return parse_scenario(data, "test")
+
+
+def run_of(sc):
+    return ClusterRun(sc, load(sc)).run()
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace is not on this machine")
+@pytest.mark.parametrize("policy", ["prefix_affinity", "random"])
+def test_one_instance_gives_the_prefix_caches_own_numbers(policy):
+    blocks = 3000
+    pc = parse_scenario({"kind": "prefix_cache", "policies": ["lru"],
+                         "workload": {"trace_file": str(MOONCAKE), "max_requests": 600},
+                         "tiers": [{"name": "hbm", "capacity_blocks": blocks}],
+                         "serving": {"timing": True, **SERVING}}, "test")
+    want = simulate(pc).metrics["policies"]["lru"]
+    cl = cluster(str(MOONCAKE), workload={"max_requests": 600}, instance={"hbm_cache_tokens": blocks * 512},
+                 routing={"policy": policy})
+    got = simulate(cl).metrics
+    assert got["token_hit_rate"] == want["token_hit_rate"] > 0.05
+    assert got["block_hit_ratio"] == want["block_hit_ratio"]
+    assert got["mean_ttft_ms"] == want["mean_ttft_ms"]
+    assert got["ttft_p99_ms"] == want["ttft_p99_ms"]
+
+
+def test_the_issues_metrics_are_at_top_level(tmp_path):
+    tr = plain_trace(tmp_path / "t.jsonl", [(0.0, 64, 4, [1, 2, 3, 4]), (0.5, 64, 4, [1, 2, 3, 5])])
+    m = simulate(cluster(tr, cluster={"instances": 2})).metrics
+    for k in ("mean_ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_ms", "token_hit_rate",
+              "block_hit_ratio", "throughput_tokens_per_s", "rejected", "per_instance", "load_imbalance"):
+        assert k in m, k
+    assert len(m["per_instance"]) == 2 and m["rejected"] == 0
+    split = m["hit_split"]["blocks"]
+    assert sum(split.values()) == pytest.approx(1.0)
+
+
+def test_settings_are_validated():
+    from kvviz.errors import ScenarioError
+    for bad in ({"routing": {"policy": "magic"}}, {"cluster": {"instances": 0}},
+                {"cluster": {"instances": 2, "prefill_instances": 2}}, {"pool": {"shared": "maybe"}}):
+        data = {"kind": "cluster", **bad}
+        with pytest.raises(ScenarioError) as e:
+            parse_scenario(data, "test.toml")
+        assert next(iter(bad)) in str(e.value)
+
+
+def test_two_transfers_contend_for_one_link():
+    links = PeerLinks(3, gbps=2.0, latency_ns=100)  # 2 bytes per ns
+    assert links.book(0, 1, 1000, 0) == (0, 600)      # 100 latency + 500
+    assert links.book(0, 2, 1000, 0) == (600, 1200)   # 0's out-link is busy until 600
+    assert links.book(1, 2, 1000, 0) == (1200, 1800)  # 2's in-link is busy until 1200
+
+
+def test_pd_split_kv_transfers_queue_on_the_prefill_instances_link(tmp_path):
+    # Two 64-token requests at t=0 on the one prefill instance: the first is prefilled alone
+    # (the instance was idle), ending at pe; the second in the next iteration, ending at 2·pe.
+    # Each then moves its KV (64 prompt tokens + 1) to the decode instance over the same links,
+    # one transfer taking `one` = latency + bytes / bandwidth > pe: the second transfer is ready
+    # at 2·pe but the link is busy until pe + one, so it lands at pe + 2·one, not 2·pe + one.
+    tr = plain_trace(tmp_path / "t.jsonl", [(0.0, 64, 5, [1, 2, 3, 4]), (0.0, 64, 5, [7, 8, 9, 10])])
+    sc = cluster(tr, cluster={"instances": 2, "prefill_instances": 1, "peer_gbps": 1.0, "peer_latency_us": 10.0})
+    run = run_of(sc)
+    pe = run.inst[0].batcher.first_token[0]
+    assert run.inst[0].batcher.first_token[1] == 2 * pe
+    one = 10_000 + int(65 * sc.model.kv_bytes_per_token / 1.0)
+    assert 2 * pe < pe + one  # the link is still busy when the second is ready
+    dec = run.inst[1]
+    assert dec.arrival[:2] == [pe + one, pe + 2 * one]
+    assert run.decoder == [1, 1]
+    m = simulate(sc).metrics
+    assert m["served"] == 2 and m["links"]["peer_bytes"] == 2 * 65 * sc.model.kv_bytes_per_token
+    # tpot counts the wait for the KV: (end − first token) / 4 tokens, the decode instance's end
+    assert m["tpot_ms"] > (one / 1e6) / 4
+
+
+def test_slo_admission_rejects_the_request_that_would_wait(tmp_path):
+    # One instance; two 1,024-token requests at t=0. The first's estimate is its prefill P; the
+    # second's is the queue (P) plus its own prefill (P) = 2P. An SLO between P and 2P rejects it.
+    ids = list(range(64))
+    tr = plain_trace(tmp_path / "t.jsonl", [(0.0, 1024, 2, ids), (0.0, 1024, 2, [i + 100 for i in ids])])
+    probe = run_of(cluster(tr))
+    P = probe.gpu.prefill_ns(1024, 0)
+    sc = cluster(tr, routing={"ttft_slo_s": 1.5 * P / 1e9})
+    run = run_of(sc)
+    assert run.rejected == [False, True]
+    m = simulate(sc).metrics
+    assert (m["served"], m["rejected"]) == (1, 1)
+    assert run.inst[0].served == 1
+
+
+ROUTERS = ["random", "round_robin", "least_loaded", "prefix_affinity", "global_cache_aware", "precise_prefix",
+           "approximate_prefix"]
+
+
+@st.composite
+def workloads(draw):
+    n = draw(st.integers(1, 25))
+    rows, t = [], 0.0
+    for _ in range(n):
+        t += draw(st.floats(0, 0.05))
+        blocks = draw(st.integers(1, 6))
+        prefix = draw(st.integers(0, 3))  # a shared chain head, so prefixes repeat
+        ids = [prefix * 1000 + k for k in range(blocks)]
+        rows.append((t, blocks * 16 + draw(st.integers(0, 15)), draw(st.integers(1, 20)), ids))
+    return rows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=workloads(), policy=st.sampled_from(ROUTERS), n=st.integers(1, 3), split=st.booleans(),
+       slo=st.sampled_from([0.0, 0.002, 0.05]), shared=st.booleans(), hbm=st.integers(1, 8))
+def test_every_request_is_served_or_rejected_exactly_once(tmp_path, rows, policy, n, split, slo, shared, hbm):
+    tr = plain_trace(tmp_path / "p.jsonl", rows)
+    sc = cluster(tr, cluster={"instances": n + 1 if split else n, "prefill_instances": n if split else 0},
+                 routing={"policy": policy, "ttft_slo_s": slo}, pool={"shared": shared},
+                 instance={"hbm_cache_tokens": hbm * 16, "dram_cache_tokens": 64})
+    run = run_of(sc)
+    N = len(rows)
+    rejected = np.array(run.rejected)
+    served = ~rejected
+    where = np.array(run.where)
+    assert ((where >= 0) == served).all()
+    # each served request was taken by exactly one prefill instance, and got its first token there
+    counted = sum(i.served for i in run.inst[:run.n_route])
+    assert counted == int(served.sum())
+    for j in np.flatnonzero(served):
+        b = run.inst[where[j]].batcher
+        assert b.first_token[j] >= run.times[j] and b.end[j] >= b.first_token[j]
+    if split:  # a served request with more than one reply token was decoded exactly once
+        multi = served & (np.array([r[2] for r in rows]) > 1)
+        assert ((np.array(run.decoder) >= 0) == multi).all()
+        assert sum(i.served for i in run.inst[run.n_route:]) == int(multi.sum())
+    m = simulate(sc).metrics
+    assert m["served"] + m["rejected"] == N and m["rejected"] == int(rejected.sum())
