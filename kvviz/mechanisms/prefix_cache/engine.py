@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...serving.tiered_cache import NO_PINS, TieredCache  # noqa: F401 (NO_PINS: the name callers import)
 from . import evictors
 from .workload import Blocks
 
 NEVER = 1 << 62  # next use of a block the trace never asks for again
-NO_PINS = frozenset()
 
 
 @dataclass
@@ -113,140 +113,46 @@ class Outcome:
     hit_tier: np.ndarray | None = None  # the tier of each request's last hit block, -1 for none (record)
 
 
+def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
+              min_reuse: int = 1, pin: bool = True, protect: bool = False) -> TieredCache:
+    """The tiered block cache (kvviz.serving.tiered_cache: the rules above, written once) over
+    this workload's prepared stream."""
+    return TieredCache(prep.ids, prep.tokens, caps, evictions, move=move, through=through, admission=admission,
+                       min_reuse=min_reuse, pin=pin, protect=protect, next_pos=prep.next_pos, later=prep.later,
+                       parent=prep.parent)
+
+
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
            min_reuse: int = 1, record: bool = False, log: list | None = None, pin: bool = True) -> Outcome:
     """One run. `caps`: blocks per tier; `evictions`: each tier's policy; `pin`: whether a
     request holds the blocks it has reached in HBM (step 2). `log`, if given, gets (request,
     position, tier, block) for every eviction."""
-    K, ids, off, tok = len(caps), prep.ids, prep.offsets, prep.tokens
-    next_use: dict = {}
-    ev = [evictors.make(e, prep.parent, next_use) for e in evictions]
-    reindex = [k for k in range(K) if ev[k].reindex]
-    clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
-    nxt = prep.next_pos
-    where: dict = {}  # block -> bit mask of the tiers holding it
-    size, peak = [0] * K, [0] * K
-    hit_blocks, hit_tokens, hit_req = [0] * K, [0] * K, [0] * K
-    written, demoted, evicted = [0] * K, [0] * K, [0] * K
+    K, off = len(caps), prep.offsets
+    cache = cache_for(prep, caps, evictions, move, through, admission, min_reuse, pin)
     R = len(off) - 1
     hits = np.zeros(R, dtype=np.int64)
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None
     hit_tier = np.full(R, -1, dtype=np.int8) if record else None
-    pinned: set = set()
-    # what HBM's victim search skips: the request's blocks, unless pins are off or HBM's policy
-    # ignores them (belady); the set is filled either way (it costs an add per block)
-    top_pins = pinned if pin and not evictors.ignores_pins(evictions[0]) else NO_PINS
-    seen: set | None = set() if admission == "second_hit" else None
-    later = prep.later
-    at = [0, 0]  # (request, position) for the log
-
-    # each tier's evictor methods, bound once (the loop below is the whole run's time)
-    ins, rem = [e.insert for e in ev], [e.remove for e in ev]
-    vic, tch = [e.victim for e in ev], [e.touch for e in ev]
-    # a use of a block at its step: where a tier is re-indexed by next use (Belady) that push was
-    # made as the step began, and a second, identical entry would change no victim, only grow
-    # the heap
-    use = [evictors.ignore if k in reindex else tch[k] for k in range(K)]
-    touch_top = use[0]
-
-    def place(k, b):
-        """Put b, not resident in tier k, into it. A loop, not recursion: an eviction's victim
-        goes on down (write-back) after b is in; each step changes only its own tier, so the
-        order is the same as placing the victim first."""
-        while True:
-            cascade = False
-            if size[k] >= caps[k]:
-                v = vic[k](top_pins if k == 0 else NO_PINS)
-                if v is not None and k in clairvoyant and next_use[b] >= next_use[v]:
-                    v = None  # b's own next use is the farthest: belady leaves b out (step 3)
-                if v is None:  # every block here is pinned (or b is belady's victim): not kept here
-                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
-                        demoted[k + 1] += 1
-                        k += 1
-                        continue
-                    return
-                evicted[k] += 1
-                if log is not None:
-                    log.append((at[0], at[1], k, v))
-                m = drop(k, v)
-                cascade = not through and k + 1 < K and not m >> (k + 1)
-            ins[k](b)
-            where[b] = where.get(b, 0) | (1 << k)
-            size[k] += 1
-            written[k] += 1
-            if size[k] > peak[k]:
-                peak[k] = size[k]
-            if not cascade:
-                return
-            demoted[k + 1] += 1
-            b, k = v, k + 1
-
-    def drop(k, v) -> int:
-        """Block v leaves tier k: the tiers still holding it (a bit mask, 0 for none)."""
-        rem[k](v)
-        size[k] -= 1
-        m = where[v] & ~(1 << k)
-        if m:
-            where[v] = m
-        else:
-            del where[v]
-        return m
-
+    if log is not None:
+        at = [0]  # the request being placed (the cache keeps the position: `pos`)
+        cache.on_evict = lambda k, v: log.append((at[0], cache.pos, k, v))
+    lookup, place_request, finish = cache.lookup, cache.place_request, cache.finish
     for r in range(R):
         s, e = off[r], off[r + 1]
-        p, src = s, []
-        while p < e:  # lookup: the longest prefix resident somewhere
-            m = where.get(ids[p])
-            if not m:
-                break
-            k = (m & -m).bit_length() - 1
-            src.append(k)
-            hit_blocks[k] += 1
-            hit_tokens[k] += tok[p]
-            p += 1
-        h = p - s
+        src = lookup(s, e)
+        h = len(src)
         hits[r] = h
-        for k in set(src):
-            hit_req[k] += 1
-        pinned.clear()
-        ev[0].unpin()
-        at[0] = r
-        for j in range(s, e):
-            b = ids[j]
-            at[1] = j
-            pinned.add(b)
-            m = where.get(b, 0)
-            if nxt is not None:
-                next_use[b] = nxt[j]
-                for k in reindex:
-                    if m >> k & 1:
-                        tch[k](b)
-            if m & 1:
-                touch_top(b)
-                continue
-            if j - s < h:  # a hit below HBM: promoted
-                k = src[j - s]
-                if m >> k & 1:  # still there (a step of this request may have pushed it out)
-                    if move:
-                        drop(k, b)
-                    else:
-                        use[k](b)
-            elif (seen is not None and b not in seen) or (later is not None and later[j] < min_reuse):
-                continue  # a miss not admitted: computed, not cached
-            place(0, b)
-            if through:
-                for k in range(1, K):
-                    if where.get(b, 0) >> k & 1:
-                        use[k](b)
-                    else:
-                        place(k, b)
-        if seen is not None:
-            seen.update(ids[s:e])
+        if log is not None:
+            at[0] = r
+        place_request(r, s, e, h, src)
+        finish(r)  # the request ends before the next begins: its pins go
         if record:
-            occupancy[r] = size
+            occupancy[r] = cache.size
             if src:
                 hit_tier[r] = src[-1]
-    return Outcome(hit_blocks, hit_tokens, hit_req, written, demoted, evicted, peak, hits, occupancy, hit_tier)
+    c = cache
+    return Outcome(c.hit_blocks, c.hit_tokens, c.hit_req, c.written, c.demoted, c.evicted, c.peak, hits, occupancy,
+                   hit_tier)
 
 
 def ceiling(prep: Prepared) -> tuple[int, int, int]:

@@ -1,6 +1,7 @@
-"""The timed engine's block store: the untimed replay's tiers and rules (engine.py, whose steps
-1-4 hold here word for word), driven by the serving engine through the serving core's seam
-(kvviz/serving/kv_source.py) instead of one request after another.
+"""The timed engine's block store: the untimed replay's tiers and rules (engine.py's steps 1-4,
+written once in the serving core's tiered block cache, kvviz/serving/tiered_cache.py, which both
+run), driven by the serving engine through the serving core's seam (kvviz/serving/kv_source.py)
+instead of one request after another.
 
 What time changes (each an ASSUMPTION, ours unless named):
 - A request looks up and places its blocks when the scheduler admits it, not when it arrives;
@@ -63,8 +64,7 @@ import numpy as np
 
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link, Prefetch
-from . import evictors
-from .engine import NO_PINS, Outcome
+from .engine import Outcome, cache_for
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
 
@@ -77,17 +77,6 @@ def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
     return max(pe, int(start + a) + L * c, t1 + c)
 
 
-class Either:
-    """`b in` either of two containers (pins and protections)."""
-    __slots__ = ("a", "b")
-
-    def __init__(self, a, b):
-        self.a, self.b = a, b
-
-    def __contains__(self, x):
-        return x in self.a or x in self.b
-
-
 class BlockStore:
     stores = False  # the batcher saves nothing: writes down are this store's link transfers
 
@@ -95,31 +84,20 @@ class BlockStore:
         c = sc.cache
         self.run, self.loop = run, run.loop
         self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
-        self.nxt = prep.next_pos
         self.K = K = len(caps)
         self.caps = caps
         self.names = [t.name for t in sc.tiers]
-        self.move, self.through = c.promote == "move", c.write_policy == "through"
-        self.seen = set() if c.admission == "second_hit" else None
-        self.later, self.min_reuse = prep.later, c.min_reuse_count
-        self.next_use: dict = {}
-        self.ev = [evictors.make(e, prep.parent, self.next_use) for e in evictions]
-        self.reindex = [k for k in range(K) if self.ev[k].reindex]
-        self.clairvoyant = {k for k in range(K) if evictors.clairvoyant(evictions[k])}
-        self.where: dict = {}
-        self.size, self.peak = [0] * K, [0] * K
-        self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
-        self.written, self.demoted, self.evicted = [0] * K, [0] * K, [0] * K
+        self.move = c.promote == "move"
+        self.prefetch = prefetch
+        self.cache = cache = cache_for(prep, caps, evictions, self.move, c.write_policy == "through", c.admission,
+                                       c.min_reuse_count, c.pin_running, protect=prefetch)
+        # the cache's counters (lists changed in place, never replaced)
+        self.where, self.size, self.peak = cache.where, cache.size, cache.peak
+        self.hit_blocks, self.hit_tokens, self.hit_req = cache.hit_blocks, cache.hit_tokens, cache.hit_req
+        self.written, self.demoted, self.evicted = cache.written, cache.demoted, cache.evicted
         R = len(self.off) - 1
         self.hits = [0] * R
-        self.pins: dict = {}              # block -> running requests holding it in HBM
-        self.held: dict = {}              # request -> its pinned blocks
-        self.protect: set = set()         # blocks of the queued requests prefetch looks at
-        self.prefetch = prefetch
-        held = self.pins if c.pin_running and not evictors.ignores_pins(evictions[0]) else NO_PINS
-        self.top_hold = Either(held, self.protect) if prefetch else held
-        self.low_hold = self.protect if prefetch else NO_PINS
-        self.log: list | None = None      # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
+        self._log: list | None = None     # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
         L = sc.model.layers
         self.L = L
@@ -149,37 +127,20 @@ class BlockStore:
             self._look_ahead()
 
     def admit(self, j: int, hbm_hit: bool):
-        ids, tok, where, K = self.ids, self.tok, self.where, self.K
+        ids, tok, K = self.ids, self.tok, self.K
         s, e = self.off[j], self.off[j + 1]
-        p, src = s, []
         bg, queued = self.bg, self.queued
         if bg:
             for lk in self.links[1:]:
                 lk.advance(self.loop.now)  # pieces that ran in the idle time so far have landed
-        wget, hit_blocks, hit_tokens, add = where.get, self.hit_blocks, self.hit_tokens, src.append
-        while p < e:  # lookup: the longest prefix resident somewhere
-            b = ids[p]
-            m = wget(b)
-            if not m:
-                break
-            k = (m & -m).bit_length() - 1
-            if bg and b in queued:  # its prefetch has not started: cancelled, loaded from its source
-                k, pf = queued.pop(b)
-                self.links[k].take(pf, b)
-                self.cancelled += 1
-            add(k)
-            hit_blocks[k] += 1
-            hit_tokens[k] += tok[p]
-            p += 1
-        h = p - s
+        src = self.cache.lookup(s, e, queued if bg else None, self._cancel)
+        h = len(src)
         self.hits[j] = h
-        for k in set(src):
-            self.hit_req[k] += 1
         now = self.loop.now
         before = self.written[:]
         if self.log is not None:
             self.log.append(("admit", j))
-        self._place_request(j, s, e, h, src)
+        self.cache.place_request(j, s, e, h, src)
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
             n = self.written[k] - before[k]
             if n:
@@ -268,121 +229,32 @@ class BlockStore:
     def finished(self, j: int):
         if self.log is not None:
             self.log.append(("finish", j))
-        pins = self.pins
-        for b in self.held.pop(j, ()):
-            n = pins[b] - 1
-            if n:
-                pins[b] = n
-            else:
-                del pins[b]
-        for ev in self.ev:
-            ev.unpin()
+        self.cache.finish(j)
         if self.prefetch:
             self._look_ahead()
 
-    # --- placement (engine.py's steps 2-4) -----------------------------------------------------
-    def _place_request(self, r, s, e, h, src):
-        ids, where, pins = self.ids, self.where, self.pins
-        nxt, later, seen = self.nxt, self.later, self.seen
-        wget, pget, place = where.get, pins.get, self._place
-        reindex, ev, move = self.reindex, self.ev, self.move
-        touch0 = None if 0 in reindex else ev[0].touch  # a use in HBM (_use(0, b))
-        self.held.setdefault(r, []).extend(ids[s:e])  # pinned one by one below, as reached
-        for j in range(s, e):
-            b = ids[j]
-            pins[b] = pget(b, 0) + 1
-            m = wget(b, 0)
-            if nxt is not None:
-                self.next_use[b] = nxt[j]
-                for k in self.reindex:
-                    if m >> k & 1:
-                        self.ev[k].touch(b)
-            if m & 1:
-                if touch0 is not None:
-                    touch0(b)
-                continue
-            if j - s < h:  # a hit below HBM: promoted
-                k = src[j - s]
-                if m >> k & 1:
-                    if move:
-                        self._drop(k, b)
-                    elif k not in reindex:  # _use(k, b)
-                        ev[k].touch(b)
-            elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
-                continue
-            place(0, b)
-            if self.through:
-                for k in range(1, self.K):
-                    if wget(b, 0) >> k & 1:
-                        self._use(k, b)
-                    else:
-                        place(k, b)
-        if seen is not None:
-            seen.update(ids[s:e])
+    @property
+    def log(self):
+        return self._log
 
-    def _use(self, k, b):
-        if k not in self.reindex:
-            self.ev[k].touch(b)
+    @log.setter
+    def log(self, log):
+        """A list to log admissions, completions and evictions into (None: no log)."""
+        self._log = log
+        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, v)))
 
-    def _drop(self, k, v):
-        self.ev[k].remove(v)
-        self.size[k] -= 1
-        m = self.where[v] & ~(1 << k)
-        if m:
-            self.where[v] = m
-        else:
-            del self.where[v]
-
-    def _place(self, k, b):
-        where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
-        ev, written, peak, log = self.ev, self.written, self.peak, self.log
-        while True:
-            e_k = ev[k]
-            cascade = False
-            if size[k] >= caps[k]:
-                v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
-                if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
-                    v = None  # belady: b's own next use is the farthest, b is left out (engine.py step 3)
-                if v is None:
-                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
-                        self.demoted[k + 1] += 1
-                        k += 1
-                        continue
-                    return
-                self.evicted[k] += 1
-                if log is not None:
-                    log.append(("evict", k, v))
-                e_k.remove(v)  # _drop(k, v)
-                size[k] -= 1
-                m = where[v] & ~(1 << k)
-                if m:
-                    where[v] = m
-                else:
-                    del where[v]
-                cascade = not through and k + 1 < K and not m >> (k + 1)
-            e_k.insert(b)
-            where[b] = where.get(b, 0) | (1 << k)
-            size[k] += 1
-            written[k] += 1
-            if size[k] > peak[k]:
-                peak[k] = size[k]
-            if not cascade:
-                return
-            self.demoted[k + 1] += 1
-            b, k = v, k + 1
+    def _cancel(self, b) -> int:
+        """b's prefetch has not started: cancelled, b is loaded from its source tier."""
+        k, pf = self.queued.pop(b)
+        self.links[k].take(pf, b)
+        self.cancelled += 1
+        return k
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
     def _look_ahead(self):
         ids, where, t, off = self.ids, self.where, self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
-        protect = self.protect
-        old = len(protect)
-        protect.clear()
-        for r in window:
-            protect.update(ids[off[r]:off[r + 1]])
-        if len(protect) < old or old:
-            for ev in self.ev:
-                ev.unpin()  # set-aside entries of blocks no longer protected go back
+        self.cache.set_protect([b for r in window for b in ids[off[r]:off[r + 1]]])
         now = self.loop.now
         before = self.written[:]
         for r in window:
@@ -399,10 +271,10 @@ class BlockStore:
                 if k <= t:
                     continue
                 if self.move:
-                    self._drop(k, b)
+                    self.cache.drop(k, b)
                 else:
-                    self._use(k, b)
-                self._place(t, b)
+                    self.cache.use(k, b)
+                self.cache.place(t, b)
                 fetch.setdefault(k, []).append(b)
             for k, blocks in fetch.items():
                 self.prefetched_blocks += len(blocks)

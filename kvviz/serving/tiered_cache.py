@@ -1,0 +1,252 @@
+"""The tiered block cache: ordered tiers (HBM first) of fixed-size KV blocks, the one statement
+of which tier a block goes to, when it moves up or down, which misses are kept, and which block
+leaves a full tier (each tier's eviction policy, from the registry in eviction/). The prefix
+cache's untimed replay and its timed block store both run this class; a cluster of serving
+instances can hold one per instance.
+
+The rules (the prefix cache's engine.py docstring gives their reasons and assumptions):
+1. Lookup: a request's hit is the longest prefix of its blocks each resident in some tier; each
+   hit block is served by the topmost tier holding it.
+2. Blocks in order: block j is pinned in HBM from when the request reaches it until the request
+   is `finish`ed (a running request holds its blocks; with `pin` off nothing is protected, and a
+   policy that `ignores_pins` ignores them either way). A block in HBM is used there. A hit
+   from a lower tier is promoted into HBM (`copy`: the lower copy stays and is used; `move`: it
+   leaves); a miss enters HBM if admitted (`always`, `second_hit`: its block was asked for by an
+   earlier request, `min_reuse`: it is asked for at least `min_reuse` more times).
+3. Entering a full tier evicts its policy's victim. `back`: the victim goes down one tier unless
+   a lower tier holds it already, cascading; `through`: a block entering HBM is also written to
+   every lower tier (a tier holding it counts a use), and victims are dropped. A clairvoyant
+   policy's candidates include the entering block (left out when its next use is the farthest).
+4. A tier whose blocks are all pinned or protected cannot take the block: it is not kept there
+   (`back` hands it down a tier).
+
+The stream: blocks are positions in one prepared list of block ids (`ids`, tokens per block
+`tokens`, optionally `next_pos` (each position's next position with the same id, for
+clairvoyant policies), `later` (later occurrences, for min_reuse) and `parent` (for policies
+that read it)). A request is a range [s, e) of positions.
+
+Interface:
+- `lookup(s, e)` -> the tier of each leading hit block (its length is the hit), counted in the
+  hit counters; `matched(blocks)` the same for any block ids, counting nothing (a router's peek);
+- `place_request(r, s, e, h, src)`: admit/insert request r's blocks (rules 2-4), pinning them;
+- `finish(r)`: request r's pins go;
+- `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it);
+- `place(k, b)`, `drop(k, b)`, `use(k, b)`: single moves (prefetch copies a block up);
+- counters, per tier (lists, top first): `size` (occupancy), `peak`, `hit_blocks`,
+  `hit_tokens`, `hit_req`, `written`, `demoted`, `evicted`; `occupancy()` a copy of `size`.
+- `on_evict(k, v)`, if set: told of every eviction (a log).
+"""
+from __future__ import annotations
+
+from .eviction import make as make_policy
+from .eviction import policy_class
+
+NO_PINS = frozenset()
+
+
+class Either:
+    """`b in` either of two containers (pins and protections)."""
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __contains__(self, x):
+        return x in self.a or x in self.b
+
+
+def clairvoyant(policy: str) -> bool:
+    """Reads each block's next use from the trace; the entering block a candidate."""
+    return "next_use" in policy_class(policy).needs
+
+
+class TieredCache:
+    def __init__(self, ids, tokens, caps, evictions, *, move=False, through=False, admission="always",
+                 min_reuse=1, pin=True, protect=False, next_pos=None, later=None, parent=None,
+                 where_name="the prefix cache"):
+        self.ids, self.tok = ids, tokens
+        self.nxt, self.later, self.min_reuse = next_pos, later, min_reuse
+        self.K = K = len(caps)
+        self.caps = list(caps)
+        self.evictions = list(evictions)
+        self.move, self.through = move, through
+        self.seen = set() if admission == "second_hit" else None
+        self.next_use: dict = {}
+        self.ev = [make_policy(e, where_name, parent=parent, next_use=self.next_use) for e in evictions]
+        self.reindex = [k for k in range(K) if self.ev[k].reindex]
+        self.clairvoyant = {k for k in range(K) if clairvoyant(evictions[k])}
+        self.where: dict = {}             # block -> bit mask of the tiers holding it
+        self.size, self.peak = [0] * K, [0] * K
+        self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
+        self.written, self.demoted, self.evicted = [0] * K, [0] * K, [0] * K
+        self.pins: dict = {}              # block -> running requests holding it in HBM
+        self.held: dict = {}              # request -> its pinned blocks
+        self.protect: set = set()         # blocks no tier evicts (prefetch's look-ahead)
+        held = self.pins if pin and not policy_class(evictions[0]).ignores_pins else NO_PINS
+        self.top_hold = Either(held, self.protect) if protect else held
+        self.low_hold = self.protect if protect else NO_PINS
+        self.on_evict = None
+        self.pos = 0                      # the position being placed (for a log)
+
+    # --- lookup --------------------------------------------------------------------------------
+    def lookup(self, s: int, e: int, queued=None, take=None) -> list:
+        """The tiers serving positions s.. (the leading run resident somewhere), counted as hits.
+        `queued`/`take`: blocks whose copy up is still queued (prefetch) are served by the tier
+        `take(b)` names."""
+        ids, tok = self.ids, self.tok
+        wget, hit_blocks, hit_tokens = self.where.get, self.hit_blocks, self.hit_tokens
+        src = []
+        add = src.append
+        p = s
+        while p < e:
+            b = ids[p]
+            m = wget(b)
+            if not m:
+                break
+            k = (m & -m).bit_length() - 1
+            if queued and b in queued:
+                k = take(b)
+            add(k)
+            hit_blocks[k] += 1
+            hit_tokens[k] += tok[p]
+            p += 1
+        for k in set(src):
+            self.hit_req[k] += 1
+        return src
+
+    def matched(self, blocks) -> list:
+        """Per tier, how many of the leading resident run of `blocks` it would serve; counts
+        nothing (a router's look at an instance)."""
+        out = [0] * self.K
+        wget = self.where.get
+        for b in blocks:
+            m = wget(b)
+            if not m:
+                break
+            out[(m & -m).bit_length() - 1] += 1
+        return out
+
+    def occupancy(self) -> list:
+        return self.size[:]
+
+    # --- placement (rules 2-4) -----------------------------------------------------------------
+    def place_request(self, r, s, e, h, src):
+        ids, where, pins = self.ids, self.where, self.pins
+        nxt, later, seen = self.nxt, self.later, self.seen
+        wget, pget, place = where.get, pins.get, self.place
+        reindex, ev, move = self.reindex, self.ev, self.move
+        touch0 = None if 0 in reindex else ev[0].touch  # a use in HBM (use(0, b))
+        self.held.setdefault(r, []).extend(ids[s:e])  # pinned one by one below, as reached
+        for j in range(s, e):
+            self.pos = j  # for on_evict's log
+            b = ids[j]
+            pins[b] = pget(b, 0) + 1
+            m = wget(b, 0)
+            if nxt is not None:
+                self.next_use[b] = nxt[j]
+                for k in reindex:
+                    if m >> k & 1:
+                        ev[k].touch(b)
+            if m & 1:
+                if touch0 is not None:
+                    touch0(b)
+                continue
+            if j - s < h:  # a hit below HBM: promoted
+                k = src[j - s]
+                if m >> k & 1:  # still there (a step of this request may have pushed it out)
+                    if move:
+                        self.drop(k, b)
+                    elif k not in reindex:  # use(k, b)
+                        ev[k].touch(b)
+            elif (seen is not None and b not in seen) or (later is not None and later[j] < self.min_reuse):
+                continue  # a miss not admitted: computed, not cached
+            place(0, b)
+            if self.through:
+                for k in range(1, self.K):
+                    if wget(b, 0) >> k & 1:
+                        self.use(k, b)
+                    else:
+                        place(k, b)
+        if seen is not None:
+            seen.update(ids[s:e])
+
+    def finish(self, r):
+        """Request r ended: its pins go."""
+        pins = self.pins
+        for b in self.held.pop(r, ()):
+            n = pins[b] - 1
+            if n:
+                pins[b] = n
+            else:
+                del pins[b]
+        self.unpin()
+
+    def unpin(self):
+        """Pins or protections went: every tier's policy may take set-aside blocks back."""
+        for ev in self.ev:
+            ev.unpin()
+
+    def set_protect(self, blocks):
+        """The protected blocks are `blocks` now (the policies told when some were released)."""
+        protect = self.protect
+        old = len(protect)
+        protect.clear()
+        protect.update(blocks)
+        if len(protect) < old or old:
+            self.unpin()
+
+    def use(self, k, b):
+        if k not in self.reindex:  # a clairvoyant tier was told of the use as the step began
+            self.ev[k].touch(b)
+
+    def drop(self, k, v) -> int:
+        """Block v leaves tier k: the tiers still holding it (a bit mask, 0 for none)."""
+        self.ev[k].remove(v)
+        self.size[k] -= 1
+        m = self.where[v] & ~(1 << k)
+        if m:
+            self.where[v] = m
+        else:
+            del self.where[v]
+        return m
+
+    def place(self, k, b):
+        """Put b, not resident in tier k, into it. A loop, not recursion: an eviction's victim
+        goes on down (write-back) after b is in; each step changes only its own tier, so the
+        order is the same as placing the victim first."""
+        where, size, caps, K, through = self.where, self.size, self.caps, self.K, self.through
+        ev, written, peak, on_evict = self.ev, self.written, self.peak, self.on_evict
+        while True:
+            e_k = ev[k]
+            cascade = False
+            if size[k] >= caps[k]:
+                v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
+                if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
+                    v = None  # b's own next use is the farthest: b is left out (rule 3)
+                if v is None:  # every block here is pinned (or b is the victim): not kept here
+                    if not through and k + 1 < K and not where.get(b, 0) >> (k + 1):
+                        self.demoted[k + 1] += 1
+                        k += 1
+                        continue
+                    return
+                self.evicted[k] += 1
+                if on_evict is not None:
+                    on_evict(k, v)
+                e_k.remove(v)  # drop(k, v), inlined: this is the run's hot path
+                size[k] -= 1
+                m = where[v] & ~(1 << k)
+                if m:
+                    where[v] = m
+                else:
+                    del where[v]
+                cascade = not through and k + 1 < K and not m >> (k + 1)
+            e_k.insert(b)
+            where[b] = where.get(b, 0) | (1 << k)
+            size[k] += 1
+            written[k] += 1
+            if size[k] > peak[k]:
+                peak[k] = size[k]
+            if not cascade:
+                return
+            self.demoted[k + 1] += 1
+            b, k = v, k + 1
