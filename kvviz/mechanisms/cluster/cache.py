@@ -1,95 +1,118 @@
-"""An instance's block cache, and the few things the cluster asks of it beyond the serving core's
-seam (kv_source.py): how long a prefix of a request it holds (the router's match), blocks
-arriving from a peer or the pool (placed, their transfer joining the request's prefill), and
-its counts.
+"""An instance's block cache: the serving core's tiered block cache (kvviz/serving/tiered_cache.py:
+its lookup, placement, demotion and eviction rules, written once) driven through the serving
+core's seam (kv_source.py), with the tier links timed (kvviz/serving/links.py, `fifo`).
 
-PROVISIONAL (until the serving core's tiered block cache lands): one HBM tier of whole blocks,
-LRU (kvviz.serving.eviction), a request's blocks pinned while it runs; a hit is the longest
-resident prefix at admission; nothing to load.
+Tiers: HBM (`instance.hbm_cache_tokens`) and, unless the pool is shared, a local DRAM tier
+(`instance.dram_cache_tokens`, 0 = none); promote = copy, write = back, admission = always, a
+running request's blocks pinned in HBM (the prefix cache's defaults).
+
+Timing, the prefix cache's timed engine with `store.load_if_faster = false` and no prefetch
+(the rules of its timed_store.py; ours written again here over the shared cache, as a mechanism
+never imports another): a request looks up and places its blocks when the scheduler admits it;
+the write-downs its placement causes are booked on the link of the tier they enter, then its hit
+blocks below HBM load as one transfer per link; the prefill iteration's layer i computes once
+every transfer booked for the iteration has delivered its i-th of L equal pieces. Every hit
+block is used (no load-or-recompute cut: ASSUMPTION of this first version).
+
+What the cluster adds (beyond the seam): `resident_prefix` (the router's match, counting
+nothing), `inject` (blocks arriving from a peer or the pool are placed in HBM now) and
+`wait_for` (the request's prefill iteration also waits for that transfer, layer by layer).
+Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
+down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """
 from __future__ import annotations
 
-from ...serving.eviction import make
 from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.links import Link
+from ...serving.tiered_cache import TieredCache
 
 
-class SimpleStore:
-    stores = False
+def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
+    """The iteration's end so far (`pe`) given one more transfer delivering L equal pieces from
+    `start` to `t1`, each layer c ns of compute after its piece and the layer before it."""
+    return max(pe, int(start + (t1 - start) / L) + L * c, t1 + c)
+
+
+class InstanceCache:
+    stores = False  # the batcher saves nothing: writes down are this cache's link transfers
 
     def __init__(self, inst, cluster):
+        sc = cluster.sc
+        ins = sc.instance
         self.run, self.loop = inst, cluster.loop
         self.ids, self.off, self.tok = cluster.ids, cluster.off, cluster.tok
-        self.cap = cluster.hbm_blocks
-        self.ev = make(cluster.sc.instance.eviction, "the cluster", parent=cluster.parent)
-        self.where: set = set()
-        self.pins: dict = {}
-        self.held: dict = {}
-        n = len(cluster.work)
-        self.hits = [0] * n
-        self.hit_blocks, self.hit_tokens = [0], [0]
-        self.booked: list = []
+        bt = cluster.work.block_tokens
+        caps = [max(1, ins.hbm_cache_tokens // bt)]
+        self.names = ["hbm"]
+        if ins.dram_cache_tokens and not sc.pool.shared:
+            caps.append(max(1, ins.dram_cache_tokens // bt))
+            self.names.append("dram")
+        self.cache = TieredCache(self.ids, self.tok, caps, [ins.eviction] * len(caps), parent=cluster.parent,
+                                 where_name="the cluster")
+        self.where = self.cache.where
+        self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
+        self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
+                               for nm in self.names[1:]]
+        self.hits = [0] * len(cluster.work)
+        self.booked: list = []  # the iteration's transfers: (start after latency, end)
 
-    def arrived(self, j):
+    # --- the seam (kv_source.py) --------------------------------------------------------------
+    def arrived(self, j: int):
         pass
 
-    def admit(self, j, hbm_hit):
+    def admit(self, j: int, hbm_hit: bool):
         s, e = self.off[j], self.off[j + 1]
-        ids, tok, where = self.ids, self.tok, self.where
-        p = s
-        while p < e and ids[p] in where:
-            self.hit_tokens[0] += tok[p]
-            p += 1
-        self.hits[j] = h = p - s
-        self.hit_blocks[0] += h
-        held = self.held.setdefault(j, [])
-        for i in range(s, e):
-            b = ids[i]
-            self.pins[b] = self.pins.get(b, 0) + 1
-            held.append(b)
-            if b in where:
-                self.ev.touch(b)
-            else:
-                self.place(b)
+        cache, tok, now = self.cache, self.tok, self.loop.now
+        src = cache.lookup(s, e)
+        h = len(src)
+        self.hits[j] = h
+        before = cache.written[:]
+        cache.place_request(j, s, e, h, src)
+        K = cache.K
+        for k in range(1, K):  # writes down, booked on the link of the tier they enter
+            n = cache.written[k] - before[k]
+            if n:
+                self.links[k].book(n * self.bb, now, True)
+        nbytes = [0] * K
+        for i in range(h):  # hit blocks below HBM load over their tier's link, one transfer each
+            if src[i]:
+                nbytes[src[i]] += tok[s + i] * self.kv
+        load = 0
+        for k in range(1, K):
+            if nbytes[k]:
+                load += nbytes[k]
+                t0, t1 = self.links[k].book(nbytes[k], now, False)
+                self.booked.append((t0 + self.links[k].read_lat, t1))
         run = self.run
         total = run.keep[j] + run.inn[j]
         kept = sum(tok[s:s + h])
         run.keep[j], run.inn[j] = kept, total - kept
-        return (HIT_HBM if h else FIRST), 0, 0, 0
-
-    def place(self, b):
-        if len(self.where) >= self.cap:
-            v = self.ev.victim(self.pins)
-            if v is None:
-                return
-            self.ev.remove(v)
-            self.where.discard(v)
-        self.ev.insert(b)
-        self.where.add(b)
+        return (HIT_HBM if h else FIRST), load, 0, 0
 
     def load(self, jobs, a, b, ready, S, comp_ns):
-        L = self.run.cluster.layers
+        L = self.L
         c = int(comp_ns / L)
         pe = S + L * c
-        for start, t1 in self.booked:  # layer i computes once piece i of every transfer is in
-            pe = max(pe, int(start + (t1 - start) / L) + L * c, t1 + c)
+        for start, t1 in self.booked:
+            pe = layered_end(pe, L, c, start, t1)
         self.booked.clear()
         return pe, pe - S - L * c, None
 
-    def finished(self, j):
-        for b in self.held.pop(j, ()):
-            n = self.pins[b] - 1
-            if n:
-                self.pins[b] = n
-            else:
-                del self.pins[b]
-        self.ev.unpin()
+    def finished(self, j: int):
+        self.cache.finish(j)
 
 
-def make_store(inst, cluster):
-    return SimpleStore(inst, cluster)
+def make_store(inst, cluster) -> InstanceCache:
+    return InstanceCache(inst, cluster)
+
+
+def resident(store):
+    """The instance's resident blocks, as a container (`in`)."""
+    return store.where
 
 
 def resident_prefix(store, j: int) -> int:
+    """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
     ids, where = store.ids, store.where
     s, e = store.off[j], store.off[j + 1]
     p = s
@@ -98,18 +121,13 @@ def resident_prefix(store, j: int) -> int:
     return p - s
 
 
-def resident(store):
-    """The instance's resident blocks, as a container (`in`)."""
-    return store.where
-
-
 def inject(store, j: int, first: int, last: int) -> None:
     """Blocks first..last-1 of request j arrive from a peer or the pool: placed in HBM now (their
     transfer is booked; the request's prefill waits for it, `wait_for`)."""
-    ids, s = store.ids, store.off[j]
+    ids, s, where, cache = store.ids, store.off[j], store.where, store.cache
     for i in range(s + first, s + last):
-        if ids[i] not in store.where:
-            store.place(ids[i])
+        if not where.get(ids[i], 0) & 1:
+            cache.place(0, ids[i])
 
 
 def wait_for(store, t0: int, t1: int) -> None:
@@ -120,4 +138,4 @@ def wait_for(store, t0: int, t1: int) -> None:
 
 def counts(store) -> tuple[list, list]:
     """(hit blocks, hit tokens) per tier, top first."""
-    return store.hit_blocks, store.hit_tokens
+    return store.cache.hit_blocks, store.cache.hit_tokens

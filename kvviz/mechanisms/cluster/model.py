@@ -99,8 +99,6 @@ class Instance(Section):
     dram_read_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="DRAM→HBM bandwidth (PCIe)")
     dram_write_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="HBM→DRAM bandwidth (PCIe)")
     eviction: Literal[EVICTIONS] = param("lru", description="Every tier's eviction policy")
-    load_if_faster: bool = param(True, description="A hit below HBM is recomputed where that ends the prefill "
-                                                   "sooner (the serving core's rule)")
 
 
 class Cluster(Section):

@@ -28,6 +28,20 @@ from .pool import SharedPool
 from .view import View
 
 
+def parents(work) -> dict:
+    """Each block's parent (leaf_lru reads it): the block before it where it first appears, None
+    for the first block of a request."""
+    out: dict = {}
+    ids, off = work.ids.tolist(), work.offsets.tolist()
+    for r in range(len(off) - 1):
+        prev = None
+        for b in ids[off[r]:off[r + 1]]:
+            if b not in out:
+                out[b] = prev
+            prev = b
+    return out
+
+
 class ClusterRun:
     def __init__(self, sc, work):
         self.sc, self.work = sc, work
@@ -40,7 +54,7 @@ class ClusterRun:
         self.ids, self.off, self.tok = work.ids.tolist(), work.offsets.tolist(), work.tokens.tolist()
         self.cum_tokens = np.r_[0, np.cumsum(work.tokens)].tolist()
         self.inn0 = work.input_tokens.tolist()
-        self.parent = None
+        self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
         self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
