@@ -15,8 +15,10 @@ every transfer booked for the iteration has delivered its i-th of L equal pieces
 block is used (no load-or-recompute cut: ASSUMPTION of this first version).
 
 What the cluster adds (beyond the seam): `resident_prefix` (the router's match, counting
-nothing), `inject` (blocks arriving from a peer or the pool are placed in HBM now) and
-`wait_for` (the request's prefill iteration also waits for that transfer, layer by layer).
+nothing); blocks fetched for a request from a peer or the pool (`run.fetched_ids`) continue its
+hit chain at admission after its own resident blocks (they land in its running KV in HBM, then
+are placed like any block it reached), and `wait_for` makes its prefill iteration wait for
+their transfer, layer by layer.
 Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
 down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """
@@ -53,7 +55,9 @@ class InstanceCache:
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
         self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
-        self.hits = [0] * len(cluster.work)
+        self.hits = [0] * len(cluster.work)       # hit blocks per request (its own and fetched)
+        self.own_hits = [0] * len(cluster.work)   # of those, resident in the instance's own tiers
+        self.fetched_hit_blocks = self.fetched_hit_tokens = 0
         self.booked: list = []  # the iteration's transfers: (start after latency, end)
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
@@ -64,8 +68,17 @@ class InstanceCache:
         s, e = self.off[j], self.off[j + 1]
         cache, tok, now = self.cache, self.tok, self.loop.now
         src = cache.lookup(s, e)
+        own = len(src)
+        got = self.run.fetched_ids.pop(j, None)
+        if got:  # the chain goes on through blocks fetched for this request (their KV is in HBM)
+            p, ids = s + own, self.ids
+            while p < e and ids[p] in got:
+                src.append(0)
+                self.fetched_hit_blocks += 1
+                self.fetched_hit_tokens += tok[p]
+                p += 1
         h = len(src)
-        self.hits[j] = h
+        self.hits[j], self.own_hits[j] = h, own
         before = cache.written[:]
         cache.place_request(j, s, e, h, src)
         K = cache.K
@@ -119,15 +132,6 @@ def resident_prefix(store, j: int) -> int:
     while p < e and ids[p] in where:
         p += 1
     return p - s
-
-
-def inject(store, j: int, first: int, last: int) -> None:
-    """Blocks first..last-1 of request j arrive from a peer or the pool: placed in HBM now (their
-    transfer is booked; the request's prefill waits for it, `wait_for`)."""
-    ids, s, where, cache = store.ids, store.off[j], store.where, store.cache
-    for i in range(s + first, s + last):
-        if not where.get(ids[i], 0) & 1:
-            cache.place(0, ids[i])
 
 
 def wait_for(store, t0: int, t1: int) -> None:

@@ -80,6 +80,7 @@ class Instance:
         self.over, self.coupled, self.after = [False] * n, False, [0] * n
         self.arrival = [0] * n
         self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
+        self.fetched_ids: dict = {}  # job -> the block ids those fetches bring
         self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
         self.pending_ns = 0.0
         self.iter_at, self.iter_ns = -1, 0.0

@@ -13,6 +13,7 @@
 - throughput_tokens_per_s: reply tokens / (last end − first arrival).
 - rejected: requests refused by SLO admission (never served).
 - per_instance: requests, busy seconds, prefill tokens computed, hit rate, peak queue.
+- gpu_busy_s, prefill_gpu_s: GPU busy time summed over every instance (all; prefill iterations).
 - load_imbalance: max / mean GPU busy time over the routed (prefill) instances.
 - links: bytes and busy seconds of each instance's peer links (sums, and the busiest).
 """
@@ -53,8 +54,11 @@ def metrics(run) -> dict:
     cum = np.asarray(run.cum_tokens, dtype=np.int64)
     off = work.offsets
     hit_tok = cum[off[:-1] + hits] - cum[off[:-1]]
-    local = np.minimum(np.array(run.local, dtype=np.int64), hits)
-    peer = np.clip(hits - local, 0, np.array(run.fetched, dtype=np.int64))
+    local = np.zeros(n, dtype=np.int64)  # hit blocks its instance held itself at admission
+    for inst in run.inst[:run.n_route]:
+        mine = where == inst.index
+        local[mine] = np.array(inst.cache.own_hits, dtype=np.int64)[mine]
+    peer = np.clip(hits - local, 0, np.array(run.fetched, dtype=np.int64))  # fetched: peer first, then pool
     peer_tok = cum[off[:-1] + local + peer] - cum[off[:-1] + local]
     pool = np.clip(hits - local - peer, 0, np.array(run.pooled, dtype=np.int64))
     pool_tok = cum[off[:-1] + local + peer + pool] - cum[off[:-1] + local + peer]
@@ -105,6 +109,8 @@ def metrics(run) -> dict:
         },
         "throughput_tokens_per_s": float(out[served].sum()) / (span_ns / 1e9) if span_ns else None,
         "makespan_s": span_ns / 1e9,
+        "gpu_busy_s": float(sum(i.batcher.busy_ns for i in run.inst)) / 1e9,
+        "prefill_gpu_s": float(sum(i.batcher.prefill_ns for i in run.inst)) / 1e9,
         "load_imbalance": float(busy.max() / busy.mean()) if len(busy) and busy.mean() > 0 else None,
         "per_instance": per_instance,
         "links": {"peer_bytes": int(sum(e.bytes for e in run.peers.out)),

@@ -109,7 +109,7 @@ class Cluster(Section):
                                                "KV moves over the peer link (Mooncake's disaggregation)")
     peer_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s",
                              description="Each instance's RDMA NIC towards the others (one link each way; a "
-                                         "transfer takes both ends: ASSUMPTION, ours). Mooncake: 8×200 Gb/s")
+                                         "transfer takes both ends: ASSUMPTION, ours).")
     peer_latency_us: float = param(10.0, ge=0, le=1e9, unit="µs", description="Latency of one peer transfer")
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ import numpy as np
 from ...serving.batching import BatchConfig
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
+from ...serving.tiered_cache import Either
 from . import cache, routers
 from .instance import Instance
 from .peers import PeerLinks
@@ -99,7 +100,7 @@ class ClusterRun:
             have, best = d.local_blocks, d.fetch_blocks
             nbytes = (self.view.held_tokens(j, best) - self.view.held_tokens(j, have)) * self.kv
             t0, t1 = self.peers.book(d.fetch_from, k, nbytes, self.loop.now)
-            cache.inject(inst.cache, j, have, best)
+            inst.fetched_ids.setdefault(j, set()).update(self.ids[self.off[j] + have:self.off[j] + best])
             inst.fetches.setdefault(j, []).append((t0 + self.peers.lat, t1, nbytes))
             self.fetched[j], self.fetch_src[j] = best - have, d.fetch_from
         if self.pool is not None:
@@ -110,16 +111,20 @@ class ClusterRun:
         """The blocks of j's chain through the pool that the instance does not hold: fetched now."""
         local = cache.resident(inst.cache)
         have = cache.resident_prefix(inst.cache, j)
-        reach = self.pool.chain(j, local)
+        peer = inst.fetched_ids.get(j, ())
+        reach = self.pool.chain(j, Either(local, peer))
         if reach <= have:
             return
         s = self.off[j]
-        nbytes = sum(self.tok[i] for i in range(s + have, s + reach) if self.ids[i] not in local) * self.kv
+        take = [self.ids[i] for i in range(s + have, s + reach) if self.ids[i] not in local and self.ids[i] not in peer]
+        nbytes = sum(self.tok[i] for i in range(s + have, s + reach) if self.ids[i] in take) * self.kv
+        if not take:
+            return
         link = self.pool.links[inst.index]
         t0, t1 = link.book(nbytes, self.loop.now, False)
-        cache.inject(inst.cache, j, have, reach)
+        inst.fetched_ids.setdefault(j, set()).update(take)
         inst.fetches.setdefault(j, []).append((t0 + link.read_lat, t1, nbytes))
-        self.pooled[j] = reach - have
+        self.pooled[j] = len(take)
 
     def admitted(self, inst: Instance, j: int):
         if self.pool is not None:
