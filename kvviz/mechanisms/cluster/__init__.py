@@ -9,8 +9,11 @@ instances' RDMA links), run.py (the run), metrics.py. No other mechanism is impo
 import contract in pyproject.toml): what the cluster shares with the prefix cache lives in
 kvviz/serving.
 
-The timeline: a lane per instance with a mark per served request at its first token (hit or
-miss), and a lane of rejected requests.
+The timeline: one lane group per instance (a Perfetto process each): its GPU's prefill and
+decode iterations with a hit or miss mark per request, its RDMA lane (peer, pool and P/D KV
+transfers) and its DRAM↔HBM lane (block loads and write-downs), each transfer carrying its
+bytes, tiers and its request's flow to the prefill that consumed it; and a lane of requests
+SLO admission refused.
 """
 from __future__ import annotations
 
@@ -19,7 +22,6 @@ import os
 from ...requests.extent import extent
 from ...result import Result
 from ...size_guard import Estimate
-from ...trace import TraceBuilder
 from .. import Mechanism
 from .metrics import metrics
 from .model import ClusterScenario
@@ -59,19 +61,13 @@ def simulate(sc: ClusterScenario) -> Result:
 
 
 def build_trace(run):
-    tb = TraceBuilder(item_name="request")
-    lanes = [tb.lane(f"instance {i.index} ({i.role}) · first tokens", "instances") for i in run.inst]
-    rej = tb.lane("rejected (SLO admission)", "router")
-    n = len(run.work)
-    step = max(1, n // MAX_TRACE_MARKS)
-    for j in range(0, n, step):
-        k = run.where[j]
-        if run.rejected[j]:
-            tb.instant(rej, run.times[j], "miss", j, job=j)
-            continue
-        inst = run.inst[k]
-        h = inst.cache.hits[j]
-        tb.instant(lanes[k], inst.batcher.first_token[j], "hit" if h else "miss", j, job=j, items=h)
+    """The run's recording (instance.py's lanes) and a lane of the requests SLO admission refused."""
+    tb = run.tb
+    rej = [j for j in range(len(run.work)) if run.rejected[j]]
+    if rej:
+        lane = tb.lane("rejected (SLO admission)", "router")
+        for j in rej[:MAX_TRACE_MARKS]:
+            tb.instant(lane, run.times[j], "miss", j, job=j)
     return tb.build()
 
 

@@ -82,10 +82,13 @@ class InstanceCache:
         before = cache.written[:]
         cache.place_request(j, s, e, h, src)
         K = cache.K
+        inst = self.run
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
             n = cache.written[k] - before[k]
             if n:
-                self.links[k].book(n * self.bb, now, True)
+                t0, t1 = self.links[k].book(n * self.bb, now, True)
+                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
+                              f"write {n} blocks HBM→DRAM", j, n * self.bb, "HBM", "DRAM")
         nbytes = [0] * K
         for i in range(h):  # hit blocks below HBM load over their tier's link, one transfer each
             if src[i]:
@@ -96,6 +99,8 @@ class InstanceCache:
                 load += nbytes[k]
                 t0, t1 = self.links[k].book(nbytes[k], now, False)
                 self.booked.append((t0 + self.links[k].read_lat, t1))
+                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
+                              nbytes[k], "DRAM", "HBM")
         run = self.run
         total = run.keep[j] + run.inn[j]
         kept = sum(tok[s:s + h])

@@ -72,7 +72,12 @@ class Instance:
         n = len(cluster.work)
         self.cluster, self.index, self.role = cluster, index, role
         self.n, self.loop, self.gpu = n, cluster.loop, cluster.gpu
-        self.tb = None
+        self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
+        if tb is not None:  # one lane group per instance: one Perfetto process each
+            g = f"instance {index}"
+            self.l_gpu = tb.lane(f"GPU · {role}", g)
+            self.l_rdma = tb.lane("RDMA in · peer, pool and P/D transfers", g)
+            self.l_dram = tb.lane("DRAM↔HBM · block loads and writes", g)
         self.conv = list(range(n))
         self.inn = list(cluster.inn0)
         self.keep = [0] * n
@@ -138,7 +143,20 @@ class Instance:
         pass
 
     def prefill_span(self, S, pe, jobs, layer):
-        pass
+        tb = self.tb
+        what = "KV arrived" if self.role == "decode" else "prefill"
+        base = self.n if self.role == "decode" else 0  # a decode's flow is its P/D transfer's, apart
+        for j in jobs:  # each job's mark, at the iteration's end, ends the flows of what it waited on
+            hit = self.role == "decode" or (self.cache is not None and self.cache.hits[j] > 0)
+            tb.instant(self.l_gpu, pe, "hit" if hit else "miss", j, job=j, flow=base + j)
+        tb.span(self.l_gpu, S, pe, "prefill", f"{what} · {len(jobs)} request{'s' * (len(jobs) > 1)}", ref=jobs[0],
+                job=jobs[0], items=len(jobs))
 
     def decode_span(self, t0, t1, n, k, ref):
-        pass
+        self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} request{'s' * (n > 1)} × {k} iterations", ref=ref)
+
+    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str, dst: str):
+        """A transfer on one of this instance's link lanes, its facts and its job's flow."""
+        if self.tb is not None:
+            flow = -1 if kind == "save" else j + (self.n if self.role == "decode" else 0)
+            self.tb.span(lane, t0, t1, kind, label, ref=j, bytes=int(nbytes), src=src, dst=dst, job=j, flow=flow)

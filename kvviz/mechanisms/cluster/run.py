@@ -22,6 +22,7 @@ from ...serving.batching import BatchConfig
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
 from ...serving.tiered_cache import Either
+from ...trace import TraceBuilder
 from . import cache, routers
 from .instance import Instance
 from .peers import PeerLinks
@@ -44,8 +45,9 @@ def parents(work) -> dict:
 
 
 class ClusterRun:
-    def __init__(self, sc, work):
+    def __init__(self, sc, work, record: bool = True):
         self.sc, self.work = sc, work
+        self.tb = TraceBuilder(item_name="request") if record else None
         n = len(work)
         self.loop = Loop()
         m, ins = sc.model, sc.instance
@@ -100,6 +102,9 @@ class ClusterRun:
             have, best = d.local_blocks, d.fetch_blocks
             nbytes = (self.view.held_tokens(j, best) - self.view.held_tokens(j, have)) * self.kv
             t0, t1 = self.peers.book(d.fetch_from, k, nbytes, self.loop.now)
+            if self.tb is not None:
+                inst.transfer(inst.l_rdma, t0, t1, "fetch", f"fetch {best - have} blocks from instance {d.fetch_from}",
+                              j, nbytes, "RDMA", "HBM")
             inst.fetched_ids.setdefault(j, set()).update(self.ids[self.off[j] + have:self.off[j] + best])
             inst.fetches.setdefault(j, []).append((t0 + self.peers.lat, t1, nbytes))
             self.fetched[j], self.fetch_src[j] = best - have, d.fetch_from
@@ -122,6 +127,9 @@ class ClusterRun:
             return
         link = self.pool.links[inst.index]
         t0, t1 = link.book(nbytes, self.loop.now, False)
+        if self.tb is not None:
+            inst.transfer(inst.l_rdma, t0, t1, "fetch", f"fetch {len(take)} blocks from the pool", j, nbytes,
+                          "RDMA", "HBM")
         inst.fetched_ids.setdefault(j, set()).update(take)
         inst.fetches.setdefault(j, []).append((t0 + link.read_lat, t1, nbytes))
         self.pooled[j] = len(take)
@@ -140,7 +148,10 @@ class ClusterRun:
         k = min(range(len(dec)), key=lambda i: (dec[i].batcher.tok_run, dec[i].queue_len(), i))
         d = dec[k]
         ctx = self.inn0[j] + 1
-        _, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)
+        t0, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)
+        if self.tb is not None:
+            d.transfer(d.l_rdma, t0, t1, "load", f"KV of {ctx:,} tokens from instance {inst.index}", j,
+                       ctx * self.kv, "RDMA", "HBM")
         d.keep[j], d.inn[j] = ctx, 0
         self.decoder[j] = d.index
         self.loop.push(t1, 2, d.arrive, (j,))
