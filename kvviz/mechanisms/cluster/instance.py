@@ -75,9 +75,9 @@ class Instance:
         self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
         if tb is not None:  # one lane group per instance: one Perfetto process each
             g = f"instance {index}"
-            self.l_gpu = tb.lane(f"GPU · {role}", g)
-            self.l_rdma = tb.lane("RDMA in · peer, pool and P/D transfers", g)
-            self.l_dram = tb.lane("DRAM↔HBM · block loads and writes", g)
+            self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
+            self.l_rdma = tb.lane(f"{g} RDMA in · peer, pool and P/D transfers", g)
+            self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
         self.conv = list(range(n))
         self.inn = list(cluster.inn0)
         self.keep = [0] * n
