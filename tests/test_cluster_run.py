@@ -171,3 +171,28 @@ def test_every_request_is_served_or_rejected_exactly_once(tmp_path, rows, policy
         assert sum(i.served for i in run.inst[run.n_route:]) == int(multi.sum())
     m = simulate(sc).metrics
     assert m["served"] + m["rejected"] == N and m["rejected"] == int(rejected.sum())
+
+
+def test_a_ragpulse_trace_is_a_cluster_workload(tmp_path):
+    from .test_cluster_workloads import rec, write
+    p = write(tmp_path, [rec("0", passages=(10, 11)), rec("1", passages=(10,)), rec("2", passages=(10, 11))])
+    m = simulate(cluster(str(p), cluster={"instances": 2}, routing={"policy": "prefix_affinity"})).metrics
+    assert m["served"] == 3
+    # request 2 repeats request 0's chunks (sys 1, passages 10, 11, user 30): its 4 blocks hit where 0 ran
+    assert m["block_hit_ratio"] == pytest.approx((2 + 4) / 11)
+
+
+def test_the_shared_prefix_generator_drives_a_cluster():
+    data = {"kind": "cluster", "instance": dict(SERVING), "cluster": {"instances": 2},
+            "workload": {"groups": 3, "prompts_per_group": 2, "system_prompt_tokens": 160, "question_tokens": 32,
+                         "generated_output_tokens": 4, "stages": [[20.0, 1.0], [40.0, 1.0]], "block_tokens": 16}}
+    m = simulate(parse_scenario(data, "test")).metrics
+    assert m["served"] > 30
+    assert m["token_hit_rate"] > 0.5  # 160 of 192 tokens are a group's system prompt, repeated
+
+
+def test_inactive_fields_follow_the_router_and_the_workload():
+    from kvviz.mechanisms.cluster import inactive
+    off = inactive({"workload": {"trace_file": "t.jsonl"}, "routing": {"policy": "precise_prefix"}})
+    assert "workload.stages" in off and "routing.balancing_threshold" in off and "routing.kv_weight" not in off
+    assert "pool.read_gbps" in off

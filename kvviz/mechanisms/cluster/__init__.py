@@ -35,6 +35,37 @@ SECONDS_PER_REQUEST = 40e-6
 MAX_TRACE_MARKS = 200_000
 
 
+GENERATOR_FIELDS = ("block_tokens", "groups", "prompts_per_group", "system_prompt_tokens", "question_tokens",
+                    "generated_output_tokens", "stages", "multi_turn", "seed")
+ROUTER_FIELDS = {"seed": ("random",), "balancing_threshold": ("global_cache_aware",),
+                 "prefix_weight": ("precise_prefix", "approximate_prefix"),
+                 "kv_weight": ("precise_prefix", "approximate_prefix"),
+                 "queue_weight": ("precise_prefix", "approximate_prefix"),
+                 "approx_index_blocks": ("approximate_prefix",)}
+
+
+def inactive(data: dict) -> dict[str, str]:
+    """Fields another field makes moot, for the app to grey out."""
+    out = {}
+    w = data.get("workload")
+    if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
+        out.update({f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS})
+    else:
+        out["workload.max_requests"] = "not used: only a trace file is cut to its first requests"
+    r = data.get("routing")
+    policy = r.get("policy", "prefix_affinity") if isinstance(r, dict) else "prefix_affinity"
+    for f, users in ROUTER_FIELDS.items():
+        if policy not in users:
+            out[f"routing.{f}"] = f"not used: only {' and '.join(users)} read{'s' * (len(users) == 1)} it"
+    p = data.get("pool")
+    if not (isinstance(p, dict) and p.get("shared")):
+        out.update({f"pool.{f}": "not used: pool.shared is off" for f in ("read_gbps", "write_gbps", "latency_us")})
+    c = data.get("cluster")
+    if isinstance(c, dict) and c.get("instances", 1) == 1:
+        out.update({f"cluster.{f}": "not used: one instance" for f in ("peer_gbps", "peer_latency_us")})
+    return out
+
+
 def estimate(sc: ClusterScenario) -> Estimate:
     w = sc.workload
     if w.trace_file:
@@ -71,4 +102,4 @@ def build_trace(run):
     return tb.build()
 
 
-MECHANISM = Mechanism("cluster", ClusterScenario, simulate, estimate)
+MECHANISM = Mechanism("cluster", ClusterScenario, simulate, estimate, inactive=inactive)
