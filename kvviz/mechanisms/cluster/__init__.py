@@ -28,10 +28,12 @@ from .model import ClusterScenario
 from .run import ClusterRun
 from .workload import load
 
-# ASSUMPTIONS of the estimate (measured on this machine, bench_cluster.py): a block lookup costs
-# about 200 bytes while a run lasts, and a request about 40 µs of CPU per instance it could go to
-BYTES_PER_LOOKUP = 200
-SECONDS_PER_REQUEST = 40e-6
+# The estimate's constants, measured on this machine: `kvviz run cluster_mooncake_routing` (12,031
+# requests, 288,500 block lookups, 16 instances, the timeline recorded) took 5.6 s of wall time and
+# 189 MB of peak RSS (about 110 MB above the interpreter's), i.e. ~470 µs a request and ~400 B a
+# lookup; the run alone is ~180 µs a request (benchmarks/bench_cluster.py)
+BYTES_PER_LOOKUP = 400
+SECONDS_PER_REQUEST = 470e-6
 MAX_TRACE_MARKS = 200_000
 
 
@@ -74,14 +76,14 @@ def estimate(sc: ClusterScenario) -> Estimate:
         if w.max_requests:
             requests = min(requests, w.max_requests)
         size = os.stat(w.trace_file).st_size if os.path.isfile(w.trace_file) else 0
-        lookups = requests * 25  # ASSUMPTION: Mooncake's ~24 blocks a request
+        lookups = requests * 25  # ASSUMPTION: Mooncake's 24 blocks a request (288,500 / 12,031)
         nbytes, field = lookups * BYTES_PER_LOOKUP + size * 8, "workload.trace_file"
     else:
         requests = sum(r * d for r, d in w.stages)
         per = (w.system_prompt_tokens + w.question_tokens) / w.block_tokens
         nbytes, field = requests * per * BYTES_PER_LOOKUP, "workload.stages"
-    seconds = requests * SECONDS_PER_REQUEST * (1 + sc.cluster.instances / 8)
-    return Estimate(nbytes + requests * sc.cluster.instances * 300, seconds, field)
+    seconds = requests * SECONDS_PER_REQUEST * max(1.0, sc.cluster.instances / 16)  # ASSUMPTION: linear beyond 16
+    return Estimate(nbytes + requests * sc.cluster.instances * 60, seconds, field)
 
 
 def simulate(sc: ClusterScenario) -> Result:
