@@ -196,3 +196,24 @@ def test_inactive_fields_follow_the_router_and_the_workload():
     off = inactive({"workload": {"trace_file": "t.jsonl"}, "routing": {"policy": "precise_prefix"}})
     assert "workload.stages" in off and "routing.balancing_threshold" in off and "routing.kv_weight" not in off
     assert "pool.read_gbps" in off
+
+
+@pytest.mark.parametrize("policy", ROUTERS)
+def test_kvviz_run_bundled_routing_json_for_every_router(policy, capsys):
+    from kvviz.cli import main
+    assert main(["run", "cluster_mooncake_routing", "--json", "--set", f"routing.policy={policy}",
+                 "--set", "workload.max_requests=200"]) == 0
+    out = capsys.readouterr().out
+    m = json.loads(out[out.index("{"):])
+    m = m.get("metrics", m)
+    for k in ("mean_ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "token_hit_rate",
+              "throughput_tokens_per_s", "rejected", "per_instance"):
+        assert k in m, k
+    assert m["routing_policy"] == policy and len(m["per_instance"]) == 16
+
+
+def test_kvviz_run_refuses_an_unknown_router_naming_the_field(capsys):
+    from kvviz.cli import main
+    assert main(["run", "cluster_mooncake_routing", "--set", "routing.policy=fastest"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "routing.policy" in err
