@@ -80,7 +80,6 @@ class ClusterRun:
         self.where = [-1] * n           # prefill instance
         self.decoder = [-1] * n         # decode instance (P/D split)
         self.rejected = [False] * n
-        self.local = [0] * n            # leading blocks its instance held at routing
         self.fetched = [0] * n          # blocks fetched from a peer
         self.fetch_src = [-1] * n
         self.pooled = [0] * n           # blocks fetched from the shared pool
@@ -97,7 +96,6 @@ class ClusterRun:
         k = d.instance
         inst = self.inst[k]
         self.where[j] = k
-        self.local[j] = cache.resident_prefix(inst.cache, j)  # its own, before any fetch
         if d.fetch_from >= 0 and d.fetch_blocks > d.local_blocks:
             have, best = d.local_blocks, d.fetch_blocks
             nbytes = (self.view.held_tokens(j, best) - self.view.held_tokens(j, have)) * self.kv
@@ -121,10 +119,11 @@ class ClusterRun:
         if reach <= have:
             return
         s = self.off[j]
-        take = [self.ids[i] for i in range(s + have, s + reach) if self.ids[i] not in local and self.ids[i] not in peer]
-        nbytes = sum(self.tok[i] for i in range(s + have, s + reach) if self.ids[i] in take) * self.kv
-        if not take:
+        pos = [i for i in range(s + have, s + reach) if self.ids[i] not in local and self.ids[i] not in peer]
+        if not pos:
             return
+        take = [self.ids[i] for i in pos]
+        nbytes = sum(self.tok[i] for i in pos) * self.kv
         link = self.pool.links[inst.index]
         t0, t1 = link.book(nbytes, self.loop.now, False)
         if self.tb is not None:
