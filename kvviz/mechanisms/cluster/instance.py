@@ -73,11 +73,6 @@ class Instance:
         self.cluster, self.index, self.role = cluster, index, role
         self.n, self.loop, self.gpu = n, cluster.loop, cluster.gpu
         self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
-        if tb is not None:  # one lane group per instance: one Perfetto process each
-            g = f"instance {index}"
-            self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
-            self.l_rdma = tb.lane(f"{g} RDMA in · peer, pool and P/D transfers", g)
-            self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
         self.conv = list(range(n))
         self.inn = list(cluster.inn0)
         self.keep = [0] * n
@@ -96,6 +91,13 @@ class Instance:
         else:
             self.cache = cache.make_store(self, cluster)
             self.store = Hooked(self.cache, self)
+        if tb is not None:  # one lane group per instance: one Perfetto process each
+            g = f"instance {index}"
+            self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
+            self.l_rdma = tb.lane(f"{g} RDMA in · " + ("KV from prefill" if role == "decode" else
+                                                      "peer and pool fetches"), g)
+            if self.cache is not None and len(self.cache.names) > 1:
+                self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
         self.batcher = Batcher(self, cfg)
 
     # --- the router's signals -----------------------------------------------------------------
