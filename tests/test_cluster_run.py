@@ -217,3 +217,73 @@ def test_kvviz_run_refuses_an_unknown_router_naming_the_field(capsys):
     assert main(["run", "cluster_mooncake_routing", "--set", "routing.policy=fastest"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "routing.policy" in err
+
+
+# The routers in a real run (the serving core's timing), each case worked out beside it.
+def _two(tmp_path, rows, policy, n=2, **sections):
+    tr = plain_trace(tmp_path / "r.jsonl", rows)
+    sc = cluster(tr, cluster={"instances": n, **sections.pop("cluster", {})}, routing={"policy": policy},
+                 **sections)
+    return run_of(sc)
+
+
+def test_in_a_run_round_robin_takes_turns(tmp_path):
+    rows = [(0.1 * i, 64, 2, [i * 10 + k for k in range(4)]) for i in range(5)]
+    assert _two(tmp_path, rows, "round_robin", n=3).where == [0, 1, 2, 0, 1]
+
+
+def test_in_a_run_least_loaded_spreads_a_burst(tmp_path):
+    # three 1,024-token requests at once: the first to 0 (tie), the second to the idle 1, the third
+    # to 0 or 1 by queue: both hold one request's prefill estimate, a tie, so 0
+    ids = [list(range(i * 100, i * 100 + 64)) for i in range(3)]
+    run = _two(tmp_path, [(0.0, 1024, 2, x) for x in ids], "least_loaded")
+    assert run.where == [0, 1, 0]
+
+
+def test_in_a_run_prefix_affinity_returns_to_the_holder(tmp_path):
+    # A at 0 s runs on 0 (tie); B at 10 s (both idle again) repeats A's first 60 blocks: instance 0
+    # holds them, so its estimate is prefill(4 blocks after 60) < instance 1's prefill(64)
+    a = list(range(64))
+    b = a[:60] + [900, 901, 902, 903]
+    run = _two(tmp_path, [(0.0, 1024, 2, a), (10.0, 1024, 2, b)], "prefix_affinity")
+    assert run.where == [0, 0]
+    assert run.inst[0].cache.hits[1] == 60
+
+
+def test_in_a_run_global_cache_aware_fetches_from_a_busy_holder(tmp_path):
+    # A (1,024 tokens) at 0 s on instance 0 (tie), its 64 blocks placed at admission. B, the same
+    # prompt, 1 ms later: instance 0 still prefills A (about 0.1 s left), instance 1 is idle and
+    # holds nothing: 64/0 exceeds the threshold, so 1 is costed with a fetch of 64 blocks over a
+    # 1,000 GB/s link (0.34 ms) + prefill after them, less than waiting on 0: B goes to 1, fetching
+    a = list(range(64))
+    run = _two(tmp_path, [(0.0, 1024, 2, a), (0.001, 1024, 2, a)], "global_cache_aware",
+               cluster={"peer_gbps": 1000.0, "peer_latency_us": 0.0})
+    assert run.where == [0, 1]
+    assert (run.fetch_src[1], run.fetched[1]) == (0, 64)
+    assert run.inst[1].cache.hits[1] == 64  # the fetched blocks are its hit
+    m = metrics_of(run)
+    assert m["hit_split"]["blocks"]["peer"] == pytest.approx(64 / 128)
+
+
+def metrics_of(run):
+    from kvviz.mechanisms.cluster.metrics import metrics
+    return metrics(run)
+
+
+@pytest.mark.parametrize("policy", ["precise_prefix", "approximate_prefix"])
+def test_in_a_run_llmd_scorers_return_to_the_holder(tmp_path, policy):
+    # A at 0 s: every score equal (no prefix, no load) -> 0. C at 0 s on the idle 1 (A runs on 0: its KV
+    # score is lower). B at 10 s, both idle: 0 holds (precise) / was sent (approximate) 60 of
+    # B's 64 blocks: 3 · 60/64 more -> 0
+    a = list(range(64))
+    c = list(range(500, 564))
+    b = a[:60] + [900, 901, 902, 903]
+    run = _two(tmp_path, [(0.0, 1024, 2, a), (0.0, 1024, 2, c), (10.0, 1024, 2, b)], policy)
+    assert run.where == [0, 1, 0]
+
+
+def test_in_a_run_random_follows_its_seed(tmp_path):
+    rows = [(0.1 * i, 64, 2, [i * 10 + k for k in range(4)]) for i in range(12)]
+    run = _two(tmp_path, rows, "random", n=3)
+    rng = np.random.default_rng(1)  # routing.seed's default
+    assert run.where == [int(rng.integers(3)) for _ in range(12)]
