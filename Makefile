@@ -18,9 +18,10 @@ TEST_DEB_LIBS := xvfb librsvg2-bin
 
 setup: $(STAMP)
 
-# the compiled engine's and the Mooncake scanner's sources too: an edit rebuilds them (a stale build is never
-# run: their native/__init__.py)
+# the compiled engine's, the serving core's (block cache) and the Mooncake scanner's sources too: an edit
+# rebuilds them (a stale build is never run: their native/__init__.py)
 NATIVE_SRC := $(wildcard kvviz/mechanisms/attention_store/native/*.pyx kvviz/mechanisms/attention_store/native/*.pxi kvviz/mechanisms/attention_store/native/*.pxd \
+                          kvviz/serving/native/*.pyx kvviz/serving/native/*.pxi kvviz/serving/native/*.pxd \
                           kvviz/requests/native/*.pyx)
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)

@@ -40,8 +40,8 @@ def extensions():
 
 
 def source_hash(folder: Path) -> str:
-    """kvviz/.../native/sources.py's hash (run as a file: kvviz cannot be imported here)."""
-    return runpy.run_path(str(HERE / "kvviz/mechanisms/attention_store/native/sources.py"))["source_hash"](folder)
+    """kvviz/serving/native/sources.py's hash (run as a file: kvviz cannot be imported here)."""
+    return runpy.run_path(str(HERE / "kvviz/serving/native/sources.py"))["source_hash"](folder)
 
 
 class OptionalBuildExt(build_ext):

@@ -30,14 +30,24 @@ Interface:
   hit counters; `matched(blocks)` the same for any block ids, counting nothing (a router's peek);
 - `place_request(r, s, e, h, src)`: admit/insert request r's blocks (rules 2-4), pinning them;
 - `finish(r)`: request r's pins go;
-- `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it);
+- `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it,
+  `protect_ranges` with the blocks of position ranges);
 - `place(k, b)`, `drop(k, b)`, `use(k, b)`: single moves (prefetch copies a block up);
 - counters, per tier (lists, top first): `size` (occupancy), `peak`, `hit_blocks`,
   `hit_tokens`, `hit_req`, `written`, `demoted`, `evicted`; `occupancy()` a copy of `size`.
-- `on_evict(k, v)`, if set: told of every eviction (a log).
+- `on_evict(k, v)`, if set: told of every eviction (a log); `original(b)` a block's own id.
+
+`best_cut` is the load-or-recompute choice: how much of a hit to load, given the links' queues
+(kvviz/serving/links.py), the rest recomputed.
+
+`make_cache` gives the compiled twin (kvviz/serving/native/_block_cache.pyx: lru, fifo, belady)
+where it can, else this class, with a note saying why.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from . import native
 from .eviction import make as make_policy
 from .eviction import policy_class
 
@@ -53,6 +63,94 @@ class Either:
 
     def __contains__(self, x):
         return x in self.a or x in self.b
+
+
+def make_cache(ids, tokens, caps, evictions, *, compiled=True, arrays: dict | None = None, **kw):
+    """(a tiered block cache, note): the compiled one (kvviz/serving/native/_block_cache.pyx) where
+    every tier's policy has a compiled twin and the build can run, else this module's TieredCache
+    with a note saying why ("" when the Python one was asked for, `compiled` false). The compiled
+    cache's blocks are dense ids in the order of the stream's own (its `ids`; `original(b)` maps
+    back), so ties break alike; the two give equal counts (tests/test_block_cache_twin.py)."""
+    if not compiled:
+        return TieredCache(ids, tokens, caps, evictions, **kw), ""
+    untwinned = sorted({e for e in evictions if e not in native.TWINS})
+    if untwinned:
+        return TieredCache(ids, tokens, caps, evictions, **kw), (
+            f"eviction polic{'ies' if len(untwinned) > 1 else 'y'} {', '.join(untwinned)} ha{'ve' if len(untwinned) > 1 else 's'} "
+            f"no compiled twin: the Python block cache runs")
+    mod, why = native.block_cache()
+    if mod is None:
+        return TieredCache(ids, tokens, caps, evictions, **kw), f"{why}: the Python block cache runs, several times slower"
+    return compiled_cache(mod, ids, tokens, caps, evictions, arrays=arrays, **kw), ""
+
+
+def compiled_cache(mod, ids, tokens, caps, evictions, *, move=False, through=False, admission="always",
+                   min_reuse=1, pin=True, protect=False, next_pos=None, later=None, parent=None,
+                   where_name="the prefix cache", arrays: dict | None = None):
+    """The compiled twin of TieredCache(ids, tokens, caps, evictions, ...) (module `mod`).
+    `arrays`, if given, keeps the stream's C-ready arrays for the next cache over the same
+    stream (a workload's runs share them)."""
+    for e in evictions:
+        make_policy(e, where_name, parent=parent, next_use={})  # refused as the Python cache refuses it
+    a = {} if arrays is None else arrays
+    if "dense" not in a:
+        uniq, dense = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+        a["dense"] = np.ascontiguousarray(dense.reshape(-1), dtype=np.int32)
+        a["ids"], a["block_ids"] = a["dense"].tolist(), uniq.tolist()
+        a["tokens"] = np.asarray(tokens, dtype=np.int64)
+    for name, given in (("next_pos", next_pos), ("later", later)):
+        if given is not None and name not in a:
+            a[name] = np.asarray(given, dtype=np.int64)
+    c = mod.BlockCache(a["dense"], a["tokens"], list(caps), [mod.KINDS[e] for e in evictions],
+                       move=move, through=through, admission=admission, min_reuse=min_reuse,
+                       pin_top=pin and not policy_class(evictions[0]).ignores_pins, protect=protect,
+                       pnext=None if next_pos is None else a["next_pos"], plater=None if later is None else a["later"],
+                       n_blocks=len(a["block_ids"]))
+    c.ids, c.block_ids = a["ids"], a["block_ids"]
+    return c
+
+
+def best_cut(src, hit_tokens, booked, links, now: int, L: int, block_bytes: int, compute, landing=None) -> int:
+    """Load or recompute: of a request's hit (its leading run of h blocks, `src` their tiers,
+    `hit_tokens` their tokens), how many leading blocks to use, the rest recomputed with its
+    misses: the cut (0 ≤ cut ≤ h) whose prefill iteration ends soonest, ties to the larger
+    (loading). The prefix cache's timed store states the rule and its assumptions.
+
+    The iteration's end for a cut is the layer-wise closed form over the transfers booked for it
+    so far (`booked`: (start after latency, end) each) and the cut's own loads, one per link
+    (`links[k]`: the Link of tier k, its `free`, `read_lat`, `read_gbps`), queued behind what
+    each link has booked, blocks still landing from a prefetch (`landing(i)`: when hit block i
+    lands, if any do) no earlier: max(max(S, A) + L·c, B + c), with A = max_x int(start_x +
+    (t1_x − start_x)/L), B = max_x t1_x and c = int(compute(kept tokens) / L) ns per layer.
+    Every candidate at once, as arrays, in the same float and integer steps as the iteration's
+    own end (so the same ns). Cuts between hit blocks in HBM are never better than the next cut
+    (they load nothing more and compute more): only the cuts before a block below HBM, and h."""
+    h = len(src)
+    A = B = now
+    for start, t1 in booked:
+        A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
+    sv = np.array(src, dtype=np.int64)
+    cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
+    kept = np.r_[0, np.cumsum(hit_tokens)][cuts]
+    c = (compute(kept) / L).astype(np.int64)
+    a = np.full(len(cuts), A, dtype=np.int64)
+    b = np.full(len(cuts), B, dtype=np.int64)
+    for q in set(src) - {0}:
+        lk = links[q]
+        on = sv == q
+        n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
+        land = np.zeros(h + 1, dtype=np.int64)
+        land[0] = now
+        if landing is not None:
+            land[1:][on] = [landing(i) for i in np.flatnonzero(on).tolist()]
+        ready = np.maximum.accumulate(land)[cuts]
+        t0 = np.maximum(ready, lk.free) + lk.read_lat
+        t1 = t0 + (n * block_bytes / lk.read_gbps).astype(np.int64)
+        has = n > 0
+        a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
+        b = np.where(has, np.maximum(b, t1), b)
+    end = np.maximum(a + L * c, b + c)
+    return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
 
 
 def clairvoyant(policy: str) -> bool:
@@ -129,6 +227,10 @@ class TieredCache:
     def occupancy(self) -> list:
         return self.size[:]
 
+    def original(self, b):
+        """The stream's own id of block b (the same here; the compiled cache's are dense)."""
+        return b
+
     # --- placement (rules 2-4) -----------------------------------------------------------------
     def place_request(self, r, s, e, h, src):
         ids, where, pins = self.ids, self.where, self.pins
@@ -194,6 +296,33 @@ class TieredCache:
         protect.update(blocks)
         if len(protect) < old or old:
             self.unpin()
+
+    def copy_up(self, s: int, e: int, t: int) -> dict:
+        """Prefetch: the leading resident run of positions s.. that sits only below tier t is
+        copied up into it (moved, with promote = move). Returns source tier -> its blocks, in
+        the order met."""
+        ids, wget = self.ids, self.where.get
+        fetch: dict = {}
+        for p in range(s, e):
+            b = ids[p]
+            m = wget(b)
+            if not m:
+                break
+            k = (m & -m).bit_length() - 1
+            if k <= t:
+                continue
+            if self.move:
+                self.drop(k, b)
+            else:
+                self.use(k, b)
+            self.place(t, b)
+            fetch.setdefault(k, []).append(b)
+        return fetch
+
+    def protect_ranges(self, ranges):
+        """set_protect over the blocks at positions s..e-1 of each (s, e)."""
+        ids = self.ids
+        self.set_protect([b for s, e in ranges for b in ids[s:e]])
 
     def use(self, k, b):
         if k not in self.reindex:  # a clairvoyant tier was told of the use as the step began

@@ -19,12 +19,13 @@ from ...errors import ScenarioError
 from ...requests.extent import extent
 from ...requests.jsonl import MOONCAKE_BLOCK_TOKENS
 from ...result import Result
+from ...serving.native import block_cache
 from ...size_guard import Estimate
 from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
 from .. import Mechanism
 from . import costs
 from .engine import ceiling, prepare, replay
-from .generator import generate
+from .generator import generated
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario, Serving
 from .sizing import trace_lookups
@@ -99,7 +100,7 @@ def _generated_lookups(w, tokens: int) -> int | None:
     per workload (a frozen section): `kvviz run` asks the estimate twice before simulating, and
     each count is a whole generation (~0.2 s of prefix_cache_tiers' ~1.5)."""
     try:
-        _, offsets, *_ = generate(w, tokens, MAX_LOOKUPS)
+        _, offsets, *_ = generated(w, tokens, MAX_LOOKUPS)
     except ScenarioError:  # beyond the lookup limit: the expectation, which refuses it
         return None
     return int(offsets[-1])
@@ -244,5 +245,12 @@ def time_axis(unit: str, scenario=None) -> str:
     return f"request arrival ({unit}) · untimed replay"
 
 
+def engine_note() -> str:
+    """Why the timed runs' block cache is the Python one (a missing or stale build), or "";
+    a policy without a compiled twin is said in the run's own notes (metrics["notes"])."""
+    why = block_cache()[1]
+    return f"{why}: the prefix cache's timed runs use the Python block cache" if why else ""
+
+
 MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",),
-                      time_axis=time_axis)
+                      time_axis=time_axis, engine_note=engine_note)

@@ -32,11 +32,11 @@ curve gives the same counts where it is exact, and this function elsewhere).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...serving.tiered_cache import NO_PINS, TieredCache  # noqa: F401 (NO_PINS: the name callers import)
+from ...serving.tiered_cache import NO_PINS, make_cache  # noqa: F401 (NO_PINS: the name callers import)
 from . import evictors
 from .workload import Blocks
 
@@ -55,6 +55,7 @@ class Prepared:
     next_pos: list | None = None
     later: list | None = None
     parent: dict | None = None
+    arrays: dict = field(default_factory=dict)  # the compiled block cache's arrays, made once
 
 
 def next_positions(ids: np.ndarray) -> np.ndarray:
@@ -114,12 +115,13 @@ class Outcome:
 
 
 def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
-              min_reuse: int = 1, pin: bool = True, protect: bool = False) -> TieredCache:
-    """The tiered block cache (kvviz.serving.tiered_cache: the rules above, written once) over
-    this workload's prepared stream."""
-    return TieredCache(prep.ids, prep.tokens, caps, evictions, move=move, through=through, admission=admission,
-                       min_reuse=min_reuse, pin=pin, protect=protect, next_pos=prep.next_pos, later=prep.later,
-                       parent=prep.parent)
+              min_reuse: int = 1, pin: bool = True, protect: bool = False, compiled: bool = False):
+    """(the tiered block cache over this workload's prepared stream, note): kvviz.serving.
+    tiered_cache, the rules above written once; `compiled`: its compiled twin where it can run
+    (the note says why not)."""
+    return make_cache(prep.ids, prep.tokens, caps, evictions, compiled=compiled, move=move, through=through,
+                      admission=admission, min_reuse=min_reuse, pin=pin, protect=protect, next_pos=prep.next_pos,
+                      later=prep.later, parent=prep.parent, arrays=prep.arrays)
 
 
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
@@ -128,7 +130,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     request holds the blocks it has reached in HBM (step 2). `log`, if given, gets (request,
     position, tier, block) for every eviction."""
     K, off = len(caps), prep.offsets
-    cache = cache_for(prep, caps, evictions, move, through, admission, min_reuse, pin)
+    cache, _ = cache_for(prep, caps, evictions, move, through, admission, min_reuse, pin)
     R = len(off) - 1
     hits = np.zeros(R, dtype=np.int64)
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None

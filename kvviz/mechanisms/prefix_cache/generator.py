@@ -84,6 +84,21 @@ def _sessions(w, rng):
     return sessions, np.array(req_t)[order], np.array(req_s)[order], np.array(req_k)[order]
 
 
+KEEP_LOOKUPS = 2_000_000  # a generation this small is kept for the next ask (16 MB of ids at most)
+_last: list = []  # [(w, block_tokens, max_lookups), result] of the last generation kept
+
+
+def generated(w, block_tokens: int, max_lookups: int | None = None):
+    """generate(), the last small generation kept: `kvviz run` generates a workload for its
+    estimate (the lookup count) and again for the run; the second is a copy of the first."""
+    key = (w, block_tokens, max_lookups)
+    if _last and _last[0] == key:
+        return tuple(a.copy() for a in _last[1])
+    out = generate(w, block_tokens, max_lookups)
+    _last[:] = [key, tuple(a.copy() for a in out)] if out[1][-1] <= KEEP_LOOKUPS else []
+    return out
+
+
 def generate(w, block_tokens: int, max_lookups: int | None = None):
     """(hashes, offsets, input tokens, times in s, output tokens) of `w.requests` requests in time
     order: every block of each prompt, its last partial block included (as a trace records them).

@@ -173,25 +173,30 @@ def simulate_timed(sc, blocks, prep, caps, runs: dict):
     Belady is then the clairvoyant evictor for that order, not a bound on every schedule."""
     shown = sc.shown_policy
     metrics, trace, events = {}, None, 0
+    notes: dict = {}  # why a run's block cache is the Python one (the compiled twin could not run), once each
     reference = ["belady"] * len(caps)
     ref_name = next((n for n, (ev, pf) in runs.items() if ev == reference and not pf), None)
     total = int(blocks.input_tokens.sum())
     if ref_name is None:
         ref = Run(sc, blocks, prep, caps, reference, False, record=False).run()
         events += ref.loop.processed
+        if ref.store.engine_note:
+            notes.setdefault(ref.store.engine_note, None)
         ref_rate = sum(ref.store.hit_tokens) / total if total else 0.0
     else:  # its own run is the reference: run it first
         runs = {ref_name: runs[ref_name], **runs}
         ref_rate = None
     for name, (evictions, prefetch) in runs.items():
         r = Run(sc, blocks, prep, caps, evictions, prefetch, record=(name == shown)).run()
+        if r.store.engine_note:
+            notes.setdefault(r.store.engine_note, None)
         if ref_rate is None:
             ref_rate = sum(r.store.hit_tokens) / total if total else 0.0
         metrics[name] = r.metrics(blocks, ref_rate)
         events += r.loop.processed
         if name == shown:
             trace = r.trace()
-    return metrics, trace, events, ref_rate
+    return metrics, trace, events, ref_rate, list(notes)
 
 
 def check_every_request_fits(sc, blocks) -> None:
@@ -218,7 +223,7 @@ def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
     named = {p: (ev, False) for p, ev in runs.items()}
     if sc.store.prefetch:
         named.update({f"{p}_prefetch": (ev, True) for p, ev in runs.items()})
-    policies, trace, events, ref_rate = simulate_timed(sc, blocks, prep, caps, named)
+    policies, trace, events, ref_rate, notes = simulate_timed(sc, blocks, prep, caps, named)
     policies = {n: policies[n] for n in named}  # in the scenario's order (the reference may run first)
     kv = sc.model.kv_bytes_per_token
     bb = blocks.block_tokens * kv
@@ -241,4 +246,6 @@ def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
     }
     if note := overload_note(policies):
         metrics["overload"] = note
+    if notes:  # a run whose block cache fell back to the Python one says why (absent when none did)
+        metrics["notes"] = notes
     return Result(scenario=sc, trace=trace, metrics=metrics, events=events)

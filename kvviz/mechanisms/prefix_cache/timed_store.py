@@ -58,12 +58,14 @@ ASSUMPTIONS, ours:
 """
 from __future__ import annotations
 
+from collections import Counter
 from itertools import islice
 
 import numpy as np
 
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link, Prefetch
+from ...serving.tiered_cache import best_cut
 from .engine import Outcome, cache_for
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
@@ -80,7 +82,7 @@ def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
 class BlockStore:
     stores = False  # the batcher saves nothing: writes down are this store's link transfers
 
-    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int):
+    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int, compiled: bool = True):
         c = sc.cache
         self.run, self.loop = run, run.loop
         self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
@@ -89,12 +91,11 @@ class BlockStore:
         self.names = [t.name for t in sc.tiers]
         self.move = c.promote == "move"
         self.prefetch = prefetch
-        self.cache = cache = cache_for(prep, caps, evictions, self.move, c.write_policy == "through", c.admission,
-                                       c.min_reuse_count, c.pin_running, protect=prefetch)
-        # the cache's counters (lists changed in place, never replaced)
-        self.where, self.size, self.peak = cache.where, cache.size, cache.peak
-        self.hit_blocks, self.hit_tokens, self.hit_req = cache.hit_blocks, cache.hit_tokens, cache.hit_req
-        self.written, self.demoted, self.evicted = cache.written, cache.demoted, cache.evicted
+        # the compiled cache where it can run (the note says why not); its ids are its own
+        self.cache, self.engine_note = cache_for(prep, caps, evictions, self.move, c.write_policy == "through",
+                                                 c.admission, c.min_reuse_count, c.pin_running, protect=prefetch,
+                                                 compiled=compiled)
+        self.ids = self.cache.ids
         R = len(self.off) - 1
         self.hits = [0] * R
         self._log: list | None = None     # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
@@ -137,12 +138,14 @@ class BlockStore:
         h = len(src)
         self.hits[j] = h
         now = self.loop.now
-        before = self.written[:]
+        cache = self.cache
+        before = cache.written[:]  # a copy (the Python cache gives its own list)
         if self.log is not None:
             self.log.append(("admit", j))
-        self.cache.place_request(j, s, e, h, src)
+        cache.place_request(j, s, e, h, src)
+        after = cache.written
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if n:
                 self._transfer(k, n * self.bb, now, True, j, "save", f"write {n} blocks into {self.names[k]}")
         if self.prefetch:
@@ -155,15 +158,20 @@ class BlockStore:
         load = 0
         landing = self.landing
         nbytes, ready = [0] * K, [now] * K
-        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
-            k = src[i]
-            if k:
-                nbytes[k] += self.bb
-                t = landing.get(ids[s + i], 0)
-                if t > now:
-                    self.late_blocks += 1
-                if t > ready[k]:
-                    ready[k] = t
+        if landing:
+            for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link
+                k = src[i]
+                if k:
+                    nbytes[k] += self.bb
+                    t = landing.get(ids[s + i], 0)
+                    if t > now:
+                        self.late_blocks += 1
+                    if t > ready[k]:
+                        ready[k] = t
+        elif cut:  # nothing prefetched: counted per tier (C speed; the loop above, less its landing)
+            for k, n in Counter(src[:cut] if cut < h else src).items():
+                if k:
+                    nbytes[k] = n * self.bb
         for k in range(1, K):  # one transfer per link, booked now
             if nbytes[k]:
                 load += nbytes[k]
@@ -179,39 +187,13 @@ class BlockStore:
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def _cut(self, s, h, src, total, now) -> int:
-        """How many leading hit blocks to use (the rest of the hit is recomputed): the cut whose
-        prefill iteration ends soonest, ties to the larger (the module docstring says the rule).
-
-        load()'s closed form over transfers x is max(max(S, A) + L·c, B + c) with A = max_x
-        int(start_x + (t1_x − start_x)/L) and B = max_x t1_x: every candidate cut at once, as
-        arrays, in the same float and integer steps as load() (so the same ns)."""
-        L = self.L
-        A = B = now
-        for start, t1 in self.booked:
-            A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
-        sv = np.array(src, dtype=np.int64)
-        cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
-        kept = np.r_[0, np.cumsum(self.tok_np[s:s + h])][cuts]
-        c = ((self.iter_comp + self.run.gpu.prefill_ns(total - kept, kept)) / L).astype(np.int64)
-        a = np.full(len(cuts), A, dtype=np.int64)
-        b = np.full(len(cuts), B, dtype=np.int64)
+        """How many leading hit blocks to use (the rest of the hit is recomputed): the tiered
+        cache's load-or-recompute choice (tiered_cache.best_cut) for this iteration's bookings."""
         landing, ids = self.landing, self.ids
-        for q in set(src) - {0}:
-            lk = self.links[q]
-            on = sv == q
-            n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
-            land = np.zeros(h + 1, dtype=np.int64)
-            land[0] = now
-            if landing:
-                land[1:][on] = [landing.get(ids[s + i], 0) for i in np.flatnonzero(on).tolist()]
-            ready = np.maximum.accumulate(land)[cuts]
-            t0 = np.maximum(ready, lk.free) + lk.read_lat
-            t1 = t0 + (n * self.bb / lk.read_gbps).astype(np.int64)
-            has = n > 0
-            a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
-            b = np.where(has, np.maximum(b, t1), b)
-        end = np.maximum(a + L * c, b + c)
-        return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
+        comp, prefill = self.iter_comp, self.run.gpu.prefill_ns
+        return best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                        lambda kept: comp + prefill(total - kept, kept),
+                        (lambda i: landing.get(ids[s + i], 0)) if landing else None)
 
     def load(self, jobs, a, b, ready, S, comp_ns):
         """The iteration's loads were booked at their requests' admissions (one transfer per
@@ -233,6 +215,16 @@ class BlockStore:
         if self.prefetch:
             self._look_ahead()
 
+    # the cache's counters, per tier
+    size = property(lambda self: self.cache.size)
+    peak = property(lambda self: self.cache.peak)
+    hit_blocks = property(lambda self: self.cache.hit_blocks)
+    hit_tokens = property(lambda self: self.cache.hit_tokens)
+    hit_req = property(lambda self: self.cache.hit_req)
+    written = property(lambda self: self.cache.written)
+    demoted = property(lambda self: self.cache.demoted)
+    evicted = property(lambda self: self.cache.evicted)
+
     @property
     def log(self):
         return self._log
@@ -241,7 +233,8 @@ class BlockStore:
     def log(self, log):
         """A list to log admissions, completions and evictions into (None: no log)."""
         self._log = log
-        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, v)))
+        orig = self.cache.original
+        self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, orig(v))))
 
     def _cancel(self, b) -> int:
         """b's prefetch has not started: cancelled, b is loaded from its source tier."""
@@ -252,30 +245,16 @@ class BlockStore:
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
     def _look_ahead(self):
-        ids, where, t, off = self.ids, self.where, self.pf_tier, self.off
+        t, off = self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
-        self.cache.set_protect([b for r in window for b in ids[off[r]:off[r + 1]]])
+        self.cache.protect_ranges([(off[r], off[r + 1]) for r in window])
         now = self.loop.now
-        before = self.written[:]
+        before = self.cache.written[:]
         for r in window:
             if r in self.pf_done:
                 continue
             self.pf_done.add(r)
-            fetch: dict = {}  # source tier -> the blocks fetched from it
-            for p in range(off[r], off[r + 1]):
-                b = ids[p]
-                m = where.get(b)
-                if not m:
-                    break
-                k = (m & -m).bit_length() - 1
-                if k <= t:
-                    continue
-                if self.move:
-                    self.cache.drop(k, b)
-                else:
-                    self.cache.use(k, b)
-                self.cache.place(t, b)
-                fetch.setdefault(k, []).append(b)
+            fetch = self.cache.copy_up(off[r], off[r + 1], t)  # source tier -> the blocks fetched from it
             for k, blocks in fetch.items():
                 self.prefetched_blocks += len(blocks)
                 if self.bg:
@@ -289,8 +268,9 @@ class BlockStore:
                                        dst=self.names[t])
                 for b in blocks:
                     self.landing[b] = t1
+        after = self.cache.written
         for k in range(t + 1, self.K):  # the demotions the prefetches caused, into the tiers below
-            n = self.written[k] - before[k]
+            n = after[k] - before[k]
             if not n:
                 continue
             if self.bg:  # part of the prefetch: background too

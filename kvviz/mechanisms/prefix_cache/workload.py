@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import ScenarioError
 from ...requests import prompts
-from .generator import generate
+from .generator import generated
 
 GENERATOR_BLOCK_TOKENS = 16  # vLLM's default block size
 
@@ -94,7 +94,7 @@ def load(sc, max_lookups: int | None = None) -> Blocks:
     if w.trace_file:
         return from_trace(w, partial)
     tokens = w.block_tokens or GENERATOR_BLOCK_TOKENS
-    hashes, offsets, inputs, times, outputs = generate(w, tokens, max_lookups)
+    hashes, offsets, inputs, times, outputs = generated(w, tokens, max_lookups)
     ids, new_offsets = select(hashes, offsets, inputs, tokens, 1, partial)
     return Blocks(ids, new_offsets, inputs, times, tokens, f"generator (seed {w.seed}: {len(inputs):,} requests, "
                                                            f"{tokens}-token blocks)", outputs)

@@ -16,11 +16,11 @@ must not time the other engine unawares) and noted by the app, which runs as und
 from __future__ import annotations
 
 import os
-import struct
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
+from ....serving.native import whole
 from .sources import source_files, source_hash
 
 ENV = "KVVIZ_ENGINE"
@@ -73,19 +73,8 @@ def _built():
 
 
 def _whole(path: Path) -> bool:
-    """False for an ELF file shorter than its section table's end (a copy cut short: the dynamic
-    loader maps it and the process dies of SIGBUS, which no except clause catches)."""
-    with path.open("rb") as f:
-        head = f.read(64)
-    if head[:4] != b"\x7fELF":
-        return True  # not ELF (macOS, Windows; or no object file at all): the import decides
-    if len(head) < 64:
-        return False
-    end = "<" if head[5] == 1 else ">"
-    wide = head[4] == 2  # ELFCLASS64: e_shoff is 8 bytes at 0x28, else 4 at 0x20
-    (shoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x28 if wide else 0x20)
-    shentsize, shnum = struct.unpack_from(end + "HH", head, 0x3A if wide else 0x2E)
-    return path.stat().st_size >= shoff + shentsize * shnum
+    """kvviz.serving.native.whole: False for an ELF file cut short."""
+    return whole(path)
 
 
 def engine():

@@ -17,7 +17,7 @@ cdef extern from *:
 SOURCE_HASH = KVVIZ_SOURCE_HASH.decode("ascii")
 
 include "loop.pxi"
-include "roofline.pxi"
+include "../../../serving/native/roofline.pxi"  # the serving core's compiled roofline
 include "recorder.pxi"
 include "batch_state.pxi"
 include "batcher.pxi"

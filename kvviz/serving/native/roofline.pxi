@@ -1,4 +1,6 @@
-# gpu.py's Roofline for the engine's own use: the same float operations in the same order, on C
+# The serving core's compiled roofline (kvviz/serving/roofline.py's Roofline, included by every compiled
+# engine that prices iterations: AttentionStore's _engine.pyx; a loader's source hash follows the
+# include, kvviz/serving/native/sources.py). roofline.py's Roofline for the engine's own use: the same float operations in the same order, on C
 # doubles and int64 (the Python one stays: Prepared calls it on numpy arrays). Built from a
 # Python Roofline's fields (`Roofline.of`). FMA contraction is off (_engine.pyx's compile flag),
 # so `a * b + c` rounds twice, as Python rounds it.

@@ -1,0 +1,177 @@
+"""Issue 30, item 3: the compiled tiered block cache (kvviz/serving/native/_block_cache.pyx) equals
+its Python definition (kvviz/serving/tiered_cache.py) for every policy with a compiled twin, on
+the same random streams of calls (requests admitted and finished out of order, prefetch copies
+up, protections), with several seeds, capacities and tier counts: the same hits per lookup, the
+same evictions in the same order and the same counters after every call. A run whose cache falls
+back to Python says why."""
+import random
+
+import pytest
+
+from kvviz.serving import native, tiered_cache
+from kvviz.serving.tiered_cache import TieredCache, compiled_cache, make_cache
+
+mod, why = native.block_cache()
+needs_build = pytest.mark.skipif(mod is None, reason=f"the compiled block cache cannot run: {why}")
+NEVER = 1 << 62
+
+
+def workload(rng: random.Random, requests: int):
+    """Prefix-shaped requests: a shared head (one of a few documents, cut at a random length)
+    then fresh blocks; ids sparse and unordered (as hashes are)."""
+    docs = [[rng.randrange(1 << 40) for _ in range(rng.randrange(2, 14))] for _ in range(rng.randrange(2, 7))]
+    ids, off = [], [0]
+    for _ in range(requests):
+        d = rng.choice(docs)
+        blocks = d[:rng.randrange(0, len(d) + 1)] + [rng.randrange(1 << 40) for _ in range(rng.randrange(0, 5))]
+        if rng.random() < 0.1 and blocks:
+            blocks.append(blocks[0])  # a block twice in one request
+        ids += blocks
+        off.append(len(ids))
+    return ids, off
+
+
+def next_pos(ids):
+    nxt, last = [NEVER] * len(ids), {}
+    for p in range(len(ids) - 1, -1, -1):
+        nxt[p] = last.get(ids[p], NEVER)
+        last[ids[p]] = p
+    return nxt
+
+
+def later(ids):
+    out, seen = [0] * len(ids), {}
+    for p in range(len(ids) - 1, -1, -1):
+        out[p] = seen.get(ids[p], 0)
+        seen[ids[p]] = out[p] + 1
+    return out
+
+
+def drive(cache, rng: random.Random, off, K, protect: bool, log: list):
+    """One stream of calls (rng decides; both caches get the same rng seed): what each call
+    answered, and the counters after it."""
+    out = []
+    R = len(off) - 1
+    running, nxt_r = [], 0
+    orig = cache.original
+    cache.on_evict = lambda k, v: log.append((k, orig(v)))
+    counters = ("size", "peak", "hit_blocks", "hit_tokens", "hit_req", "written", "demoted", "evicted")
+    while nxt_r < R or running:
+        x = rng.random()
+        if nxt_r < R and (x < 0.55 or not running):
+            r = nxt_r
+            nxt_r += 1
+            s, e = off[r], off[r + 1]
+            src = cache.lookup(s, e)
+            cache.place_request(r, s, e, len(src), src)
+            running.append(r)
+            out.append(("admit", r, list(src)))
+        elif x < 0.85 or not protect or nxt_r >= R:
+            r = running.pop(rng.randrange(len(running)))
+            cache.finish(r)
+            out.append(("finish", r))
+        else:
+            window = range(nxt_r, min(R, nxt_r + rng.randrange(1, 4)))
+            if rng.random() < 0.5:
+                cache.set_protect([cache.ids[p] for r in window for p in range(off[r], off[r + 1])])
+            else:
+                cache.protect_ranges([(off[r], off[r + 1]) for r in window])
+            t = rng.randrange(K)
+            fetch = {k: [orig(b) for b in v] for k, v in cache.copy_up(off[window[0]], off[window[0] + 1], t).items()}
+            out.append(("prefetch", t, fetch))
+        out.append(tuple(tuple(getattr(cache, c)) for c in counters))
+    return out
+
+
+CASES = [(seed, policies) for seed in range(6) for policies in (["lru"], ["fifo"], ["belady"], ["lru", "fifo", "belady"])]
+
+
+@needs_build
+@pytest.mark.parametrize("seed,policies", CASES)
+def test_compiled_cache_equals_python_on_random_streams(seed, policies):
+    rng = random.Random(seed * 31 + len(policies))
+    evictions_seen = 0
+    for trial in range(6):
+        ids, off = workload(rng, rng.randrange(10, 60))
+        toks = [rng.randrange(1, 17) for _ in ids]
+        K = rng.randrange(1, 5)
+        caps = [rng.randrange(1, 12) for _ in range(K)]
+        evictions = [rng.choice(policies) for _ in range(K)]
+        kw = dict(move=rng.random() < 0.3, through=rng.random() < 0.3,
+                  admission=rng.choice(("always", "second_hit", "min_reuse")), min_reuse=rng.randrange(1, 3),
+                  pin=rng.random() < 0.7, protect=rng.random() < 0.5, next_pos=next_pos(ids), later=later(ids))
+        py = TieredCache(ids, toks, caps, evictions, **kw)
+        py.ids = ids
+        c = compiled_cache(mod, ids, toks, caps, evictions, **kw)
+        logs = [], []
+        a = drive(py, random.Random(trial), off, K, kw["protect"], logs[0])
+        b = drive(c, random.Random(trial), off, K, kw["protect"], logs[1])
+        case = f"seed {seed}, trial {trial}: caps {caps}, {evictions}, {kw['admission']}"
+        assert a == b, case
+        assert logs[0] == logs[1], case
+        evictions_seen += sum(a[-1][-1])
+    assert evictions_seen > 0  # the streams made the policies choose
+
+
+@needs_build
+def test_a_stream_the_python_cache_evicts_in_is_equal_at_scale():
+    """A longer stream over one tier of each twin: thousands of evictions, equal counters."""
+    rng = random.Random(7)
+    ids, off = workload(rng, 3000)
+    toks = [16] * len(ids)
+    for policy in native.TWINS:
+        for caps in ([20], [8, 30, 60]):
+            kw = dict(next_pos=next_pos(ids), later=None)
+            py = TieredCache(ids, toks, caps, [policy] * len(caps), **kw)
+            c = compiled_cache(mod, ids, toks, caps, [policy] * len(caps), **kw)
+            for r in range(len(off) - 1):
+                s, e = off[r], off[r + 1]
+                ha, hb = py.lookup(s, e), c.lookup(s, e)
+                assert ha == hb
+                py.place_request(r, s, e, len(ha), ha)
+                c.place_request(r, s, e, len(hb), hb)
+                py.finish(r)
+                c.finish(r)
+            assert py.evicted == c.evicted and py.hit_tokens == c.hit_tokens and py.written == c.written
+            assert py.evicted[0] > 100
+
+
+def test_a_policy_without_a_compiled_twin_runs_in_python_and_says_so():
+    cache, note = make_cache([1, 2, 3], [16] * 3, [2], ["leaf_lru"], parent={1: None, 2: 1, 3: 2})
+    assert isinstance(cache, TieredCache)
+    assert "leaf_lru" in note and "no compiled twin" in note and "Python block cache" in note
+
+
+def test_a_python_run_asked_for_says_so(monkeypatch):
+    monkeypatch.setenv("KVVIZ_ENGINE", "python")
+    cache, note = make_cache([1, 2, 3], [16] * 3, [2], ["lru"])
+    assert isinstance(cache, TieredCache)
+    assert note.startswith("KVVIZ_ENGINE=python") and "Python block cache" in note
+
+
+def test_a_missing_or_stale_build_runs_python_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "block_cache", lambda: (None, "the compiled block cache is not built (...)"))
+    cache, note = make_cache([1, 2, 3], [16] * 3, [2], ["lru"])
+    assert isinstance(cache, TieredCache) and "not built" in note
+    # a folder whose sources differ from the ones the module was built from: refused by its hash
+    (tmp_path / "_block_cache.pyx").write_text("# other sources\n")
+    module, why = native.load_built(native.__name__, "_block_cache", tmp_path, "the compiled block cache")
+    if mod is not None:
+        assert module is None and "built from other sources" in why
+    module, why = native.load_built(native.__name__, "_no_such_module", tmp_path, "the compiled block cache")
+    assert module is None and "not built" in why
+
+
+@needs_build
+def test_the_timed_run_notes_a_fallback_and_not_a_compiled_run(monkeypatch):
+    from kvviz import load_scenario, simulate
+    sets = ['workload.requests=30', 'policies=["lru"]']
+    res = simulate(load_scenario("scenarios/prefix_cache_tiers.toml", sets))
+    assert "notes" not in res.metrics
+    monkeypatch.setattr(tiered_cache.native, "block_cache", lambda: (None, "the compiled block cache is cut short"))
+    slow = simulate(load_scenario("scenarios/prefix_cache_tiers.toml", sets))
+    assert list(slow.metrics["notes"]) == ["the compiled block cache is cut short: the Python block cache runs, "
+                                           "several times slower"]
+    a, b = res.metrics_dict(), slow.metrics_dict()
+    del b["notes"]
+    assert a == b  # the same run either way
