@@ -39,28 +39,52 @@ def run_of(sc):
 
 
 @pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace is not on this machine")
-@pytest.mark.parametrize("policy", ["prefix_affinity", "random"])
-def test_one_instance_gives_the_prefix_caches_own_numbers(policy):
-    # HBM and DRAM tiers, hits below HBM loaded over the DRAM link (no load-or-recompute cut:
-    # the cluster's instance does not model it yet, so the prefix cache runs without it)
+@pytest.mark.parametrize("policy, load_if_faster", [("prefix_affinity", True), ("random", True),
+                                                    ("prefix_affinity", False)])
+def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster):
+    # HBM and DRAM tiers, hits below HBM loaded over the DRAM link, or recomputed where that ends
+    # the prefill sooner (load_if_faster: the serving core's choice in both)
     hbm, dram = 300, 3000
     pc = parse_scenario({"kind": "prefix_cache", "policies": ["lru"],
                          "workload": {"trace_file": str(MOONCAKE), "max_requests": 600},
                          "tiers": [{"name": "hbm", "capacity_blocks": hbm},
                                    {"name": "dram", "capacity_blocks": dram, "read_gbps": 20.0, "write_gbps": 10.0,
                                     "read_latency_us": 0.0, "write_latency_us": 0.0}],
-                         "store": {"load_if_faster": False},
+                         "store": {"load_if_faster": load_if_faster},
                          "serving": {"timing": True, **SERVING}}, "test")
     want = simulate(pc).metrics["policies"]["lru"]
     cl = cluster(str(MOONCAKE), workload={"max_requests": 600},
                  instance={"hbm_cache_tokens": hbm * 512, "dram_cache_tokens": dram * 512, "dram_read_gbps": 20.0,
-                           "dram_write_gbps": 10.0}, routing={"policy": policy})
+                           "dram_write_gbps": 10.0, "load_if_faster": load_if_faster}, routing={"policy": policy})
     got = simulate(cl).metrics
     assert got["token_hit_rate"] == want["token_hit_rate"] > 0.05
     assert got["block_hit_ratio"] == want["block_hit_ratio"]
     assert got["mean_ttft_ms"] == want["mean_ttft_ms"]
     assert got["ttft_p99_ms"] == want["ttft_p99_ms"]
+    assert got["recomputed_hit_blocks"] == want["recomputed_hit_blocks"]
+    assert (got["recomputed_hit_blocks"] > 0) == load_if_faster
     assert want["tiers"]["dram"]["hit_blocks"] > 0  # the DRAM tier served hits: its link was timed
+
+
+def test_the_compiled_and_python_block_caches_give_one_cluster_run(monkeypatch):
+    from kvviz.serving import native
+    if native.block_cache()[0] is None:
+        pytest.skip("the compiled block cache is not built here")
+    sc = load_scenario_small()
+    compiled = simulate(sc).metrics
+    assert "notes" not in compiled  # the compiled cache ran (built in this checkout)
+    monkeypatch.setenv("KVVIZ_ENGINE", "python")
+    python = simulate(sc).metrics
+    assert any("Python" in n for n in python["notes"])
+    for k in ("mean_ttft_ms", "ttft_p99_ms", "token_hit_rate", "block_hit_ratio", "hit_split", "recomputed_hit_blocks"):
+        assert python[k] == compiled[k], k
+
+
+def load_scenario_small():
+    from kvviz.loading import load_scenario
+    return load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "cluster_mooncake_routing.toml",
+                         ["workload.max_requests=1500", "instance.hbm_cache_tokens=100000",
+                          "instance.dram_cache_tokens=400000"])
 
 
 def test_the_issues_metrics_are_at_top_level(tmp_path):

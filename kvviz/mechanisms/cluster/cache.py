@@ -6,16 +6,17 @@ Tiers: HBM (`instance.hbm_cache_tokens`) and, unless the pool is shared, a local
 (`instance.dram_cache_tokens`, 0 = none); promote = copy, write = back, admission = always, a
 running request's blocks pinned in HBM (the prefix cache's defaults).
 
-Timing, the prefix cache's timed engine with `store.load_if_faster = false` and no prefetch
-(the rules of its timed_store.py; ours written again here over the shared cache, as a mechanism
-never imports another): a request looks up and places its blocks when the scheduler admits it;
-the write-downs its placement causes are booked on the link of the tier they enter, then its hit
-blocks below HBM load as one transfer per link; the prefill iteration's layer i computes once
-every transfer booked for the iteration has delivered its i-th of L equal pieces. Every hit
-block is used (no load-or-recompute cut: ASSUMPTION of this first version).
+Timing, the prefix cache's timed engine without prefetch (the rules of its timed_store.py; ours
+written again here over the shared cache, as a mechanism never imports another): a request looks
+up and places its blocks when the scheduler admits it; the write-downs its placement causes are
+booked on the link of the tier they enter; with `instance.load_if_faster` (the default) the
+serving core's load-or-recompute choice (tiered_cache.best_cut) picks how many leading hit blocks
+to use, the rest recomputed (still counted as hits, as the prefix cache counts them); the used
+hit blocks below HBM load as one transfer per link; the prefill iteration's layer i computes once
+every transfer booked for the iteration has delivered its i-th of L equal pieces.
 
-What the cluster adds (beyond the seam): `resident_prefix` (the router's match, counting
-nothing); blocks fetched for a request from a peer or the pool (`run.fetched_ids`) continue its
+What the cluster adds (beyond the seam): `resident_prefix` and `holds` (the router's match and
+the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool (`run.fetched_ids`) continue its
 hit chain at admission after its own resident blocks (they land in its running KV in HBM, then
 are placed like any block it reached), and `wait_for` makes its prefill iteration wait for
 their transfer, layer by layer.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link
-from ...serving.tiered_cache import TieredCache
+from ...serving.tiered_cache import best_cut, make_cache
 
 
 def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
@@ -49,9 +50,15 @@ class InstanceCache:
         if ins.dram_cache_tokens and not sc.pool.shared:
             caps.append(max(1, ins.dram_cache_tokens // bt))
             self.names.append("dram")
-        self.cache = TieredCache(self.ids, self.tok, caps, [ins.eviction] * len(caps), parent=cluster.parent,
-                                 where_name="the cluster")
-        self.where = self.cache.where
+        # the compiled cache where it can run (the serving core's twin), else the Python one, noted
+        self.cache, self.note = make_cache(self.ids, self.tok, caps, [ins.eviction] * len(caps),
+                                           parent=cluster.parent, where_name="the cluster",
+                                           arrays=cluster.cache_arrays)
+        self.cids = self.cache.ids  # the cache's own ids per position (the compiled one's are dense)
+        self.load_if_faster = ins.load_if_faster
+        self.tok_np = cluster.work.tokens
+        self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
+        self.recomputed_blocks = self.recomputed_tokens = 0
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
         self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
@@ -89,8 +96,17 @@ class InstanceCache:
                 t0, t1 = self.links[k].book(n * self.bb, now, True)
                 inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
                               f"write {n} blocks HBM→DRAM", j, n * self.bb, "HBM", "DRAM")
+        run = self.run
+        total = run.keep[j] + run.inn[j]
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        cut = h
+        if self.load_if_faster and any(src):  # load or recompute: the serving core's choice
+            comp, prefill = self.iter_comp, run.gpu.prefill_ns
+            cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                           lambda kept: comp + prefill(total - kept, kept))
         nbytes = [0] * K
-        for i in range(h):  # hit blocks below HBM load over their tier's link, one transfer each
+        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
             if src[i]:
                 nbytes[src[i]] += tok[s + i] * self.kv
         load = 0
@@ -101,11 +117,13 @@ class InstanceCache:
                 self.booked.append((t0 + self.links[k].read_lat, t1))
                 inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
                               nbytes[k], "DRAM", "HBM")
-        run = self.run
-        total = run.keep[j] + run.inn[j]
-        kept = sum(tok[s:s + h])
+        if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
+            self.recomputed_blocks += h - cut
+            self.recomputed_tokens += sum(tok[s + cut:s + h])
+        kept = sum(tok[s:s + cut])
         run.keep[j], run.inn[j] = kept, total - kept
-        return (HIT_HBM if h else FIRST), load, 0, 0
+        self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def load(self, jobs, a, b, ready, S, comp_ns):
         L = self.L
@@ -124,19 +142,15 @@ def make_store(inst, cluster) -> InstanceCache:
     return InstanceCache(inst, cluster)
 
 
-def resident(store):
-    """The instance's resident blocks, as a container (`in`)."""
-    return store.where
+def holds(store, pos: int) -> bool:
+    """Whether the block at stream position `pos` is resident in some tier of the instance."""
+    return any(store.cache.matched((store.cids[pos],)))
 
 
 def resident_prefix(store, j: int) -> int:
     """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
-    ids, where = store.ids, store.where
     s, e = store.off[j], store.off[j + 1]
-    p = s
-    while p < e and ids[p] in where:
-        p += 1
-    return p - s
+    return sum(store.cache.matched(store.cids[s:e]))
 
 
 def wait_for(store, t0: int, t1: int) -> None:

@@ -104,7 +104,8 @@ class Instance:
     def match(self, j: int) -> int:
         pool = self.cluster.pool
         if pool is not None:  # the pool's blocks count for every instance
-            return pool.chain(j, cache.resident(self.cache))
+            store = self.cache
+            return pool.chain(j, lambda i: cache.holds(store, i))
         return cache.resident_prefix(self.cache, j)
 
     def queue_ns(self) -> float:

@@ -13,6 +13,7 @@
 - throughput_tokens_per_s: reply tokens / (last end − first arrival).
 - rejected: requests refused by SLO admission (never served).
 - per_instance: requests, busy seconds, prefill tokens computed, hit rate, peak queue.
+- recomputed_hit_blocks / _tokens: hit blocks the load-or-recompute choice recomputed (still hits).
 - gpu_busy_s, prefill_gpu_s: GPU busy time summed over every instance (all; prefill iterations).
 - load_imbalance: max / mean GPU busy time over the routed (prefill) instances.
 - links: bytes and busy seconds of each instance's peer links (sums, and the busiest).
@@ -86,7 +87,8 @@ def metrics(run) -> dict:
             row["hit_blocks"] = int(sum(hb))
         per_instance.append(row)
     ends = run.peers.out + run.peers.inn
-    return {
+    notes = sorted({i.cache.note for i in routed if i.cache.note})
+    out = {
         "routing_policy": run.sc.routing.policy,
         "instances": len(run.inst),
         "prefill_instances": run.n_route if run.split else 0,
@@ -109,6 +111,8 @@ def metrics(run) -> dict:
         },
         "throughput_tokens_per_s": float(out[served].sum()) / (span_ns / 1e9) if span_ns else None,
         "makespan_s": span_ns / 1e9,
+        "recomputed_hit_blocks": int(sum(i.cache.recomputed_blocks for i in routed)),
+        "recomputed_hit_tokens": int(sum(i.cache.recomputed_tokens for i in routed)),
         "gpu_busy_s": float(sum(i.batcher.busy_ns for i in run.inst)) / 1e9,
         "prefill_gpu_s": float(sum(i.batcher.prefill_ns for i in run.inst)) / 1e9,
         "load_imbalance": float(busy.max() / busy.mean()) if len(busy) and busy.mean() > 0 else None,
@@ -121,3 +125,6 @@ def metrics(run) -> dict:
                      "input_tokens": int(work.input_tokens.sum()), "block_tokens": work.block_tokens,
                      "kv_bytes_per_token": run.kv},
     }
+    if notes:  # the compiled block cache could not run: the Python one did, and says why
+        out["notes"] = notes
+    return out

@@ -99,6 +99,10 @@ class Instance(Section):
     dram_read_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="DRAM→HBM bandwidth (PCIe)")
     dram_write_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="HBM→DRAM bandwidth (PCIe)")
     eviction: Literal[EVICTIONS] = param("lru", description="Every tier's eviction policy")
+    load_if_faster: bool = param(True, description="A request whose hit reaches below HBM uses only the leading "
+                                                   "hit blocks that end its prefill soonest and recomputes the rest "
+                                                   "(the serving core's choice, as the prefix cache's "
+                                                   "store.load_if_faster)")
 
 
 class Cluster(Section):

@@ -34,11 +34,11 @@ class SharedPool:
         self.size = self.peak = 0
 
     def chain(self, j: int, local) -> int:
-        """Leading blocks of j held by the pool or by `local` (a set-like of the instance's blocks)."""
+        """Leading blocks of j held by the pool or by the instance (`local(position)`)."""
         ids, where = self.ids, self.where
         s, e = self.off[j], self.off[j + 1]
         p = s
-        while p < e and (ids[p] in where or ids[p] in local):
+        while p < e and (ids[p] in where or local(p)):
             p += 1
         return p - s
 

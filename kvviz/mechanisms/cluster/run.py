@@ -21,7 +21,6 @@ import numpy as np
 from ...serving.batching import BatchConfig
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
-from ...serving.tiered_cache import Either
 from ...trace import TraceBuilder
 from . import cache, routers
 from .instance import Instance
@@ -58,6 +57,7 @@ class ClusterRun:
         self.cum_tokens = np.r_[0, np.cumsum(work.tokens)].tolist()
         self.inn0 = work.input_tokens.tolist()
         self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
+        self.cache_arrays: dict = {}  # the stream's arrays for the compiled caches, made once for all instances
         self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
@@ -112,14 +112,18 @@ class ClusterRun:
 
     def _from_pool(self, inst: Instance, j: int):
         """The blocks of j's chain through the pool that the instance does not hold: fetched now."""
-        local = cache.resident(inst.cache)
-        have = cache.resident_prefix(inst.cache, j)
+        store = inst.cache
+        have = cache.resident_prefix(store, j)
         peer = inst.fetched_ids.get(j, ())
-        reach = self.pool.chain(j, Either(local, peer))
+        ids = self.ids
+
+        def own(i: int) -> bool:
+            return ids[i] in peer or cache.holds(store, i)
+        reach = self.pool.chain(j, own)
         if reach <= have:
             return
         s = self.off[j]
-        pos = [i for i in range(s + have, s + reach) if self.ids[i] not in local and self.ids[i] not in peer]
+        pos = [i for i in range(s + have, s + reach) if not own(i)]
         if not pos:
             return
         take = [self.ids[i] for i in pos]
