@@ -10,7 +10,7 @@ Prints figures; asserts nothing about time. On the Mooncake conversation trace (
   decode, global_cache_aware), and the same with 16 instances each prefilling and decoding;
 - one instance: the prefix cache's timed engine (kvviz.mechanisms.prefix_cache.timed.Run), LRU,
   with one cluster instance's tiers (HBM 762,939 tokens + DRAM 3M tokens = 1,490 + 5,859 blocks)
-  and serving settings, `store.load_if_faster = false` (as the cluster's instance);
+  and serving settings, `store.load_if_faster` as the cluster's instance (on);
 - the cluster with one instance (the same workload and settings as the prefix cache run).
 Then `kvviz run` of the bundled scenario as a user calls it (reading the trace, recording the
 timeline), wall time, once.
@@ -58,7 +58,7 @@ def prefix_cache_scenario(cl):
         "tiers": [{"name": "hbm", "capacity_blocks": ins.hbm_cache_tokens // 512},
                   {"name": "dram", "capacity_blocks": ins.dram_cache_tokens // 512, "read_gbps": ins.dram_read_gbps,
                    "write_gbps": ins.dram_write_gbps, "read_latency_us": 0.0, "write_latency_us": 0.0}],
-        "store": {"load_if_faster": False},
+        "store": {"load_if_faster": ins.load_if_faster},
         "serving": {"timing": True, "gpus": ins.gpus, "gpu_peak_tflops": ins.gpu_peak_tflops, "mfu": ins.mfu,
                     "hbm_tbps": ins.hbm_tbps, "hbm_efficiency": ins.hbm_efficiency, "max_batch": ins.max_batch,
                     "running_kv_gb": ins.running_kv_gb}}, "bench")
@@ -85,6 +85,7 @@ def main() -> int:
     blocks = load_blocks(pc)
     prep = prepare(blocks, {"lru"}, pc.cache.admission)
     caps = [t.blocks(blocks.block_tokens * pc.model.kv_bytes_per_token) for t in pc.tiers]
+    # both sides run the compiled block cache where it is built (the prefix cache's and the cluster's)
     med, lo, hi, r = median_cpu(lambda: Run(pc, blocks, prep, caps, ["lru"] * len(caps), False, record=False).run(),
                                 args.repeat)
     print(f"prefix cache, 1 instance (timed engine, LRU, HBM + DRAM): {len(blocks):,} requests in {med:.2f} s CPU "
