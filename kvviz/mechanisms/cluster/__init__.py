@@ -29,11 +29,11 @@ from .run import ClusterRun
 from .workload import load
 
 # The estimate's constants, measured on this machine: `kvviz run cluster_mooncake_routing` (12,031
-# requests, 288,500 block lookups, 16 instances, the timeline recorded) took 5.6 s of wall time and
-# 189 MB of peak RSS (about 110 MB above the interpreter's), i.e. ~470 µs a request and ~400 B a
-# lookup; the run alone is ~180 µs a request (benchmarks/bench_cluster.py)
+# requests, 288,500 block lookups, 16 instances, the compiled block cache, the timeline recorded)
+# took 2.9 s of wall time and 189 MB of peak RSS with the Python cache (about 110 MB above the
+# interpreter's), i.e. ~240 µs a request and ~400 B a lookup (benchmarks/bench_cluster.py)
 BYTES_PER_LOOKUP = 400
-SECONDS_PER_REQUEST = 470e-6
+SECONDS_PER_REQUEST = 250e-6
 MAX_TRACE_MARKS = 200_000
 
 

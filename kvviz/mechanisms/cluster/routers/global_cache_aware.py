@@ -21,18 +21,23 @@ class GlobalCacheAware(Router):
         v = self.view
         n = v.instances
         held = [v.match(k, j) for k in range(n)]
-        best = max(range(n), key=lambda k: (held[k], -k))  # the longest, the lowest index on ties
-        best_len = held[best]
+        best_len = max(held)
+        best = held.index(best_len)  # the longest, the lowest index on ties
         thr = self.settings.balancing_threshold
-        pick, pick_t = None, 0.0
+        prefill: dict = {}  # prefill after h blocks, once per distinct h (most instances hold the same)
+        pick, pick_t, pick_fetch = 0, None, False
         for k in range(n):
-            fetch = best_len > 0 and k != best and (held[k] == 0 or best_len / held[k] > thr)
+            h = held[k]
+            fetch = best_len > 0 and k != best and (h == 0 or best_len / h > thr)
+            at = best_len if fetch else h
+            p = prefill.get(at)
+            if p is None:
+                p = prefill[at] = v.prefill_ns(j, at)
+            t = v.queue_ns(k) + p
             if fetch:
-                d = Decision(k, best, best_len, held[k])
-                t = v.fetch_ns(j, best, k, held[k], best_len) + v.queue_ns(k) + v.prefill_ns(j, best_len)
-            else:
-                d = Decision(k, local_blocks=held[k])
-                t = v.queue_ns(k) + v.prefill_ns(j, held[k])
-            if pick is None or t < pick_t:
-                pick, pick_t = d, t
-        return pick
+                t += v.fetch_ns(j, best, k, h, best_len)
+            if pick_t is None or t < pick_t:
+                pick, pick_t, pick_fetch = k, t, fetch
+        if pick_fetch:
+            return Decision(pick, best, best_len, held[pick])
+        return Decision(pick, local_blocks=held[pick])
