@@ -16,10 +16,10 @@ hit blocks below HBM load as one transfer per link; the prefill iteration's laye
 every transfer booked for the iteration has delivered its i-th of L equal pieces.
 
 What the cluster adds (beyond the seam): `resident_prefix` and `holds` (the router's match and
-the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool (`run.fetched_ids`) continue its
-hit chain at admission after its own resident blocks (they land in its running KV in HBM, then
-are placed like any block it reached), and `wait_for` makes its prefill iteration wait for
-their transfer, layer by layer.
+the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool
+(`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
+in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
+prefill iteration wait for their transfer, layer by layer.
 Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
 down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """

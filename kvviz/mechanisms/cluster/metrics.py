@@ -12,11 +12,13 @@
   tokens outside cacheable blocks count as miss).
 - throughput_tokens_per_s: reply tokens / (last end − first arrival).
 - rejected: requests refused by SLO admission (never served).
-- per_instance: requests, busy seconds, prefill tokens computed, hit rate, peak queue.
+- per_instance: role, requests, GPU busy seconds, prefill tokens computed, preemptions, and (prefill
+  instances) token hit rate and hit blocks.
 - recomputed_hit_blocks / _tokens: hit blocks the load-or-recompute choice recomputed (still hits).
 - gpu_busy_s, prefill_gpu_s: GPU busy time summed over every instance (all; prefill iterations).
 - load_imbalance: max / mean GPU busy time over the routed (prefill) instances.
-- links: bytes and busy seconds of each instance's peer links (sums, and the busiest).
+- links: bytes over the peer links, the busiest peer link's busy seconds, fetches from peers,
+  bytes to and from the shared pool.
 """
 from __future__ import annotations
 
