@@ -12,13 +12,14 @@ from .errors import ScenarioError
 from .format import printable
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 
-PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain")
+PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain", "ragpulse")
 AUTO_POINTS = 12
 
 
 def add_prefix_args(rp) -> None:
     rp.add_argument("--prefix", action="store_true",
-                    help="block-level prefix caching (a Mooncake, Qwen/Bailian or plain trace with hash_ids): "
+                    help="block-level prefix caching (a Mooncake, Qwen/Bailian or plain trace with hash_ids, or a "
+                         "RAGPulse trace: one block per chunk, kvviz.requests.ragpulse): "
                          "requests in file order; hit = the longest resident prefix of hash_ids; then every block "
                          "in order is touched if resident or inserted if not, evicting whole blocks (lru: least "
                          "recently touched; fifo: earliest inserted; leaf_lru: least recently touched with no "
@@ -98,6 +99,10 @@ def _read(path: str, fmt: str):
     from .requests import prompts
     from .requests.zstd import open_decompressed
     path = Path(path)
+    from .requests import ragpulse
+    from .requests.jsonl import first_record
+    if fmt == "ragpulse" or (fmt == "auto" and ragpulse.looks_like(first_record(path))):
+        return ragpulse.read(path)  # one block per chunk, by its prefix (kvviz.requests.ragpulse)
     with open_decompressed(path) as plain:
         try:
             reqs = prompts.read(plain)
@@ -187,7 +192,8 @@ def cmd_replay_prefix(args) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    print(f"{printable(args.trace)}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of {reqs.block_tokens} tokens "
+    print(f"{printable(args.trace)}: {len(reqs):,} requests, {len(reqs.hashes):,} blocks of "
+          f"{'at most ' * (reqs.format == 'ragpulse')}{reqs.block_tokens} tokens "
           f"({distinct:,} distinct), {reqs.format}; "
           + ("a request holds the blocks it reached (--pin-running)" if pin else "nothing held (--no-pin-running)"))
     w = max(8, *(len(str(r.capacity)) for r in results))

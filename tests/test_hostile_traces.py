@@ -95,7 +95,7 @@ def test_mooncake_hash_ids_within_one_block_are_read(tmp_path, n_in, n_ids):
 
 
 @pytest.mark.parametrize("path", [SHARED / "mooncake_conversation_trace.jsonl", SHARED / "mooncake_synthetic_trace.jsonl",
-                                  TRACES / "mooncake_synthetic_trace.jsonl"])
+                                  TRACES / "mooncake_synthetic_trace.jsonl", TRACES / "mooncake_conversation_trace.jsonl"])
 def test_bundled_mooncake_traces_still_read(path):
     from kvviz.requests import prompts
     if not path.exists():

@@ -19,7 +19,7 @@ from .conftest import ROOT
 from .prefix_optimum import optimum
 
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
-CONVERSATION = Path("/work/shared/traces/mooncake_conversation_trace.jsonl")
+CONVERSATION = ROOT / "resources" / "traces" / "mooncake_conversation_trace.jsonl"  # bundled
 
 
 def one_tier(tmp_path, trace: Path, cap: int, pin: bool, max_requests: int = 0):

@@ -29,6 +29,7 @@ PACKAGES = (
     "ladder",
     "attention_store",
     "prefix_cache",
+    "cluster",
 )
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # The readers (numpy all) are imported where a trace is read: the CLI's parser takes FORMATS
 # from here without them.
 
-FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain")
+FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain", "ragpulse")
 
 
 def detect_format(path: Path) -> str:
@@ -74,6 +74,9 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
                 reqs = read_txt(plain)
             elif kind == "oracleGeneral":
                 reqs = read_oracle_general(plain)
+            elif kind == "ragpulse":  # named only: its chunk lengths live in side files beside it
+                from .ragpulse import as_objects
+                reqs = as_objects(plain, kv_bytes_per_token)
             else:
                 reqs = read_blocks(plain, kv_bytes_per_token, None if kind == "jsonl" else kind)
         except ScenarioError as e:

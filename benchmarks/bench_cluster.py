@@ -1,0 +1,104 @@
+"""The cluster's speed against a single instance (issue 32, item 7: the conversation trace over 16
+instances with global_cache_aware must cost no more than 2x a single-instance prefix-cache run
+of the same trace).
+
+Run: .venv/bin/python benchmarks/bench_cluster.py [--repeat 3]
+Prints figures; asserts nothing about time. On the Mooncake conversation trace (12,031 requests,
+512-token blocks), CPU time of the run alone (requests read and prepared beforehand), median of
+--repeat, no trace recorded:
+- the cluster: scenarios/cluster_mooncake_routing.toml as shipped (16 instances, 8 prefill + 8
+  decode, global_cache_aware), and the same with 16 instances each prefilling and decoding;
+- one instance: the prefix cache's timed engine (kvviz.mechanisms.prefix_cache.timed.Run), LRU,
+  with one cluster instance's tiers (HBM 762,939 tokens + DRAM 3M tokens = 1,490 + 5,859 blocks)
+  and serving settings, `store.load_if_faster` as the cluster's instance (on);
+- the cluster with one instance (the same workload and settings as the prefix cache run).
+Then `kvviz run` of the bundled scenario as a user calls it (reading the trace, recording the
+timeline), wall time, once.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import describe  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from kvviz import load_scenario, simulate  # noqa: E402
+from kvviz.loading import parse_scenario  # noqa: E402
+from kvviz.mechanisms.cluster.run import ClusterRun  # noqa: E402
+from kvviz.mechanisms.cluster.workload import load as load_work  # noqa: E402
+from kvviz.mechanisms.prefix_cache.engine import prepare  # noqa: E402
+from kvviz.mechanisms.prefix_cache.timed import Run  # noqa: E402
+from kvviz.mechanisms.prefix_cache.workload import load as load_blocks  # noqa: E402
+
+SCENARIO = ROOT / "scenarios" / "cluster_mooncake_routing.toml"
+TRACE = ROOT / "resources" / "traces" / "mooncake_conversation_trace.jsonl"
+
+
+def median_cpu(fn, repeat: int) -> tuple[float, float, float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.process_time()
+        out = fn()
+        times.append(time.process_time() - t)
+    times.sort()
+    return times[len(times) // 2], times[0], times[-1], out
+
+
+def prefix_cache_scenario(cl):
+    ins = cl.instance
+    return parse_scenario({
+        "kind": "prefix_cache", "policies": ["lru"], "workload": {"trace_file": str(TRACE)},
+        "model": {"preset": cl.model.preset},
+        "tiers": [{"name": "hbm", "capacity_blocks": ins.hbm_cache_tokens // 512},
+                  {"name": "dram", "capacity_blocks": ins.dram_cache_tokens // 512, "read_gbps": ins.dram_read_gbps,
+                   "write_gbps": ins.dram_write_gbps, "read_latency_us": 0.0, "write_latency_us": 0.0}],
+        "store": {"load_if_faster": ins.load_if_faster},
+        "serving": {"timing": True, "gpus": ins.gpus, "gpu_peak_tflops": ins.gpu_peak_tflops, "mfu": ins.mfu,
+                    "hbm_tbps": ins.hbm_tbps, "hbm_efficiency": ins.hbm_efficiency, "max_batch": ins.max_batch,
+                    "running_kv_gb": ins.running_kv_gb}}, "bench")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    print(describe(), f"· load average {os.getloadavg()[0]:.2f}")
+    rows = []
+    for label, sets in (("cluster, 16 instances (8 prefill + 8 decode), global_cache_aware", []),
+                        ("cluster, 16 instances (each prefills and decodes), global_cache_aware",
+                         ["cluster.prefill_instances=0"]),
+                        ("cluster, 1 instance, global_cache_aware", ["cluster.instances=1",
+                                                                     "cluster.prefill_instances=0"])):
+        sc = load_scenario(SCENARIO, sets)
+        work = load_work(sc)
+        med, lo, hi, r = median_cpu(lambda: ClusterRun(sc, work, record=False).run(), args.repeat)
+        rows.append((label, med))
+        print(f"{label}: {len(work):,} requests in {med:.2f} s CPU (median of {args.repeat}; {lo:.2f}-{hi:.2f}): "
+              f"{len(work) / med:,.0f} requests/s; {r.loop.processed:,} events")
+    pc = prefix_cache_scenario(load_scenario(SCENARIO))
+    blocks = load_blocks(pc)
+    prep = prepare(blocks, {"lru"}, pc.cache.admission)
+    caps = [t.blocks(blocks.block_tokens * pc.model.kv_bytes_per_token) for t in pc.tiers]
+    # both sides run the compiled block cache where it is built (the prefix cache's and the cluster's)
+    med, lo, hi, r = median_cpu(lambda: Run(pc, blocks, prep, caps, ["lru"] * len(caps), False, record=False).run(),
+                                args.repeat)
+    print(f"prefix cache, 1 instance (timed engine, LRU, HBM + DRAM): {len(blocks):,} requests in {med:.2f} s CPU "
+          f"(median of {args.repeat}; {lo:.2f}-{hi:.2f}): {len(blocks) / med:,.0f} requests/s; "
+          f"{r.loop.processed:,} events")
+    for label, t in rows:
+        print(f"  {label}: {t / med:.2f}x the single-instance prefix cache (target: at most 2x)")
+    t = time.perf_counter()
+    res = simulate(load_scenario(SCENARIO))
+    print(f"kvviz run {SCENARIO.relative_to(ROOT)} (read, run, record): {time.perf_counter() - t:.2f} s wall; "
+          f"mean TTFT {res.metrics['mean_ttft_ms']:,.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

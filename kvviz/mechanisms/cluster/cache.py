@@ -1,0 +1,164 @@
+"""An instance's block cache: the serving core's tiered block cache (kvviz/serving/tiered_cache.py:
+its lookup, placement, demotion and eviction rules, written once) driven through the serving
+core's seam (kv_source.py), with the tier links timed (kvviz/serving/links.py, `fifo`).
+
+Tiers: HBM (`instance.hbm_cache_tokens`) and, unless the pool is shared, a local DRAM tier
+(`instance.dram_cache_tokens`, 0 = none); promote = copy, write = back, admission = always, a
+running request's blocks pinned in HBM (the prefix cache's defaults).
+
+Timing, the prefix cache's timed engine without prefetch (the rules of its timed_store.py; ours
+written again here over the shared cache, as a mechanism never imports another): a request looks
+up and places its blocks when the scheduler admits it; the write-downs its placement causes are
+booked on the link of the tier they enter; with `instance.load_if_faster` (the default) the
+serving core's load-or-recompute choice (tiered_cache.best_cut) picks how many leading hit blocks
+to use, the rest recomputed (still counted as hits, as the prefix cache counts them); the used
+hit blocks below HBM load as one transfer per link; the prefill iteration's layer i computes once
+every transfer booked for the iteration has delivered its i-th of L equal pieces.
+
+What the cluster adds (beyond the seam): `resident_prefix` and `holds` (the router's match and
+the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool
+(`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
+in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
+prefill iteration wait for their transfer, layer by layer.
+Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
+down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
+"""
+from __future__ import annotations
+
+from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.links import Link
+from ...serving.tiered_cache import best_cut, make_cache
+
+
+def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
+    """The iteration's end so far (`pe`) given one more transfer delivering L equal pieces from
+    `start` to `t1`, each layer c ns of compute after its piece and the layer before it."""
+    return max(pe, int(start + (t1 - start) / L) + L * c, t1 + c)
+
+
+class InstanceCache:
+    stores = False  # the batcher saves nothing: writes down are this cache's link transfers
+
+    def __init__(self, inst, cluster):
+        sc = cluster.sc
+        ins = sc.instance
+        self.run, self.loop = inst, cluster.loop
+        self.ids, self.off, self.tok = cluster.ids, cluster.off, cluster.tok
+        bt = cluster.work.block_tokens
+        caps = [max(1, ins.hbm_cache_tokens // bt)]
+        self.names = ["hbm"]
+        if ins.dram_cache_tokens and not sc.pool.shared:
+            caps.append(max(1, ins.dram_cache_tokens // bt))
+            self.names.append("dram")
+        # the compiled cache where it can run (the serving core's twin), else the Python one, noted
+        self.cache, self.note = make_cache(self.ids, self.tok, caps, [ins.eviction] * len(caps),
+                                           parent=cluster.parent, where_name="the cluster",
+                                           arrays=cluster.cache_arrays)
+        self.cids = self.cache.ids  # the cache's own ids per position (the compiled one's are dense)
+        self.load_if_faster = ins.load_if_faster
+        self.tok_np = cluster.work.tokens
+        self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
+        self.recomputed_blocks = self.recomputed_tokens = 0
+        self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
+        self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
+                               for nm in self.names[1:]]
+        self.hits = [0] * len(cluster.work)       # hit blocks per request (its own and fetched)
+        self.own_hits = [0] * len(cluster.work)   # of those, resident in the instance's own tiers
+        self.fetched_hit_blocks = self.fetched_hit_tokens = 0
+        self.booked: list = []  # the iteration's transfers: (start after latency, end)
+
+    # --- the seam (kv_source.py) --------------------------------------------------------------
+    def arrived(self, j: int):
+        pass
+
+    def admit(self, j: int, hbm_hit: bool):
+        s, e = self.off[j], self.off[j + 1]
+        cache, tok, now = self.cache, self.tok, self.loop.now
+        src = cache.lookup(s, e)
+        own = len(src)
+        got = self.run.fetched_ids.pop(j, None)
+        if got:  # the chain goes on through blocks fetched for this request (their KV is in HBM)
+            p, ids = s + own, self.ids
+            while p < e and ids[p] in got:
+                src.append(0)
+                self.fetched_hit_blocks += 1
+                self.fetched_hit_tokens += tok[p]
+                p += 1
+        h = len(src)
+        self.hits[j], self.own_hits[j] = h, own
+        before = cache.written[:]
+        cache.place_request(j, s, e, h, src)
+        K = cache.K
+        inst = self.run
+        for k in range(1, K):  # writes down, booked on the link of the tier they enter
+            n = cache.written[k] - before[k]
+            if n:
+                t0, t1 = self.links[k].book(n * self.bb, now, True)
+                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
+                              f"write {n} blocks HBM→DRAM", j, n * self.bb, "HBM", "DRAM")
+        run = self.run
+        total = run.keep[j] + run.inn[j]
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        cut = h
+        if self.load_if_faster and any(src):  # load or recompute: the serving core's choice
+            comp, prefill = self.iter_comp, run.gpu.prefill_ns
+            cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                           lambda kept: comp + prefill(total - kept, kept))
+        nbytes = [0] * K
+        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
+            if src[i]:
+                nbytes[src[i]] += tok[s + i] * self.kv
+        load = 0
+        for k in range(1, K):
+            if nbytes[k]:
+                load += nbytes[k]
+                t0, t1 = self.links[k].book(nbytes[k], now, False)
+                self.booked.append((t0 + self.links[k].read_lat, t1))
+                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
+                              nbytes[k], "DRAM", "HBM")
+        if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
+            self.recomputed_blocks += h - cut
+            self.recomputed_tokens += sum(tok[s + cut:s + h])
+        kept = sum(tok[s:s + cut])
+        run.keep[j], run.inn[j] = kept, total - kept
+        self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        return (HIT_HBM if cut else FIRST), load, 0, 0
+
+    def load(self, jobs, a, b, ready, S, comp_ns):
+        L = self.L
+        c = int(comp_ns / L)
+        pe = S + L * c
+        for start, t1 in self.booked:
+            pe = layered_end(pe, L, c, start, t1)
+        self.booked.clear()
+        return pe, pe - S - L * c, None
+
+    def finished(self, j: int):
+        self.cache.finish(j)
+
+
+def make_store(inst, cluster) -> InstanceCache:
+    return InstanceCache(inst, cluster)
+
+
+def holds(store, pos: int) -> bool:
+    """Whether the block at stream position `pos` is resident in some tier of the instance."""
+    return any(store.cache.matched((store.cids[pos],)))
+
+
+def resident_prefix(store, j: int) -> int:
+    """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
+    s, e = store.off[j], store.off[j + 1]
+    return sum(store.cache.matched(store.cids[s:e]))
+
+
+def wait_for(store, t0: int, t1: int) -> None:
+    """The admitted request's prefill iteration also waits for a transfer streaming from t0 to
+    t1, layer by layer."""
+    store.booked.append((t0, t1))
+
+
+def counts(store) -> tuple[list, list]:
+    """(hit blocks, hit tokens) per tier, top first."""
+    return store.cache.hit_blocks, store.cache.hit_tokens

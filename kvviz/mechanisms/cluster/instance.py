@@ -1,0 +1,165 @@
+"""One serving instance of the cluster: the serving core's continuous batcher (kvviz/serving/
+batching.py) over its own block cache (cache.py), as the batcher's `run` (the attributes and
+calls batching.py reads). Every instance shares the cluster's event loop and roofline; job
+indices are the cluster's (arrays of the workload's length, ASSUMPTION of scale: fine for tens
+of instances, not for a hundred over a 10x trace).
+
+Roles: `both` (prefills and decodes), `prefill` (P/D split: every request is prefill only, one
+token; its KV then moves to a decode instance), `decode` (receives a prefilled request's KV
+over the peer link and decodes the rest of its reply: its "prefill" computes nothing, as the
+KV is there, and emits no token of the reply's count).
+
+The router's load signals are kept here: `queue_ns` is the sum of the router's prefill
+estimates of the requests sent here and not yet admitted, plus what is left of the prefill
+iteration running (its estimate from its start).
+"""
+from __future__ import annotations
+
+from ...serving.batching import BatchConfig, Batcher
+from ...serving.kv_source import HIT_HBM
+from . import cache
+
+
+class HeldKV:
+    """A decode instance's store: the request's KV arrived with it (HBM, nothing to load)."""
+    stores = False
+
+    def __init__(self, inst):
+        self.inst = inst
+
+    def arrived(self, j):
+        pass
+
+    def admit(self, j, hbm_hit):
+        return HIT_HBM, 0, 0, 0
+
+    def load(self, jobs, a, b, ready, S, comp_ns):  # never called: admit loads nothing
+        return S + round(comp_ns), 0, None
+
+    def finished(self, j):
+        pass
+
+
+class Hooked:
+    """The instance's cache as the batcher's store, telling the instance when a job is admitted
+    (its queue estimate drops) and adding a peer or pool fetch the job waits on to its iteration."""
+
+    def __init__(self, inner, inst):
+        self.inner, self.inst = inner, inst
+        self.stores = inner.stores
+
+    def arrived(self, j):
+        self.inner.arrived(j)
+
+    def admit(self, j, hbm_hit):
+        self.inst.admitted(j)
+        outcome, a, b, ready = self.inner.admit(j, hbm_hit)
+        for t0, t1, nbytes in self.inst.fetches.pop(j, ()):  # from a peer or the pool, layer by layer
+            if t1 > self.inst.loop.now:
+                cache.wait_for(self.inner, t0, t1)
+                a += nbytes
+        return outcome, a, b, ready
+
+    def load(self, jobs, a, b, ready, S, comp_ns):
+        return self.inner.load(jobs, a, b, ready, S, comp_ns)
+
+    def finished(self, j):
+        self.inner.finished(j)
+
+
+class Instance:
+    def __init__(self, cluster, index: int, role: str, cfg: BatchConfig, out: list):
+        n = len(cluster.work)
+        self.cluster, self.index, self.role = cluster, index, role
+        self.n, self.loop, self.gpu = n, cluster.loop, cluster.gpu
+        self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
+        self.conv = list(range(n))
+        self.inn = list(cluster.inn0)
+        self.keep = [0] * n
+        self.out = out
+        self.over, self.coupled, self.after = [False] * n, False, [0] * n
+        self.arrival = [0] * n
+        self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
+        self.fetched_ids: dict = {}  # job -> the block ids those fetches bring
+        self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
+        self.pending_ns = 0.0
+        self.iter_at, self.iter_ns = -1, 0.0
+        self.served = 0
+        if role == "decode":
+            self.cache = None
+            self.store = HeldKV(self)
+        else:
+            self.cache = cache.make_store(self, cluster)
+            self.store = Hooked(self.cache, self)
+        if tb is not None:  # one lane group per instance: one Perfetto process each
+            g = f"instance {index}"
+            self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
+            self.l_rdma = tb.lane(f"{g} RDMA in · " + ("KV from prefill" if role == "decode" else
+                                                      "peer and pool fetches"), g)
+            if self.cache is not None and len(self.cache.names) > 1:
+                self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
+        self.batcher = Batcher(self, cfg)
+
+    # --- the router's signals -----------------------------------------------------------------
+    def match(self, j: int) -> int:
+        pool = self.cluster.pool
+        if pool is not None:  # the pool's blocks count for every instance
+            store = self.cache
+            return pool.chain(j, lambda i: cache.holds(store, i))
+        return cache.resident_prefix(self.cache, j)
+
+    def queue_ns(self) -> float:
+        now = self.loop.now
+        running = max(0.0, self.iter_at + self.iter_ns - now) if self.iter_at >= 0 else 0.0
+        return self.pending_ns + running
+
+    def queue_len(self) -> int:
+        return len(self.batcher.waiting)
+
+    def kv_utilisation(self) -> float:
+        return self.batcher.tok_run / self.batcher.cap_tok
+
+    # --- the cluster's calls ------------------------------------------------------------------
+    def arrive(self, j: int, estimate_ns: float = 0.0):
+        self.served += 1
+        self.estimate[j] = estimate_ns
+        self.pending_ns += estimate_ns
+        self.arrival[j] = self.loop.now
+        self.store.arrived(j)
+        self.batcher.arrive(j)
+
+    def admitted(self, j: int):
+        est = self.estimate.pop(j, 0.0)
+        self.pending_ns = max(0.0, self.pending_ns - est)
+        now = self.loop.now
+        if self.iter_at != now:
+            self.iter_at, self.iter_ns = now, 0.0
+        self.iter_ns += est
+        self.cluster.admitted(self, j)
+
+    # --- the batcher's calls ------------------------------------------------------------------
+    def job_done(self, j: int):
+        self.store.finished(j)
+        self.cluster.job_done(self, j)
+
+    def gpu_state(self, t: int, batch: int):
+        pass
+
+    def prefill_span(self, S, pe, jobs, layer):
+        tb = self.tb
+        what = "KV arrived" if self.role == "decode" else "prefill"
+        base = self.n if self.role == "decode" else 0  # a decode's flow is its P/D transfer's, apart
+        for j in jobs:  # each job's mark, at the iteration's end, ends the flows of what it waited on
+            hit = self.role == "decode" or (self.cache is not None and self.cache.hits[j] > 0)
+            tb.instant(self.l_gpu, pe, "hit" if hit else "miss", j, job=j, flow=base + j)
+        tb.span(self.l_gpu, S, pe, "prefill", f"{what} · {len(jobs)} request{'s' * (len(jobs) > 1)}", ref=jobs[0],
+                job=jobs[0], items=len(jobs))
+
+    def decode_span(self, t0, t1, n, k, ref):
+        self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} request{'s' * (n > 1)} × {k} iterations", ref=ref)
+
+    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str, dst: str):
+        """A transfer on one of this instance's link lanes, its facts and its job's flow."""
+        if self.tb is not None:
+            flow = -1 if kind == "save" else j + (self.n if self.role == "decode" else 0)
+            self.tb.span(lane, t0, t1, kind, label, ref=j, bytes=int(nbytes), src=src, dst=dst, job=j, flow=flow)

@@ -1,0 +1,165 @@
+"""One cluster run: N instances on one event loop, a router, peer links, and the optional shared
+pool. Not a new engine: each instance is the serving core's batcher over its own block cache
+(instance.py); the cluster only decides where a request goes and moves KV between instances.
+
+A request arriving at its trace time is routed at once (ASSUMPTION, ours: the router takes no
+time). Under SLO admission (`routing.ttft_slo_s` > 0) it is rejected, counted and never served,
+when the router's TTFT estimate for its pick exceeds the SLO. Otherwise it joins its
+instance's queue; a fetch the router decided (global_cache_aware) is booked on the peer links
+now and the fetched blocks enter the instance's cache now; its prefill waits for them layer by
+layer. With a P/D split the prefill instance computes the prompt and the first token, then its
+KV (prompt + that token) moves over the peer links to the decode instance with the least
+running KV (fewest waiting on ties, then the lowest index), which decodes the rest.
+
+Event order is the single-instance timed engine's: arrivals are one stream at priority 2, so
+one instance with any router gives exactly the prefix cache's numbers on the same workload.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...serving.batching import BatchConfig
+from ...serving.event_loop import Loop
+from ...serving.roofline import Roofline
+from ...trace import TraceBuilder
+from . import cache, routers
+from .instance import Instance
+from .peers import PeerLinks
+from .pool import SharedPool
+from .view import View
+
+
+def parents(work) -> dict:
+    """Each block's parent (leaf_lru reads it): the block before it where it first appears, None
+    for the first block of a request."""
+    out: dict = {}
+    ids, off = work.ids.tolist(), work.offsets.tolist()
+    for r in range(len(off) - 1):
+        prev = None
+        for b in ids[off[r]:off[r + 1]]:
+            if b not in out:
+                out[b] = prev
+            prev = b
+    return out
+
+
+class ClusterRun:
+    def __init__(self, sc, work, record: bool = True):
+        self.sc, self.work = sc, work
+        self.tb = TraceBuilder(item_name="request") if record else None
+        n = len(work)
+        self.loop = Loop()
+        m, ins = sc.model, sc.instance
+        self.kv, self.layers = m.kv_bytes_per_token, m.layers
+        self.gpu = Roofline(m.params_b * 1e9, ins.gpus, ins.gpu_peak_tflops, ins.mfu, ins.hbm_tbps,
+                            ins.hbm_efficiency, m.kv_bytes_per_token, m.layers, m.d_model)
+        self.ids, self.off, self.tok = work.ids.tolist(), work.offsets.tolist(), work.tokens.tolist()
+        self.cum_tokens = np.r_[0, np.cumsum(work.tokens)].tolist()
+        self.inn0 = work.input_tokens.tolist()
+        self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
+        self.cache_arrays: dict = {}  # the stream's arrays for the compiled caches, made once for all instances
+        self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
+        c = sc.cluster
+        N, P = c.instances, c.prefill_instances
+        self.split = P > 0
+        self.n_route = P if self.split else N
+        cfg = BatchConfig(gpu=self.gpu, kv=self.kv, layers=m.layers, max_batch=ins.max_batch,
+                          cap_tok=int(ins.running_kv_gb * 1e9) // self.kv, save_gbps=1.0, write_buffer=0.0,
+                          sync_save=False, hbm_cache=False)
+        out = work.output_tokens.tolist()
+        one = [1] * n
+        self.inst = [Instance(self, k, ("prefill" if k < P else "decode") if self.split else "both", cfg,
+                              one if (self.split and k < P) else out) for k in range(N)]
+        self.peers = PeerLinks(N, c.peer_gbps, int(c.peer_latency_us * 1e3))
+        self.pool = SharedPool(self) if sc.pool.shared else None
+        self.view = View(self)
+        self.router = routers.make(sc.routing.policy, self.view, sc.routing)
+        self.slo_ns = sc.routing.ttft_slo_s * 1e9
+        self.out = out
+        # per request
+        self.where = [-1] * n           # prefill instance
+        self.decoder = [-1] * n         # decode instance (P/D split)
+        self.rejected = [False] * n
+        self.fetched = [0] * n          # blocks fetched from a peer
+        self.fetch_src = [-1] * n
+        self.pooled = [0] * n           # blocks fetched from the shared pool
+        self.times = np.rint(work.times_s * 1e9).astype(np.int64).tolist()
+
+    # --- arrivals and routing -----------------------------------------------------------------
+    def arrive(self, j: int):
+        d = self.router.route(j)
+        est = self.router.estimate_ns(j, d)
+        if self.slo_ns and est > self.slo_ns:
+            self.rejected[j] = True
+            return
+        self.router.routed(j, d)
+        k = d.instance
+        inst = self.inst[k]
+        self.where[j] = k
+        if d.fetch_from >= 0 and d.fetch_blocks > d.local_blocks:
+            have, best = d.local_blocks, d.fetch_blocks
+            nbytes = (self.view.held_tokens(j, best) - self.view.held_tokens(j, have)) * self.kv
+            t0, t1 = self.peers.book(d.fetch_from, k, nbytes, self.loop.now)
+            if self.tb is not None:
+                inst.transfer(inst.l_rdma, t0, t1, "fetch", f"fetch {best - have} blocks from instance {d.fetch_from}",
+                              j, nbytes, "RDMA", "HBM")
+            inst.fetched_ids.setdefault(j, set()).update(self.ids[self.off[j] + have:self.off[j] + best])
+            inst.fetches.setdefault(j, []).append((t0 + self.peers.lat, t1, nbytes))
+            self.fetched[j], self.fetch_src[j] = best - have, d.fetch_from
+        if self.pool is not None:
+            self._from_pool(inst, j)
+        inst.arrive(j, self.view.prefill_ns(j, max(d.local_blocks, d.fetch_blocks)))
+
+    def _from_pool(self, inst: Instance, j: int):
+        """The blocks of j's chain through the pool that the instance does not hold: fetched now."""
+        store = inst.cache
+        have = cache.resident_prefix(store, j)
+        peer = inst.fetched_ids.get(j, ())
+        ids = self.ids
+
+        def own(i: int) -> bool:
+            return ids[i] in peer or cache.holds(store, i)
+        reach = self.pool.chain(j, own)
+        if reach <= have:
+            return
+        s = self.off[j]
+        pos = [i for i in range(s + have, s + reach) if not own(i)]
+        if not pos:
+            return
+        take = [self.ids[i] for i in pos]
+        nbytes = sum(self.tok[i] for i in pos) * self.kv
+        link = self.pool.links[inst.index]
+        t0, t1 = link.book(nbytes, self.loop.now, False)
+        if self.tb is not None:
+            inst.transfer(inst.l_rdma, t0, t1, "fetch", f"fetch {len(take)} blocks from the pool", j, nbytes,
+                          "RDMA", "HBM")
+        inst.fetched_ids.setdefault(j, set()).update(take)
+        inst.fetches.setdefault(j, []).append((t0 + link.read_lat, t1, nbytes))
+        self.pooled[j] = len(take)
+
+    def admitted(self, inst: Instance, j: int):
+        if self.pool is not None:
+            self.pool.write(inst.index, j, lambda i: self.tok[i] * self.kv, self.loop.now)
+
+    def job_done(self, inst: Instance, j: int):
+        if self.pool is not None and inst.role != "decode":
+            self.pool.release(j)
+        if inst.role != "prefill" or self.out[j] <= 1:
+            return
+        # P/D: the prompt's KV and the first token move to a decode instance
+        dec = self.inst[self.n_route:]
+        k = min(range(len(dec)), key=lambda i: (dec[i].batcher.tok_run, dec[i].queue_len(), i))
+        d = dec[k]
+        ctx = self.inn0[j] + 1
+        t0, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)
+        if self.tb is not None:
+            d.transfer(d.l_rdma, t0, t1, "load", f"KV of {ctx:,} tokens from instance {inst.index}", j,
+                       ctx * self.kv, "RDMA", "HBM")
+        d.keep[j], d.inn[j] = ctx, 0
+        self.decoder[j] = d.index
+        self.loop.push(t1, 2, d.arrive, (j,))
+
+    def run(self):
+        self.loop.stream(self.times, self.arrive, [(j,) for j in range(len(self.work))], priority=2)
+        self.loop.run()
+        return self

@@ -1,0 +1,60 @@
+"""What a router may look at: the cluster's view of its prefill instances. Each call is a fact a
+real router has (its own estimates, the instances' published KV events and load), never an
+instance's internals.
+
+- `match(k, j)`: leading blocks of request j that instance k holds in its own tiers (what its KV
+  events publish; with a shared pool, the pool's blocks count for every instance);
+- `queue_ns(k)`: the router's estimate of how long a request sent to k now waits before its
+  prefill starts: the prefill estimates of the requests sent to k and not yet started, plus
+  what is left of the prefill iteration running there (ASSUMPTION, ours: decode iterations
+  between prefills are not counted; Mooncake's EstimatePrefillQueueTime is not specified);
+- `prefill_ns(j, held)`: the roofline's prefill of j's prompt after its first `held` blocks;
+- `fetch_ns(j, src, dst, have, best)`: blocks have..best-1 of j from src to dst over the peer
+  links, queued behind what those links have booked;
+- `queue_len(k)`, `kv_utilisation(k)`: the scorers' load signals (waiting requests; running KV
+  over the running pool).
+"""
+from __future__ import annotations
+
+
+class View:
+    def __init__(self, run):
+        self.run = run
+        self.settings = run.sc.routing
+        self.instances = run.n_route
+        self.work = run.work
+        self.off = run.off
+        self.cum = run.cum_tokens
+        self.ids = run.ids
+
+    def blocks_of(self, j: int) -> int:
+        return self.off[j + 1] - self.off[j]
+
+    def block_ids(self, j: int) -> list:
+        return self.ids[self.off[j]:self.off[j + 1]]
+
+    def held_tokens(self, j: int, held: int) -> int:
+        s = self.off[j]
+        return self.cum[s + held] - self.cum[s]
+
+    def match(self, k: int, j: int) -> int:
+        return self.run.inst[k].match(j)
+
+    def queue_ns(self, k: int) -> float:
+        return self.run.inst[k].queue_ns()
+
+    def queue_len(self, k: int) -> int:
+        return self.run.inst[k].queue_len()
+
+    def kv_utilisation(self, k: int) -> float:
+        return self.run.inst[k].kv_utilisation()
+
+    def prefill_ns(self, j: int, held: int) -> float:
+        h = self.held_tokens(j, held)
+        return self.run.gpu.prefill_ns(self.run.inn0[j] - h, h)
+
+    def fetch_ns(self, j: int, src: int, dst: int, have: int, best: int) -> float:
+        nbytes = (self.held_tokens(j, best) - self.held_tokens(j, have)) * self.run.kv
+        now = self.run.loop.now
+        _, t1 = self.run.peers.quote(src, dst, nbytes, now)
+        return t1 - now
