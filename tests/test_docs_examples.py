@@ -126,3 +126,40 @@ def test_the_readme_is_short_and_names_papers_not_our_issues():
     assert not re.search(r"seed 0|\bissue \d", text, re.I)
     for source in ("CachedAttention", "Mooncake", "Engram", "RoPE"):
         assert source in text
+
+
+def test_the_router_howto_example_runs_as_the_page_says(tmp_path):
+    """The how-to's steps, done literally in a copy of the package: the file, the import line,
+    then `kvviz run --set routing.policy=power_of_two`, beside random and least_loaded."""
+    import shutil
+    import subprocess
+    page = (ROOT / "docs" / "extend" / "router.md").read_text()
+    line = "from . import power_of_two  # noqa: E402,F401"
+    assert '--8<-- "docs/examples/power_of_two.py"' in page and line in page
+    shutil.copytree(ROOT / "kvviz", tmp_path / "kvviz", ignore=shutil.ignore_patterns("__pycache__", "*.c"))
+    routers = tmp_path / "kvviz" / "mechanisms" / "cluster" / "routers"
+    shutil.copy(EXAMPLES / "power_of_two.py", routers / "power_of_two.py")
+    init = routers / "__init__.py"
+    text = init.read_text()
+    assert "# isort: on" in text
+    init.write_text(text.replace("# isort: on", line + "\n# isort: on"))
+    script = ("import json, sys, io, contextlib\nfrom kvviz.cli import main\nout = {}\n"
+              "for p in ('power_of_two', 'random', 'least_loaded'):\n"
+              "    buf = io.StringIO()\n"
+              "    with contextlib.redirect_stdout(buf):\n"
+              f"        code = main(['run', {str(SCENARIOS / 'cluster_mooncake_routing.toml')!r}, '--json', "
+              "'--set', 'workload.max_requests=300', '--set', 'routing.policy=' + p])\n"
+              "    assert code == 0, p\n"
+              "    out[p] = json.loads(buf.getvalue())['metrics']\n"
+              "import kvviz\nout['where'] = kvviz.__file__\nprint(json.dumps(out))\n")
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["where"].startswith(str(tmp_path))  # the copy ran, not the tree
+    spread = {p: [i["requests"] for i in got[p]["per_instance"] if i["role"] == "prefill"]
+              for p in ("power_of_two", "random", "least_loaded")}
+    for p, counts in spread.items():
+        assert sum(counts) + got[p]["rejected"] == 300, p
+    # a router of its own: its choices are neither random's nor least_loaded's
+    assert spread["power_of_two"] != spread["random"] and spread["power_of_two"] != spread["least_loaded"]
+    assert got["power_of_two"]["mean_ttft_ms"] > 0
