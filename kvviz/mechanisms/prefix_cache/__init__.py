@@ -27,6 +27,7 @@ from .engine import ceiling, prepare, replay
 from .generator import generate
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario, Serving
+from .pricing import priced
 from .sizing import trace_lookups
 from .timed import timed_result
 from .workload import GENERATOR_BLOCK_TOKENS, load
@@ -244,5 +245,5 @@ def time_axis(unit: str, scenario=None) -> str:
     return f"request arrival ({unit}) · untimed replay"
 
 
-MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",),
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, priced(simulate), estimate, inactive=inactive, analyses=("tiers",),
                       time_axis=time_axis)
