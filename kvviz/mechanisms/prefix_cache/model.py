@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from ...plan_spec import PlanSpec
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from ...serving.model_presets import MFU_PAPER, with_preset
 from . import evictors
@@ -309,6 +310,8 @@ class PrefixCacheScenario(ScenarioBase):
     store: Store = Store()
     links: Links = Links()
     cost: Cost = Cost()
+    plan: PlanSpec = param(PlanSpec(), description="What `kvviz plan` searches: targets, decision variables, "
+                                                   "rates (kvviz/plan_spec.py); never an input of a run")
 
     @model_validator(mode="after")
     def _check(self):

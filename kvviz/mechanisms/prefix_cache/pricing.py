@@ -43,6 +43,12 @@ def hourly(sc, capacity_gb: dict[str, float] | None = None) -> dict[str, float]:
     return parts
 
 
+def hourly_in_blocks(sc, block_bytes: int) -> dict[str, float]:
+    """hourly() with each tier's capacity in whole blocks of `block_bytes`, as a run holds it
+    (known before the run: what `kvviz plan` prices a mix by)."""
+    return hourly(sc, {t.name: t.blocks(block_bytes) * block_bytes / 1e9 for t in sc.tiers})
+
+
 def per_million_tokens(cost_per_hour: float, tokens_per_s) -> float | None:
     if not tokens_per_s:
         return None
