@@ -125,7 +125,7 @@ class Pricing:
         return hourly_in_blocks(sc, bb)["total"]
 
 
-def _runner(targets, executor, workers: int, progress, counter: list):
+def _runner(targets, executor, workers: int, progress, counter: list, source: str, field: str):
     paths = sorted({t.metric for t in targets})
 
     def run(points: list[int], grid: Grid, on_result=None) -> list[dict]:
@@ -142,7 +142,7 @@ def _runner(targets, executor, workers: int, progress, counter: list):
         for v in out:
             if v.get(MISSING):
                 raise ScenarioError(f"unknown metric {v[MISSING][0]!r} (a metric path as `kvviz sweep --metric` "
-                                    f"takes it, e.g. policies.lru.ttft_p99_ms)", None, "target")
+                                    f"takes it, e.g. policies.lru.ttft_p99_ms)", source, field)
         return out
     return run
 
@@ -176,7 +176,7 @@ def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=Non
             t0 = time.perf_counter()
             grid = build_grid(d, axes, source, pricing.price)
             counter = [0]
-            run = _runner(targets, pool, workers, progress, counter)
+            run = _runner(targets, pool, workers, progress, counter, source, "--target" if targets_flags else "plan.targets")
 
             def runs(points, cb=None, grid=grid, run=run, k=k):
                 return run(points, grid, (lambda i, val, k=k: on_result(k, i, val)) if on_result else None)
