@@ -54,7 +54,8 @@ class RatePlan:
         return out
 
     def closest(self) -> int | None:
-        """With no feasible point: the run that misses the targets by least (largest relative miss)."""
+        """With no feasible point: the run that misses the targets by least (its largest relative
+        miss); the search runs the grid's top point(s) then, so one is among them."""
         if not self.outcome.values:
             return None
         return min(self.outcome.values, key=lambda i: (max(t.violation(self.outcome.values[i].get(t.metric))
@@ -147,6 +148,24 @@ def _runner(targets, executor, workers: int, progress, counter: list, source: st
     return run
 
 
+def bound_check(grid: Grid, targets, pricing: Pricing) -> tuple[np.ndarray, np.ndarray | None]:
+    """(per point: the bound proves it misses a `<=` target; per point: the bound on the first
+    target's metric, or None where it has none)."""
+    infeasible = np.zeros(len(grid), dtype=bool)
+    lower = None
+    for t in targets:
+        if t.op != "<=":
+            continue
+        lb = [pricing.bound(s).metric_bound(s, t.metric) for s in grid.scenarios]
+        if any(v is None for v in lb):
+            continue
+        lb = np.array(lb)
+        if t is targets[0]:
+            lower = lb
+        infeasible |= lb > t.value
+    return infeasible, lower
+
+
 def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=None, exhaustive_grid: bool = False,
          workers: int = 1, executor_spec: str | None = None, progress: Callable | None = None,
          on_result: Callable | None = None, use_bound: bool = True) -> list[RatePlan]:
@@ -180,22 +199,10 @@ def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=Non
 
             def runs(points, cb=None, grid=grid, run=run, k=k):
                 return run(points, grid, (lambda i, val, k=k: on_result(k, i, val)) if on_result else None)
-            lower = None
+            infeasible, lower = bound_check(grid, targets, pricing) if use_bound else (None, None)
             if exhaustive_grid:
                 outcome = exhaustive(grid, targets, runs)
             else:
-                infeasible = np.zeros(len(grid), dtype=bool)
-                if use_bound:
-                    for t in targets:
-                        if t.op != "<=":
-                            continue
-                        lb = [pricing.bound(s).metric_bound(s, t.metric) for s in grid.scenarios]
-                        if any(v is None for v in lb):
-                            continue
-                        lb = np.array(lb)
-                        if t is targets[0]:
-                            lower = lb
-                        infeasible |= lb > t.value
                 outcome = search(grid, targets, runs, infeasible, batch=max(1, workers), tolerance=spec.tolerance)
             plans.append(RatePlan(rate, targets, grid, outcome, lower, time.perf_counter() - t0))
     return plans

@@ -107,6 +107,8 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
         c = grid.cost[todo]
         dearer = len(todo) - np.searchsorted(np.sort(c), c, side="right")
         gain = np.minimum(below, dearer + 1)
+        if not values:  # first the top: a miss there decides the whole grid; a meet bounds the cost
+            gain = below
         pick = [int(todo[k]) for k in sorted(range(len(todo)), key=lambda k: (-gain[k], -below[k], todo[k]))[:batch]]
         for i, v in zip(pick, run(list(pick), on_result)):
             if state[i] == FEASIBLE and not feasible(v, targets):
@@ -123,4 +125,11 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
                 state[below & (state == UNDECIDED)] = INFEASIBLE
                 broken += [(int(i), int(p)) for p in np.flatnonzero(below) if p != i and
                            (state[p] == FEASIBLE or (p in values and feasible(values[p], targets)))]
-    return Outcome(best_of(grid, targets, values), values, state, pruned, order, broken)
+    best = best_of(grid, targets, values)
+    if best is None:  # the closest mix: a top point (of each slice of the non-monotone axes) is run
+        tops = [i for i in range(n) if above[i].sum() == 1 and i not in values]
+        for i, v in zip(tops, run(tops, on_result) if tops else []):
+            values[int(i)] = v
+            order.append(int(i))
+            state[i] = RAN
+    return Outcome(best, values, state, pruned, order, broken)

@@ -1,0 +1,47 @@
+"""`kvviz plan` against `--exhaustive` on the bundled plan scenario (issue 34): timed runs, grid
+points, wall time, and whether the answers agree; with --dump, every grid point's metrics (the
+exhaustive run) to a JSON file, for checking monotonicity and other targets offline.
+
+    python benchmarks/bench_plan.py [SCENARIO] [--target T ...] [--workers N] [--dump FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from kvviz.plan.planner import plan
+from kvviz.scenario_data import read_toml
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("scenario", nargs="?", default="scenarios/plan_prefix_tiers.toml")
+    p.add_argument("--target", action="append")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--dump", help="write every grid point's settings and metrics (the exhaustive run) here")
+    p.add_argument("--skip-exhaustive", action="store_true")
+    a = p.parse_args(argv)
+    data = read_toml(a.scenario)
+    rows = {}
+    for ex in ((False,) if a.skip_exhaustive else (False, True)):
+        t0 = time.perf_counter()
+        rp = plan(data, a.scenario, a.target, None, None, ex, workers=a.workers)[0]
+        wall = time.perf_counter() - t0
+        d = rp.to_dict()
+        rows["exhaustive" if ex else "plan"] = {"wall_s": round(wall, 2), "runs": d["runs"],
+                                                "grid_runs": d["grid_runs"], "bound_pruned": d["bound_pruned"],
+                                                "best": d["best"]}
+        if ex and a.dump:
+            with open(a.dump, "w") as f:
+                json.dump([{"settings": rp.grid.settings[i], "cost": float(rp.grid.cost[i]),
+                            "combo": rp.grid.combos[i].tolist(), "values": rp.outcome.values[i],
+                            "bounds": None if rp.lower_bounds is None else float(rp.lower_bounds[i])}
+                           for i in range(len(rp.grid))], f)
+    same = "exhaustive" not in rows or rows["plan"]["best"] == rows["exhaustive"]["best"]
+    print(json.dumps({"scenario": a.scenario, "workers": a.workers, **rows, "same_best": same}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
