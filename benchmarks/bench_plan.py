@@ -2,16 +2,18 @@
 points, wall time, and whether the answers agree; with --dump, every grid point's metrics (the
 exhaustive run) to a JSON file, for checking monotonicity and other targets offline.
 
-    python benchmarks/bench_plan.py [SCENARIO] [--target T ...] [--workers N] [--dump FILE]
+    PYTHONPATH=. python benchmarks/bench_plan.py [SCENARIO] [--target T ...] [--set PATH=VALUE ...]
+        [--workers N] [--dump FILE] [--skip-exhaustive]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from kvviz.plan.planner import plan
-from kvviz.scenario_data import read_toml
+from kvviz.scenario_data import apply_override, read_toml
 
 
 def main(argv=None) -> int:
@@ -21,14 +23,22 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--dump", help="write every grid point's settings and metrics (the exhaustive run) here")
     p.add_argument("--skip-exhaustive", action="store_true")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a field")
     a = p.parse_args(argv)
     data = read_toml(a.scenario)
+    for assignment in a.set:
+        data = apply_override(data, assignment)
+    t_start = time.perf_counter()
+
+    def progress(done):
+        print(f"{time.perf_counter() - t_start:8.1f} s: {done} runs", file=sys.stderr, flush=True)
     rows = {}
     for ex in ((False,) if a.skip_exhaustive else (False, True)):
         t0 = time.perf_counter()
-        rp = plan(data, a.scenario, a.target, None, None, ex, workers=a.workers)[0]
+        rp = plan(data, a.scenario, a.target, None, None, ex, workers=a.workers, progress=progress)[0]
         wall = time.perf_counter() - t0
         d = rp.to_dict()
+        print(f"{'exhaustive' if ex else 'plan'} done: {wall:.1f} s", file=sys.stderr, flush=True)
         rows["exhaustive" if ex else "plan"] = {"wall_s": round(wall, 2), "runs": d["runs"],
                                                 "grid_runs": d["grid_runs"], "bound_pruned": d["bound_pruned"],
                                                 "best": d["best"]}
@@ -39,7 +49,7 @@ def main(argv=None) -> int:
                             "bounds": None if rp.lower_bounds is None else float(rp.lower_bounds[i])}
                            for i in range(len(rp.grid))], f)
     same = "exhaustive" not in rows or rows["plan"]["best"] == rows["exhaustive"]["best"]
-    print(json.dumps({"scenario": a.scenario, "workers": a.workers, **rows, "same_best": same}, indent=2))
+    print(json.dumps({"scenario": a.scenario, "set": a.set, "workers": a.workers, **rows, "same_best": same}, indent=2))
     return 0
 
 
