@@ -42,6 +42,10 @@ def main(argv=None) -> int:
         rows["exhaustive" if ex else "plan"] = {"wall_s": round(wall, 2), "runs": d["runs"],
                                                 "grid_runs": d["grid_runs"], "bound_pruned": d["bound_pruned"],
                                                 "best": d["best"]}
+        if ex:
+            from kvviz.plan.slack import monotone_slack
+            t = rp.targets[0]
+            rows["monotone_slack"] = monotone_slack(rp.grid, rp.outcome.values, t.metric, t.op == "<=")
         if ex and a.dump:
             with open(a.dump, "w") as f:
                 json.dump([{"settings": rp.grid.settings[i], "cost": float(rp.grid.cost[i]),
