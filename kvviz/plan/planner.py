@@ -15,13 +15,15 @@ from ..mechanisms.prefix_cache.pricing import hourly_in_blocks
 from ..mechanisms.prefix_cache.workload import load
 from ..plan_spec import PlanAxis, PlanSpec
 from ..scenario_data import apply_override
-from ..sweep import MAX_RUNS, _fmt
+from ..sweep import _fmt
 from .bound import TTFTBound
 from .grid import COST_METRIC, MISSING, Grid, build_grid, run_point
 from .search import Outcome, exhaustive, search
 from .targets import Target, parse_target
 
 MAX_LOOKUPS = 50_000_000
+# grid points a plan takes: the search holds which point is above which (a bool per pair, 25 MB here)
+MAX_POINTS = 5_000
 
 
 @dataclass
@@ -180,8 +182,10 @@ def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=Non
     n = 1
     for a in axes:
         n *= len(a.values)
-    if n > MAX_RUNS:
-        raise ScenarioError(f"the grid has {n:,} points; a plan takes at most {MAX_RUNS:,}", source, "plan.axes")
+    if n > MAX_POINTS:
+        field = "--axis" if axes_flags else "plan.axes"
+        raise ScenarioError(f"the grid has {n:,} points; a plan takes at most {MAX_POINTS:,} (fewer values per "
+                            f"axis)", source, field)
     rates = list(rates) if rates else list(spec.rates)
     pricing = Pricing()
     plans = []
