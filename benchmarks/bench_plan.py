@@ -16,6 +16,25 @@ from kvviz.plan.planner import plan
 from kvviz.scenario_data import apply_override, read_toml
 
 
+def replay(rp, limits: list[float]) -> list[dict]:
+    """The search on the exhaustive run's own values, at other values of the first target."""
+    from kvviz.plan.planner import Pricing, bound_check
+    from kvviz.plan.search import exhaustive, search
+    from kvviz.plan.targets import Target
+    values = rp.outcome.values
+    t0 = rp.targets[0]
+    out, pricing = [], Pricing()
+    tol = rp.grid.scenarios[0].plan.tolerance
+    for v in limits:
+        t = (Target(t0.metric, t0.op, v),)
+        infeasible, _ = bound_check(rp.grid, t, pricing)
+        o = search(rp.grid, t, lambda pts, cb=None: [values[i] for i in pts], infeasible, tolerance=tol)
+        e = exhaustive(rp.grid, t, lambda pts, cb=None: [values[i] for i in pts])
+        out.append({"target": str(t[0]), "same_best": o.best == e.best, "runs": o.runs,
+                    "bound_pruned": o.bound_pruned, "feasible": e.best is not None})
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("scenario", nargs="?", default="scenarios/plan_prefix_tiers.toml")
@@ -23,6 +42,9 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--dump", help="write every grid point's settings and metrics (the exhaustive run) here")
     p.add_argument("--skip-exhaustive", action="store_true")
+    p.add_argument("--replay-targets", metavar="V1,V2,...",
+                   help="after --exhaustive, the search replayed on its measured values at each of these values "
+                        "of the first target: same best, and runs")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a field")
     a = p.parse_args(argv)
     data = read_toml(a.scenario)
@@ -46,6 +68,8 @@ def main(argv=None) -> int:
             from kvviz.plan.slack import monotone_slack
             t = rp.targets[0]
             rows["monotone_slack"] = monotone_slack(rp.grid, rp.outcome.values, t.metric, t.op == "<=")
+        if ex and a.replay_targets:
+            rows["replayed"] = replay(rp, [float(v) for v in a.replay_targets.split(",")])
         if ex and a.dump:
             with open(a.dump, "w") as f:
                 json.dump([{"settings": rp.grid.settings[i], "cost": float(rp.grid.cost[i]),

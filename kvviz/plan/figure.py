@@ -86,7 +86,7 @@ def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
         b = rp.outcome.best
         c, v = float(rp.grid.cost[b]), rp.outcome.values[b].get(t.metric)
         out.append(f'<circle cx="{X(c):.1f}" cy="{Y(v):.1f}" r="8" fill="none" stroke="{BEST}" stroke-width="2"/>')
-        out.append(f'<text x="{X(c) + 10:.1f}" y="{Y(v) - 10:.1f}" fill="{BEST}">cheapest meeting it: '
+        out.append(f'<text x="{X(c) + 10:.1f}" y="{Y(v) + 20:.1f}" fill="{BEST}">cheapest meeting it: '
                    f'${c:.3f}/h</text>')
     legend = (f'<circle cx="{L + 8}" cy="{y0 + PH + 54}" r="3" fill="{RUN}"/>'
               f'<text x="{L + 16}" y="{y0 + PH + 58}">mix run</text>'
