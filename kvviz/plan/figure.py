@@ -23,7 +23,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 def figure_svg(rate_plans, title: str) -> str:
     """One panel per rate."""
     esc = html.escape
-    W, PW, PH, L, T, B = 760, 640, 330, 90, 56, 70  # width, panel, left margin, top, below a panel
+    W, PW, PH, L, T, B = 760, 640, 330, 90, 56, 100  # width, panel, left margin, top, below a panel
     H = T + len(rate_plans) * (PH + B) + 10
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W / 96:.2f}in" height="{H / 96:.2f}in" '
            f'viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">',
@@ -88,6 +88,9 @@ def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
         out.append(f'<circle cx="{X(c):.1f}" cy="{Y(v):.1f}" r="8" fill="none" stroke="{BEST}" stroke-width="2"/>')
         out.append(f'<text x="{X(c) + 10:.1f}" y="{Y(v) + 20:.1f}" fill="{BEST}">cheapest meeting it: '
                    f'${c:.3f}/h</text>')
+    else:
+        out.append(f'<text x="{L + 8}" y="{y0 + PH - 8}" fill="{BEST}">no mix on the grid meets it: the points '
+                   f'are the runs made, the grid\'s top the closest</text>')
     legend = (f'<circle cx="{L + 8}" cy="{y0 + PH + 54}" r="3" fill="{RUN}"/>'
               f'<text x="{L + 16}" y="{y0 + PH + 58}">mix run</text>'
               f'<circle cx="{L + 90}" cy="{y0 + PH + 54}" r="4" fill="{FRONT}"/>'
