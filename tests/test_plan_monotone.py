@@ -44,3 +44,16 @@ def test_the_ssd_axis_is_not_monotone_and_is_marked_so():
     values, sc = line(3)
     assert not sc.plan.axes[3].monotone
     assert max(values[1:]) > 1.2 * values[0], values  # more SSD, slower: blocks kept off the remote pool
+
+
+@pytest.mark.slow
+def test_the_bundled_plan_runs_a_tenth_of_its_grid_and_its_best_meets_the_target():
+    from kvviz.plan.planner import plan
+    rp = plan(read_toml(FILE), FILE, workers=1)[0]
+    d = rp.to_dict()
+    assert d["grid_runs"] >= 200 and 10 * d["runs"] <= d["grid_runs"], (d["runs"], d["grid_runs"])
+    t = rp.targets[0]
+    assert d["best"] is not None and d["best"][t.metric] <= t.value
+    # no mix it ran that meets the target is cheaper (the full grid: benchmarks/bench_plan.py)
+    met = [i for i, v in rp.outcome.values.items() if v[t.metric] <= t.value]
+    assert min(rp.grid.cost[i] for i in met) == d["best"]["cost_per_hour"]
