@@ -205,3 +205,20 @@ def test_a_bad_plan_section_names_its_field(tmp_path, capsys):
     f.write_text(SMALL_TOML.replace("values = [0.5, 1, 2, 4]", "values = [2, 1]"))
     assert main(["plan", str(f), "--quiet"]) == 2
     assert "plan.axes[0].values" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sets", [['policies=["fifo"]'], ['store.prefetch=true', 'store.prefetch_tier="dram"']])
+def test_the_bound_without_the_stack_assumption_is_under_the_run_too(sets):
+    """Another policy, or prefetch: only cold blocks count as computed (bound.py)."""
+    from kvviz import simulate
+    from kvviz.loading import parse_scenario
+    from kvviz.scenario_data import apply_override
+    data = SMALL
+    for s in sets:
+        data = apply_override(data, s)
+    sc = parse_scenario(data, "<small>")
+    m = simulate(sc).metrics_dict()["policies"]
+    b = Pricing().bound(sc)
+    for run in m.values():
+        for metric in ("ttft_p99_ms", "ttft_p50_ms", "mean_ttft_ms"):
+            assert 0 < b.metric_bound(sc, metric) <= run[metric]

@@ -36,6 +36,7 @@ from ..serving.roofline import Roofline
 
 BOUNDED = {"ttft_p99_ms": 99.0, "ttft_p50_ms": 50.0, "mean_ttft_ms": None}
 STACK_RULES = {"promote": "copy", "write_policy": "back", "admission": "always"}
+COLD = np.iinfo(np.int64).max // 2  # a cold block's distance: beyond any capacity
 ITERATIONS = 60  # bisection steps on T: ~1e-18 of the bracket, far below a ns
 
 
@@ -49,7 +50,7 @@ class TTFTBound:
         req = np.repeat(np.arange(len(blocks)), blocks.counts)
         # the largest distance over each request's blocks up to here (cold: infinite): the prefix
         # that can hit at total capacity C is the blocks whose running maximum is <= C
-        d = np.where(self.cold, np.iinfo(np.int64).max // 2, dist)
+        d = np.where(self.cold, COLD, dist)
         self.run_max = np.empty_like(d)
         for j in range(len(blocks)):
             a, b = blocks.offsets[j], blocks.offsets[j + 1]
@@ -58,26 +59,14 @@ class TTFTBound:
         self.req = req
         self.tok = blocks.block_token_counts().astype(np.float64)
 
-    def _prefix(self, limit: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Per request, (blocks, tokens) of the longest prefix that can hit."""
-        if limit is None:  # only cold blocks are computed
-            ok = self._cold_prefix()
-        else:
-            ok = self.run_max <= limit
+    def _prefix(self, limit: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per request, (blocks, tokens) of the longest prefix that can hit: up to its first block
+        farther than `limit` in the stack, or (None) its first cold block."""
+        ok = self.run_max <= limit if limit is not None else self.run_max < COLD
         n = len(self.blocks)
         blocks = np.bincount(self.req[ok], minlength=n).astype(np.float64)
         tokens = np.bincount(self.req[ok], weights=self.tok[ok], minlength=n)
         return blocks, tokens
-
-    def _cold_prefix(self) -> np.ndarray:
-        if not hasattr(self, "_cold_ok"):
-            ok = np.empty(len(self.cold), dtype=bool)
-            for j in range(len(self.blocks)):
-                a, b = self.blocks.offsets[j], self.blocks.offsets[j + 1]
-                if b > a:
-                    ok[a:b] = np.maximum.accumulate(self.cold[a:b]) == 0
-            self._cold_ok = ok
-        return self._cold_ok
 
     def request_bounds_ms(self, sc) -> np.ndarray:
         """Each request's TTFT lower bound (ms) in scenario `sc` (a grid point)."""
