@@ -28,6 +28,7 @@ from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value, printable
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
 from .operating_point_cli import add_parser as add_operating_point_parser
+from .plan_cli import add_parser as add_plan_parser
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_layout import HEADER_CHOICES
@@ -534,6 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_claims_parser(sub)
     add_operating_point_parser(sub)
+    add_plan_parser(sub)  # kvviz plan (issue 34)
 
     v = sub.add_parser("validate", help="check a scenario file without running it")
     scenario_args(v)

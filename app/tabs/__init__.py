@@ -7,6 +7,7 @@ from .compare import CompareTab
 from .counters import CountersTab
 from .occupancy import OccupancyTab
 from .operating_point import OperatingPointTab
+from .plan import PlanTab
 from .replay import ReplayTab
 from .rope_bound import RopeBoundTab
 from .sweep import SweepTab
@@ -25,6 +26,7 @@ TABS: list[type[Tab]] = [
     ReplayTab,
     ClaimsTab,
     OperatingPointTab,
+    PlanTab,
 ]
 
 

@@ -233,7 +233,7 @@ TOUR = (("timeline", "rope_prefetch_16", ()), ("occupancy", "rope_prefetch_16", 
 
 def images(screenshots: bool) -> None:
     img = DOCS / "img"
-    for sub in ("screenshots", "operating_point"):
+    for sub in ("screenshots", "operating_point", "plan"):
         if (ROOT / "resources" / sub).is_dir():
             shutil.copytree(ROOT / "resources" / sub, img / sub, dirs_exist_ok=True)
     if not screenshots:

@@ -28,6 +28,7 @@ from .engine import ceiling, prepare, replay
 from .generator import generated
 from .metrics import run_metrics, tier_setup
 from .model import PrefixCacheScenario, Serving
+from .pricing import priced
 from .sizing import trace_lookups
 from .timed import timed_result
 from .workload import GENERATOR_BLOCK_TOKENS, load
@@ -254,5 +255,5 @@ def engine_note() -> str:
     return f"{why}: the prefix cache runs the Python block cache" if why else ""
 
 
-MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, simulate, estimate, inactive=inactive, analyses=("tiers",),
+MECHANISM = Mechanism("prefix_cache", PrefixCacheScenario, priced(simulate), estimate, inactive=inactive, analyses=("tiers",),
                       time_axis=time_axis, engine_note=engine_note)

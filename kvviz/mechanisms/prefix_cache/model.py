@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from ...plan_spec import PlanSpec
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from ...serving.model_presets import MFU_PAPER, with_preset
 from . import evictors
@@ -240,6 +241,57 @@ class Links(Section):
                             "stop a prefetch between blocks)")
 
 
+# One link unit of each tier below HBM, amortised: ASSUMPTION (ours) = a street price over three
+# years of continuous use (26,280 hours); no list price per hour exists for these parts.
+AMORTISED_HOURS = 3 * 365 * 24
+
+
+class Cost(Section):
+    """Prices for `cost_per_hour` and `cost_per_million_tokens` (pricing.py says how they add up).
+    Each default names its source, or says it is ours and why."""
+    gpu_usd_per_gpu_hour: float = param(
+        4.096, ge=0, le=1e4, unit="USD/GPU·h",
+        description="One GPU for an hour, with its HBM for weights and the running pool (AWS EC2 "
+                    "p4d.24xlarge, 8×A100, on-demand US East $32.77/h as listed in 2024, divided by 8: "
+                    "attention_store's figure)")
+    hbm_usd_per_gb_hour: float = param(
+        0.0512, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of HBM holding cached blocks (the hbm tier) for an hour (ASSUMPTION, ours: the "
+                    "GPU-hour price over its 80 GB, 4.096 / 80: HBM is bought only with GPUs)")
+    cxl_usd_per_gb_hour: float = param(
+        0.005084, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of CXL-attached memory for an hour (ASSUMPTION, ours: host DRAM's price × 1.2; "
+                    "an expander holds ordinary DDR DIMMs; no cloud lists CXL memory)")
+    dram_usd_per_gb_hour: float = param(
+        0.004237, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of host DRAM for an hour (Google Compute Engine N1 memory SKU, us-central1, "
+                    "on-demand list price 2023-24: attention_store's figure)")
+    ssd_usd_per_gb_hour: float = param(
+        0.0001096, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of NVMe SSD for an hour (Google Compute Engine Local SSD at about $0.08 per "
+                    "GB-month, US list price, over 730 hours: attention_store's figure)")
+    remote_usd_per_gb_hour: float = param(
+        0.004237, ge=0, le=1e4, unit="USD/GB·h",
+        description="One GB of the remote pool for an hour (ASSUMPTION, ours: host DRAM's price; "
+                    "Mooncake's pool is other hosts' DRAM)")
+    cxl_link_usd_per_hour: float = param(
+        round(1300 / AMORTISED_HOURS, 6), ge=0, le=1e4, unit="USD/link·h",
+        description="One CXL link (a PCIe 5.0 ×16 expander card, 32 GB/s: tiers.py) for an hour "
+                    "(ASSUMPTION, ours: ~$1,300 for the card over three years; capacity is priced apart)")
+    dram_link_usd_per_hour: float = param(
+        0.0, ge=0, le=1e4, unit="USD/link·h",
+        description="One host link (PCIe 4.0 ×16, 26 GB/s: tiers.py) for an hour (ASSUMPTION, ours: 0, "
+                    "it comes with the instance)")
+    ssd_link_usd_per_hour: float = param(
+        0.0, ge=0, le=1e4, unit="USD/link·h",
+        description="One NVMe drive's bandwidth (5 GB/s read: tiers.py) for an hour (ASSUMPTION, ours: 0, "
+                    "the GB-hour price is the drive's: Local SSD is sold by capacity with its bandwidth)")
+    remote_link_usd_per_hour: float = param(
+        round(2000 / AMORTISED_HOURS, 6), ge=0, le=1e4, unit="USD/link·h",
+        description="One 200 Gb/s RDMA NIC and its switch port (25 GB/s: tiers.py) for an hour "
+                    "(ASSUMPTION, ours: ~$2,000 over three years)")
+
+
 class PrefixCacheScenario(ScenarioBase):
     kind: Literal["prefix_cache"]
     policies: list[str] = param(["lru"], min_length=1,
@@ -257,6 +309,9 @@ class PrefixCacheScenario(ScenarioBase):
     serving: Serving = Serving()
     store: Store = Store()
     links: Links = Links()
+    cost: Cost = Cost()
+    plan: PlanSpec = param(PlanSpec(), description="What `kvviz plan` searches: targets, decision variables, "
+                                                   "rates (kvviz/plan_spec.py); never an input of a run")
 
     @model_validator(mode="after")
     def _check(self):
