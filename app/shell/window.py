@@ -37,6 +37,7 @@ from .files import ScenarioFiles
 from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 from .shortcuts import shortcuts_dialog
+from .tab_reach import make_tabs_reachable
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 FIRST_PAINT_WAIT_MS = 2000  # a shown window's first run waits this long at most for its first paint
@@ -76,6 +77,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
             tab = cls(self._ctx)
             self.tab_list.append(tab)
             self.tabs.addTab(tab.widget, tab.title(None))
+        self.tab_menu = make_tabs_reachable(self.tabs)  # 1366 px: no tab out of reach
         self.time_view = self._ctx.time_view  # the timeline: Home and "export the visible range"
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
         # a tab that needs more width (Compare) squeezes the docks; the next one gives it back
