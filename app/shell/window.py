@@ -24,6 +24,7 @@ from kvviz.bundled import bundled_scenarios
 from kvviz.format import printable
 from kvviz.mechanisms import engine_note_once, mechanisms
 
+from ..background import JobControls
 from ..memory_limit import for_app, stored_limit
 from ..params import ParameterPanel
 from ..tabs import TABS, Tab, TabContext
@@ -34,6 +35,7 @@ from ..worker import SimulationRunner
 from .docks import DockLayout
 from .export_menu import ExportMenu
 from .files import ScenarioFiles
+from .job_status import JobStatus
 from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 from .shortcuts import shortcuts_dialog
@@ -119,6 +121,8 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._build_menus()
         self._build_status()
         self._build_export_status()
+        # every tab's background job in the status bar, with its own Cancel
+        self.job_status = JobStatus(self, self.tabs.findChildren(JobControls), self._say)
         self.docks.restore(self.settings)
         # The window is drawn before anything runs: the first run waits for its first paint
         # (or, for a window never shown, the first turn of the event loop), so a slow scenario
