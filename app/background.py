@@ -51,8 +51,11 @@ class BackgroundJob(QThread):
 
 class JobControls(QObject):
     """Run and Cancel buttons, a progress bar and a status line driving one BackgroundJob.
-    A QObject in the GUI thread, so the job's signals reach these widgets there."""
+    A QObject in the GUI thread, so the job's signals reach these widgets there. The window
+    follows every one (`began`, `said`, `stopped`) in its status bar, with a Cancel of its own."""
     stopped = Signal()  # the job ended: done, failed or cancelled
+    began = Signal(str)  # what runs ("capacity surface")
+    said = Signal(str)   # the status line's text, as it changes while the job runs
 
     def __init__(self, parent: QObject, run_label: str, unit: str):
         super().__init__(parent)
@@ -80,32 +83,42 @@ class JobControls(QObject):
         self.job: BackgroundJob | None = None
         self.succeeded = False  # the last job finished with a result (not failed or cancelled)
         self.cancel_note = ""   # said with "cancelling…" (e.g. what a cluster still finishes)
-        self._result, self._deliver = None, None
+        self._result, self._deliver, self._restore = None, None, None
+        self.what = ""
         self.t0 = 0.0
 
-    def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…") -> None:
+    def start(self, work: Callable, what: str, on_done: Callable, status: str = "running…",
+              restore: Callable | None = None) -> None:
+        """Run `work(progress)`; `on_done(result)` once it has ended with one, else `restore()`
+        (cancelled or failed: the view goes back to what it showed before the run)."""
         if self.job is not None:
             return
         collect_on_gui_thread()  # no collection may start on the job's thread (gui_gc.py)
         job = BackgroundJob(work, what)
         job.progress.connect(self._on_progress)
         job.done.connect(self._on_done)
-        job.failed.connect(lambda m: self.status.setText(f"⚠ {for_app(m)}"))  # no CLI flag named in the app
+        job.failed.connect(lambda m: self._say(f"⚠ {for_app(m)}"))  # no CLI flag named in the app
         job.finished.connect(self._on_end)
         self.job, self.succeeded, self._result = job, False, None
-        self._deliver = on_done
+        self._deliver, self._restore = on_done, restore
+        self.what = what
         self.t0 = time.monotonic()
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
         self.progress.setVisible(True)
         self.progress.setRange(0, 0)
-        self.status.setText(status)
+        self.began.emit(what)
+        self._say(status)
         job.start()
+
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.said.emit(text)
 
     def cancel(self):
         if self.job is not None:
             self.job.cancelled = True
-            self.status.setText("cancelling…" + self.cancel_note)
+            self._say("cancelling…" + self.cancel_note)
 
     def shutdown(self):
         """Cancel and wait: no job may outlive the window."""
@@ -118,7 +131,7 @@ class JobControls(QObject):
         self.progress.setValue(done)
         left = (time.monotonic() - self.t0) / done * (total - done) if 0 < done < total else 0
         eta = f", about {left:.0f} s left" if left >= 1 else ""
-        self.status.setText(f"{done}/{total} {self.unit}{eta}")
+        self._say(f"{done}/{total} {self.unit}{eta}")
 
     def _on_done(self, result):
         self.succeeded, self._result = True, result
@@ -133,4 +146,6 @@ class JobControls(QObject):
         result, self._result = self._result, None
         if self.succeeded:
             self._deliver(result)
+        elif self._restore is not None:
+            self._restore()
         self.stopped.emit()

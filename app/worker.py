@@ -111,6 +111,17 @@ def _context():
     return ctx
 
 
+def _stop(proc, starter) -> None:
+    """End a child and its process group (its workers), once its start has returned."""
+    starter.join()  # (its pid exists once it has started)
+    if proc.pid is not None:  # (None: its start failed)
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the child and any pool it started
+        except (AttributeError, OSError):
+            proc.terminate()
+        proc.join(5)
+
+
 def warm_up(ctx) -> None:
     """Start the fork server (it imports the simulator) without waiting for it; nothing where
     children are spawned."""
@@ -164,14 +175,39 @@ class SimulationRunner(QObject):
         self._job: _Job | None = None
         self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
         self._proc = self._conn = self._reader = self._starter = None
+        self._spare = None  # (process, pipe end, starter) of a child started ahead, or None
+        self._closed = False
         self._arrived.connect(self._on_arrived)
+        self.busy_changed.connect(lambda busy: busy or self._spare_when_idle())
         collect_on_gui_thread()  # the reader thread unpickles Results: no collection may start there
         warm_up(self._ctx)  # the fork server imports the simulator meanwhile; the child starts at the first run
 
     def _start(self):
-        """A fresh child, started in the background: the GUI thread never waits for it (with a
-        fork server, the server's first import of the simulator takes 0.4-1.2 s on a busy
-        machine). A request sent meanwhile waits in the pipe; the child reads it once it runs."""
+        """A fresh child: the spare one when there is one (started while the app was idle: its
+        workers are already up), else one started now in the background: the GUI thread never
+        waits for it (with a fork server, the server's first import of the simulator takes
+        0.4-1.2 s on a busy machine). A request sent meanwhile waits in the pipe; the child reads
+        it once it runs."""
+        spare, self._spare = self._spare, None
+        if spare is not None and not spare[2].is_alive() and spare[0].pid is None:  # its start failed
+            spare[1].close()
+            spare = None  # (a fresh start says why, if it fails too)
+        if spare is not None:
+            self._proc, self._conn, self._starter = spare
+        else:
+            self._proc, self._conn, self._starter = self._spawn()
+        self._reader = threading.Thread(target=self._read, args=(self._conn,), daemon=True)
+        self._reader.start()
+
+    def _spare_when_idle(self):
+        """A spare child for the next cancel, started as a run ends (forks from the fork server:
+        milliseconds of CPU): a run cancelled by a newer edit then goes on in a child whose
+        workers are already up instead of one that starts then."""
+        if self._spare is None and not self._running and self._proc is not None and not self._closed:
+            self._spare = self._spawn()
+
+    def _spawn(self):
+        """(process, pipe end, starter thread) of a child starting in the background."""
         parent, child = self._ctx.Pipe()
         # Not a daemon: a daemonic process may not start processes, and a scenario's independent
         # runs (AttentionStore's policies) go to the child's pool of workers (as many as the
@@ -183,15 +219,14 @@ class SimulationRunner(QObject):
             try:
                 proc.start()
             except Exception as e:  # (a run sent meanwhile would wait forever: say why it cannot)
-                text = f"could not start the simulation process: {e}"
-                self._arrived.emit(self._latest, "error", (text, "", text), 0.0)
+                if proc is self._proc:  # a spare says so when it is taken (_start)
+                    text = f"could not start the simulation process: {e}"
+                    self._arrived.emit(self._latest, "error", (text, "", text), 0.0)
             finally:
                 child.close()  # (a failed start: the reader sees EOF, the run never arrives)
-        self._starter = threading.Thread(target=start, daemon=True, name="kvviz-sim-start")
-        self._starter.start()
-        self._proc, self._conn = proc, parent
-        self._reader = threading.Thread(target=self._read, args=(parent,), daemon=True)
-        self._reader.start()
+        starter = threading.Thread(target=start, daemon=True, name="kvviz-sim-start")
+        starter.start()
+        return proc, parent, starter
 
     def _ensure_started(self):
         """The child, started at the first request (not at the window's construction: the window
@@ -210,16 +245,17 @@ class SimulationRunner(QObject):
     def _stop_child(self):
         if self._proc is None:
             return
-        self._starter.join()  # (its pid exists once it has started)
-        if self._proc.pid is not None:  # (None: its start failed)
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)  # the child and any pool it started
-            except (AttributeError, OSError):
-                self._proc.terminate()
-            self._proc.join(5)
+        _stop(self._proc, self._starter)
         self._conn.close()
         self._reader.join(5)
         self._proc = self._conn = self._reader = self._starter = None
+
+    def _stop_spare(self):
+        if self._spare is not None:
+            proc, conn, starter = self._spare
+            self._spare = None
+            _stop(proc, starter)
+            conn.close()
 
     def _plan(self, scenario):
         """The scenario's plan and the outputs already kept for it, or (None, {})."""
@@ -292,9 +328,11 @@ class SimulationRunner(QObject):
         return bool(self._running)
 
     def shutdown(self):
-        """Stop the child and the reader thread (window close, test teardown)."""
+        """Stop the child, the spare and the reader thread (window close, test teardown)."""
         self._running = 0
+        self._closed = True
         self._stop_child()
+        self._stop_spare()
 
     def _on_arrived(self, request: int, status: str, payload, secs: float):
         job = self._job if self._job is not None and self._job.request == request else None

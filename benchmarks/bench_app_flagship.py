@@ -1,7 +1,13 @@
 """The flagship's edit → redraw in the app (issue 24's targets: 2.0 s whole, 1.0 s to the first
 policy drawn; attention_store_mooncake 0.5 s), offscreen, the typing debounce excluded.
 
-Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app_flagship.py [--repeat N])
+Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app_flagship.py [--repeat N]
+[--load] [--only NAME])
+--load keeps one core busy meanwhile (a child process spinning; issue 33, item 8: "with a
+background load of one busy core"). A second table times an edit that arrives while the
+previous edit's run is still going (after IN_FLIGHT_S): that run is cancelled (its child
+stopped) and the new one's first and final Results are timed from the second edit; the
+cancelled run's Result must never be drawn (counted: "stale drawn").
 Each edit sets a value not used before (so no kept part answers for it) and is timed from the
 runner's submit (what the debounced `edited` signal calls) to the final Result drawn (the
 window's `result_ready`, then the events that paint it), and to the first partial Result drawn
@@ -12,6 +18,7 @@ Prints figures, asserts nothing about time.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +34,9 @@ EDITS = (  # (scenario, field, first value, step, what it is)
     ("attention_store_sharegpt", "serving.detail_job", 100, 1, "a field one run reads (the recorded one)"),
     ("attention_store_mooncake", "hardware.dram_gb", 128, 1, "a field every policy's run reads"),
 )
+
+
+IN_FLIGHT_S = 0.4  # the second edit arrives this long after the first (its run still going)
 
 
 def _median(xs):
@@ -71,9 +81,74 @@ def edit_to_redraw(app, win, scenario_name: str, field: str, first, step, repeat
     return whole, first_drawn, sims, ests, (_median(ran), runner.last_parts), ratio
 
 
+def _edited(win, field: str, value):
+    sc = win.panel.scenario()
+    section, name = field.split(".")
+    return sc.model_copy(update={section: getattr(sc, section).model_copy(update={name: value})})
+
+
+def edit_during_run(app, win, field: str, first, step, repeat: int):
+    """An edit while the previous edit's run is in flight: (to first drawn, to final drawn,
+    Results of another value drawn after the second edit) from the second edit, per repeat."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    runner = win.runner
+    whole, first_drawn, stale = [], [], 0
+    for i in range(repeat):
+        stale_value = first + step * (1000 + 2 * i)  # values never used before: nothing kept answers
+        fresh_value = stale_value + step
+        marks: dict = {}
+        drawn: list = []
+
+        def mark(*_, m=marks):
+            m.setdefault("partial", time.perf_counter())
+
+        def final(result, d=drawn):
+            d.append(result)
+        runner.partial.connect(mark)
+        win.result_ready.connect(final)
+        win._run(_edited(win, field, stale_value))
+        loop = QEventLoop()
+        QTimer.singleShot(int(IN_FLIGHT_S * 1000), loop.quit)
+        loop.exec()  # the first edit's run goes on meanwhile, the window painting
+        busy = runner.busy()
+        marks.clear()
+        drawn.clear()  # from here on only the second edit's Result may be drawn
+        t = time.perf_counter()
+        win._run(_edited(win, field, fresh_value))
+        wait_signal(win.result_ready)
+        app.processEvents()
+        whole.append(time.perf_counter() - t)
+        first_drawn.append(marks.get("partial", t + whole[-1]) - t)
+        runner.partial.disconnect(mark)
+        win.result_ready.disconnect(final)
+        section, name = field.split(".")
+        stale += sum(getattr(getattr(r.scenario, section), name) != fresh_value for r in drawn)
+        if not busy:
+            print(f"    (repeat {i + 1}: the first run had ended before the second edit: not a cancel)")
+    return whole, first_drawn, stale
+
+
+def busy_core():
+    """A child process that keeps one core busy until it is stopped (by this benchmark)."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
 def main():
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    load = busy_core() if "--load" in sys.argv else None
+    try:
+        run(repeat, only, load)
+    finally:
+        if load is not None:
+            load.terminate()
+            load.wait()
+
+
+def run(repeat: int, only, load):
     print(describe())
+    if load is not None:
+        print(f"background load: one busy core (pid {load.pid}) for the whole benchmark")
     print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     app = QApplication.instance() or QApplication([])
     from app.shell.window import MainWindow
@@ -88,12 +163,25 @@ def main():
         win.show_view("policies")
         print(f"flagship edit → redraw in the app (Policies tab shown; from submit, the debounce excluded; "
               f"median of {repeat}, range):")
-        for scenario_name, field, first, step, what in EDITS:
+        edits = [e for e in EDITS if only is None or e[0] == only]
+        for scenario_name, field, first, step, what in edits:
             whole, first_drawn, sims, ests, ran, ratio = edit_to_redraw(app, win, scenario_name, field, first, step, repeat)
             print(f"  {scenario_name} {field} ({what}; {ran[0]} of {ran[1]} parts ran):")
             print(f"    to the final result drawn {_ms(whole)}; to the first policy drawn {_ms(first_drawn)}")
             print(f"    simulation in the child {_ms(sims)}; the window's estimate {_median(ests):.2f} s "
                   f"(took {ratio:.2f}× it)")
+        print(f"an edit while the previous edit's run is in flight ({IN_FLIGHT_S:.1f} s after it; that run "
+              f"cancelled; from the second edit; median of {repeat}, range):")
+        for scenario_name, field, first, step, _what in edits:
+            if field != "hardware.dram_gb":
+                continue
+            from kvviz.bundled import resolve_scenario
+            win.open(str(resolve_scenario(scenario_name)))
+            wait_signal(win.result_ready)
+            app.processEvents()
+            whole, first_drawn, stale = edit_during_run(app, win, field, first, step, repeat)
+            print(f"  {scenario_name} {field}: to the first policy drawn {_ms(first_drawn)}; "
+                  f"to the final result drawn {_ms(whole)}; stale drawn {stale}")
         win.ask_unsaved = lambda: None
         win.runner.shutdown()
     print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")

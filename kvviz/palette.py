@@ -45,6 +45,21 @@ def tier_key(name: str) -> str | None:
     return first if first in TIER_KEYS else _TIER_ALIASES.get(first) if first != "host" else None
 
 
+# How a tier is named wherever one name stands for it (Perfetto's track names, legends).
+TIER_LABELS: dict[str, str] = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "remote"}
+
+
+def tier_label(name: str) -> str:
+    """The palette's name of the tier `name` stands for, with the name as given after it when
+    that differs ("host DRAM" -> "DRAM (host DRAM)", "flash" -> "SSD (flash)"); a name of no
+    tier as it is."""
+    key = tier_key(name)
+    if key is None:
+        return name
+    label = TIER_LABELS[key]
+    return label if name == label else f"{label} ({name})"
+
+
 def tier_color(tier: str) -> str:
     """A memory tier's colour (hbm, cxl, dram, ssd, remote, or any name tier_key knows),
     wherever a tier is drawn: Timeline lanes, Tiers bars, Counters (occupancy), Policies,

@@ -83,3 +83,28 @@ def test_cancel_ends_the_child_and_its_workers(two_workers, window, qtbot):
     assert fresh != child
     qtbot.waitUntil(lambda: len(_workers(fresh)) == 2, timeout=10_000)  # a fresh pool, before any request
     assert not _workers(fresh) & stopped
+
+
+def test_an_edit_during_a_run_goes_to_the_spare_child_whose_workers_are_up(two_workers, window, qtbot):
+    """Issue 33, item 8: a run ends, a spare child starts (its workers with it); an edit that
+    cancels the next run is served by that spare, not by a child started then; closing ends
+    the spare and its workers too."""
+    runner = window.runner
+    qtbot.waitUntil(lambda: runner._spare is not None and runner._spare[0].pid is not None, timeout=10_000)
+    spare = runner._spare[0].pid
+    qtbot.waitUntil(lambda: len(_workers(spare)) == 2, timeout=10_000)  # up before any request
+    spare_workers = _workers(spare)
+    old = window.result
+    runner.submit(load_scenario(FLAGSHIP, ["workload.conversations=1800"]))
+    first = runner._proc.pid
+    assert runner.busy() and first != spare
+    runner.submit(load_scenario(FLAGSHIP, ["workload.conversations=1700"]))  # cancels the run in flight
+    assert runner._proc.pid == spare  # taken at once: no child started for it
+    qtbot.waitUntil(lambda: not _alive(first), timeout=10_000)
+    wait_new_result(qtbot, window, old)
+    assert window.result.metrics["conversations"] == 1700
+    qtbot.waitUntil(lambda: runner._spare is not None and runner._spare[0].pid is not None, timeout=10_000)
+    again = runner._spare[0].pid
+    assert again not in (spare, first)
+    runner.shutdown()
+    qtbot.waitUntil(lambda: not any(_alive(p) for p in {spare, again, *spare_workers}), timeout=10_000)

@@ -68,3 +68,23 @@ def test_a_tier_has_one_colour_in_every_view_and_the_svg(qtbot, small):  # noqa:
 
     for view, colours in seen.items():
         assert colours == want, view
+
+
+def test_perfetto_names_a_tier_as_the_palette_does():
+    from kvviz.palette import tier_label
+    assert [tier_label(n) for n in ("HBM", "host DRAM", "DRAM", "flash", "RDMA", "GPU")] == [
+        "HBM", "DRAM (host DRAM)", "DRAM", "SSD (flash)", "remote (RDMA)", "GPU"]
+
+
+@pytest.mark.gui
+def test_the_ladder_draws_each_tier_in_its_palette_colour(qtbot, bundled):
+    import pyqtgraph as pg
+
+    from app.views.ladder import LadderView
+    view = LadderView()
+    qtbot.addWidget(view)
+    view.set_result(bundled["ladder_simulated"])
+    bars = {t: _hex(pg.mkBrush(view.lat_bars[t].opts["brush"]).color()) for t in ("hbm", "cxl", "flash")}
+    assert bars == {t: tier_color(t).lower() for t in ("hbm", "cxl", "flash")}
+    assert tier_color("flash") == tier_color("ssd")  # the ladder's flash is the SSD tier
+    assert tier_color("hbm") in view.legend.text() and tier_color("flash") in view.legend.text()

@@ -203,11 +203,56 @@ def test_a_cancelled_surface_exports_the_cells_it_drew(qtbot, small):
     head, rows = view.data_rows()  # what the cancelled run drew: two cells, two not run
     assert head[-1] == "policies.lru.token_hit_rate"
     assert rows == [[2, 10, 0.25], [2, 40, 0.5], [6, 10, None], [6, 40, None]]
+    drawn = view.data_rows()
     view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
     view.run()
-    assert view.data_rows() is None  # nothing of the new grid drawn yet, and the old one is gone
+    # until the new grid's first run arrives, the drawn grid stays, and it is what Data as CSV writes
+    assert view.data_rows() == drawn
     with qtbot.waitSignal(view.stopped, timeout=60_000):
         view.cancel()
+    assert view.data_rows() == drawn  # cancelled: the surface before the run, as it was
+
+
+@pytest.mark.gui
+def test_surface_fills_coarse_first_reuses_its_runs_and_cancel_restores(qtbot, small):
+    """Issue 33, item 2: the first runs span the grid (its corners), a cell not yet run is
+    painted with its nearest run's value; Cancel brings back the surface before the run; Run
+    again (or another metric of the same policy) runs only the cells it has not got."""
+    from app.surface_runs import coarse_first, nearest_filled
+    from app.views.capacity_surface import CapacitySurfaceView
+    assert coarse_first(6, 6)[:9] == [0, 4, 5, 24, 28, 29, 30, 34, 35]  # rows and columns 0, 4, 5
+    assert sorted(coarse_first(6, 6)) == list(range(36)) and sorted(coarse_first(1, 3)) == [0, 1, 2]
+    assert nearest_filled([[1, None, None], [None, None, 2]]) == ([[1, 1, 2], [1, 2, 2]], 4)
+
+    path, result = small
+    view = shown(qtbot, CapacitySurfaceView(), 900, 600)
+    view.set_scenario(read_toml(path), str(path), result.metrics_dict(), new=True)
+    view.configure("hbm", "2,6", "ssd", "10,40", "policies.lru.token_hit_rate")
+    with qtbot.waitSignal(view.finished, timeout=60_000):
+        view.run()
+    first = view.data_rows()
+    assert view.runs.ran == 4 and "4 runs done" in view.status.text()
+    # another metric of the same policy: the same four runs, none simulated again
+    view.metric_box.setCurrentText("policies.lru.request_hit_rate")
+    with qtbot.waitSignal(view.finished, timeout=60_000):
+        view.run()
+    assert view.runs.ran == 4 and "(4 reused)" in view.status.text()
+    assert [r[:2] for r in view.data_rows()[1]] == [r[:2] for r in first[1]]
+    assert view.data_rows()[0][-1] == "policies.lru.request_hit_rate"
+    # one more capacity per axis: only the five new cells run
+    view.configure("hbm", "2,4,6", "ssd", "10,20,40", "policies.lru.token_hit_rate")
+    with qtbot.waitSignal(view.finished, timeout=60_000):
+        view.run()
+    assert view.runs.ran == 9
+    full = view.data_rows()
+    # a run cancelled before it ended: the 3x3 surface comes back, caption and command too
+    command, caption = view.command(), view.caption.text()
+    view.configure("hbm", "1,3,5,7", "ssd", "5,15,25,35", "policies.fifo.token_hit_rate")
+    with qtbot.waitSignal(view.stopped, timeout=60_000):
+        view.run()
+        view.cancel()
+    assert view.data_rows() == full and view.command() == command and view.caption.text() == caption
+    assert "cancelled" in view.status.text()
 
 
 @pytest.mark.gui

@@ -7,6 +7,7 @@ import pytest
 
 from kvviz.export.csv import csv_paths, read_trace_csv, trace_csv
 from kvviz.export.perfetto import perfetto_events, perfetto_json
+from kvviz.palette import tier_label
 from kvviz.trace import SPAN_DTYPE, SPAN_KINDS, TIERS, TraceBuilder
 
 from .conftest import SCENARIOS
@@ -115,7 +116,7 @@ def test_perfetto_has_flows_and_tier_counters(name, bundled_small):
         assert starts, "no flow from a transfer to its consumer"
     tiers = {e["name"] for e in ev if e["ph"] == "C" and e["name"].startswith("tier ")}
     used = {TIERS[i] for i in np.r_[r.trace.facts["src"], r.trace.facts["dst"]].tolist() if i >= 0}
-    assert {t.split(" · ")[0][5:] for t in tiers} == used
+    assert {t.split(" · ")[0][5:] for t in tiers} == {tier_label(u) for u in used}  # the palette's names
     # every lane's thread sits in its group's process
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     for e in ev:

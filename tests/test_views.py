@@ -18,7 +18,7 @@ from app.views.occupancy import EMPTY, LUT, MAX_COLS, MAX_ROWS, _lexsort, item_c
 from app.views.rung_table import PCT_COL  # noqa: E402
 from app.views.timeline import TimelineView  # noqa: E402
 from kvviz.export.axis import tick_decimals  # noqa: E402
-from kvviz.palette import span_color  # noqa: E402
+from kvviz.palette import tier_color  # noqa: E402
 from kvviz.result import Result  # noqa: E402
 from kvviz.trace import RESIDENCY_DTYPE, TraceBuilder  # noqa: E402
 
@@ -507,7 +507,7 @@ def test_screenshots_are_not_blank(qtbot, results):
 
     lad = shown(qtbot, LadderView, results["ladder_seed"])
     px = plot_area(lad, lad.charts, lad.lat_plot.getViewBox())
-    assert has_colour(px, span_color("stall")) and has_colour(px, span_color("load"))
+    assert has_colour(px, tier_color("ssd")) and has_colour(px, tier_color("hbm"))  # flash and HBM time
     assert non_white_share(px) > 0.2
 
     rb = shown(qtbot, RopeBoundView, results["rope_prefetch_16"])

@@ -15,13 +15,13 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFrame,
-    QLabel,
     QLineEdit,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
+from .error_label import ErrorLabel
 from .values import (
     _BIG,
     _MISSING,
@@ -206,16 +206,8 @@ class _FieldBox(QFrame):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
         lay.addWidget(inner)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
+        self.message = ErrorLabel(point_size_less=1)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        pal = self.message.palette()
-        pal.setColor(QPalette.ColorRole.WindowText, ERROR_COLOR)
-        self.message.setPalette(pal)
-        f = self.message.font()
-        f.setPointSizeF(max(f.pointSizeF() - 1, 7))
-        self.message.setFont(f)
-        self.message.hide()
         lay.addWidget(self.message)
 
     def error(self) -> str:
@@ -225,8 +217,7 @@ class _FieldBox(QFrame):
         if text == self._error:
             return
         self._error = text
-        self.message.setText(text)
-        self.message.setVisible(bool(text))
+        self.message.set_message(text)
         self.update()
 
     def paintEvent(self, event):

@@ -3,11 +3,11 @@ nested section's fields."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QVBoxLayout, QWidget
 from superqt import QCollapsible
 
-from .values import ERROR_COLOR, INDENT
+from .error_label import ErrorLabel
+from .values import INDENT
 
 
 class _Group:
@@ -29,12 +29,7 @@ class _Group:
         lay = QVBoxLayout(self.body)
         lay.setContentsMargins(0, 0, 0, 4)
         lay.setSpacing(2)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        pal = self.message.palette()
-        pal.setColor(QPalette.ColorRole.WindowText, ERROR_COLOR)
-        self.message.setPalette(pal)
-        self.message.hide()
+        self.message = ErrorLabel()
         lay.addWidget(self.message)
         self.form = _form()
         lay.addLayout(self.form)
@@ -45,8 +40,7 @@ class _Group:
     def set_error(self, text: str):
         if text != self._error:
             self._error = text
-            self.message.setText(text)
-            self.message.setVisible(bool(text))
+            self.message.set_message(text)
 
 
 def _form() -> QFormLayout:

@@ -24,6 +24,7 @@ from kvviz.bundled import bundled_scenarios
 from kvviz.format import printable
 from kvviz.mechanisms import engine_note_once, mechanisms
 
+from ..background import JobControls
 from ..memory_limit import for_app, stored_limit
 from ..params import ParameterPanel
 from ..tabs import TABS, Tab, TabContext
@@ -34,9 +35,11 @@ from ..worker import SimulationRunner
 from .docks import DockLayout
 from .export_menu import ExportMenu
 from .files import ScenarioFiles
+from .job_status import JobStatus
 from .memory_menu import MemoryMenu
 from .scenario_picker import ScenarioPicker
 from .shortcuts import shortcuts_dialog
+from .tab_reach import make_tabs_reachable
 
 SHOW_PROGRESS_AFTER_MS = 100  # runs shorter than this never flash a progress bar
 FIRST_PAINT_WAIT_MS = 2000  # a shown window's first run waits this long at most for its first paint
@@ -76,6 +79,7 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
             tab = cls(self._ctx)
             self.tab_list.append(tab)
             self.tabs.addTab(tab.widget, tab.title(None))
+        self.tab_menu = make_tabs_reachable(self.tabs)  # 1366 px: no tab out of reach
         self.time_view = self._ctx.time_view  # the timeline: Home and "export the visible range"
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
         # a tab that needs more width (Compare) squeezes the docks; the next one gives it back
@@ -117,6 +121,8 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self._build_menus()
         self._build_status()
         self._build_export_status()
+        # every tab's background job in the status bar, with its own Cancel
+        self.job_status = JobStatus(self, self.tabs.findChildren(JobControls), self._say)
         self.docks.restore(self.settings)
         # The window is drawn before anything runs: the first run waits for its first paint
         # (or, for a window never shown, the first turn of the event loop), so a slow scenario

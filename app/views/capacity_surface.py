@@ -1,7 +1,7 @@
 """Capacity surface: one policy's metric (a token hit rate, by default) over the capacities of
 two tiers, as a heat map with iso-lines, filling in as the grid's runs complete.
 
-It is a sweep (kvviz.sweep.run_sweep) over `tiers.<i>.capacity_gb` (or `capacity_blocks`, as
+It is a sweep (as kvviz.sweep.run_sweep; here app.surface_runs: coarse grid first, runs kept) over `tiers.<i>.capacity_gb` (or `capacity_blocks`, as
 the tier gives its size) of the scenario as edited, with `policies` cut to the metric's one
 policy so each point runs it alone (and Belady, which belady_gap always needs). The default
 grid spans each tier from a 32nd of the workload's unique blocks to all of them, doubling."""
@@ -19,9 +19,11 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLine
 
 from kvviz import ScenarioError
 from kvviz.format import format_value, readable_number
-from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, run_sweep, shaped
+from kvviz.sweep import Axis, SweepResult, grid_size, parse_values, shaped
 
 from ..background import JobControls
+from ..surface_runs import SurfaceRuns, nearest_filled
+from ..worker import child_context
 from ._common import caption_label, hover_point, info_label, no_si_prefix, show_hover, style_plot
 from .heat_map import MIN_TICK_GAP_PX, MIN_TICK_GAP_PY, draw_heat_map, thinned_ticks
 from .iso_lines import iso_segments, nice_levels
@@ -119,6 +121,9 @@ class CapacitySurfaceView(QWidget):
         self._axes: tuple = ()
         self._metric = ""
         self.grid = StreamedGrid(self, self._draw_partial)  # the running surface's values so far
+        self.runs = SurfaceRuns()  # every run kept: a cell already run is never run again
+        self._before: tuple | None = None
+        self._ran_before = 0
 
     @property
     def job(self):
@@ -189,6 +194,7 @@ class CapacitySurfaceView(QWidget):
         `kvviz sweep` command that computed it (a running surface is cancelled)."""
         if self.job is not None:
             self.jobs.cancel()
+            self._before = None  # the cancelled run restores nothing: the surface goes
         self.grid.stop()
         self.result = self._shown = None
         self._axes, self._metric = (), ""
@@ -263,13 +269,14 @@ class CapacitySurfaceView(QWidget):
             return
         metric = self.metric_box.currentText().strip()
         base, source = self.base_for(metric), self.source
+        # what Cancel goes back to: the surface drawn now (or none), its axes and its command
+        self._before = (self.result, self._shown, self._axes, self._metric, self.caption.text())
         self._axes, self._metric = axes, metric
         self.grid.start(axes)
-        self.result = self._shown = None  # the last grid's numbers no longer under the mouse or in Data as CSV
-        self.plot.getPlotItem().clear()
-        self.jobs.start(lambda progress: run_sweep(base, list(axes), metric, source=source, workers=2,
-                                                   progress=progress, executor="local", on_result=self.grid.point.emit),
-                        "capacity surface", self._on_done)
+        runs, emit, ctx = self.runs, self.grid.point.emit, child_context()
+        self._ran_before = runs.ran
+        self.jobs.start(lambda progress: runs.fill(base, axes, metric, source, progress, emit, ctx),
+                        "capacity surface", self._on_done, restore=self._restore)
 
     def cancel(self):
         self.jobs.cancel()
@@ -278,13 +285,43 @@ class CapacitySurfaceView(QWidget):
         self.jobs.shutdown()
 
     def _draw_partial(self):
-        if self.grid.values is not None and self.job is not None:
-            self._draw(SweepResult(self._axes, self._metric, shaped(self._axes, self.grid.values)))
+        """The runs so far, coarse grid first: a cell not run yet shows its nearest run's value
+        (said in the caption; its hover says "not run yet") until its own run refines it."""
+        if self.grid.values is not None and self.job is not None and any(v is not None for v in self.grid.values):
+            self._draw(SweepResult(self._axes, self._metric, shaped(self._axes, self.grid.values)), coarse=True)
 
-    def _on_done(self, res: SweepResult):
+    def _restore(self):
+        """Cancelled or failed: the surface drawn before the run, as it was (or none); the runs
+        that ended are kept, so Run surface again runs only the others."""
         self.grid.stop()
+        if self._before is None:  # cleared meanwhile (another scenario): nothing comes back
+            return
+        res, shown, axes, metric, caption = self._before
+        self._axes, self._metric = axes, metric
         self.result = res
-        self.status.setText(f"{grid_size(res.axes)} runs done · the same grid on the command line: {self.command()}")
+        if shown is None:
+            self.result = self._shown = None
+            self.plot.getPlotItem().clear()
+            if self.bar is not None:
+                self.bar.hide()
+            self.caption.setText(" ")
+        else:
+            self._draw(shown)
+            self.caption.setText(caption)
+        kept = self.runs.ran - self._ran_before
+        note = f" ({kept} {'run' if kept == 1 else 'runs'} kept: Run surface again runs only the others)" if kept else ""
+        text = self.status.text()
+        self.status.setText((text if text.startswith("⚠") and "cancelled" not in text else
+                             "cancelled: the surface shown is the one before") + note)
+
+    def _on_done(self, values: list):
+        self.grid.stop()
+        res = SweepResult(self._axes, self._metric, shaped(self._axes, values))
+        self.result = res
+        reused = self.runs.reused
+        again = f" ({reused} reused)" if reused else ""
+        self.status.setText(f"{grid_size(res.axes)} runs done{again} · the same grid on the command line: "
+                            f"{self.command()}")
         self._draw(res)
         self.finished.emit(res)
 
@@ -294,15 +331,18 @@ class CapacitySurfaceView(QWidget):
         unit = "blocks" if self.units[i] == "capacity_blocks" else "GB"
         return f"{self.tiers[i].upper()} capacity ({unit})"
 
-    def _draw(self, res: SweepResult) -> None:
+    def _draw(self, res: SweepResult, coarse: bool = False) -> None:
         pi = self.plot.getPlotItem()
         pi.clear()
         self._shown = res
         a, b = res.axes
-        grid = np.array([[_num(v) for v in row] for row in res.values], dtype=float)
+        done = sum(v is not None for row in res.values for v in row)
+        painted, stand_ins = nearest_filled(res.values) if coarse else (res.values, 0)
+        grid = np.array([[_num(v) for v in row] for row in painted], dtype=float)
         cmap, levels, _ = draw_heat_map(pi, grid, res.metric)
         finite = grid[np.isfinite(grid)]
-        steps = nice_levels(float(finite.min()), float(finite.max())) if finite.size else []
+        # no iso-lines through stand-in cells: they would trace the coarse blocks, not the surface
+        steps = nice_levels(float(finite.min()), float(finite.max())) if finite.size and not stand_ins else []
         for level in steps:
             x, y = iso_segments(grid, level)
             if not x.size:
@@ -331,10 +371,11 @@ class CapacitySurfaceView(QWidget):
         self.bar.axis.setLabel(res.metric)
         self.bar.show()
         pi.setRange(xRange=(-0.5, len(b.values) - 0.5), yRange=(-0.5, len(a.values) - 0.5), padding=0)
-        done = sum(np.isfinite(grid).ravel())
         iso = f" · white iso-lines at {', '.join(_short(v, res.metric) for v in steps)}" if steps else ""
+        coarse_note = f" (coarse: {stand_ins} cells show their nearest run's value until they run)" \
+            if stand_ins else ""
         self.caption.setText(f"<b>Capacity surface</b> · {res.metric} over {self._axis_name(a)} × "
-                             f"{self._axis_name(b)} · {done} of {grid.size} runs{iso}")
+                             f"{self._axis_name(b)} · {done} of {grid.size} runs{coarse_note}{iso}")
 
     # --- numbers: hover and the data table ----------------------------------------------------
     def _on_move(self, pos):
@@ -355,7 +396,7 @@ class CapacitySurfaceView(QWidget):
 
     def data_rows(self) -> tuple[list[str], list[list]] | None:
         """One row per grid point: both capacities (by field path) and the metric, of the grid
-        drawn (a cancelled or running surface's too: a point not run yet is empty)."""
+        drawn (a running surface's too: a point not run yet is empty)."""
         res = self._shown
         if res is None:
             return None

@@ -152,7 +152,7 @@ class CountersView(QWidget):
         self.fmt = view_format(self.plots[0].getViewBox(), self.scale)
         title = time_axis_title(self.result.scenario.kind, self.fmt.unit, self.result.scenario)
         show_format(self.plots[-1].getAxis("bottom"), title, [p.getAxis("bottom") for p in self.plots],
-                    self.fmt, self.scale)
+                    self.fmt, self.scale, self.plots[0].getViewBox())
 
     def _set_result(self, result: Result) -> None:
         tr = result.trace

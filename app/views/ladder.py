@@ -3,7 +3,7 @@
 Left chart: the ladder itself, one bar per rung (rung 1 on top), labelled with its hit rate
 and its increment over the previous rung; drag a bar sideways to change that rung's hit rate
 (0.5-point steps). Right chart: each rung's mean access latency, stacked by the tier that
-serves it (HBM, CXL, flash, in the ladder timeline's colours), labelled at the bar end. With
+serves it (HBM, CXL, flash, in the tiers' colours of kvviz.palette), labelled at the bar end. With
 a simulated ladder, pale bars beside the modeled ones show the measured rates and latencies,
 and the disagreement in points. Below: the rungs as an editable table.
 

@@ -10,20 +10,25 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 
 from kvviz.mechanisms.ladder import TIERS
-from kvviz.palette import span_color
+from kvviz.palette import tier_color
 
 from ._common import hover_tip, style_plot
 from .rung_table import fmt_ns, fmt_pts
 
-# The ladder's timeline draws HBM time as `load`, CXL as `fetch` and flash as `stall`;
-# the bars use the same colours so both views read alike.
-TIER_SPAN_KIND = {"hbm": "load", "cxl": "fetch", "flash": "stall"}
 TIER_LABEL = {"hbm": "HBM", "cxl": "CXL", "flash": "flash"}
 SIM_ALPHA = 95  # simulated bars: the tier colour, pale, with a solid outline
 
 
 def tier_colour(tier: str) -> str:
-    return span_color(TIER_SPAN_KIND[tier])
+    """A tier's colour as every view gives it (kvviz.palette; flash is the SSD tier): the bars
+    used the span colours of the ladder's timeline (HBM green, flash red), so HBM read as DRAM
+    beside the Tiers and Counters views."""
+    return tier_color(tier)
+
+
+def sim_text_colour() -> str:
+    """Text on a pale simulated HBM bar: the HBM colour, darkened."""
+    return QColor(tier_color("hbm")).darker(230).name()
 
 
 def _font(size: float, bold: bool = False) -> QFont:
@@ -253,13 +258,13 @@ class LadderCharts:
             if self.simulated is not None:
                 s = self.simulated[i]
                 if s is None:
-                    hit.append((self.sim_hit_texts[i], "", 0.0, ys[i], "#0b4f3c"))
+                    hit.append((self.sim_hit_texts[i], "", 0.0, ys[i], sim_text_colour()))
                     lat.append((self.sim_latency_texts[i], "", 0.0, ys[i], None))
                     continue
                 gap = s["hbm_hit_pct"] - p if p is not None else None
                 hit.append((self.sim_hit_texts[i], f"simulated {s['hbm_hit_pct']:.4g}%"
                             + (f"  ({fmt_pts(gap)})" if gap is not None else ""),
-                            s["hbm_hit_pct"], ys[i], "#0b4f3c"))
+                            s["hbm_hit_pct"], ys[i], sim_text_colour()))
                 lat.append((self.sim_latency_texts[i], f"simulated {fmt_ns(s['mean_latency_ns'])}",
                             s["mean_latency_ns"] or 0.0, ys[i], None))
         self._hit_labels, self._lat_labels = hit, lat

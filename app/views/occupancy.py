@@ -316,7 +316,8 @@ class OccupancyView(QWidget):
             return
         self.fmt = view_format(self.plot.getPlotItem().getViewBox(), self.scale)
         title = time_axis_title(self.result.scenario.kind, self.fmt.unit, self.result.scenario)
-        show_format(self.time_axis, title, [self.time_axis], self.fmt, self.scale)
+        show_format(self.time_axis, title, [self.time_axis], self.fmt, self.scale,
+                    self.plot.getPlotItem().getViewBox())
 
     def _range_moved(self, *_):
         self._units()

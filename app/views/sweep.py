@@ -134,6 +134,8 @@ class SweepView(QWidget):
         self._metrics: dict = {}
         self._axes: tuple = ()
         self.grid = StreamedGrid(self, self._draw_partial)  # the running sweep's values so far
+        self._metric = ""
+        self._before: tuple | None = None  # (axes, metric, drawn) before the running sweep
 
     @property
     def job(self):
@@ -173,6 +175,7 @@ class SweepView(QWidget):
         """Forget the last sweep's plot and result (a running sweep is cancelled)."""
         if self.job is not None:
             self.jobs.cancel()
+            self._before = None  # the cancelled run restores nothing
         self.result = self._shown = None
         self.info.setText(" ")
         self._make_sliders(())
@@ -219,6 +222,8 @@ class SweepView(QWidget):
         data, metric, source = self.data, self.metric_box.currentText().strip(), self.source
         executor = self.run_on.spec()
         self.jobs.cancel_note = "" if executor == "local" else " (runs already on the cluster finish there)"
+        # what Cancel goes back to: the sweep drawn now (or none) with its axes and sliders
+        self._before = (self._axes, self._metric, self._shown is not None)
         self._axes, self._metric = tuple(axes), metric
         self.grid.start(self._axes)
         self._make_sliders(self._axes[2:])
@@ -226,7 +231,28 @@ class SweepView(QWidget):
         self.jobs.start(lambda progress: run_sweep(data, axes, metric, source=source, workers=2, progress=progress,
                                                    executor=executor, on_result=self.grid.point.emit,
                                                    max_memory_gb=limit),
-                        "sweep", self._on_done)
+                        "sweep", self._on_done, restore=self._restore)
+
+    def _restore(self):
+        """Cancelled or failed: the chart before the run, as it was (or none)."""
+        self.grid.stop()
+        if self._before is None:  # cleared meanwhile (another scenario)
+            return
+        axes, metric, drawn = self._before
+        self._axes, self._metric = axes, metric
+        self._make_sliders(axes[2:])
+        if drawn and self.result is not None:
+            self._draw(self.result)
+        else:
+            self.result = self._shown = None
+            self.plot.getPlotItem().clear()
+            if self.bar is not None:
+                self.bar.hide()
+            if self.legend is not None:
+                self.legend.clear()
+                self.legend.setVisible(False)
+        if "cancelled" in self.status.text():
+            self.status.setText("cancelled: the chart shown is the one before")
 
     def _draw_partial(self):
         """The chart so far: points not yet run are gaps (NaN)."""

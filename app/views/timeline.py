@@ -165,7 +165,7 @@ class TimelineView(Keys, Instrument, QWidget):
         fmt = view_format(self.viewbox, self.scale, self.origin_ns or 0.0)
         rel = " from the cursor" if self.origin_ns is not None else ""
         title = time_axis_title(self.result.scenario.kind, fmt.unit, self.result.scenario) + rel  # the CLI figure's words
-        show_format(self.plot.getPlotItem().getAxis("bottom"), title, [self.time_axis], fmt, self.scale)
+        show_format(self.plot.getPlotItem().getAxis("bottom"), title, [self.time_axis], fmt, self.scale, self.viewbox)
         self.fmt = fmt
         for line in (self.time_cursor, self.cursor_b):
             line.label.valueChanged()

@@ -17,6 +17,7 @@ import json
 
 import numpy as np
 
+from ..palette import tier_label
 from ..result import Result
 from ..scenario import scenario_to_dict
 from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS
@@ -113,7 +114,8 @@ def perfetto_events(result: Result) -> list[dict]:
     names = [n + (f" ({u})" if u else "") for n, u in zip(tr.counter_names, tr.counter_units)]
     times, ids, values = [tr.counters["t"]], [tr.counters["name"].astype(np.int64)], [tr.counters["value"]]
     for tier, (unit, t, level) in tier_in_flight(tr).items():
-        names.append(f"tier {tier} · {'bytes' if unit == 'B' else 'transfers'} in flight")
+        # named as the palette names the tier (the app's legends, keys and Tiers tab say the same)
+        names.append(f"tier {tier_label(tier)} · {'bytes' if unit == 'B' else 'transfers'} in flight")
         times.append(t)
         ids.append(np.full(len(t), len(names) - 1, dtype=np.int64))
         values.append(level)
