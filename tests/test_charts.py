@@ -354,3 +354,14 @@ def test_the_figure_size_dialog_checks_as_the_cli_and_keeps_its_fields_still(win
     ok.click()
     size = window.figure_size()
     assert size.width_px == pytest.approx(165 / 25.4 * 96, abs=0.01) and size.dpi == 600
+
+
+def test_no_policy_wears_a_tier_colour():
+    """A chart that splits a policy's bar by tier (Policies, Tiers) must not draw a policy in a
+    tier's colour: every policy in the table, and every fallback, differs from every tier."""
+    from kvviz.export.colours import EXTRA
+    from kvviz.palette import tier_color
+    tiers = {tier_color(t).upper() for t in ("hbm", "cxl", "dram", "ssd", "remote")}
+    assert len(tiers) == 5
+    assert not tiers & {c.upper() for c in POLICY_COLOURS.values()}
+    assert not tiers & {c.upper() for c in EXTRA}

@@ -12,34 +12,36 @@ from __future__ import annotations
 
 import zlib
 
-# Okabe-Ito, colour-blind safe; the first names get the clearest colours.
-OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
-
+# Policies never wear a tier's colour (resources/palette.toml [tiers]: HBM #0072B2, CXL #56B4E9,
+# DRAM #009E73, SSD #E69F00, remote #CC79A7): a chart that splits a policy's bar by tier would
+# otherwise draw, say, a green Belady bar under a green "DRAM hits" key. The first names get
+# the clearest of the colour-blind-safe colours left (Okabe-Ito's vermillion and black, then
+# Paul Tol's dark and muted sets).
 POLICY_COLOURS = {
     # cache replay (libCacheSim's names) and AttentionStore placement, one table for both
-    "lru": "#0072B2",
+    "lru": "#332288",
     "fifo": "#D55E00",
-    "belady": "#009E73",
-    "s3fifo": "#CC79A7",
-    "sieve": "#E69F00",
-    "arc": "#56B4E9",
+    "belady": "#882255",
+    "s3fifo": "#AA4499",
+    "sieve": "#DDCC77",
+    "arc": "#661100",
     "scheduler_aware": "#000000",
     "recompute": "#9A9A9A",
     "lfu": "#999933",
-    "clock": "#882255",
+    "clock": "#CC6677",
     "twoq": "#44AA99",
-    "wtinylfu": "#AA4499",
-    "lirs": "#117733",
-    "slru": "#332288",
-    "gdsf": "#DDCC77",
-    "lecar": "#661100",
-    "cacheus": "#6699CC",
-    "beladysize": "#88CCEE",
+    "wtinylfu": "#117733",
+    "lirs": "#6699CC",
+    "slru": "#888888",
+    "gdsf": "#BBBBBB",
+    "lecar": "#EE8866",
+    "cacheus": "#77AADD",
+    "beladysize": "#994455",
     "leaf_lru": "#7B3294",  # prefix_cache: LRU among a radix tree's leaves
 }
 # names outside the table: a stable pick by name (a hash, not an order) from these
-EXTRA = ("#332288", "#117733", "#44AA99", "#88CCEE", "#DDCC77", "#CC6677", "#AA4499", "#882255",
-         "#661100", "#6699CC", "#999933", "#888888")
+EXTRA = ("#332288", "#117733", "#44AA99", "#DDCC77", "#CC6677", "#AA4499", "#882255",
+         "#661100", "#6699CC", "#999933", "#888888", "#994455")
 
 
 def series_colour(name: str) -> str:
