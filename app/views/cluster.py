@@ -132,26 +132,18 @@ class ClusterView(QWidget):
         self._align_soon.setSingleShot(True)
         self._align_soon.setInterval(0)
         self._align_soon.timeout.connect(self.align)
-        gpi = self.gantt.plot.getPlotItem()
-        gpi.showAxis("right")  # an empty axis as wide as the heat maps' colour bars: one time axis for all
-        right = gpi.getAxis("right")
-        right.setStyle(showValues=False, tickLength=0)
-        right.setPen(None)
-        right.setWidth(0)
 
     def align(self) -> None:
         """The heat maps' time axes under the Gantt's: the same left edge (the lane names' width)
-        and right edge (the Gantt gets an empty margin as wide as the colour bars)."""
+        and right edge (the Gantt gets an empty margin as wide as the colour bars), by the plots'
+        layout margins (a wider axis would move its title away from its ticks)."""
         if self.result is None or self.stack.showing_note:
             return
-        gvb = self.gantt.viewbox
-        left = gvb.mapRectToScene(gvb.boundingRect()).left()
+        left = _left(self.gantt.plot)
         for strip in (self.queue, self.cache):
-            ax = strip.getPlotItem().getAxis("left")
-            ax.setWidth(max(20, int(ax.width() + left - _left(strip))))
+            _add_margin(strip, left - _left(strip), 0)
         margin = max(_right_margin(s) for s in (self.queue, self.cache))
-        right = self.gantt.plot.getPlotItem().getAxis("right")
-        right.setWidth(max(0, int(right.width() + margin - _right_margin(self.gantt.plot))))
+        _add_margin(self.gantt.plot, 0, margin - _right_margin(self.gantt.plot))
 
     def resizeEvent(self, ev):  # noqa: N802 (Qt's name)
         super().resizeEvent(ev)
@@ -285,7 +277,7 @@ class ClusterView(QWidget):
         for i, k in enumerate(ks):
             for c in range(len(edges) - 1):
                 o = float(occ[where[k], c]) if k in where else ""
-                rows.append([k, self.roles.get(k, ""), edges[c] / 1e9, edges[c + 1] / 1e9, float(q[i, c]), o])
+                rows.append([k, self.roles.get(k, ""), float(edges[c]) / 1e9, float(edges[c + 1]) / 1e9, float(q[i, c]), o])
         return header, rows
 
     # --- interaction ------------------------------------------------------------------------
@@ -318,6 +310,12 @@ class ClusterView(QWidget):
 def _left(plot: pg.PlotWidget) -> float:
     vb = plot.getPlotItem().getViewBox()
     return vb.mapRectToScene(vb.boundingRect()).left()
+
+
+def _add_margin(plot: pg.PlotWidget, left: float, right: float) -> None:
+    lay = plot.getPlotItem().layout
+    l_, t, r, b = lay.getContentsMargins()
+    lay.setContentsMargins(max(0.0, l_ + left), t, max(0.0, r + right), b)
 
 
 def _right_margin(plot: pg.PlotWidget) -> float:
