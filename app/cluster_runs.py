@@ -4,7 +4,7 @@ No Qt here: the comparison's runs happen in worker processes, which import this 
 A cluster run's trace names each instance's lanes by group ("instance 3"), marks each arrival on
 the "router · arrivals" lane and each request's first token on its prefill instance's GPU lane
 (its job), and samples per-instance counters over time ("instance 3 queue", "instance 3 HBM
-cache", ...; kvviz/mechanisms/cluster/instance.py). Everything here is derived from those.
+cache", ...; kvviz/mechanisms/cluster/instance.py) and the shared pool's ("shared pool cache"). Everything here is derived from those.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import numpy as np
 from kvviz.trace import Trace
 
 ARRIVALS = "router · arrivals"
+POOL = "shared pool cache"  # the shared pool's blocks (kvviz/mechanisms/cluster/pool.py)
 _GROUP = re.compile(r"instance (\d+)$")
 
 

@@ -150,3 +150,15 @@ def test_screenshot_of_the_cluster_view(tmp_path, qtbot):
     out = tmp_path / "cluster.png"
     assert screenshot(str(ROUTING), str(out), "cluster", (1366, 768), SETS) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.gui
+def test_a_shared_pool_is_a_row_of_the_cache_map(qtbot):
+    from app.views.cluster import ClusterView
+    sets = [*SETS, "pool.shared=true"]
+    result = simulate(load_scenario(ROUTING, sets))
+    view = shown(qtbot, ClusterView(), 1100, 700, result)
+    assert view.cache.rows == [0, 1, None]  # the prefill instances' HBM, then the pool
+    pool = [r for r in view.data_rows()[1] if r[0] == "pool"]
+    assert len(pool) == len(view.cache.edges) - 1 and pool[-1][5] > 0  # blocks entered the pool
+    assert all(0.0 <= r[5] <= 1.0 + 1e-9 for r in pool)

@@ -51,11 +51,11 @@ class HeatStrip(pg.PlotWidget):
         self.bar.setImageItem(self.image, insert_in=pi)
         self.bar.axis.setLabel(unit, **LABEL_STYLE)
         no_si_prefix(self.bar.axis)  # 0.8 requests read "800" under an unseen milli prefix
-        self.rows: list[int] = []  # the instance of each row
+        self.rows: list[int | None] = []  # the instance of each row (None: the shared pool)
         self.values = np.zeros((0, 0))
         self.edges = np.zeros(1)
 
-    def show_rows(self, rows: list[int], values: np.ndarray, edges_ns: np.ndarray, scale: float, top: float):
+    def show_rows(self, rows: list[int | None], values: np.ndarray, edges_ns: np.ndarray, scale: float, top: float):
         self.rows, self.values, self.edges = rows, values, edges_ns
         pi = self.getPlotItem()
         self.image.setImage(values, autoLevels=False, levels=(0, max(top, 1e-9)))
@@ -64,7 +64,8 @@ class HeatStrip(pg.PlotWidget):
         self.image.setRect(QRectF(x0, -0.5, x1 - x0, len(rows)))
         ax = pi.getAxis("left")
         step = max(1, len(rows) // 4)  # a few names: 16 instances in 100 px stay readable
-        ax.setTicks([[(i, str(k)) for i, k in enumerate(rows) if i % step == 0], []])
+        ax.setTicks([[(i, "pool" if k is None else str(k)) for i, k in enumerate(rows)
+                      if i % step == 0 or k is None], []])
         pi.setYRange(-0.5, len(rows) - 0.5, padding=0)
 
     def cell(self, scene_pos) -> tuple[int, int] | None:
@@ -261,23 +262,32 @@ class ClusterView(QWidget):
         for k in cached:
             used = sum(cr.step_means(*cr.steps(tr, f"instance {k} {t} cache"), edges) for t in cap)
             occ.append(used / sum(cap.values()))
+        rows: list[int | None] = list(cached)
+        if cr.POOL in tr.counter_names:  # the shared pool: one more row, over its own capacity
+            pool_cap = max(1, len(ks) * sc.instance.dram_cache_tokens // block)
+            occ.append(cr.step_means(*cr.steps(tr, cr.POOL), edges) / pool_cap)
+            rows.append(None)
         occ_a = np.array(occ) if occ else np.zeros((0, COLUMNS))
-        self.cache.show_rows(cached, occ_a, edges, s, 1.0)
-        self.cache.getPlotItem().setLabel("left", f"cache ({'+'.join(cap)})", **LABEL_STYLE)
+        self.cache.show_rows(rows, occ_a, edges, s, 1.0)
+        tiers = "+".join(cap) + (", pool" if rows and rows[-1] is None else "")
+        self.cache.getPlotItem().setLabel("left", f"cache ({tiers})", **LABEL_STYLE)
         self.cache.getPlotItem().setLabel("bottom", self.gantt.plot.getPlotItem().getAxis("bottom").labelText,
                                           **LABEL_STYLE)
-        self.table = self._rows(ks, cached, edges, q, occ_a)
+        self.table = self._rows(ks, rows, edges, q, occ_a)
         for strip in (self.queue, self.cache):
             strip.getPlotItem().getViewBox().setXRange(*self.gantt.viewbox.viewRange()[0], padding=0)
 
     def _rows(self, ks, cached, edges, q, occ):
+        """A row per instance (and the shared pool, if any) and column."""
         header = ["instance", "role", "t_start_s", "t_end_s", "queue_peak_requests", "cache_occupancy_mean"]
         rows = []
         where = {k: i for i, k in enumerate(cached)}
-        for i, k in enumerate(ks):
+        for i, k in enumerate([*ks, None] if None in where else ks):
             for c in range(len(edges) - 1):
                 o = float(occ[where[k], c]) if k in where else ""
-                rows.append([k, self.roles.get(k, ""), float(edges[c]) / 1e9, float(edges[c + 1]) / 1e9, float(q[i, c]), o])
+                qv = float(q[i, c]) if k is not None else ""
+                rows.append(["pool" if k is None else k, "shared pool" if k is None else self.roles.get(k, ""),
+                             float(edges[c]) / 1e9, float(edges[c + 1]) / 1e9, qv, o])
         return header, rows
 
     # --- interaction ------------------------------------------------------------------------
@@ -289,12 +299,13 @@ class ClusterView(QWidget):
         t0, t1 = strip.edges[c] / 1e9, strip.edges[c + 1] / 1e9
         v = strip.values[r, c]
         what = f"at most {v:.0f} requests waiting" if strip is self.queue else f"cache {v:.0%} full (mean)"
-        show_hover(strip, self.info, pos, f"instance {strip.rows[r]} · {t0:,.1f}–{t1:,.1f} s · {what} · "
-                                          "click: this instance in the Gantt")
+        k = strip.rows[r]
+        who, click = ("the shared pool", "") if k is None else (f"instance {k}", " · click: this instance in the Gantt")
+        show_hover(strip, self.info, pos, f"{who} · {t0:,.1f}–{t1:,.1f} s · {what}{click}")
 
     def _clicked(self, strip: HeatStrip, ev):
         cell = strip.cell(ev.scenePos())
-        if cell is not None:
+        if cell is not None and strip.rows[cell[0]] is not None:
             self.show_instance(strip.rows[cell[0]])
 
     def show_instance(self, k: int) -> None:
