@@ -162,3 +162,18 @@ def test_a_shared_pool_is_a_row_of_the_cache_map(qtbot):
     pool = [r for r in view.data_rows()[1] if r[0] == "pool"]
     assert len(pool) == len(view.cache.edges) - 1 and pool[-1][5] > 0  # blocks entered the pool
     assert all(0.0 <= r[5] <= 1.0 + 1e-9 for r in pool)
+
+
+@pytest.mark.gui
+def test_the_heat_maps_columns_follow_the_zoom(qtbot, small):
+    from app.views.cluster import COLUMNS, ClusterView
+    _, result = small
+    view = shown(qtbot, ClusterView(), 1100, 700, result)
+    end = result.trace.t_end
+    assert view.queue.edges[0] == 0 and view.queue.edges[-1] == pytest.approx(end)
+    s = view.gantt.scale
+    view.gantt.viewbox.setXRange(0.25 * end / s, 0.5 * end / s, padding=0)
+    qtbot.waitUntil(lambda: view.queue.edges[0] > 0, timeout=5_000)
+    assert view.queue.edges[0] == pytest.approx(0.25 * end, rel=1e-6)
+    assert view.queue.edges[-1] == pytest.approx(0.5 * end, rel=1e-6)
+    assert len(view.data_rows()[1]) == 4 * COLUMNS  # the CSV is what is shown

@@ -3,8 +3,10 @@ arrivals lane on top, then each shown instance's GPU, RDMA and DRAM↔HBM lanes)
 decision as a line from the request's arrival to its first token on the instance that took it,
 and two heat maps with one row per instance over the same time axis: the requests waiting in its
 queue (each column its peak) and its cache's occupancy (HBM and DRAM blocks over their
-capacity, each column its time-weighted mean). Clicking a heat map's row shows that instance in the
-Gantt; the selector above it shows all, the prefill or decode pool, or one instance.
+capacity, each column its time-weighted mean; the shared pool a row of its own). The columns
+cover the time shown, so a zoom sees the queue at its own resolution. Clicking a heat map's row
+shows that instance in the Gantt; the selector above it shows all, the prefill or decode
+instances, or one instance.
 
 Reads the finished Result only (app/cluster_runs.py derives what it shows from the trace)."""
 from __future__ import annotations
@@ -105,7 +107,7 @@ class ClusterView(QWidget):
             strip.scene().sigMouseMoved.connect(lambda pos, s=strip: self._hover(s, pos))
             strip.scene().sigMouseClicked.connect(lambda ev, s=strip: self._clicked(s, ev))
             link_x_ranges(self.gantt.viewbox, strip.getPlotItem().getViewBox())
-        split = QSplitter(Qt.Vertical)
+        self.split = split = QSplitter(Qt.Vertical)
         split.addWidget(self.gantt)
         split.addWidget(self.queue)
         split.addWidget(self.cache)
@@ -129,9 +131,17 @@ class ClusterView(QWidget):
         self.decisions = None  # (arrival ns, first token ns, instance) per request
         self.routes: pg.PlotDataItem | None = None
         self.table: tuple[list[str], list[list]] | None = None
+        self._series = None  # the run's step functions for the heat maps (_draw_heat)
+        self._columns: tuple[float, float] | None = None  # the time range their columns cover now (ns)
+        self._rebin_soon = QTimer(self)  # once a zoom or pan settles
+        self._rebin_soon.setSingleShot(True)
+        self._rebin_soon.setInterval(60)
+        self._rebin_soon.timeout.connect(self._rebin)
+        self.gantt.viewbox.sigXRangeChanged.connect(lambda *_: self._rebin_soon.start())
         self._align_soon = QTimer(self)
         self._align_soon.setSingleShot(True)
-        self._align_soon.setInterval(0)
+        self._align_soon.setInterval(20)
+        self._align_rounds = 0
         self._align_soon.timeout.connect(self.align)
 
     def align(self) -> None:
@@ -141,10 +151,19 @@ class ClusterView(QWidget):
         if self.result is None or self.stack.showing_note:
             return
         left = _left(self.gantt.plot)
-        for strip in (self.queue, self.cache):
-            _add_margin(strip, left - _left(strip), 0)
+        moves = [(strip, left - _left(strip), 0.0) for strip in (self.queue, self.cache)]
         margin = max(_right_margin(s) for s in (self.queue, self.cache))
-        _add_margin(self.gantt.plot, 0, margin - _right_margin(self.gantt.plot))
+        moves.append((self.gantt.plot, 0.0, margin - _right_margin(self.gantt.plot)))
+        moved = False
+        for plot, dl, dr in moves:
+            if abs(dl) > 0.5 or abs(dr) > 0.5:
+                _add_margin(plot, dl, dr)
+                moved = True
+        # a margin's change (and the lane names' width) settles at the next layout: look again
+        # then, until the edges agree (a few rounds at most)
+        self._align_rounds = self._align_rounds + 1 if moved else 0
+        if moved and self._align_rounds < 6:
+            self._align_soon.start()
 
     def resizeEvent(self, ev):  # noqa: N802 (Qt's name)
         super().resizeEvent(ev)
@@ -215,7 +234,18 @@ class ClusterView(QWidget):
         view = Result(self.result.scenario, cr.sub_trace(tr, rows), self.result.metrics_dict(), self.result.events)
         self.gantt.set_result(view, span_ns=tr.t_end)  # the whole run's unit, so the heat maps line up
         self._draw_routes(rows, names, shown)
+        self._size_gantt(len(rows))
         self._align_soon.start()  # another selection's lane names: another width
+
+    def _size_gantt(self, lanes: int) -> None:
+        """Room for the lanes shown (~18 px each, within 30–70% of the height); the heat maps
+        share the rest: all 8 prefill instances' 25 lanes no longer overlap their names."""
+        total = sum(self.split.sizes())
+        if total <= 0:
+            return
+        want = 110 + 18 * max(lanes, 6)  # the legend, the time axis and its title, and the rows
+        g = int(min(max(want, 0.3 * total), 0.7 * total))
+        self.split.setSizes([g, (total - g) // 2, total - g - (total - g) // 2])
 
     def _draw_routes(self, rows: list[int], names: list[str], shown: list[int]):
         """A line per request from its arrival (the arrivals lane) to its first token (its
@@ -245,37 +275,57 @@ class ClusterView(QWidget):
         pi.addItem(self.routes)
 
     def _draw_heat(self):
+        """The heat maps' series, once a run (sorted step functions), then their columns."""
         tr = self.result.trace
-        end = max(tr.t_end, 1)
-        edges = np.linspace(0, end, COLUMNS + 1)
-        s = self.gantt.scale
         ks = list(self.groups)
-        q = np.array([cr.step_peaks(*cr.steps(tr, f"instance {k} queue"), edges) for k in ks])
-        self.queue.show_rows(ks, q, edges, s, float(q.max()) if q.size else 1.0)
         sc = self.result.scenario
         block = int(self.result.metrics.get("workload", {}).get("block_tokens", 1)) or 1
         cap = {"HBM": max(1, sc.instance.hbm_cache_tokens // block)}
         if sc.instance.dram_cache_tokens and not sc.pool.shared:
             cap["DRAM"] = max(1, sc.instance.dram_cache_tokens // block)
+        queues = [cr.steps(tr, f"instance {k} queue") for k in ks]
         cached = [k for k in ks if self.roles.get(k) != "decode"]
-        occ = []
-        for k in cached:
-            used = sum(cr.step_means(*cr.steps(tr, f"instance {k} {t} cache"), edges) for t in cap)
-            occ.append(used / sum(cap.values()))
+        # each row's cache: its tiers' step functions and the capacity they share
+        caches = [([cr.steps(tr, f"instance {k} {t} cache") for t in cap], sum(cap.values())) for k in cached]
         rows: list[int | None] = list(cached)
         if cr.POOL in tr.counter_names:  # the shared pool: one more row, over its own capacity
-            pool_cap = max(1, len(ks) * sc.instance.dram_cache_tokens // block)
-            occ.append(cr.step_means(*cr.steps(tr, cr.POOL), edges) / pool_cap)
+            caches.append(([cr.steps(tr, cr.POOL)], max(1, len(ks) * sc.instance.dram_cache_tokens // block)))
             rows.append(None)
-        occ_a = np.array(occ) if occ else np.zeros((0, COLUMNS))
-        self.cache.show_rows(rows, occ_a, edges, s, 1.0)
-        tiers = "+".join(cap) + (", pool" if rows and rows[-1] is None else "")
-        self.cache.getPlotItem().setLabel("left", f"cache ({tiers})", **LABEL_STYLE)
+        top = max((float(v.max()) for _, v in queues if len(v)), default=1.0)  # one colour scale at any zoom
+        self._series = (ks, queues, rows, caches, top)
+        tiers = " + ".join(cap) + (" (each instance); the shared pool's last row" if rows and rows[-1] is None else "")
+        # the tiers in the tooltip: a label naming them was cut short at small heights
+        self.cache.setToolTip(f"Cache occupancy over capacity: {tiers}; each column's time-weighted mean")
+        self.queue.setToolTip("Requests waiting in each instance's queue: each column's peak")
         self.cache.getPlotItem().setLabel("bottom", self.gantt.plot.getPlotItem().getAxis("bottom").labelText,
                                           **LABEL_STYLE)
-        self.table = self._rows(ks, rows, edges, q, occ_a)
+        self._columns = None
+        self._rebin()
         for strip in (self.queue, self.cache):
             strip.getPlotItem().getViewBox().setXRange(*self.gantt.viewbox.viewRange()[0], padding=0)
+
+    def _rebin(self, *_):
+        """The heat maps' columns over the time shown (COLUMNS of them), so a zoom shows the
+        queue's peaks at its own resolution, not the whole run's columns stretched."""
+        if self.result is None or self._series is None:
+            return
+        end = max(self.result.trace.t_end, 1)
+        lo, hi = self.gantt.viewbox.viewRange()[0]
+        s = self.gantt.scale
+        lo_ns, hi_ns = max(0.0, lo * s), min(float(end), hi * s)
+        if hi_ns - lo_ns < COLUMNS:  # less than a ns a column (or nothing of the run in view)
+            lo_ns, hi_ns = 0.0, float(end)
+        if self._columns == (lo_ns, hi_ns):
+            return
+        self._columns = (lo_ns, hi_ns)
+        edges = np.linspace(lo_ns, hi_ns, COLUMNS + 1)
+        ks, queues, rows, caches, top = self._series
+        q = np.array([cr.step_peaks(t, v, edges) for t, v in queues]) if queues else np.zeros((0, COLUMNS))
+        self.queue.show_rows(ks, q, edges, s, top)
+        occ = [sum(cr.step_means(t, v, edges) for t, v in tiers) / capacity for tiers, capacity in caches]
+        occ_a = np.array(occ) if occ else np.zeros((0, COLUMNS))
+        self.cache.show_rows(rows, occ_a, edges, s, 1.0)
+        self.table = self._rows(ks, rows, edges, q, occ_a)
 
     def _rows(self, ks, cached, edges, q, occ):
         """A row per instance (and the shared pool, if any) and column."""
