@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QPainter, QPicture
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from .. import cluster_runs as cr
 from ..background import JobControls
@@ -80,13 +80,12 @@ class RoutersView(QWidget):
             bar.addWidget(w)
         bar.addWidget(self.jobs.progress, 1)
         self.plot = pg.PlotWidget(background="w")
+        # its title's width must never widen the tab (it pushed the last router off the page)
+        self.plot.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Expanding)
         pi = self.plot.getPlotItem()
         style_plot(pi, left="TTFT (log scale)", grid=(False, True))
         pi.setMouseEnabled(x=False, y=True)
         pi.getAxis("bottom").setHeight(58)  # three lines of a router's name
-        self.legend = QLabel()
-        self.legend.setTextFormat(Qt.RichText)
-        self.legend.setStyleSheet("color:#222; padding:2px 8px; background:white;")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -98,7 +97,6 @@ class RoutersView(QWidget):
         lay.setSpacing(2)
         lay.addLayout(bar)
         lay.addWidget(self.status)
-        lay.addWidget(self.legend)
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.info)
         lay.addWidget(self.table)
@@ -200,10 +198,11 @@ class RoutersView(QWidget):
             lo, hi = min(ys) - 0.1, max(ys) + 0.1
             pi.setYRange(lo, hi, padding=0)
             pi.getAxis("left").setTicks(log_ticks(lo, hi))
-        self.legend.setText(
-            f'<span style="color:{BOX}; font-size:14px">■</span>&nbsp;25th–75th percentile, median line, whiskers '
-            f'10th–90th&nbsp;&nbsp; <span style="color:{OURS}">◆</span>&nbsp;mean (this model)&nbsp;&nbsp; '
-            f'<span style="color:{PAPER}">✕</span>&nbsp;paper\'s mean')
+        # the key as the plot's title, so an exported figure (PNG, SVG) carries it
+        pi.setTitle(
+            f'<span style="color:{BOX}">■</span>&nbsp;quartiles and median, whiskers 10th–90th percentile'
+            f'&nbsp;&nbsp; <span style="color:{OURS}">◆</span>&nbsp;mean&nbsp;&nbsp; '
+            f'<span style="color:{PAPER}">✕</span>&nbsp;paper\'s mean', color="#222", size="9pt")
         self._fill_table()
 
     def _fill_table(self) -> None:
