@@ -177,3 +177,36 @@ def test_the_heat_maps_columns_follow_the_zoom(qtbot, small):
     assert view.queue.edges[0] == pytest.approx(0.25 * end, rel=1e-6)
     assert view.queue.edges[-1] == pytest.approx(0.5 * end, rel=1e-6)
     assert len(view.data_rows()[1]) == 4 * COLUMNS  # the CSV is what is shown
+
+
+@pytest.mark.gui
+def test_in_the_window_the_tab_follows_the_kind_and_exports_csv(window, qtbot, tmp_path):
+    import csv
+
+    from .conftest import SCENARIOS, exported
+    text = ROUTING.read_text(encoding="utf-8")
+    trace = (ROUTING.parent / "../resources/traces/mooncake_conversation_trace.jsonl").resolve()
+    text = text.replace('trace_file = "../resources/traces/mooncake_conversation_trace.jsonl"',
+                        f'trace_file = "{trace}"\nmax_requests = 300')
+    text = text.replace("instances = 16", "instances = 4").replace("prefill_instances = 8", "prefill_instances = 2")
+    path = tmp_path / "small_cluster.toml"
+    path.write_text(text, encoding="utf-8")
+    tab = window.tab("cluster")
+    index = window.tab_list.index(tab)
+    assert not window.tabs.isTabEnabled(index)  # the window opened on a rope_window scenario
+    assert not tab.routers.jobs.run_btn.isEnabled()
+    old = window.result
+    assert window.open(str(path))
+    qtbot.waitUntil(lambda: window.result is not old and window.result.metrics.get("instances") == 4, timeout=60_000)
+    assert window.tabs.isTabEnabled(index) and tab.routers.jobs.run_btn.isEnabled()
+    window.show_view("cluster")
+    qtbot.waitUntil(lambda: tab.instances.data_rows() is not None, timeout=10_000)
+    out = tmp_path / "cells.csv"
+    assert exported(qtbot, window, lambda: window.export_data(str(out)))
+    rows = list(csv.reader(out.open(encoding="utf-8")))
+    assert rows[0] == ["instance", "role", "t_start_s", "t_end_s", "queue_peak_requests", "cache_occupancy_mean"]
+    assert {r[0] for r in rows[1:]} == {"0", "1", "2", "3"}
+    old = window.result
+    assert window.open(str(SCENARIOS / "rope_prefetch_16.toml"))
+    qtbot.waitUntil(lambda: window.result is not old, timeout=30_000)
+    assert not window.tabs.isTabEnabled(index)

@@ -121,6 +121,7 @@ class RoutersView(QWidget):
         self.paper = cr.paper_means(result.scenario)
         self.shown = cr.summary(result.metrics.get("routing_policy", ""), result)
         self.clear()
+        self.jobs.run_btn.setEnabled(self.job is None)
 
     def clear(self) -> None:
         if self.job is not None:
@@ -133,6 +134,7 @@ class RoutersView(QWidget):
     def not_applicable(self, why: str) -> None:
         self.data = None
         self.clear()
+        self.jobs.run_btn.setEnabled(False)
         self.status.setText(why)
 
     def run(self) -> None:
