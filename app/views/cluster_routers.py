@@ -201,10 +201,10 @@ class RoutersView(QWidget):
             pi.setYRange(lo, hi, padding=0)
             pi.getAxis("left").setTicks(log_ticks(lo, hi))
         # the key as the plot's title, so an exported figure (PNG, SVG) carries it
+        paper_key = f'&nbsp;&nbsp; <span style="color:{PAPER}">✕</span>&nbsp;paper\'s mean' if self.paper else ""
         pi.setTitle(
             f'<span style="color:{BOX}">■</span>&nbsp;quartiles and median, whiskers 10th–90th percentile'
-            f'&nbsp;&nbsp; <span style="color:{OURS}">◆</span>&nbsp;mean&nbsp;&nbsp; '
-            f'<span style="color:{PAPER}">✕</span>&nbsp;paper\'s mean', color="#222", size="9pt")
+            f'&nbsp;&nbsp; <span style="color:{OURS}">◆</span>&nbsp;mean' + paper_key, color="#222", size="9pt")
         self._fill_table()
 
     def _fill_table(self) -> None:
