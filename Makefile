@@ -97,6 +97,7 @@ screenshots: setup
 	$(SHOT) attention_store_sharegpt --view sweep --sweep hardware.ssd_gb=2500,5000,10000,20000 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_ssd_size.png --size 1280x800
 	$(SHOT) attention_store_sharegpt --view sweep --sweep workload.arrival_rate_per_s=0.5,1.0,1.5,2.0 --metric 'policies.*.hit_rate' --screenshot resources/screenshots/attention_store_rate.png --size 1280x800
 	$(SHOT) rope_prefetch_16 --view replay --screenshot resources/screenshots/replay.png --size 1280x800
+	$(SHOT) cluster_mooncake_routing --view routers --screenshot resources/screenshots/cluster_routers.png --size 1280x800
 
 # The documentation site: the generated pages (every scenario field, command, flag and metric; the
 # claims table; one screenshot per tab), then mkdocs in strict mode (a broken link fails) into site/.

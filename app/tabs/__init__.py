@@ -3,6 +3,7 @@ The timeline comes first: it is the default tab, and the views that follow its z
 from .bars import BarsTab
 from .base import Tab, TabContext
 from .claims import ClaimsTab
+from .cluster import ClusterTab
 from .compare import CompareTab
 from .counters import CountersTab
 from .occupancy import OccupancyTab
@@ -27,6 +28,7 @@ TABS: list[type[Tab]] = [
     ClaimsTab,
     OperatingPointTab,
     PlanTab,
+    ClusterTab,
 ]
 
 

@@ -228,7 +228,7 @@ TOUR = (("timeline", "rope_prefetch_16", ()), ("occupancy", "rope_prefetch_16", 
         ("sweep", "engram_qwen3_32b_rdma", ("--sweep", "engram.layer=2:12:2", "--metric", "slack_us")),
         ("replay", "rope_prefetch_16", ()), ("tiers", "prefix_cache_mooncake", ()),
         ("policies", "attention_store_mooncake", ()), ("claims", "engram_qwen3_32b_cxl", ()),
-        ("metrics", "engram_qwen3_32b_cxl", ()))
+        ("cluster", "cluster_mooncake_routing", ()), ("metrics", "engram_qwen3_32b_cxl", ()))
 
 
 def images(screenshots: bool) -> None:

@@ -98,6 +98,9 @@ class Instance:
                                                       "peer and pool fetches"), g)
             if self.cache is not None and len(self.cache.names) > 1:
                 self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
+            # over time, for the cluster view: the requests waiting here, and each cache tier's blocks
+            self.c_queue = f"{g} queue"
+            self.c_tiers = [f"{g} {nm.upper()} cache" for nm in self.cache.names] if self.cache is not None else []
         self.batcher = Batcher(self, cfg)
 
     # --- the router's signals -----------------------------------------------------------------
@@ -127,6 +130,8 @@ class Instance:
         self.arrival[j] = self.loop.now
         self.store.arrived(j)
         self.batcher.arrive(j)
+        if self.tb is not None:
+            self.tb.counter(self.c_queue, self.loop.now, len(self.batcher.waiting), "requests")
 
     def admitted(self, j: int):
         est = self.estimate.pop(j, 0.0)
@@ -147,6 +152,10 @@ class Instance:
 
     def prefill_span(self, S, pe, jobs, layer):
         tb = self.tb
+        tb.counter(self.c_queue, S, len(self.batcher.waiting), "requests")  # its admissions have left the queue
+        if self.cache is not None:
+            for name, blocks in zip(self.c_tiers, self.cache.cache.occupancy()):
+                tb.counter(name, S, blocks, "blocks")
         what = "KV arrived" if self.role == "decode" else "prefill"
         base = self.n if self.role == "decode" else 0  # a decode's flow is its P/D transfer's, apart
         for j in jobs:  # each job's mark, at the iteration's end, ends the flows of what it waited on

@@ -18,6 +18,8 @@ from __future__ import annotations
 from ...serving.eviction import make
 from ...serving.links import Link
 
+POOL_COUNTER = "shared pool cache"
+
 
 class SharedPool:
     def __init__(self, cluster):
@@ -32,6 +34,7 @@ class SharedPool:
         self.links = [Link(f"pool↔instance {k}", p.read_gbps, p.write_gbps, int(p.latency_us * 1e3),
                            int(p.latency_us * 1e3)) for k in range(sc.cluster.instances)]
         self.size = self.peak = 0
+        self.tb = cluster.tb  # its occupancy over time, for the cluster view (blocks)
 
     def chain(self, j: int, local) -> int:
         """Leading blocks of j held by the pool or by the instance (`local(position)`)."""
@@ -64,6 +67,8 @@ class SharedPool:
             where.add(b)
             new += block_bytes_of(i)
         self.peak = max(self.peak, len(where))
+        if self.tb is not None:
+            self.tb.counter(POOL_COUNTER, now, len(where), "blocks")
         if new:
             self.links[k].book(new, now, True)
 

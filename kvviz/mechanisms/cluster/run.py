@@ -59,6 +59,9 @@ class ClusterRun:
         self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
         self.cache_arrays: dict = {}  # the stream's arrays for the compiled caches, made once for all instances
         self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
+        # every arrival as a mark (its job): the lane above the instances', where a view finds each
+        # request's arrival and so its TTFT (the job's first mark on its prefill instance's GPU lane)
+        self.l_arrive = self.tb.lane("router · arrivals", "router") if self.tb is not None else -1
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
         self.split = P > 0
@@ -87,6 +90,8 @@ class ClusterRun:
 
     # --- arrivals and routing -----------------------------------------------------------------
     def arrive(self, j: int):
+        if self.tb is not None:
+            self.tb.instant(self.l_arrive, self.loop.now, "arrive", j, job=j)
         d = self.router.route(j)
         est = self.router.estimate_ns(j, d)
         if self.slo_ns and est > self.slo_ns:
