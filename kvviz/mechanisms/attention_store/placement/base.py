@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from ....serving.eviction import Policy, make
-
-if TYPE_CHECKING:
-    from ..store import Store
 
 PLACEMENTS: dict[str, type[Placement]] = {}
 # a heap entry: (-key, ..., session), the last item the session
@@ -31,12 +28,30 @@ def register(name: str) -> Callable[[P], P]:
     return deco
 
 
+class StoreView(Protocol):
+    """What a policy reads of the store (store.Store), per session c: `where[c]` its tier, `running[c]`,
+    `key[c]` its next job's position in the look-ahead list and `next_time[c]` its next arrival
+    (INF: none), and the look-ahead window [lo, lo + L_ew)."""
+    @property
+    def where(self) -> list[int]: ...
+    @property
+    def running(self) -> list[bool]: ...
+    @property
+    def key(self) -> list[int]: ...
+    @property
+    def next_time(self) -> list[int]: ...
+    @property
+    def lo(self) -> int: ...
+    @property
+    def L_ew(self) -> int: ...
+
+
 class Placement:
     name = "?"
     stores = True       # False: nothing is kept between turns (the recompute baseline)
     prefetches = False  # True: the run asks `may_evict_for` and prefetches from the job queue
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         self.store = store
 
     # Bookkeeping hooks: a session entered or left a tier, was hit in DRAM, was re-saved after
@@ -110,7 +125,7 @@ class EvictionPlacement(Placement):
 
     policy = "?"  # its name in the registry
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         n = len(store.where)
         self.tiers: dict[int, Policy[int]] = {DRAM: make(self.policy, "AttentionStore's placement"),

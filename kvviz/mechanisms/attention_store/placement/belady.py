@@ -8,19 +8,15 @@ heuristic, not a proven optimum.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
 
-from .base import Placement, furthest, register, unpark
-
-if TYPE_CHECKING:
-    from ..store import Store
+from .base import Placement, StoreView, furthest, register, unpark
 
 
 @register("belady")
 class Belady(Placement):
     prefetches = True
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         self.heaps: dict[int, list[tuple[int, int, int]]] = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
         # Per tier: with inclusive SSD copies a session can be in both tiers at once.

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
-from .base import DRAM, SSD, Placement, furthest, register, unpark
-
-if TYPE_CHECKING:
-    from ..store import Store
+from .base import DRAM, SSD, Placement, StoreView, furthest, register, unpark
 
 
 @register("scheduler_aware")
 class SchedulerAware(Placement):
     prefetches = True
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         n = len(store.where)
         self.member = {DRAM: [False] * n, SSD: [False] * n}
