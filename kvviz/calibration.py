@@ -27,7 +27,7 @@ from .executor import pool_seconds, worth_a_pool
 from .size_guard import Estimate
 
 if TYPE_CHECKING:
-    from .scenario import ScenarioBase
+    from .mechanisms.attention_store.model import AttentionStoreScenario
 
 # The probe's least CPU µs per turn when the cost model's constants were first measured (see the
 # module docstring; benchmarks/bench_estimate.py --constants on a shared machine, two sessions:
@@ -53,12 +53,15 @@ def calibration_from(probe_us_per_turn: float) -> Calibration:
     return Calibration(probe_us_per_turn, probe_us_per_turn / REFERENCE_PROBE_US_PER_TURN)
 
 
-def probe_scenario() -> ScenarioBase:
+def probe_scenario() -> AttentionStoreScenario:
     """~190 turns of the synthetic ShareGPT-like workload, two policies, no truncation run."""
     from .loading import parse_scenario
-    return parse_scenario({"kind": "attention_store", "name": "calibration probe", "policies": ["lru", "fifo"],
+    from .mechanisms.attention_store.model import AttentionStoreScenario
+    sc = parse_scenario({"kind": "attention_store", "name": "calibration probe", "policies": ["lru", "fifo"],
                            "trace_policy": "fifo", "workload": {"conversations": 40},
                            "serving": {"compare_truncation": False}}, "<calibration probe>")
+    assert isinstance(sc, AttentionStoreScenario)  # its kind says so
+    return sc
 
 
 def probe_us_per_turn(repeat: int = PROBE_REPEAT) -> float:

@@ -352,17 +352,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         caps += parse_capacities(args.capacities, reqs) if args.capacities else []
         # (policy, capacity, why) of the runs refused; one capacity asked: its refusal is the answer
         skipped: list[tuple[str, int, str]] | None = [] if len(caps) > 1 else None
-        results = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
-                                   executor=executor, sample_rate=sample_rate)
+        points = miss_ratio_curve(reqs, names, caps, engine=engine, workers=args.workers, skipped=skipped,
+                                  executor=executor, sample_rate=sample_rate)  # None where skipped
     for policy, cap, why in skipped or ():
         print(printable(f"skipped: {policy} at {cap:,} B: {why}"), file=sys.stderr)
     from .replay.c_output import describe, per_policy
-    for policy, (warned, total, texts) in per_policy(results).items():  # caught off stdout: said once here
+    for policy, (warned, total, texts) in per_policy(points).items():  # caught off stdout: said once here
         print(printable(f"warning: {describe(policy, warned, total, texts)}"), file=sys.stderr)
     note = sampling_note(reqs, sample_rate, names)
     if note:
         print(printable(f"note: {note}"), file=sys.stderr)
-    results = [r for r in results if r is not None]
+    results = [r for r in points if r is not None]
     if not results:
         raise ScenarioError("no policy could run at any of the capacities given", "kvviz replay", "--capacities")
     if args.json:

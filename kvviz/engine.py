@@ -14,6 +14,13 @@ Args = TypeVarTuple("Args")
 Entry = tuple[int, int, int, Callable[..., object], tuple[Any, ...]]
 
 
+def refuse_past(t: int, now: int) -> None:
+    """The error of scheduling at t < now (serving/event_loop.py's Loop raises it too)."""
+    if t < 0 <= now:  # int64 ns arithmetic wrapped: a time beyond ~292 years
+        raise OverflowError(f"a time went past the int64 ns range (scheduled at {t} ns, now {now} ns)")
+    raise ValueError(f"cannot schedule in the past: {t} < {now}")
+
+
 class EventLoop:
     def __init__(self) -> None:
         self._heap: list[Entry] = []
@@ -24,9 +31,7 @@ class EventLoop:
     def at(self, t: int, fn: Callable[[Unpack[Args]], object], *args: Unpack[Args], priority: int = 0) -> None:
         """Schedule fn(*args) at absolute time t (ns). Lower priority runs first."""
         if t < self.now:
-            if t < 0 <= self.now:  # int64 ns arithmetic wrapped: a time beyond ~292 years
-                raise OverflowError(f"a time went past the int64 ns range (scheduled at {t} ns, now {self.now} ns)")
-            raise ValueError(f"cannot schedule in the past: {t} < {self.now}")
+            refuse_past(t, self.now)
         heapq.heappush(self._heap, (int(t), priority, self._seq, fn, args))
         self._seq += 1
 

@@ -6,17 +6,23 @@ import argparse
 import json
 import re
 import sys
+from array import array
+from typing import TYPE_CHECKING
 
 from .cli_flags import MAX_CAPACITIES
 from .errors import ScenarioError
 from .format import printable
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 
+if TYPE_CHECKING:
+    from .replay.prefix_lean import LeanTrace
+    from .requests.prompts import PromptRequests
+
 PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain", "ragpulse")
 AUTO_POINTS = 12
 
 
-def add_prefix_args(rp) -> None:
+def add_prefix_args(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--prefix", action="store_true",
                     help="block-level prefix caching (a Mooncake, Qwen/Bailian or plain trace with hash_ids, or a "
                          "RAGPulse trace: one block per chunk, kvviz.requests.ragpulse): "
@@ -55,7 +61,7 @@ def parse_block_capacity(text: str, distinct: int | None, source: str) -> int | 
     return value
 
 
-def block_capacities(args, distinct: int | None) -> list[int | None]:
+def block_capacities(args: argparse.Namespace, distinct: int | None) -> list[int | None]:
     """--capacity and --capacities as blocks; `distinct` None: only the form is checked."""
     caps: list[int | None] = []
     if args.capacity:
@@ -76,7 +82,7 @@ def block_capacities(args, distinct: int | None) -> list[int | None]:
     return caps
 
 
-def _refuse_other_options(args) -> None:
+def _refuse_other_options(args: argparse.Namespace) -> None:
     """Options of the object replay that mean nothing here: named, not silently ignored."""
     if args.unit == "bytes":
         raise ScenarioError("--prefix counts capacities in blocks (--unit blocks)", "--unit")
@@ -93,31 +99,31 @@ def _refuse_other_options(args) -> None:
                             f"{', '.join(PREFIX_FORMATS)} (got {args.format})", "--format")
 
 
-def _read(path: str, fmt: str):
+def _read(path: str, fmt: str) -> PromptRequests:
     from pathlib import Path
 
     from .requests import prompts
     from .requests.zstd import open_decompressed
-    path = Path(path)
+    src = Path(path)
     from .requests import ragpulse
     from .requests.jsonl import first_record
-    if fmt == "ragpulse" or (fmt == "auto" and ragpulse.looks_like(first_record(path))):
-        return ragpulse.read(path)  # one block per chunk, by its prefix (kvviz.requests.ragpulse)
-    with open_decompressed(path) as plain:
+    if fmt == "ragpulse" or (fmt == "auto" and ragpulse.looks_like(first_record(src))):
+        return ragpulse.read(src)  # one block per chunk, by its prefix (kvviz.requests.ragpulse)
+    with open_decompressed(src) as plain:
         try:
             reqs = prompts.read(plain)
         except ScenarioError as e:
-            if plain != path and e.file == str(plain):
-                e.file = f"{path} (decompressed)"
+            if plain != src and e.file == str(plain):
+                e.file = f"{src} (decompressed)"
             raise
     if reqs is None or (fmt != "auto" and reqs.format != fmt):
         what = "a Mooncake, Qwen/Bailian or plain request trace" if fmt == "auto" else f"a {fmt} request trace"
-        raise ScenarioError(f"not {what} with hash_ids: --prefix needs the prompts' block hashes", str(path),
+        raise ScenarioError(f"not {what} with hash_ids: --prefix needs the prompts' block hashes", str(src),
                             "line 1")
     return reqs
 
 
-def _check_size(args, runs: int) -> None:
+def _check_size(args: argparse.Namespace, runs: int) -> None:
     """Refuse, before the trace is read, a replay estimated beyond the memory limit: the object
     replay's estimate per block (ASSUMPTION: a block of the prefix replay costs what a request of
     the object replay does, in this one process)."""
@@ -141,7 +147,7 @@ def _policy_names(text: str) -> list[str]:
     return [canonical(p) for p in given]
 
 
-def _lean(args, names: list[str]):
+def _lean(args: argparse.Namespace, names: list[str]) -> tuple[LeanTrace, array[int]] | None:
     """(trace, ids per request) read by the lean LRU path (kvviz.replay.prefix_lean), or None."""
     if names != ["lru"] or args.format not in ("auto", "mooncake") or \
             (args.capacities or "").strip().lower() == "auto":
@@ -150,7 +156,7 @@ def _lean(args, names: list[str]):
     return prefix_lean.read(args.trace)
 
 
-def cmd_replay_prefix(args) -> int:
+def cmd_replay_prefix(args: argparse.Namespace) -> int:
     if not args.prefix:
         raise ScenarioError("blocks are the unit of the block-level replay: add --prefix", "--unit")
     _refuse_other_options(args)
@@ -177,6 +183,7 @@ def cmd_replay_prefix(args) -> int:
     _check_size(args, len(names) * (len(caps) or AUTO_POINTS + 1))  # auto: its points, known once read
     pin = args.pin_running is not False
     lean = _lean(args, names)
+    reqs: LeanTrace | PromptRequests
     if lean is not None:  # Mooncake, LRU: one compiled scan and pass, no numpy
         from .replay.prefix_lean import lru
         reqs, counts = lean

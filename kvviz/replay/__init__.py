@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ScenarioError
 from ..io import scratch_tree
@@ -32,7 +34,20 @@ from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolv
 from .model import ReplayResult
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..requests.objects import Requests
+
+# (misses, bytes missed) of one replay; libCacheSim's also what it printed meanwhile
+Counts = tuple[int, int] | tuple[int, int, tuple[str, ...]]
+
+
+class _Trace(Protocol):
+    """A trace the replay's tasks run: _PythonTrace, or libcachesim_engine.OracleTraceFile."""
+    carry: bool
+
+    def run(self, policy: str, capacity: int) -> Counts: ...
+
 
 # numpy, the kernels and the readers are imported where they are used: the lean prefix replay
 # (kvviz.replay.prefix_lean, kvviz.replay.native) imports this package without them.
@@ -56,7 +71,7 @@ __all__ = ["FALLBACK_NOTE", "POLICIES", "ReplayResult", "default_capacities", "f
            "check_sample_rate"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> tuple[str, ...]:
     if name == "POLICIES":  # kvviz's own kernels: available with any engine
         from .kernels import DESCRIPTIONS
         return tuple(DESCRIPTIONS)
@@ -68,7 +83,7 @@ def shards_label(rate: float) -> str:
     return f"SHARDS R={rate:g} {STACK}"
 
 
-def sampling_note(reqs: Requests, rate: float | None, policies=("lru",)) -> str | None:
+def sampling_note(reqs: Requests, rate: float | None, policies: Iterable[str] = ("lru",)) -> str | None:
     """A warning where LRU is among `policies` and its SHARDS sample holds too few objects for
     its curve to be trusted."""
     if rate is None or rate >= 1 or "lru" not in policies:
@@ -83,7 +98,7 @@ def sampling_note(reqs: Requests, rate: float | None, policies=("lru",)) -> str 
             f"worst at small capacities; a higher rate, or the exact pass, is better for this trace")
 
 
-def check_sample_rate(rate, source: str = "--sample-rate") -> float | None:
+def check_sample_rate(rate: object, source: str = "--sample-rate") -> float | None:
     """None (exact), or a sampling rate in (0, 1]."""
     if rate is None:
         return None
@@ -150,10 +165,11 @@ def parse_size(text: str, source: str = "--capacity", footprint: int | None = No
     return value
 
 
-def next_use(ids) -> list[int]:
+def next_use(ids: Sequence[int] | np.ndarray) -> list[int]:
     """For each request, the index of the next request for the same object (len(ids) if none)."""
     from .kernels import next_use_array
-    return next_use_array(ids).tolist()
+    nxt: list[int] = next_use_array(ids).tolist()
+    return nxt
 
 
 def policies(engine: str = "auto") -> dict[str, str]:
@@ -170,7 +186,7 @@ def _check_capacity(reqs: Requests, capacity: int, source: str = "--capacity") -
                             f"({top:,} B: every object once); nothing would ever be evicted", source)
 
 
-def _result(policy, capacity, reqs, counts, engine) -> ReplayResult:
+def _result(policy: str, capacity: int, reqs: Requests, counts: Counts, engine: str) -> ReplayResult:
     """`counts`: (misses, bytes missed), and from libCacheSim what it printed meanwhile."""
     said = tuple(counts[2]) if len(counts) > 2 else ()
     return ReplayResult(policy, capacity, len(reqs), counts[0], reqs.bytes, counts[1], engine, said)
@@ -183,7 +199,7 @@ def replay(reqs: Requests, policy: str, capacity: int, engine: str = "auto") -> 
     _check_capacity(reqs, capacity)
     if engine == PYTHON:
         from .kernels import run
-        counts = run(policy, reqs.id_list, reqs.size_list, capacity)
+        counts: Counts = run(policy, reqs.id_list, reqs.size_list, capacity)
     else:
         from .libcachesim_engine import ORACLE, OracleTraceFile
         with OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, objects=reqs.objects, future=policy in ORACLE) as trace:
@@ -223,20 +239,22 @@ def parse_capacities(text: str, reqs: Requests | None, source: str = "--capaciti
 class _PythonTrace:
     """The requests for the Python kernels: in memory here; for pool workers a .npy file (read
     once per worker), or the arrays themselves for workers on other machines (`carry`)."""
-    _loaded: tuple = ("", None)  # (path, lists) in a worker
+    _loaded: tuple[str, tuple[list[int], list[int]] | None] = ("", None)  # (path, (ids, sizes)) in a worker
     carry = False
 
-    def __init__(self, reqs: Requests, directory: str):
-        self.reqs = reqs
+    def __init__(self, reqs: Requests, directory: str) -> None:
+        self.reqs: Requests | None = reqs  # None in a pool worker: the .npy file holds them
         self.path = os.path.join(directory, "requests.npy")
 
-    def __getstate__(self):  # on the way to a worker
+    def __getstate__(self) -> dict[str, Any]:  # on the way to a worker
         import numpy as np
 
         from ..requests.objects import Requests
         if self.carry:  # and stays carried, for the copies Dask makes worker to worker
+            assert self.reqs is not None  # carried: set where it was made, and in every copy since
             return {"reqs": Requests(self.reqs.ids, self.reqs.sizes), "path": self.path, "carry": True}
         if not os.path.exists(self.path):  # the file, written the first time
+            assert self.reqs is not None  # the file is written where the trace was made
             np.save(self.path, np.stack([self.reqs.ids, self.reqs.sizes]))
         return {"reqs": None, "path": self.path}
 
@@ -249,11 +267,13 @@ class _PythonTrace:
         if _PythonTrace._loaded[0] != self.path:
             a = np.load(self.path)
             _PythonTrace._loaded = (self.path, (a[0].tolist(), a[1].tolist()))
-        ids, sizes = _PythonTrace._loaded[1]
+        loaded = _PythonTrace._loaded[1]
+        assert loaded is not None  # set just above
+        ids, sizes = loaded
         return run(policy, ids, sizes, capacity)
 
 
-def _run_task(task) -> tuple[int, int] | str:
+def _run_task(task: tuple[_Trace, str, int]) -> Counts | str:
     """(misses, bytes missed), or the message of an engine that refused this point."""
     trace, policy, capacity = task
     try:
@@ -262,10 +282,12 @@ def _run_task(task) -> tuple[int, int] | str:
         return e.message
 
 
-def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine: str = "auto",
-                     executor=None, workers: int | None = None, on_result=None,
-                     one_pass_lru: bool | None = None, skipped: list | None = None,
-                     sample_rate: float | None = None) -> list[ReplayResult]:
+def miss_ratio_curve(reqs: Requests, policies: Iterable[str], capacities: Iterable[int],
+                     progress: Callable[[int, int], object] | None = None, engine: str = "auto",
+                     executor: Executor | None = None, workers: int | None = None,
+                     on_result: Callable[[int, ReplayResult | None], object] | None = None,
+                     one_pass_lru: bool | None = None, skipped: list[tuple[str, int, str]] | None = None,
+                     sample_rate: float | None = None) -> list[ReplayResult | None]:
     """Every policy at every capacity, in that order (policy-major). LRU's points come from one
     pass over the trace (exact) when there are enough capacities for it to pay (ONE_PASS_FROM;
     `one_pass_lru` True or False decides instead); other points are independent
@@ -293,10 +315,10 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     elif one_pass_lru is None:
         one_pass_lru = len(set(caps)) >= ONE_PASS_FROM[engine]
     slots = [(p, c) for p in names for c in caps]
-    out: list = [None] * len(slots)
+    out: list[ReplayResult | None] = [None] * len(slots)
     done = [0]
 
-    def deliver(i: int, r: ReplayResult | None):
+    def deliver(i: int, r: ReplayResult | None) -> None:
         out[i] = r
         done[0] += 1
         if on_result:
@@ -312,7 +334,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     if one_pass_lru and "lru" in names:
         from .stack_distance import lru_curve
 
-        def one(c):
+        def one(c: int) -> tuple[int, int]:
             return kernels.run("lru", reqs.id_list, reqs.size_list, c)
         counts = lru_curve(reqs.ids, reqs.sizes, caps, one, sample_rate)
         label = STACK if sample_rate is None else shards_label(sample_rate)
@@ -322,6 +344,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
     if not todo:
         return out
     with scratch_tree(len(reqs) * ORACLE_RECORD.itemsize) as d:
+        trace: _Trace
         if engine == LIBCACHESIM:
             from .libcachesim_engine import ORACLE, OracleTraceFile
             trace = OracleTraceFile(reqs.ids, reqs.sizes, reqs.times, directory=d, objects=reqs.objects,
@@ -334,7 +357,7 @@ def miss_ratio_curve(reqs: Requests, policies, capacities, progress=None, engine
         tasks = [(trace, *slots[i]) for i in todo]
         if workers is None and executor is None and len(reqs) * len(tasks) < PARALLEL_WORK:
             workers = 1
-        def arrived(k: int, counts):
+        def arrived(k: int, counts: Counts | str) -> None:
             i = todo[k]
             if isinstance(counts, str):
                 if skipped is None:

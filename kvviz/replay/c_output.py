@@ -16,6 +16,11 @@ import re
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ReplayResult
 
 MAX_READ = 1 << 20  # a looping policy can print gigabytes: the first MiB is plenty to summarise
 MAX_WARNINGS = 5
@@ -34,7 +39,7 @@ def _flush_c() -> None:
 
 
 @contextlib.contextmanager
-def captured_c_output():
+def captured_c_output() -> Iterator[list[str]]:
     """Yield a list that holds, after the block, the lines written to fd 1 and 2 during it."""
     lines: list[str] = []
     with _LOCK, tempfile.TemporaryFile() as f:
@@ -71,7 +76,7 @@ def summarise(lines: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def per_policy(results) -> dict[str, tuple[int, int, list[str]]]:
+def per_policy(results: Iterable[ReplayResult | None]) -> dict[str, tuple[int, int, list[str]]]:
     """policy -> (points with warnings, points, their distinct warnings) of replay results that
     have any: one line per policy for the CLI, one note per curve for the app."""
     out: dict[str, tuple[int, int, list[str]]] = {}

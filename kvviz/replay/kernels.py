@@ -6,41 +6,45 @@ kvviz.replay.
 """
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Container, Sequence
+from typing import Any
 
-from ..serving.eviction import EVICTION_POLICIES, NO_PINS, make, policy_class
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..serving.eviction import EVICTION_POLICIES, NO_PINS, Policy, make, policy_class
 
 # The object replay runs every registered eviction policy (kvviz.serving.eviction) whose facts
 # it can give: each object's next request (from the trace), not a parent (objects have none).
 GIVES = frozenset({"next_use"})
 
 
-def runnable() -> dict[str, type]:
+def runnable() -> dict[str, type[Policy[Any]]]:
     """name -> policy class of every registered policy this replay can run."""
     return {n: c for n, c in EVICTION_POLICIES.items() if c.needs <= GIVES}
 
 
-def describe(cls) -> str:
+def describe(cls: type[Policy[Any]]) -> str:
     return cls.object_description or cls.description.replace("blocks", "objects").replace("block", "object")
 
 
 DESCRIPTIONS = {n: describe(c) for n, c in runnable().items()}
 
 
-def _replay(policy: str, ids, sizes, cap):
+def _replay(policy: str, ids: Sequence[int], sizes: Sequence[int], cap: int) -> tuple[int, int]:
     """(misses, bytes missed) of one replay of `policy` (the semantics: kvviz.replay). The policy
     orders the cached objects; this loop keeps their sizes and evicts its victims until the
     cache fits. A policy that reads next uses never evicts the object being requested (it is
     always inserted, as in libCacheSim's Belady; an object grown beyond the whole cache leaves
     it, the others stay); any other policy may (LRU's newest goes only when it alone is too big)."""
     clair = "next_use" in policy_class(policy).needs
-    next_use: dict = {}
-    pol = make(policy, "the object replay", next_use=next_use)
+    next_use: dict[int, int] = {}
+    pol: Policy[int] = make(policy, "the object replay", next_use=next_use)
     insert, touch, remove, victim = pol.insert, pol.touch, pol.remove, pol.victim
-    nxt = next_use_array(ids).tolist() if clair else None
-    cache: dict = {}  # id -> size
+    nxt: list[int] = next_use_array(ids).tolist() if clair else []
+    cache: dict[int, int] = {}  # id -> size
     used = misses = missed = 0
-    pins = NO_PINS
+    pins: Container[int] = NO_PINS
     for i, (k, s) in enumerate(zip(ids, sizes)):
         if clair:
             next_use[k] = nxt[i]
@@ -66,6 +70,7 @@ def _replay(policy: str, ids, sizes, cap):
             used += s
         while used > cap:
             v = victim(pins)
+            assert v is not None  # pins hold only the object just requested, and it alone fits
             remove(v)
             used -= cache.pop(v)
         if clair:
@@ -86,7 +91,7 @@ def _by_object(ids: np.ndarray) -> np.ndarray:
     return order
 
 
-def _same_object_steps(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _same_object_steps(ids: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ids as int64, earlier, later): each pair of consecutive requests for one object, as
     request indices."""
     a = np.asarray(ids, dtype=np.int64)
@@ -96,7 +101,7 @@ def _same_object_steps(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a, order[:-1][same], order[1:][same]
 
 
-def next_use_array(ids) -> np.ndarray:
+def next_use_array(ids: ArrayLike) -> np.ndarray:
     """For each request, the index of the next request for the same object (len(ids) if none)."""
     a, earlier, later = _same_object_steps(ids)
     nxt = np.full(len(a), len(a), dtype=np.int64)
@@ -104,7 +109,7 @@ def next_use_array(ids) -> np.ndarray:
     return nxt
 
 
-def previous_use_array(ids) -> np.ndarray:
+def previous_use_array(ids: ArrayLike) -> np.ndarray:
     """For each request, the index of the previous request for the same object (-1 if none)."""
     a, earlier, later = _same_object_steps(ids)
     prev = np.full(len(a), -1, dtype=np.int64)

@@ -27,9 +27,11 @@ import subprocess
 import sys
 import threading
 import weakref
+from typing import Any
 
 import libcachesim as lcs
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import ScenarioError
 from ..io import remove_scratch, scratch_file
@@ -58,7 +60,7 @@ def policies() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _class(policy: str):
+def _class(policy: str) -> Any:  # a libcachesim cache class: the package ships no types (pyproject.toml)
     return next(getattr(lcs, n) for n in lcs.__all__ if n.lower() == policy)
 
 
@@ -107,10 +109,10 @@ class OracleTraceFile:
     Picklable (a path and counts), so process-pool workers share the one file; the object that
     wrote the file removes it (close, or when it is collected)."""
     carry = False  # pickled with the file's bytes, for workers that cannot see this machine's files
-    _done = None  # removes the file this object wrote
+    _done: weakref.finalize[..., OracleTraceFile] | None = None  # removes the file this object wrote
 
-    def __init__(self, ids, sizes, times=None, directory: str | None = None, objects: int | None = None,
-                 future: bool = True):
+    def __init__(self, ids: ArrayLike, sizes: ArrayLike, times: np.ndarray | None = None, directory: str | None = None,
+                 objects: int | None = None, future: bool = True) -> None:
         ids, sizes = np.asarray(ids), np.asarray(sizes, dtype=np.int64)
         if len(sizes) and int(sizes.max()) > MAX_SIZE:
             raise ScenarioError(f"libCacheSim holds objects below 4 GiB; the largest here is {int(sizes.max()):,} B "
@@ -127,7 +129,7 @@ class OracleTraceFile:
         self.path, lock = scratch_file(nbytes, ".oracleGeneral", directory)
         self._done = weakref.finalize(self, remove_scratch, self.path, lock)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_done", None)
         if self.carry:
@@ -135,7 +137,7 @@ class OracleTraceFile:
                 state["content"] = f.read()
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         content = state.pop("content", None)
         self.__dict__.update(state)
         if content is not None:  # a worker elsewhere: its own copy, removed with this object
@@ -145,14 +147,14 @@ class OracleTraceFile:
             with open(self.path, "wb") as f:
                 f.write(content)
 
-    def close(self):
+    def close(self) -> None:
         if self._done is not None:
             self._done()
 
-    def __enter__(self):
+    def __enter__(self) -> OracleTraceFile:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def run(self, policy: str, capacity: int) -> tuple[int, int, tuple[str, ...]]:
@@ -172,9 +174,11 @@ class OracleTraceFile:
         cmd = [sys.executable, "-m", __name__, self.path, policy, str(capacity), str(hashpower(self.objects))]
         child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         tail = bytearray()
+        stdout, stderr = child.stdout, child.stderr
+        assert stdout is not None and stderr is not None  # both PIPE
 
-        def drain():  # keep the last lines only: a looping policy can log gigabytes
-            for chunk in iter(lambda: child.stderr.read(65536), b""):
+        def drain() -> None:  # keep the last lines only: a looping policy can log gigabytes
+            for chunk in iter(lambda: stderr.read(65536), b""):
                 tail.extend(chunk)
                 del tail[:-2000]
         reader = threading.Thread(target=drain, daemon=True)
@@ -184,7 +188,7 @@ class OracleTraceFile:
             # policy (BeladySize at a cache of about one object) hung the replay for good.
             # The one line it prints fits the pipe.
             child.wait(GUARD_SECONDS)
-            out = child.stdout.read()
+            out = stdout.read()
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
@@ -211,7 +215,8 @@ def replay_file(path: str, policy: str, capacity: int, power: int,
     `capture` False its output goes where it goes (the guarded child's stderr)."""
     reader = lcs.TraceReader(path, lcs.TraceType.ORACLE_GENERAL_TRACE, lcs.ReaderInitParam(ignore_size_zero_req=False))
     if not capture:
-        return _class(policy)(capacity, hashpower=power).process_trace(reader), ()
+        ratios: tuple[float, float] = _class(policy)(capacity, hashpower=power).process_trace(reader)
+        return ratios, ()
     with captured_c_output() as lines:
         ratios = _class(policy)(capacity, hashpower=power).process_trace(reader)
     return ratios, summarise(lines)

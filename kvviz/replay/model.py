@@ -23,7 +23,7 @@ class ReplayResult:
     def byte_miss_ratio(self) -> float:
         return self.bytes_missed / self.bytes_requested if self.bytes_requested else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "capacity": self.capacity, "requests": self.requests,
                 "misses": self.misses, "request_miss_ratio": self.request_miss_ratio,
                 "byte_miss_ratio": self.byte_miss_ratio, "engine": self.engine,

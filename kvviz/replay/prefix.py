@@ -84,6 +84,8 @@ the D of its first block. On the bundled Mooncake trace 121,877 blocks become 6,
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 
 from ..mechanisms.prefix_cache import engine
@@ -191,7 +193,7 @@ def lru_counts(reqs: PromptRequests, capacities: list[int | None]) -> list[tuple
     return out
 
 
-def lru_note(policies) -> str:
+def lru_note(policies: Iterable[str]) -> str:
     """Why LRU among `policies` is not counted by the compiled pass, in one line; "" if it is
     (or LRU is not asked for)."""
     return native.why_not() if "lru" in policies else ""
@@ -218,7 +220,7 @@ def longest_request(reqs: PromptRequests) -> int:
     return int(np.bincount(rs[new]).max())
 
 
-def prepared(reqs: PromptRequests, policies) -> engine.Prepared:
+def prepared(reqs: PromptRequests, policies: Iterable[str]) -> engine.Prepared:
     """The engine's inputs for these requests: every hash id a block (the partial last one too)."""
     blocks = Blocks(block_ids(reqs), reqs.hash_offsets, reqs.input_tokens, np.zeros(len(reqs)),
                     reqs.block_tokens or 1, "kvviz replay --prefix")
@@ -233,24 +235,24 @@ def engine_counts(prep: engine.Prepared, policy: str, cap: int | None, pin: bool
     return out.hit_blocks[0], out.hit_requests[0]
 
 
-def prefix_replay(reqs: PromptRequests, policies, capacities: list[int | None], on_result=None,
-                  pin: bool = True) -> list[PrefixResult]:
+def prefix_replay(reqs: PromptRequests, policies: Iterable[str], capacities: list[int | None],
+                  on_result: Callable[[PrefixResult], object] | None = None, pin: bool = True) -> list[PrefixResult]:
     """Every policy at every capacity (blocks; None infinite), policy-major; `pin`: whether a
     request holds the blocks it has reached (the semantics above). `on_result(result)` is called
     as each is known."""
     names = [canonical(p) for p in policies]
     caps = list(capacities)
     total, n_req = len(reqs.hashes), len(reqs)
-    out = []
+    out: list[PrefixResult] = []
 
-    def deliver(policy, cap, counts, how):
+    def deliver(policy: str, cap: int | None, counts: tuple[int, int], how: str) -> None:
         res = PrefixResult(policy, cap, n_req, total, counts[0], counts[1], how, pin)
         out.append(res)
         if on_result:
             on_result(res)
 
     compiled = native.prefix_lru() if "lru" in names else None
-    lru: dict = {}
+    lru: dict[str, tuple[tuple[int, int], str]] = {}  # str(capacity) -> (counts, how)
     if compiled is not None:
         x = block_ids(reqs)
         counts = compiled.lru_counts(x, reqs.hash_counts, caps, pin, int(x.max()) + 1 if len(x) else 0)

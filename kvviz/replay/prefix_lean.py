@@ -13,6 +13,7 @@ prefix.block_ids uses them as they are); capacities given as numbers, shares or 
 takes the full path: numpy's geomspace picks its points)."""
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,8 @@ from .prefix_result import COMPILED, PrefixResult
 @dataclass(frozen=True)
 class LeanTrace:
     """What the CLI's summary line reads of a PromptRequests: requests, their ids, the format."""
-    lines: object   # array('q'): each request's line
-    hashes: object  # array('q'): every request's hash ids, one after another
+    lines: array[int]   # array('q'): each request's line
+    hashes: array[int]  # array('q'): every request's hash ids, one after another
     distinct: int
     id_space: int   # every id is below it
     format: str = MOONCAKE
@@ -37,7 +38,7 @@ class LeanTrace:
         return len(self.lines)
 
 
-def read(path: str | Path) -> tuple[LeanTrace, object] | None:
+def read(path: str | Path) -> tuple[LeanTrace, array[int]] | None:
     """(the trace, its ids per request as array('q')), or None: the full path reads it."""
     compiled = native.prefix_lru()
     if compiled is None or str(path).lower().endswith(".zst"):
@@ -52,9 +53,11 @@ def read(path: str | Path) -> tuple[LeanTrace, object] | None:
     return LeanTrace(lines, ids, compiled.distinct(ids, hi + 1), hi + 1), counts
 
 
-def lru(trace: LeanTrace, counts, capacities: list[int | None], pin: bool) -> list[PrefixResult]:
+def lru(trace: LeanTrace, counts: array[int], capacities: list[int | None], pin: bool) -> list[PrefixResult]:
     """Prefix LRU at each capacity (blocks; None: infinite), as prefix_replay gives it."""
     ids = trace.hashes
-    got = native.prefix_lru().lru_counts(ids, counts, capacities, pin, trace.id_space)
+    compiled = native.prefix_lru()
+    assert compiled is not None  # read() gave the trace: the compiled pass can run
+    got = compiled.lru_counts(ids, counts, capacities, pin, trace.id_space)
     return [PrefixResult("lru", cap, len(trace), len(ids), hits, hit_requests, COMPILED, pin)
             for cap, (hits, hit_requests) in zip(capacities, got)]

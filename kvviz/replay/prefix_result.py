@@ -29,7 +29,7 @@ class PrefixResult:
     def request_hit_ratio(self) -> float:
         return self.hit_requests / self.requests if self.requests else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "capacity": self.capacity, "block_hit_ratio": self.block_hit_ratio,
                 "request_hit_ratio": self.request_hit_ratio, "requests": self.requests, "blocks": self.blocks,
                 "hit_blocks": self.hit_blocks, "hit_requests": self.hit_requests, "engine": self.engine,

@@ -45,7 +45,10 @@ the trace is the larger cost; sampling is for the user who wants the curve soone
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .kernels import previous_use_array
 
@@ -69,7 +72,8 @@ def _later_heavier(keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
     wbits = 63 - top
     if int(weights.max()) >> wbits:  # too heavy to share a word with the key: the sum is linear
         low = _later_heavier(keys, weights & ((1 << wbits) - 1))
-        return low + (_later_heavier(keys, weights >> wbits) << wbits)
+        total: np.ndarray = low + (_later_heavier(keys, weights >> wbits) << wbits)
+        return total
     # Key and weight share one int64 (key above wbits): one gather per bit moves both.
     packed = (keys << wbits) | weights
     packed_next = np.empty(m, np.int64)
@@ -167,19 +171,25 @@ def shards_sample(ids: np.ndarray, rate: float) -> np.ndarray:
     """Which requests SHARDS keeps at `rate`: those of the objects it keeps."""
     if rate >= 1:
         return np.ones(len(ids), dtype=bool)
-    return sampled_objects(int(ids.max()) + 1 if len(ids) else 0, rate)[ids]
+    kept: np.ndarray = sampled_objects(int(ids.max()) + 1 if len(ids) else 0, rate)[ids]
+    return kept
 
 
-def lru_curve(ids, sizes, capacities: list[int], replay_one=None,
-              sample_rate: float | None = None) -> list[tuple[int, int]]:
+def lru_curve(ids: ArrayLike, sizes: ArrayLike, capacities: list[int],
+              replay_one: Callable[[int], tuple[int, int]] | None = None, sample_rate: float | None = None) -> list[tuple[int, int]]:
     """(misses, bytes missed) of LRU at every capacity, exactly as per-capacity replays give.
     `replay_one(capacity)` replays a capacity where an object's size crosses it.
     `sample_rate` R in (0, 1]: SHARDS estimates instead, from the requests it samples."""
-    ids, sizes = np.asarray(ids, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
-    if not len(ids):
+    ids_a, sizes_a = np.asarray(ids, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
+    if not len(ids_a):
         return [(0, 0) for _ in capacities]
     if sample_rate is not None:
-        return _shards_curve(ids, sizes, capacities, sample_rate)
+        return _shards_curve(ids_a, sizes_a, capacities, sample_rate)
+    return _exact_curve(ids_a, sizes_a, capacities, replay_one)
+
+
+def _exact_curve(ids: np.ndarray, sizes: np.ndarray, capacities: list[int],
+                 replay_one: Callable[[int], tuple[int, int]] | None) -> list[tuple[int, int]]:
     out: dict[int, tuple[int, int]] = {}
     prev = previous_use_array(ids)
     reuse = prev >= 0
@@ -211,7 +221,7 @@ def lru_curve(ids, sizes, capacities: list[int], replay_one=None,
     return [out[c] for c in capacities]
 
 
-def _shards_curve(ids, sizes, capacities, rate: float) -> list[tuple[int, int]]:
+def _shards_curve(ids: np.ndarray, sizes: np.ndarray, capacities: list[int], rate: float) -> list[tuple[int, int]]:
     """SHARDS-adj: a sampled request hits at C when its distance / R <= C; the sample's misses
     (and bytes missed) over R, so the miss ratio is sampled misses / (R × requests)."""
     keep = shards_sample(ids, rate)
@@ -219,7 +229,7 @@ def _shards_curve(ids, sizes, capacities, rate: float) -> list[tuple[int, int]]:
     groups: dict[int, list[int]] = {}  # sampled requests too big to be admitted -> capacities
     for c in sorted(set(capacities)):
         groups.setdefault(int(np.count_nonzero(s_sizes > c)), []).append(c)
-    out = {}
+    out: dict[int, tuple[int, int]] = {}
     total, sampled_bytes = int(sizes.sum()), int(s_sizes.sum())
     for dropped, caps in groups.items():
         fits = s_sizes <= caps[0]
@@ -233,6 +243,6 @@ def _shards_curve(ids, sizes, capacities, rate: float) -> list[tuple[int, int]]:
     return [out[c] for c in capacities]
 
 
-def _replay_lru(ids, sizes, c):
+def _replay_lru(ids: np.ndarray, sizes: np.ndarray, c: int) -> tuple[int, int]:
     from .kernels import run
     return run("lru", ids.tolist(), sizes.tolist(), c)

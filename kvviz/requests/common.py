@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..io import open_regular
-from .signatures import BOM  # noqa: F401 (read from here by the readers)
+from .signatures import BOM as BOM  # read from here by the readers
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
@@ -40,12 +40,12 @@ class DenseIds:
     twice as fast as a dict of byte strings; digits only and no leading zero, so two different
     strings are never one number ("07", "7"). Any other id, by first request, through a dict."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ints: list[np.ndarray] | None = []
-        self.index: dict = {}
+        self.index: dict[bytes, int] = {}
         self.dense_chunks: list[np.ndarray] = []
 
-    def add(self, col: list) -> None:
+    def add(self, col: list[bytes]) -> None:
         if self.ints is not None:
             joined = b"\n".join(col)
             if joined.replace(b"\n", b"").isdigit() and not re.search(rb"(?:^|\n)0[0-9]", joined) \
@@ -57,7 +57,7 @@ class DenseIds:
                 self._by_dict([b"%d" % v for v in arr.tolist()])
         self._by_dict(col)
 
-    def _by_dict(self, col: list) -> None:
+    def _by_dict(self, col: list[bytes]) -> None:
         index = self.index
         index.update(zip(dict.fromkeys(k for k in col if k not in index), range(len(index), len(index) + len(col))))
         self.dense_chunks.append(np.fromiter(map(index.__getitem__, col), np.int64, len(col)))

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from .jsonl import identifier, json_lines
 COLUMNS = ("conversation", "turn", "arrival_s", "input_tokens", "output_tokens")
 
 
-def _rows(path: Path):
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, dict) per record of a CSV (with header) or JSONL file."""
     text = read_text(path, "trace file")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -56,7 +58,12 @@ def _rows(path: Path):
         yield i, dict(zip(header, row))
 
 
-def _number(rec: dict, key: str, kind, minimum, path: Path, line: int):
+@overload
+def _number(rec: dict[str, Any], key: str, kind: type[int], minimum: float, path: Path, line: int) -> int: ...
+@overload
+def _number(rec: dict[str, Any], key: str, kind: type[float], minimum: float, path: Path, line: int) -> float: ...
+def _number(rec: dict[str, Any], key: str, kind: type[int] | type[float], minimum: float, path: Path, line: int
+            ) -> int | float:
     try:
         v = kind(rec[key]) if kind is float else int(str(rec[key]).strip())
     except (TypeError, ValueError):

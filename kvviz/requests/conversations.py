@@ -56,10 +56,12 @@ costs O(its list) plus one tuple per real candidate, never a scan of the session
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import ScenarioError
 from ..io import read_text
@@ -69,6 +71,7 @@ from .jsonl import (
     NS_PER_UNIT,
     PLAIN,
     QWEN,
+    ChatId,
     detect,
     first_record,
     json_lines,
@@ -106,8 +109,8 @@ class Conversations:
         return len(self.conv)
 
 
-def sorted_turns(conv, turn, arrival, in_tok, out_tok, names, requests: PromptRequests | None = None
-                 ) -> Conversations:
+def sorted_turns(conv: ArrayLike, turn: ArrayLike, arrival: ArrayLike, in_tok: ArrayLike, out_tok: ArrayLike,
+                 names: Sequence[str], requests: PromptRequests | None = None) -> Conversations:
     """Rows (in any order) sorted by conversation then turn; think times from the arrivals."""
     c = np.asarray(conv, dtype=np.int64)
     t = np.asarray(turn, dtype=np.int64)
@@ -140,7 +143,7 @@ class TraceNotes:
         return 0.0 if not self.conversations else self.multi_turn / self.conversations
 
 
-def read(path, match: str = "complete_blocks") -> tuple[Conversations, TraceNotes] | None:
+def read(path: str | Path, match: str = "complete_blocks") -> tuple[Conversations, TraceNotes] | None:
     """A Qwen/Bailian or Mooncake trace as (Conversations, notes); None if the file's first
     record is neither (then it is a conversation log, or not JSON lines at all)."""
     path = Path(path)
@@ -156,8 +159,8 @@ def read(path, match: str = "complete_blocks") -> tuple[Conversations, TraceNote
     return _mooncake(path, text, match)
 
 
-def _finish(path, rows: PromptRows, conv, pos, in_tok, names, clamped, **notes
-            ) -> tuple[Conversations, TraceNotes]:
+def _finish(path: Path, rows: PromptRows, conv: list[int], pos: list[int], in_tok: list[int], names: list[str],
+            clamped: int, **notes: int) -> tuple[Conversations, TraceNotes]:
     """The Conversations of the rows read, and the notes on how they were made."""
     if not len(rows):
         raise ScenarioError("the trace has no requests", str(path))
@@ -171,7 +174,7 @@ def _finish(path, rows: PromptRows, conv, pos, in_tok, names, clamped, **notes
 
 # --- Qwen/Bailian ----------------------------------------------------------------------------
 
-def _later_line(text: str, after: int, chat_id) -> int | None:
+def _later_line(text: str, after: int, chat_id: ChatId) -> int | None:
     """The line after `after` whose chat_id is `chat_id` (only for an error message)."""
     for i, line in enumerate(text.splitlines()[after:], after + 1):
         try:
@@ -184,7 +187,7 @@ def _later_line(text: str, after: int, chat_id) -> int | None:
 
 
 def _qwen(path: Path, text: str) -> tuple[Conversations, TraceNotes]:
-    seen: dict = {}              # chat_id -> row
+    seen: dict[ChatId, int] = {}  # chat_id -> row
     rows = PromptRows(QWEN, str(path))
     rows_turn: list[int | None] = []
     has_child: list[bool] = []
@@ -229,7 +232,8 @@ def _qwen(path: Path, text: str) -> tuple[Conversations, TraceNotes]:
             conv.append(conv[p])
             pos.append(pos[p] + 1)
             new = n_in - (rows_in[p] + rows_out[p])
-            if turn is not None and rows_turn[p] is not None and turn != rows_turn[p] + 1:
+            parent_turn = rows_turn[p]
+            if turn is not None and parent_turn is not None and turn != parent_turn + 1:
                 mismatch += 1
         if new < 1:
             new = 1
@@ -251,10 +255,10 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Co
     # An open session s: its last request's ids (last_ids[s]) and its key, the tuple of that
     # request's complete-block ids. keys: key -> sessions with that key, most recent last;
     # ends: last id of a key -> {key length: how many keys}.
-    keys: dict[tuple, list[int]] = {}
+    keys: dict[tuple[int, ...], list[int]] = {}
     ends: dict[int, dict[int, int]] = {}
-    sess_key: list[tuple | None] = []
-    last_ids: list[list] = []
+    sess_key: list[tuple[int, ...] | None] = []
+    last_ids: list[list[int]] = []
     last_row: list[int] = []
     conv: list[int] = []
     pos: list[int] = []
@@ -264,7 +268,7 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Co
     names: list[str] = []
     clamped = ties = repeats = 0
 
-    def drop_key(s: int):
+    def drop_key(s: int) -> None:
         k = sess_key[s]
         if k is None:
             return
@@ -283,7 +287,7 @@ def _mooncake(path: Path, text: str, match: str = "complete_blocks") -> tuple[Co
                 del ends[k[-1]]
         sess_key[s] = None
 
-    def add_key(s: int, ids: list, n_in: int):
+    def add_key(s: int, ids: list[int], n_in: int) -> None:
         k = tuple(ids[:n_in // MOONCAKE_BLOCK_TOKENS] if complete else ids)
         if not k:
             return  # no complete block: nothing a follow-up could be recognised by

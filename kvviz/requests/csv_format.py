@@ -22,6 +22,11 @@ from .objects import Requests
 
 MAX_SECONDS = MAX_NS / 1e9  # a row's time (s) in the simulator's integer ns
 
+# The field index (from 0) of the time, id and size; None for a column the layout lacks (never the id)
+Cols = tuple["int | None", int, "int | None"]
+# (times, dense ids, sizes), None for a column the layout lacks
+Columns = tuple["np.ndarray | None", np.ndarray, "np.ndarray | None"]
+
 
 def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = None) -> Requests:
     """A CSV, rows in request order: by default with a header naming `time,id,size` (extra columns
@@ -53,14 +58,15 @@ def read_csv(path: str | Path, fast: bool = True, layout: CsvLayout | None = Non
         twice = sorted({c for c in first if c and first.count(c) > 1})
         if twice:  # which of two `id` columns is the id?
             raise ScenarioError(f"column(s) {', '.join(twice)} named twice in the header", str(path), "line 1")
-        cols = tuple(first.index(c) for c in COLUMNS)
+        cols: Cols = (first.index("time"), first.index("id"), first.index("size"))
         skip = 1
     else:
         for name, number in (("id", layout.id), ("time", layout.time), ("size", layout.size)):
             if number and number > len(first):
                 raise ScenarioError(f"{name} is field {number}, but line 1 has {len(first)} field(s) split by "
                                     f"{delimiter!r}", str(path), layout.source)
-        cols = tuple(None if n is None else n - 1 for n in (layout.time, layout.id, layout.size))
+        cols = (None if layout.time is None else layout.time - 1, layout.id - 1,
+                None if layout.size is None else layout.size - 1)
         skip = int(layout.header == "yes" or layout.header == "auto" and _is_header(first, cols))
     got = _arrow_columns(data, len(first), cols, skip, delimiter) if fast else None
     if got is None:
@@ -83,7 +89,7 @@ def sniff_delimiter(line: str) -> str:
     return " " if " " in line.strip() else ","
 
 
-def _is_header(first: list[str], cols: tuple) -> bool:
+def _is_header(first: list[str], cols: Cols) -> bool:
     """A first line whose time or size field is not a number names the fields."""
     for i in (cols[0], cols[2]):
         if i is not None:
@@ -94,7 +100,7 @@ def _is_header(first: list[str], cols: tuple) -> bool:
     return False
 
 
-def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: str):
+def _arrow_columns(data: bytes, width: int, cols: Cols, skip: int, delimiter: str) -> Columns | None:
     """(times, ids, sizes) through pyarrow (None for a column the layout lacks), or None: pyarrow
     missing, or anything it would read differently from kvviz's reader (a lone CR as a line end,
     an empty line or field, a bad number)."""
@@ -116,7 +122,8 @@ def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: s
                                                                   null_values=[], strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    it, ii, isz = (None if i is None else table.column(names[i]) for i in cols)
+    it, ii, isz = (None if cols[0] is None else table.column(names[cols[0]]), table.column(names[cols[1]]),
+                   None if cols[2] is None else table.column(names[cols[2]]))
     # An empty id is a blank line where the id is the only field (elsewhere an empty number
     # fails above); kvviz's reader names its line.
     if table.num_rows == 0 or pc.min(pc.binary_length(ii)).as_py() == 0:
@@ -126,7 +133,7 @@ def _arrow_columns(data: bytes, width: int, cols: tuple, skip: int, delimiter: s
     return (None if it is None else it.to_numpy()), ids, (None if isz is None else isz.to_numpy())
 
 
-def _exact_columns(path: Path, data: bytes, width: int, cols: tuple, skip: int, sep: bytes):
+def _exact_columns(path: Path, data: bytes, width: int, cols: Cols, skip: int, sep: bytes) -> Columns:
     """kvviz's own reader: numbers parsed by numpy chunk by chunk (quoted fields by the csv
     module); a bad row is named by its line."""
     data = data.replace(b"\r\n", b"\n")
@@ -171,9 +178,11 @@ CHUNK_BYTES = 8 << 20  # rows are split and parsed this many bytes at a time: a 
                        # objects alive at once, not tens of millions
 
 
-def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, first_line: int):
+def _read_chunks(path: Path, body: bytes, width: int, cols: Cols, sep: bytes, first_line: int) -> Columns:
     it, ii, isz = cols
-    times, sizes, ids = [], [], DenseIds()
+    times: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    ids = DenseIds()
     start, line = 0, first_line
     while start < len(body):
         end = body.find(b"\n", start + CHUNK_BYTES)
@@ -191,7 +200,7 @@ def _read_chunks(path: Path, body: bytes, width: int, cols: tuple, sep: bytes, f
     return (np.concatenate(times) if times else None), ids.dense(), (np.concatenate(sizes) if sizes else None)
 
 
-def _named_ids(path: Path, col: list, first_line: int) -> list:
+def _named_ids(path: Path, col: list[bytes], first_line: int) -> list[bytes]:
     """The id column, refused at the first empty id (two empty ids would be one object)."""
     if b"" in col:
         raise ScenarioError("id: empty", str(path), f"line {col.index(b'') + first_line}")
@@ -220,7 +229,7 @@ def _check_widths(path: Path, body: bytes, width: int, sep: bytes, first_line: i
         raise ScenarioError(f"expected {width} fields, got {fields[i]}", str(path), f"line {i + first_line}")
 
 
-def _quoted_columns(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> list:
+def _quoted_columns(path: Path, body: bytes, width: int, sep: bytes, first_line: int) -> list[list[bytes]]:
     reader = csv.reader(body.decode("utf-8", "replace").split("\n"), delimiter=sep.decode())
     try:
         rows = list(reader)
@@ -233,7 +242,8 @@ def _quoted_columns(path: Path, body: bytes, width: int, sep: bytes, first_line:
     return [[c.encode() for c in col] for col in zip(*rows)]
 
 
-def _numbers(path: Path, col: list, name: str, dtype, conv, first_line: int = 2) -> np.ndarray:
+def _numbers(path: Path, col: list[bytes], name: str, dtype: type[np.float64] | type[np.int64],
+             conv: type[float] | type[int], first_line: int = 2) -> np.ndarray:
     try:
         return np.fromiter(map(conv, col), dtype, len(col))
     except (ValueError, OverflowError):

@@ -37,9 +37,10 @@ def extent(path: str | Path, what: str = "trace file") -> Extent | None:
         head = f.read(SAMPLE_BYTES)
         size = f.seek(0, 2)
     if head.startswith(ZSTD_MAGIC):
-        head, size = _zstd_head(path, head)
-        if head is None:
+        unpacked, size = _zstd_head(path, head)
+        if unpacked is None:
             return None
+        head = unpacked
     scale = size / len(head) if head else 0.0
     body = head.removeprefix(BOM)
     if ".oraclegeneral" in path.name.lower() or b"\0" in head:

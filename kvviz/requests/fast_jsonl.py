@@ -35,6 +35,7 @@ Why a file orjson's path accepts reads the same as the strict reader reads it:
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import chain
 from operator import itemgetter
@@ -48,16 +49,19 @@ from .native import room, scanner
 try:
     import orjson
 except ImportError:  # optional: without it every file takes the strict reader
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # optional: None where absent, tested before every use
 
 _FIELDS = itemgetter(*MOONCAKE_KEYS)
 # Timestamps (ms) up to here are surely inside the simulator's range; nearer the edge the strict
 # reader decides (its check is exact integer arithmetic on an int).
 _LATEST_MS = MAX_NS / NS_PER_UNIT[MOONCAKE] * 0.999
 
+# (lines, times_s, input_tokens, output_tokens, hash_offsets, hashes): PromptRequests' arrays
+MooncakeArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 
 @contextmanager
-def _gc_paused():
+def _gc_paused() -> Iterator[None]:
     """The garbage collector off: the 240K lists and dicts (and 120K tuples) made here hold no
     cycles, and with it on their sheer number sets off collections that walk them all, again and
     again (1.1 s of collecting for 0.4 s of work at 2.9M ids)."""
@@ -70,7 +74,7 @@ def _gc_paused():
             gc.enable()
 
 
-def mooncake(data: bytes, source: str):
+def mooncake(data: bytes, source: str) -> MooncakeArrays | None:
     """A Mooncake JSONL trace's bytes as PromptRequests' arrays (lines, times_s, input_tokens,
     output_tokens, hash_offsets, hashes; file order, every line checked), or None: the strict
     reader must read it (to refuse it, or because this path cannot be sure). Raises only what
@@ -86,7 +90,8 @@ def mooncake(data: bytes, source: str):
         return _mooncake(data, source)
 
 
-def _requests(source: str, lines, recorded, inputs, outputs, counts, hashes):
+def _requests(source: str, lines: np.ndarray, recorded: np.ndarray, inputs: np.ndarray, outputs: np.ndarray,
+              counts: np.ndarray, hashes: np.ndarray) -> MooncakeArrays | None:
     """The arrays of records whose fields passed their checks one by one; None where the ids
     contradict input_length (the strict reader names the line)."""
     if np.any(np.abs(counts - -(-inputs // MOONCAKE_BLOCK_TOKENS)) > 1):
@@ -98,7 +103,7 @@ def _requests(source: str, lines, recorded, inputs, outputs, counts, hashes):
     return lines, times_s, inputs, outputs, offsets, hashes
 
 
-def _mooncake(data: bytes, source: str):
+def _mooncake(data: bytes, source: str) -> MooncakeArrays | None:
     lines = data.split(b"\n")
     kept = list(filter(bytes.strip, lines))
     if not kept:

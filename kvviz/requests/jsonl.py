@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
 from ..limits import MAX_DEPTH, MAX_NS, MAX_TOKENS, nesting_depth
+
+if TYPE_CHECKING:  # numpy is imported where a time check runs: the lean replay path reads no numpy
+    import numpy as np
 
 QWEN = "qwen"
 MOONCAKE = "mooncake"
@@ -31,6 +36,12 @@ NS_PER_UNIT = {MOONCAKE: 1_000_000, QWEN: 1_000_000_000, PLAIN: 1_000_000_000}  
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 QWEN_KEYS = ("chat_id", "timestamp", "input_length", "output_length")
 
+# One trace line as parsed JSON: its values are whatever the file holds, which the checks below refuse or narrow
+Record = dict[str, Any]
+ChatId = int | str  # a Qwen chat_id (or a conversation log's conversation): an integer or a non-empty string
+# (chat_id, parent_chat_id or -1, timestamp s, input_length, output_length, turn or None, hash_ids or None)
+QwenRecord = tuple[ChatId, ChatId, float, int, int, "int | None", "list[int] | None"]
+
 
 class DuplicateKey(ValueError):
     def __init__(self, key: str):
@@ -38,11 +49,14 @@ class DuplicateKey(ValueError):
         self.key = key
 
 
-def _unique_keys(pairs: list) -> dict:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> Record:
     rec = dict(pairs)
     if len(rec) < len(pairs):  # json.loads would keep the last value silently
-        seen: set = set()
-        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
     return rec
 
 
@@ -50,7 +64,7 @@ def _unique_keys(pairs: list) -> dict:
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
-def parse_line(line: str, path: Path, i: int):
+def parse_line(line: str, path: Path, i: int) -> Any:
     """One JSONL line as JSON, refused naming the line if malformed, if a key repeats in an
     object, or if it nests deeper than MAX_DEPTH (no trace format nests beyond 3; 1,000 deep
     makes the json module recurse out of the stack)."""
@@ -69,7 +83,7 @@ def parse_line(line: str, path: Path, i: int):
     return rec
 
 
-def json_lines(path: Path, text: str):
+def json_lines(path: Path, text: str) -> Iterator[tuple[int, Record]]:
     """(line number, dict) per non-blank line of a JSONL file."""
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -80,7 +94,7 @@ def json_lines(path: Path, text: str):
         yield i, rec
 
 
-def detect(rec, path: Path | None = None) -> str | None:
+def detect(rec: Any, path: Path | None = None) -> str | None:
     """Which request-trace format a first record is in, or None (a conversation log)."""
     if not isinstance(rec, dict) or "conversation" in rec:
         return None
@@ -96,7 +110,7 @@ def detect(rec, path: Path | None = None) -> str | None:
     return None
 
 
-def first_record(path: Path):
+def first_record(path: Path) -> Any:
     """The first non-blank line parsed as JSON, or None (unreadable, not JSON: the
     conversation-log reader reports such files as it always has)."""
     try:
@@ -115,14 +129,14 @@ def first_record(path: Path):
     return parse_line(line, path, i)  # JSON, but nested too deep or a key given twice: refused here
 
 
-def require(rec: dict, keys: tuple[str, ...], fmt: str, path: Path, line: int):
+def require(rec: Record, keys: tuple[str, ...], fmt: str, path: Path, line: int) -> None:
     missing = [k for k in keys if k not in rec]
     if missing:
         raise ScenarioError(f"missing field(s) {', '.join(missing)} (a {fmt} trace line needs "
                             f"{', '.join(keys)})", str(path), f"line {line}")
 
 
-def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0, maximum: int = MAX_TOKENS) -> int:
+def integer(rec: Record, key: str, path: Path, line: int, minimum: int = 0, maximum: int = MAX_TOKENS) -> int:
     v = rec[key]
     if isinstance(v, float) and v.is_integer():
         v = int(v)
@@ -135,8 +149,8 @@ def integer(rec: dict, key: str, path: Path, line: int, minimum: int = 0, maximu
     return v
 
 
-def timestamp(rec: dict, key: str, path: Path, line: int, ns_per_unit: int = NS_PER_UNIT[QWEN]) -> float:
-    v = rec[key]
+def timestamp(rec: Record, key: str, path: Path, line: int, ns_per_unit: int = NS_PER_UNIT[QWEN]) -> float:
+    v: float = rec[key]
     if type(v) not in (int, float) or not math.isfinite(v):
         raise ScenarioError(f"{key}: expected a number, got {v!r}", str(path), f"line {line}")
     if v < 0:
@@ -147,22 +161,22 @@ def timestamp(rec: dict, key: str, path: Path, line: int, ns_per_unit: int = NS_
     return v
 
 
-def identifier(v, key: str, path: Path, line: int):
+def identifier(v: Any, key: str, path: Path, line: int) -> ChatId:
     if (type(v) is int) or (isinstance(v, str) and v.strip()):
         return v
     raise ScenarioError(f"{key}: expected an integer or a non-empty string, got {v!r}",
                         str(path), f"line {line}")
 
 
-def hash_ids(rec: dict, path: Path, line: int) -> list:
-    ids = rec["hash_ids"]
+def hash_ids(rec: Record, path: Path, line: int) -> list[int]:
+    ids: list[int] = rec["hash_ids"]
     if type(ids) is not list or not all(type(h) is int for h in ids):
         raise ScenarioError(f"hash_ids: expected a list of integers, got {str(ids)[:60]}",
                             str(path), f"line {line}")
     return ids
 
 
-def mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, list]:
+def mooncake_record(rec: Record, path: Path, line: int) -> tuple[float, int, int, list[int]]:
     """(timestamp ms, input_length, output_length, hash_ids) of one checked Mooncake line."""
     require(rec, MOONCAKE_KEYS, "Mooncake", path, line)
     t = timestamp(rec, "timestamp", path, line, NS_PER_UNIT[MOONCAKE])
@@ -179,7 +193,7 @@ def mooncake_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, 
     return t, n_in, n_out, ids
 
 
-def qwen_record(rec: dict, path: Path, line: int, need_hashes: bool) -> tuple:
+def qwen_record(rec: Record, path: Path, line: int, need_hashes: bool) -> QwenRecord:
     """(chat_id, parent_chat_id or -1, timestamp s, input_length, output_length, turn or None,
     hash_ids or None) of one checked Qwen/Bailian line; hash_ids required if `need_hashes`."""
     require(rec, QWEN_KEYS + ("hash_ids",) if need_hashes else QWEN_KEYS, "Qwen/Bailian", path, line)
@@ -197,7 +211,8 @@ def qwen_record(rec: dict, path: Path, line: int, need_hashes: bool) -> tuple:
     return cid, parent, t, n_in, n_out, turn, ids
 
 
-def in_time_order(times_s, lines, path, key: str = "timestamp") -> None:
+def in_time_order(times_s: Sequence[float] | np.ndarray, lines: Sequence[int] | np.ndarray, path: str | Path,
+                  key: str = "timestamp") -> None:
     """The one time rule of a request trace, wherever it is read (replay and AttentionStore
     alike): requests in file order never go back in time (equal times are fine: Mooncake's
     first requests all arrive at 0); the first that does is named by its line."""

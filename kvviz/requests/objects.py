@@ -17,7 +17,7 @@ class Requests:
     times: np.ndarray | None = None
     source: str = field(default="", compare=False)  # what was read, for a status line
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "ids", np.asarray(self.ids, dtype=np.int64))
         object.__setattr__(self, "sizes", np.asarray(self.sizes, dtype=np.int64))
 
@@ -27,11 +27,13 @@ class Requests:
     # The Python kernels loop fastest over lists; made once per trace.
     @cached_property
     def id_list(self) -> list[int]:
-        return self.ids.tolist()
+        ids: list[int] = self.ids.tolist()
+        return ids
 
     @cached_property
     def size_list(self) -> list[int]:
-        return self.sizes.tolist()
+        sizes: list[int] = self.sizes.tolist()
+        return sizes
 
     @cached_property
     def objects(self) -> int:

@@ -24,18 +24,19 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import ScenarioError
 from .common import BOM, read_bytes
-from .jsonl import hash_ids, integer, require, timestamp
+from .jsonl import Record, hash_ids, integer, require, timestamp
 
 PLAIN_KEYS = ("time", "input_tokens", "output_tokens", "block_tokens", "hash_ids")
 _INT = re.compile(r"[+-]?[0-9]+")
 _SEPARATORS = re.compile(r"[\s,]+")
 
 
-def plain_record(rec: dict, path: Path, line: int) -> tuple[float, int, int, int, list]:
+def plain_record(rec: Record, path: Path, line: int) -> tuple[float, int, int, int, list[int]]:
     """(time s, input_tokens, output_tokens, block_tokens, hash_ids) of one checked line."""
     require(rec, PLAIN_KEYS, "plain", path, line)
     t = timestamp(rec, "time", path, line)
@@ -61,7 +62,7 @@ def is_plain_csv(path: Path) -> bool:
     return False
 
 
-def _number(cell: str):
+def _number(cell: str) -> int | float | str:
     """A cell as int, float or (unparsable) the string itself: the field checks name it."""
     cell = cell.strip()
     if _INT.fullmatch(cell):
@@ -73,7 +74,7 @@ def _number(cell: str):
     return v if math.isfinite(v) else cell
 
 
-def _ids(cell: str):
+def _ids(cell: str) -> list[int] | str:
     """A hash_ids cell as a list of ints, or the cell itself (which the check then refuses)."""
     body = cell.strip()
     if body.startswith("[") and body.endswith("]"):
@@ -84,7 +85,7 @@ def _ids(cell: str):
     return [int(p) for p in parts]
 
 
-def csv_records(path: Path, text: str):
+def csv_records(path: Path, text: str) -> Iterator[tuple[int, Record]]:
     """(line number, record dict) per non-blank data line of a plain CSV trace, the cells
     converted to numbers and lists where they read as such (plain_record checks the rest)."""
     lines = text.splitlines()

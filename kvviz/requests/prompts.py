@@ -14,9 +14,11 @@ arrive at 0).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from .jsonl import (
     MOONCAKE,
     PLAIN,
     QWEN,
+    ChatId,
     detect,
     first_record,
     in_time_order,
@@ -36,6 +39,8 @@ from .jsonl import (
     qwen_record,
 )
 from .plain import csv_records, is_plain_csv, plain_record
+
+QwenRow = tuple[ChatId, ChatId, "int | None", Any]  # (chat_id, parent_chat_id or -1, turn, type) of one row
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,10 +56,10 @@ class PromptRequests:
     output_tokens: np.ndarray   # int64
     hash_offsets: np.ndarray    # int64, len(self) + 1
     hashes: np.ndarray          # int64, every request's hash_ids one after another
-    chat_id: tuple | None = None
-    parent_chat_id: tuple | None = None
-    turn: tuple | None = None
-    type: tuple | None = None
+    chat_id: tuple[ChatId, ...] | None = None
+    parent_chat_id: tuple[ChatId, ...] | None = None
+    turn: tuple[int | None, ...] | None = None
+    type: tuple[Any, ...] | None = None  # as the trace writes it
     source: str = field(default="")
 
     def __len__(self) -> int:
@@ -80,10 +85,11 @@ class PromptRows:
         self.times_s: list[float] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
-        self.ids: list[list] = []  # the lists as parsed: flattened once, at the end
-        self.qwen = [] if fmt == QWEN else None  # (chat_id, parent, turn, type) per row
+        self.ids: list[Sequence[int]] = []  # the lists as parsed: flattened once, at the end
+        self.qwen: list[QwenRow | None] | None = [] if fmt == QWEN else None  # (chat_id, parent, turn, type) per row
 
-    def add(self, line: int, t: float, n_in: int, n_out: int, ids: list | None, qwen: tuple | None = None):
+    def add(self, line: int, t: float, n_in: int, n_out: int, ids: list[int] | None, qwen: QwenRow | None = None
+            ) -> None:
         """One checked request; `t` as the trace writes it (Mooncake ms, Qwen and plain s)."""
         self.lines.append(line)
         self.recorded.append(t)
@@ -107,10 +113,11 @@ class PromptRows:
         except OverflowError:
             row = next(i for i, ids in enumerate(self.ids) if any(not -2**63 <= h < 2**63 for h in ids))
             raise ScenarioError("hash_ids: beyond 64-bit integers", self.source, f"line {self.lines[row]}") from None
-        extra = dict(zip(("chat_id", "parent_chat_id", "turn", "type"), zip(*self.qwen))) if self.qwen else {}
+        # one tuple per column of the Qwen rows (chat_id, parent, turn, type); None: not a Qwen trace, or empty
+        cols: list[tuple[Any, ...] | None] = list(zip(*self.qwen)) if self.qwen else [None] * 4
         return PromptRequests(self.fmt, self.block_tokens, np.array(self.lines, dtype=np.int64),
                               np.array(self.times_s, dtype=np.float64), np.array(self.inputs, dtype=np.int64),
-                              np.array(self.outputs, dtype=np.int64), offsets, hashes, source=self.source, **extra)
+                              np.array(self.outputs, dtype=np.int64), offsets, hashes, cols[0], cols[1], cols[2], cols[3], self.source)
 
 
 def fast_mooncake(data: bytes, source: str) -> PromptRequests | None:
@@ -139,6 +146,7 @@ def read(path: str | Path) -> PromptRequests | None:
     fmt = fmt or PLAIN
     rows = PromptRows(fmt, str(path))
     block_line = 0  # plain: the line that set block_tokens
+    ids: list[int] | None
     for line, rec in records:
         if fmt == MOONCAKE:
             t, n_in, n_out, ids = mooncake_record(rec, path, line)

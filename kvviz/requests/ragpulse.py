@@ -53,10 +53,10 @@ TRACE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 class RagPulseRequests(PromptRequests):
     """PromptRequests whose blocks are chunks of their own lengths (`hash_tokens`, per hash id)."""
     hash_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    session_id: tuple | None = None
+    session_id: tuple[str | int | None, ...] | None = None
 
 
-def looks_like(rec) -> bool:
+def looks_like(rec: object) -> bool:
     """A first record with hash_ids by component: a RAGPulse trace line."""
     return isinstance(rec, dict) and isinstance(rec.get("hash_ids"), dict)
 
@@ -80,7 +80,7 @@ def _side_file(path: Path, key: str) -> dict[int, int]:
     return out
 
 
-def _seconds(v, path: Path, line: int) -> float:
+def _seconds(v: object, path: Path, line: int) -> float:
     """A timestamp: a string of seconds (as the trace writes it), or a number."""
     if isinstance(v, str):
         try:
@@ -88,7 +88,7 @@ def _seconds(v, path: Path, line: int) -> float:
         except ValueError:
             raise ScenarioError(f"timestamp: expected seconds as a number or a string of one, got {v!r:.40}",
                                 str(path), f"line {line}") from None
-    elif type(v) in (int, float):
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):  # a JSON number (true is no time)
         t = float(v)
     else:
         raise ScenarioError(f"timestamp: expected seconds as a number or a string of one, got {v!r:.40}",

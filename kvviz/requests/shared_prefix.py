@@ -23,12 +23,16 @@ else does: random token text shares no block across groups.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ScenarioError
 from .prompts import PromptRequests
+
+# a piece of prompt text, named by what it is: ("s", group), ("q", user, round), ("a", user, round)
+Segment = tuple[str | int, ...]
 
 SHARED_PREFIX = "shared_prefix"
 MAX_GENERATED_REQUESTS = 5_000_000
@@ -66,7 +70,7 @@ def check(spec: SharedPrefixSpec, where: str = "workload") -> None:
                             f"{MAX_GENERATED_REQUESTS:,})", field=f"{where}.stages")
 
 
-def arrivals(stages, rng: np.random.Generator) -> np.ndarray:
+def arrivals(stages: Sequence[Sequence[float]], rng: np.random.Generator) -> np.ndarray:
     """Poisson arrival times (s) over the stages in order."""
     out, t0 = [], 0.0
     for rate, seconds in stages:
@@ -81,12 +85,14 @@ class _Trie:
 
     def __init__(self, block_tokens: int):
         self.bt = block_tokens
-        self.nodes: dict = {}
+        self.nodes: dict[tuple[int, tuple[tuple[Segment, int, int], ...]], int] = {}
 
-    def blocks(self, segments: list[tuple[int, int]]) -> list[int]:
+    def blocks(self, segments: list[tuple[Segment, int]]) -> list[int]:
         """The block ids of a prompt made of (segment id, tokens) pieces, the last block partial."""
         bt, nodes = self.bt, self.nodes
-        ids, parent, pieces, fill = [], -1, [], 0
+        ids: list[int] = []
+        pieces: list[tuple[Segment, int, int]] = []
+        parent, fill = -1, 0
         for seg, n in segments:
             at = 0
             while at < n:
@@ -111,8 +117,10 @@ def generate(spec: SharedPrefixSpec) -> PromptRequests:
     order = rng.permutation(users)  # the shuffled groups × prompts list
     trie = _Trie(spec.block_tokens)
     S, Q, A = spec.system_prompt_tokens, spec.question_tokens, spec.output_tokens
-    memo: dict = {}
-    counts, flat, inputs = [], [], []
+    memo: dict[tuple[int, int], list[int]] = {}
+    counts: list[int] = []
+    flat: list[int] = []
+    inputs: list[int] = []
     for i in range(len(times)):
         u = int(order[i % users])
         g = u // spec.prompts_per_group
@@ -121,7 +129,7 @@ def generate(spec: SharedPrefixSpec) -> PromptRequests:
         ids = memo.get(key)
         if ids is None:
             # segment ids: ("s", g) the group's system prompt, ("q", u, k) and ("a", u, k) a round's text
-            segs = [(("s", g), S)] if S else []
+            segs: list[tuple[Segment, int]] = [(("s", g), S)] if S else []
             for k in range(r):
                 segs += [(("q", u, k), Q), (("a", u, k), A)]
             segs.append((("q", u, r), Q))

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import BinaryIO
 
 from ..errors import ScenarioError
 from ..io import open_regular, scratch_tree
@@ -25,7 +28,7 @@ _BZIP2 = re.compile(rb"BZh[1-9]1AY&SY")
 
 
 @contextmanager
-def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int | None = None):
+def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int | None = None) -> Iterator[Path]:
     """The path itself, or a temporary file holding its zstd-decompressed content (named as the
     file without .zst, so the format is still told by name), at most the smaller of `max_ratio`
     times the compressed size and `max_bytes` (defaults: kvviz.limits)."""
@@ -62,7 +65,8 @@ def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int
 IN_CHUNK = 8 * 1024  # zstd expands at most ~32,768x (an RLE block), so one call's output is < 256 MiB
 
 
-def _unzstd(zstandard, src, dst, cap: int, path: Path, caps: tuple) -> None:
+def _unzstd(zstandard: ModuleType, src: BinaryIO, dst: BinaryIO, cap: int, path: Path, caps: tuple[float, float]
+            ) -> None:
     """Every frame of src into dst, at most `cap` bytes; a file cut short is an error, not a
     shorter trace. Fed in small pieces, so what one call expands to is bounded too."""
     dobj, in_frame, written = None, False, 0

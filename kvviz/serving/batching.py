@@ -41,8 +41,10 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from dataclasses import dataclass
+from typing import Protocol
 
-from .kv_source import HIT_HBM
+from .event_loop import Loop
+from .kv_source import HIT_HBM, KVSource, LayerSchedule
 from .roofline import Roofline
 
 IDLE, PREFILL, DECODE, SAVE_STALL = 0, 1, 2, 3
@@ -62,12 +64,47 @@ class BatchConfig:
     hbm_cache: bool       # finished sessions stay in free HBM (AttentionStore's hbm tier)
 
 
+class BatchRun(Protocol):
+    """What the engine reads of the run that owns it (AttentionStore's and prefix_cache's Run): per-job
+    columns as lists, the loop and the store, and the trace calls of a recorded run (`tb` set)."""
+    @property
+    def loop(self) -> Loop: ...
+    @property
+    def store(self) -> KVSource: ...
+    @property
+    def tb(self) -> object | None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def conv(self) -> list[int]: ...
+    @property
+    def keep(self) -> list[int]: ...
+    @property
+    def inn(self) -> list[int]: ...
+    @property
+    def out(self) -> list[int]: ...
+    @property
+    def after(self) -> list[int]: ...
+    @property
+    def over(self) -> list[bool]: ...
+    @property
+    def coupled(self) -> bool: ...
+    @property
+    def arrival(self) -> list[int]: ...
+    def gpu_state(self, t: int, running: int) -> None: ...
+    def prefill_span(self, S: int, end: int, jobs: list[int], layer: LayerSchedule | None) -> None: ...
+    def decode_span(self, T_s: int, end: int, n: int, k: int, first: int) -> None: ...
+    def save_span(self, s0: int, s1: int, j: int) -> None: ...
+    def stall_span(self, t0: int, t1: int) -> None: ...
+    def job_done(self, j: int) -> None: ...
+
+
 class Batcher:
     """Runs the iterations. What it asks of the run's store (`run.store`) is the interface in
     kv_source.py: where an admitted job's cached tokens are, how their load overlaps the
     prefill iteration's layers, and (if it stores) what the finished job saves."""
 
-    def __init__(self, run, cfg: BatchConfig):
+    def __init__(self, run: BatchRun, cfg: BatchConfig) -> None:
         self.run, self.loop, self.store = run, run.loop, run.store
         self.gpu = cfg.gpu  # the roofline (one per scenario)
         self.kv = cfg.kv
@@ -128,7 +165,7 @@ class Batcher:
     # The hot path (every method below runs a few times per turn) reads attributes into locals
     # and inlines the one-line helpers (_need, _admissible, _live); the trace calls run only in
     # the recorded run (`rec`).
-    def arrive(self, j: int):
+    def arrive(self, j: int) -> None:
         waiting = self.waiting
         waiting.append(j)
         state = self.state
@@ -158,7 +195,7 @@ class Batcher:
         return bool(self.waiting) and len(self.batch) < self.max_batch and \
             self.tok_run + self._need(self.waiting[0]) + self.n_dec + 1 <= self.cap_tok
 
-    def _make_room(self, tokens: int):
+    def _make_room(self, tokens: int) -> None:
         """Evict sessions cached in HBM (least recently used first) until `tokens` more fit."""
         while self.cached and self.tok_run + self.cached_tok + tokens > self.cap_tok:
             _, t = self.cached.popitem(last=False)
@@ -192,7 +229,7 @@ class Batcher:
         return out
 
     # --- iterations ------------------------------------------------------------------------
-    def _iterate(self):
+    def _iterate(self) -> None:
         """At an iteration boundary: a prefill iteration for newly admitted jobs, else decode."""
         now = self.loop.now
         if self.stall_end > now:  # sync save: nothing runs until the writes end
@@ -229,7 +266,7 @@ class Batcher:
         if self.rec:
             self.run.gpu_state(now, len(self.batch))
 
-    def _stall_done(self):
+    def _stall_done(self) -> None:
         now = self.loop.now
         self.busy_ns += now - self.stall_from
         self.save_stall_ns += now - self.stall_from
@@ -237,14 +274,14 @@ class Batcher:
             self.run.stall_span(self.stall_from, now)
         self._iterate()
 
-    def _schedule_segment(self, k: int):
+    def _schedule_segment(self, k: int) -> None:
         seg = self.seg
         assert seg is not None
         self.version = v = self.version + 1
         seg[3], seg[4] = k, v
         self.loop.push(seg[0] + round(self.gpu.decode_ns(seg[1], seg[2], k)), 1, self._segment_end, (v,))
 
-    def _segment_end(self, version: int):
+    def _segment_end(self, version: int) -> None:
         seg = self.seg
         if seg is None or version != seg[4]:
             return  # cut short by an arrival
@@ -272,10 +309,10 @@ class Batcher:
             self._make_room(0)
         self._iterate()
 
-    def _live(self, entry) -> bool:
+    def _live(self, entry: tuple[int, int]) -> bool:
         return self.decoding[entry[1]] and self.fin_at[entry[1]] == entry[0]
 
-    def _preempt_youngest(self):
+    def _preempt_youngest(self) -> None:
         j = next(x for x in reversed(self.batch) if self.decoding[x])
         ctx = self.ctx0[j] + self.G - self.g0[j]
         self.decoding[j] = False
@@ -289,7 +326,7 @@ class Batcher:
         self.waiting.appendleft(j)
         self.preemptions += 1
 
-    def _prefill(self, jobs: list[int], S: int):
+    def _prefill(self, jobs: list[int], S: int) -> None:
         store, gpu = self.store, self.gpu
         resume, keep, inn, outcome_of = self.resume, self.keep, self.inn, self.outcome
         comp = dram = ssd = 0
@@ -336,7 +373,7 @@ class Batcher:
             self.run.prefill_span(S, pe, jobs, layer)
         self.loop.push(pe, 1, self._prefill_done, (jobs, S, work, wait))
 
-    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int):
+    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int) -> None:
         now = self.loop.now
         self.busy_ns += now - S
         self.prefill_ns += now - S
@@ -384,7 +421,7 @@ class Batcher:
         """Bytes of KV the turn adds to its stored session (its history too after a miss)."""
         return ((self.inn[j] if self.outcome[j] >= HIT_HBM else self.keep[j] + self.inn[j]) + self.out[j]) * self.kv
 
-    def _finish(self, j: int):
+    def _finish(self, j: int) -> None:
         ctx = self.ctx0[j] + self.G - self.g0[j]
         self.decoding[j] = False
         self.gpu_ns[j] += self.dec_share - self.d0[j]
@@ -392,7 +429,7 @@ class Batcher:
         self.ctx_dec -= ctx
         self._finish_now(j, ctx)
 
-    def _finish_now(self, j: int, ctx: int):
+    def _finish_now(self, j: int, ctx: int) -> None:
         now = self.loop.now
         del self.batch[j]
         self.end[j] = now
@@ -412,7 +449,7 @@ class Batcher:
             self._release(j, ctx)
         self.run.job_done(j)
 
-    def _release(self, j: int, ctx: int):
+    def _release(self, j: int, ctx: int) -> None:
         self.tok_run -= ctx
         if self.hbm_cache:  # the session stays in HBM while nothing needs its blocks
             tok = self.after[j]

@@ -10,37 +10,44 @@ turns: thousands of arrivals would otherwise deepen every heap operation of the 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop, heappush
+from typing import Any, TypeVarTuple, Unpack
 
-from ..engine import EventLoop
+from ..engine import Entry, refuse_past
+
+Args = TypeVarTuple("Args")
 
 
 class Loop:
     def __init__(self) -> None:
-        self._heap: list = []
+        self._heap: list[Entry] = []
         self._seq = 0
         self.now = 0
         self.processed = 0
-        self._stream: list = []  # entries scheduled by `stream`, in heap order; the first is on the heap
+        self._stream: list[Entry] = []  # entries scheduled by `stream`, in heap order; the first is on the heap
         self._next = 0
 
-    def push(self, t: int, priority: int, fn, args: tuple) -> None:
+    def push(self, t: int, priority: int, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
         """Schedule fn(*args) at absolute time t (an int, ns; never in the past)."""
         if t < self.now:
-            EventLoop.at(self, t, fn, *args, priority=priority)  # raises the engine's error
+            refuse_past(t, self.now)  # the engine's error
         heappush(self._heap, (t, priority, self._seq, fn, args))
         self._seq += 1
 
-    def at(self, t: int, fn, *args, priority: int = 0) -> None:
-        EventLoop.at(self, t, fn, *args, priority=priority)
+    def at(self, t: int, fn: Callable[[Unpack[Args]], object], *args: Unpack[Args], priority: int = 0) -> None:
+        if t < self.now:
+            refuse_past(t, self.now)
+        heappush(self._heap, (int(t), priority, self._seq, fn, args))
+        self._seq += 1
 
-    def stream(self, times: list[int], fn, args: list[tuple], priority: int = 0) -> None:
+    def stream(self, times: list[int], fn: Callable[..., object], args: list[tuple[Any, ...]], priority: int = 0) -> None:
         """fn(*args[i]) at times[i] for every i, scheduled in that order (before any other event)."""
         if self._seq or self._stream:
             raise RuntimeError("stream() comes before any other scheduling")
         for t in times:
             if t < self.now:
-                EventLoop.at(self, t, fn, priority=priority)  # raises the engine's error
+                refuse_past(t, self.now)  # the engine's error
         seq = self._seq
         self._stream = sorted((int(t), priority, seq + i, fn, a) for i, (t, a) in enumerate(zip(times, args)))
         self._seq += len(self._stream)

@@ -31,6 +31,10 @@ OUTCOME = {FIRST: "no history", MISS: "miss (history recomputed)",
            HIT_SSD: "SSD hit"}
 
 
+# (T0, a, c, k, S_c) of layerwise_prefill.prefill_end: one prefill iteration's layer schedule
+LayerSchedule = tuple[int, int, int, int, int]
+
+
 class KVSource(Protocol):
     stores: bool
 
@@ -38,6 +42,7 @@ class KVSource(Protocol):
 
     def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]: ...
 
-    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) -> tuple[int, int, tuple | None]: ...
+    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) \
+            -> tuple[int, int, LayerSchedule | None]: ...
 
     def finished(self, j: int) -> None: ...

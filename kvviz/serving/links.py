@@ -25,6 +25,7 @@ Two rules:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Hashable, Iterable
 
 RULES = ("fifo", "demand_first")
 
@@ -34,7 +35,7 @@ class Prefetch:
     out of the link's tier, or (write) the demotions a prefetch caused into it."""
     __slots__ = ("job", "blocks", "enq", "write", "last_end", "run_start", "run_n")
 
-    def __init__(self, job: int, blocks, enq: int, write: bool = False):
+    def __init__(self, job: int, blocks: Iterable[Hashable], enq: int, write: bool = False) -> None:
         self.job, self.blocks, self.enq, self.write = job, dict.fromkeys(blocks), enq, write
         self.last_end = -1     # end of its last piece (a piece starting then streams on, no latency)
         self.run_start = -1    # the run of back-to-back pieces not yet reported (one span)
@@ -43,7 +44,9 @@ class Prefetch:
 
 class Link:
     def __init__(self, name: str, read_gbps: float, write_gbps: float, read_lat_ns: int, write_lat_ns: int,
-                 rule: str = "fifo", piece_bytes: int = 0, on_piece=None, on_run=None):
+                 rule: str = "fifo", piece_bytes: int = 0,
+                 on_piece: Callable[[Prefetch, Hashable, int], object] | None = None,
+                 on_run: Callable[[Prefetch, int, int, int], object] | None = None) -> None:
         self.name = name
         self.read_gbps, self.write_gbps = read_gbps, write_gbps
         self.read_lat, self.write_lat = read_lat_ns, write_lat_ns
@@ -73,11 +76,11 @@ class Link:
         return t0, t0 + dur
 
     # --- demand_first's background prefetches -------------------------------------------------
-    def enqueue(self, pf: Prefetch, now: int):
+    def enqueue(self, pf: Prefetch, now: int) -> None:
         self.advance(now)
         self.queue.append(pf)
 
-    def advance(self, t: int):
+    def advance(self, t: int) -> None:
         """Commit every prefetch piece that starts before t in the link's idle time (no foreground
         transfer was booked in it: a booking advances the link first)."""
         q = self.queue
@@ -103,20 +106,22 @@ class Link:
             self.bytes += self.piece
             self.busy_ns += dur
             pf.run_n += 1
-            self.on_piece(pf, b, end)
+            if self.on_piece is not None:
+                self.on_piece(pf, b, end)
 
-    def take(self, pf: Prefetch, b) -> bool:
+    def take(self, pf: Prefetch, b: Hashable) -> bool:
         """Take block b out of a waiting prefetch (a request needs it now: it goes foreground)."""
         if b in pf.blocks:
             del pf.blocks[b]
             return True
         return False
 
-    def drain(self):
+    def drain(self) -> None:
         """The run is over: report what is left (nothing, once every request was admitted)."""
         self.advance(1 << 62)
 
-    def _close(self, pf: Prefetch):
+    def _close(self, pf: Prefetch) -> None:
         if pf.run_n:
-            self.on_run(pf, pf.run_start, pf.last_end, pf.run_n)
+            if self.on_run is not None:
+                self.on_run(pf, pf.run_start, pf.last_end, pf.run_n)
             pf.run_n = 0

@@ -11,9 +11,11 @@ loads, as before the rule existed.
 """
 from __future__ import annotations
 
+from .roofline import Roofline
+
 
 class LoadRule:
-    def __init__(self, enabled: bool, gpu):
+    def __init__(self, enabled: bool, gpu: Roofline) -> None:
         self.enabled, self.gpu = enabled, gpu
         self.at, self.pending_ns = -1, 0  # SSD time of the demand reads chosen at `at`, not yet booked
 
@@ -29,6 +31,6 @@ class LoadRule:
             return True
         return False
 
-    def booked(self):
+    def booked(self) -> None:
         """The chosen demand reads are on the SSD's queue now."""
         self.pending_ns = 0

@@ -53,6 +53,8 @@ wins): the GPUs it is served on and its prefill MFU.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .roofline import calibrated_mfu
 
 MFU_PAPER = round(calibrated_mfu(params=65.2e9, tokens=2048, seconds=0.360, gpus=4, peak_flops=312e12,
@@ -62,7 +64,7 @@ BYTES_PER_PARAM = 2  # FP16 weights (the paper serves FP16)
 
 DEFAULT_PRESET = "llama-13b"
 
-PRESETS: dict[str, dict] = {
+PRESETS: dict[str, dict[str, float]] = {
     # LLaMA-1 13B: 40 layers × 5120 (40 MHA heads × 128), 2K window.
     "llama-13b": {"kv_bytes_per_token": 2 * 40 * 5120 * 2, "layers": 40, "context_window": 2048,
                   "d_model": 5120, "params_b": 13.0},
@@ -81,7 +83,7 @@ PRESETS: dict[str, dict] = {
                    "d_model": 4096, "params_b": 7.24},
 }
 
-HARDWARE: dict[str, dict] = {
+HARDWARE: dict[str, dict[str, float]] = {
     "llama-13b": {"gpus": 4, "mfu": MFU_PAPER},
     "llama-65b": {"gpus": 4, "mfu": MFU_PAPER},
     "llama-70b": {"gpus": 4, "mfu": MFU_PAPER},
@@ -90,7 +92,7 @@ HARDWARE: dict[str, dict] = {
 }
 
 
-def with_preset(data, default: str = DEFAULT_PRESET, fields: tuple[str, ...] | None = None):
+def with_preset(data: Any, default: str = DEFAULT_PRESET, fields: tuple[str, ...] | None = None) -> Any:
     """A model section's data with its preset's values (or only `fields` of them) as defaults:
     anything written in the file or by --set wins; an unknown preset is left to the Literal."""
     if isinstance(data, dict):

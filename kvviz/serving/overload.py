@@ -18,14 +18,18 @@ Both are per run (a policy's); each run's rates are in its metrics either way.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 RATE_SHARE = 0.9
 WAIT_GROWTH, SERVICE_SHARE = 2.0, 0.1
 MIN_REQUESTS = 8  # fewer: no quarters to compare
 
 
-def served_load(arrival_ns, admit_ns, end_ns) -> dict:
+def served_load(arrival_ns: ArrayLike, admit_ns: ArrayLike, end_ns: ArrayLike) -> dict[str, float | bool]:
     """A run's rates (requests/s) and whether it was overloaded (the module's rule)."""
     arr, adm, end = (np.asarray(x, dtype=np.float64) for x in (arrival_ns, admit_ns, end_ns))
     n = len(arr)
@@ -47,7 +51,7 @@ def _s(x: float) -> str:
     return f"{x:,.0f} s" if x >= 100 else f"{x:.3g} s"
 
 
-def overload_note(policies: dict) -> str | None:
+def overload_note(policies: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The run's note when any policy's run was overloaded (each policy's metrics carry
     served_load's figures), naming the rates; None otherwise."""
     over = {p: m for p, m in policies.items() if m.get("overloaded")}

@@ -30,13 +30,26 @@ instead of stepping each. Times are float ns; callers round at event boundaries.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:  # token counts may be arrays (the formulas hold element by element); numpy is not needed here
+    import numpy as np
 
 MATMUL_FLOPS_PER_PARAM = 2   # a multiply-add per weight, per token
 ATTN_FLOPS_PER_DMODEL = 4    # per layer, per (query token, key) pair: QK^T 2·d_model + AV 2·d_model
 FP16_BYTES = 2               # weights read per parameter by a decode iteration
 
 
-def prefill_flops(params: float, tokens, history=0, layers: int = 0, d_model: int = 0):
+@overload
+def prefill_flops(params: float, tokens: float, history: float = 0, layers: int = 0, d_model: int = 0) -> float: ...
+@overload
+def prefill_flops(params: float, tokens: np.ndarray, history: np.ndarray | float = 0, layers: int = 0,
+                  d_model: int = 0) -> np.ndarray: ...
+@overload
+def prefill_flops(params: float, tokens: float, history: np.ndarray, layers: int = 0, d_model: int = 0
+                  ) -> np.ndarray: ...
+def prefill_flops(params: float, tokens: float | np.ndarray, history: float | np.ndarray = 0, layers: int = 0,
+                  d_model: int = 0) -> float | np.ndarray:
     """FLOPs of prefilling `tokens` new tokens after `history` cached ones (arrays work too)."""
     attn = ATTN_FLOPS_PER_DMODEL * layers * d_model * (tokens * history + tokens * (tokens + 1) / 2)
     return MATMUL_FLOPS_PER_PARAM * params * tokens + attn
@@ -50,7 +63,7 @@ def calibrated_mfu(params: float, tokens: int, seconds: float, gpus: int, peak_f
 
 class Roofline:
     def __init__(self, params: float, gpus: int, peak_tflops: float, mfu: float, hbm_tbps: float,
-                 hbm_efficiency: float, kv_bytes_per_token: int, layers: int = 0, d_model: int = 0):
+                 hbm_efficiency: float, kv_bytes_per_token: int, layers: int = 0, d_model: int = 0) -> None:
         flop_per_ns = gpus * peak_tflops * 1e12 * mfu / 1e9
         self.prefill_ns_per_token = MATMUL_FLOPS_PER_PARAM * params / flop_per_ns  # the matmuls
         # The attention term: ns per (new token, context position) pair, before causal halving.
@@ -59,7 +72,13 @@ class Roofline:
         self.weights_ns = FP16_BYTES * params / bytes_per_ns       # FP16 weights read once per iteration
         self.kv_ns_per_token = kv_bytes_per_token / bytes_per_ns
 
-    def prefill_ns(self, tokens, history=0):
+    @overload
+    def prefill_ns(self, tokens: float, history: float = 0) -> float: ...
+    @overload
+    def prefill_ns(self, tokens: np.ndarray, history: np.ndarray | float = 0) -> np.ndarray: ...
+    @overload
+    def prefill_ns(self, tokens: float, history: np.ndarray) -> np.ndarray: ...
+    def prefill_ns(self, tokens: float | np.ndarray, history: float | np.ndarray = 0) -> float | np.ndarray:
         """Prefill of `tokens` new tokens after `history` cached ones (causal; arrays work too)."""
         return tokens * self.prefill_ns_per_token + \
             self.attn_ns_per_pair * (tokens * history + tokens * (tokens + 1) / 2)
@@ -68,11 +87,12 @@ class Roofline:
         """One decode iteration of n jobs holding `ctx` context tokens in all."""
         return max(n * self.prefill_ns_per_token, self.weights_ns + ctx * self.kv_ns_per_token)
 
-    def _pieces(self, n: int, ctx: int):
+    def _pieces(self, n: int, ctx: int) -> tuple[float, float, float, float]:
         """Iteration i costs max(C, M0 + g·i): (C, M0, g, i*), i* = iterations that are compute-bound."""
         C = n * self.prefill_ns_per_token
         M0 = self.weights_ns + ctx * self.kv_ns_per_token
         g = n * self.kv_ns_per_token
+        i_star: float  # an int, or inf: compute-bound for ever (no KV to read)
         if M0 >= C:
             i_star = 0
         elif g > 0:

@@ -45,27 +45,62 @@ where it can, else this class, with a note saying why.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Iterable, Sequence
+from types import ModuleType
+from typing import Any, Protocol
+
 import numpy as np
 
 from . import native
+from .eviction import Policy, policy_class
 from .eviction import make as make_policy
-from .eviction import policy_class
+from .links import Link
 
-NO_PINS = frozenset()
+NO_PINS: frozenset[int] = frozenset()
+
+
+class BlockCache(Protocol):
+    """What a caller may use of a tiered block cache: TieredCache, or its compiled twin
+    (_block_cache.BlockCache, which the checker sees as Any: the module docstring's interface)."""
+    size: list[int]
+    peak: list[int]
+    hit_blocks: list[int]
+    hit_tokens: list[int]
+    hit_req: list[int]
+    written: list[int]
+    demoted: list[int]
+    evicted: list[int]
+    on_evict: Callable[[int, int], object] | None
+
+    def lookup(self, s: int, e: int, queued: Container[int] | None = None,
+               take: Callable[[int], int] | None = None) -> list[int]: ...
+    def matched(self, blocks: Iterable[int]) -> list[int]: ...
+    def occupancy(self) -> list[int]: ...
+    def original(self, b: int) -> int: ...
+    def place_request(self, r: int, s: int, e: int, h: int, src: Sequence[int]) -> None: ...
+    def finish(self, r: int) -> None: ...
+    def unpin(self) -> None: ...
+    def set_protect(self, blocks: Iterable[int]) -> None: ...
+    def protect_ranges(self, ranges: Iterable[tuple[int, int]]) -> None: ...
+    def copy_up(self, s: int, e: int, t: int) -> dict[int, list[int]]: ...
+    def use(self, k: int, b: int) -> None: ...
+    def drop(self, k: int, v: int) -> int: ...
+    def place(self, k: int, b: int) -> None: ...
 
 
 class Either:
     """`b in` either of two containers (pins and protections)."""
     __slots__ = ("a", "b")
 
-    def __init__(self, a, b):
+    def __init__(self, a: Container[int], b: Container[int]) -> None:
         self.a, self.b = a, b
 
-    def __contains__(self, x):
+    def __contains__(self, x: object) -> bool:
         return x in self.a or x in self.b
 
 
-def make_cache(ids, tokens, caps, evictions, *, compiled=True, arrays: dict | None = None, **kw):
+def make_cache(ids: Sequence[int], tokens: Sequence[int], caps: Sequence[int], evictions: Sequence[str], *,
+               compiled: bool = True, arrays: dict[str, Any] | None = None, **kw: Any) -> tuple[BlockCache, str]:
     """(a tiered block cache, note): the compiled one (kvviz/serving/native/_block_cache.pyx) where
     every tier's policy has a compiled twin and the build can run, else this module's TieredCache
     with a note saying why ("" when the Python one was asked for, `compiled` false). The compiled
@@ -84,15 +119,17 @@ def make_cache(ids, tokens, caps, evictions, *, compiled=True, arrays: dict | No
     return compiled_cache(mod, ids, tokens, caps, evictions, arrays=arrays, **kw), ""
 
 
-def compiled_cache(mod, ids, tokens, caps, evictions, *, move=False, through=False, admission="always",
-                   min_reuse=1, pin=True, protect=False, next_pos=None, later=None, parent=None,
-                   where_name="the prefix cache", arrays: dict | None = None):
+def compiled_cache(mod: ModuleType, ids: Sequence[int], tokens: Sequence[int], caps: Sequence[int],
+                   evictions: Sequence[str], *, move: bool = False, through: bool = False, admission: str = "always",
+                   min_reuse: int = 1, pin: bool = True, protect: bool = False, next_pos: Sequence[int] | None = None,
+                   later: Sequence[int] | None = None, parent: dict[int, int | None] | None = None,
+                   where_name: str = "the prefix cache", arrays: dict[str, Any] | None = None) -> BlockCache:
     """The compiled twin of TieredCache(ids, tokens, caps, evictions, ...) (module `mod`).
     `arrays`, if given, keeps the stream's C-ready arrays for the next cache over the same
     stream (a workload's runs share them)."""
     for e in evictions:
         make_policy(e, where_name, parent=parent, next_use={})  # refused as the Python cache refuses it
-    a = {} if arrays is None else arrays
+    a: dict[str, Any] = {} if arrays is None else arrays  # numpy arrays and lists, by name
     if "dense" not in a:
         uniq, dense = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
         a["dense"] = np.ascontiguousarray(dense.reshape(-1), dtype=np.int32)
@@ -107,10 +144,13 @@ def compiled_cache(mod, ids, tokens, caps, evictions, *, move=False, through=Fal
                        pnext=None if next_pos is None else a["next_pos"], plater=None if later is None else a["later"],
                        n_blocks=len(a["block_ids"]))
     c.ids, c.block_ids = a["ids"], a["block_ids"]
-    return c
+    cache: BlockCache = c  # the compiled class is Any to the checker; it has TieredCache's interface
+    return cache
 
 
-def best_cut(src, hit_tokens, booked, links, now: int, L: int, block_bytes: int, compute, landing=None) -> int:
+def best_cut(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, booked: Iterable[tuple[int, int]],
+             links: Sequence[Link | None], now: int, L: int, block_bytes: int,
+             compute: Callable[[np.ndarray], np.ndarray], landing: Callable[[int], int] | None = None) -> int:
     """Load or recompute: of a request's hit (its leading run of h blocks, `src` their tiers,
     `hit_tokens` their tokens), how many leading blocks to use, the rest recomputed with its
     misses: the cut (0 ≤ cut ≤ h) whose prefill iteration ends soonest, ties to the larger
@@ -137,6 +177,7 @@ def best_cut(src, hit_tokens, booked, links, now: int, L: int, block_bytes: int,
     b = np.full(len(cuts), B, dtype=np.int64)
     for q in set(src) - {0}:
         lk = links[q]
+        assert lk is not None  # every tier below HBM (q > 0) has its link
         on = sv == q
         n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
         land = np.zeros(h + 1, dtype=np.int64)
@@ -159,41 +200,44 @@ def clairvoyant(policy: str) -> bool:
 
 
 class TieredCache:
-    def __init__(self, ids, tokens, caps, evictions, *, move=False, through=False, admission="always",
-                 min_reuse=1, pin=True, protect=False, next_pos=None, later=None, parent=None,
-                 where_name="the prefix cache"):
+    def __init__(self, ids: Sequence[int], tokens: Sequence[int], caps: Sequence[int], evictions: Sequence[str], *,
+                 move: bool = False, through: bool = False, admission: str = "always", min_reuse: int = 1,
+                 pin: bool = True, protect: bool = False, next_pos: Sequence[int] | None = None,
+                 later: Sequence[int] | None = None, parent: dict[int, int | None] | None = None,
+                 where_name: str = "the prefix cache") -> None:
         self.ids, self.tok = ids, tokens
         self.nxt, self.later, self.min_reuse = next_pos, later, min_reuse
         self.K = K = len(caps)
         self.caps = list(caps)
         self.evictions = list(evictions)
         self.move, self.through = move, through
-        self.seen = set() if admission == "second_hit" else None
-        self.next_use: dict = {}
-        self.ev = [make_policy(e, where_name, parent=parent, next_use=self.next_use) for e in evictions]
+        self.seen: set[int] | None = set() if admission == "second_hit" else None
+        self.next_use: dict[int, int] = {}
+        self.ev: list[Policy[int]] = [make_policy(e, where_name, parent=parent, next_use=self.next_use) for e in evictions]
         self.reindex = [k for k in range(K) if self.ev[k].reindex]
         self.clairvoyant = {k for k in range(K) if clairvoyant(evictions[k])}
-        self.where: dict = {}             # block -> bit mask of the tiers holding it
+        self.where: dict[int, int] = {}   # block -> bit mask of the tiers holding it
         self.size, self.peak = [0] * K, [0] * K
         self.hit_blocks, self.hit_tokens, self.hit_req = [0] * K, [0] * K, [0] * K
         self.written, self.demoted, self.evicted = [0] * K, [0] * K, [0] * K
-        self.pins: dict = {}              # block -> running requests holding it in HBM
-        self.held: dict = {}              # request -> its pinned blocks
-        self.protect: set = set()         # blocks no tier evicts (prefetch's look-ahead)
-        held = self.pins if pin and not policy_class(evictions[0]).ignores_pins else NO_PINS
-        self.top_hold = Either(held, self.protect) if protect else held
-        self.low_hold = self.protect if protect else NO_PINS
-        self.on_evict = None
+        self.pins: dict[int, int] = {}    # block -> running requests holding it in HBM
+        self.held: dict[int, list[int]] = {}  # request -> its pinned blocks
+        self.protect: set[int] = set()    # blocks no tier evicts (prefetch's look-ahead)
+        held: Container[int] = self.pins if pin and not policy_class(evictions[0]).ignores_pins else NO_PINS
+        self.top_hold: Container[int] = Either(held, self.protect) if protect else held
+        self.low_hold: Container[int] = self.protect if protect else NO_PINS
+        self.on_evict: Callable[[int, int], object] | None = None
         self.pos = 0                      # the position being placed (for a log)
 
     # --- lookup --------------------------------------------------------------------------------
-    def lookup(self, s: int, e: int, queued=None, take=None) -> list:
+    def lookup(self, s: int, e: int, queued: Container[int] | None = None,
+               take: Callable[[int], int] | None = None) -> list[int]:
         """The tiers serving positions s.. (the leading run resident somewhere), counted as hits.
         `queued`/`take`: blocks whose copy up is still queued (prefetch) are served by the tier
         `take(b)` names."""
         ids, tok = self.ids, self.tok
         wget, hit_blocks, hit_tokens = self.where.get, self.hit_blocks, self.hit_tokens
-        src = []
+        src: list[int] = []
         add = src.append
         p = s
         while p < e:
@@ -203,6 +247,7 @@ class TieredCache:
                 break
             k = (m & -m).bit_length() - 1
             if queued and b in queued:
+                assert take is not None  # given with `queued`
                 k = take(b)
             add(k)
             hit_blocks[k] += 1
@@ -212,7 +257,7 @@ class TieredCache:
             self.hit_req[k] += 1
         return src
 
-    def matched(self, blocks) -> list:
+    def matched(self, blocks: Iterable[int]) -> list[int]:
         """Per tier, how many of the leading resident run of `blocks` it would serve; counts
         nothing (a router's look at an instance)."""
         out = [0] * self.K
@@ -224,15 +269,15 @@ class TieredCache:
             out[(m & -m).bit_length() - 1] += 1
         return out
 
-    def occupancy(self) -> list:
+    def occupancy(self) -> list[int]:
         return self.size[:]
 
-    def original(self, b):
+    def original(self, b: int) -> int:
         """The stream's own id of block b (the same here; the compiled cache's are dense)."""
         return b
 
     # --- placement (rules 2-4) -----------------------------------------------------------------
-    def place_request(self, r, s, e, h, src):
+    def place_request(self, r: int, s: int, e: int, h: int, src: Sequence[int]) -> None:
         ids, where, pins = self.ids, self.where, self.pins
         nxt, later, seen = self.nxt, self.later, self.seen
         wget, pget, place = where.get, pins.get, self.place
@@ -272,7 +317,7 @@ class TieredCache:
         if seen is not None:
             seen.update(ids[s:e])
 
-    def finish(self, r):
+    def finish(self, r: int) -> None:
         """Request r ended: its pins go."""
         pins = self.pins
         for b in self.held.pop(r, ()):
@@ -283,12 +328,12 @@ class TieredCache:
                 del pins[b]
         self.unpin()
 
-    def unpin(self):
+    def unpin(self) -> None:
         """Pins or protections went: every tier's policy may take set-aside blocks back."""
         for ev in self.ev:
             ev.unpin()
 
-    def set_protect(self, blocks):
+    def set_protect(self, blocks: Iterable[int]) -> None:
         """The protected blocks are `blocks` now (the policies told when some were released)."""
         protect = self.protect
         old = len(protect)
@@ -297,12 +342,12 @@ class TieredCache:
         if len(protect) < old or old:
             self.unpin()
 
-    def copy_up(self, s: int, e: int, t: int) -> dict:
+    def copy_up(self, s: int, e: int, t: int) -> dict[int, list[int]]:
         """Prefetch: the leading resident run of positions s.. that sits only below tier t is
         copied up into it (moved, with promote = move). Returns source tier -> its blocks, in
         the order met."""
         ids, wget = self.ids, self.where.get
-        fetch: dict = {}
+        fetch: dict[int, list[int]] = {}
         for p in range(s, e):
             b = ids[p]
             m = wget(b)
@@ -319,16 +364,16 @@ class TieredCache:
             fetch.setdefault(k, []).append(b)
         return fetch
 
-    def protect_ranges(self, ranges):
+    def protect_ranges(self, ranges: Iterable[tuple[int, int]]) -> None:
         """set_protect over the blocks at positions s..e-1 of each (s, e)."""
         ids = self.ids
         self.set_protect([b for s, e in ranges for b in ids[s:e]])
 
-    def use(self, k, b):
+    def use(self, k: int, b: int) -> None:
         if k not in self.reindex:  # a clairvoyant tier was told of the use as the step began
             self.ev[k].touch(b)
 
-    def drop(self, k, v) -> int:
+    def drop(self, k: int, v: int) -> int:
         """Block v leaves tier k: the tiers still holding it (a bit mask, 0 for none)."""
         self.ev[k].remove(v)
         self.size[k] -= 1
@@ -339,7 +384,7 @@ class TieredCache:
             del self.where[v]
         return m
 
-    def place(self, k, b):
+    def place(self, k: int, b: int) -> None:
         """Put b, not resident in tier k, into it. A loop, not recursion: an eviction's victim
         goes on down (write-back) after b is in; each step changes only its own tier, so the
         order is the same as placing the victim first."""
@@ -347,7 +392,7 @@ class TieredCache:
         ev, written, peak, on_evict = self.ev, self.written, self.peak, self.on_evict
         while True:
             e_k = ev[k]
-            cascade = False
+            down: int | None = None  # the victim, when it goes on down a tier (write-back)
             if size[k] >= caps[k]:
                 v = e_k.victim(self.top_hold if k == 0 else self.low_hold)
                 if v is not None and k in self.clairvoyant and self.next_use[b] >= self.next_use[v]:
@@ -368,14 +413,15 @@ class TieredCache:
                     where[v] = m
                 else:
                     del where[v]
-                cascade = not through and k + 1 < K and not m >> (k + 1)
+                if not through and k + 1 < K and not m >> (k + 1):
+                    down = v
             e_k.insert(b)
             where[b] = where.get(b, 0) | (1 << k)
             size[k] += 1
             written[k] += 1
             if size[k] > peak[k]:
                 peak[k] = size[k]
-            if not cascade:
+            if down is None:
                 return
             self.demoted[k + 1] += 1
-            b, k = v, k + 1
+            b, k = down, k + 1

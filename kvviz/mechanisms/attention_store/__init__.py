@@ -9,6 +9,8 @@ another policy's timeline is one `--set trace_policy=lru` away.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...requests.extent import extent
@@ -49,13 +51,13 @@ GENERATOR_FIELDS = ("conversations", "multi_turn_share", "mean_turns_multi", "ma
                     "output_tokens_mean", "tokens_sigma", "max_turn_tokens", "think_time_mean_s")
 
 
-def inactive(data: dict) -> dict[str, str]:
-    out = {}
+def inactive(data: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
     w = data.get("workload")
     if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
         out = {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
 
-    def get(section, field, default):
+    def get(section: str, field: str, default: object) -> Any:
         d = data.get(section)
         return d.get(field, default) if isinstance(d, dict) else default
 

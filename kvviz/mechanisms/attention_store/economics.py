@@ -22,14 +22,53 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Protocol
+
 import numpy as np
 
-from .model import GB
+from .model import GB, AttentionStoreScenario
+
+
+class _Work(Protocol):
+    """The batcher's GPU accounting (kvviz/serving/batching.py, or its compiled twin)."""
+    @property
+    def gpu_ns(self) -> Sequence[float]: ...
+    @property
+    def busy_ns(self) -> int: ...
+    @property
+    def prefill_ns(self) -> int: ...
+    @property
+    def load_wait_ns(self) -> int: ...
+
+
+class _Stores(Protocol):
+    @property
+    def stores(self) -> bool: ...
+
+
+class _Capacities(Protocol):
+    @property
+    def dram_cap(self) -> int: ...
+    @property
+    def ssd_cap(self) -> int: ...
+
+
+class _Run(Protocol):
+    """What the costs read of a run (serving.Run)."""
+    @property
+    def batcher(self) -> _Work: ...
+    @property
+    def sc(self) -> AttentionStoreScenario: ...
+    @property
+    def store(self) -> _Stores: ...
+    @property
+    def prep(self) -> _Capacities: ...
 
 HOUR_S = 3600.0
 
 
-def work_and_cost(run, makespan_s: float) -> dict:
+def work_and_cost(run: _Run, makespan_s: float) -> dict[str, Any]:
     """Per-policy metrics of GPU time as work, phase shares and cost."""
     g, sc = run.batcher, run.sc
     per_job = np.asarray(g.gpu_ns, dtype=np.float64)
@@ -64,9 +103,9 @@ def work_and_cost(run, makespan_s: float) -> dict:
     }
 
 
-def versus(m: dict, baseline: dict) -> None:
+def versus(m: dict[str, Any], baseline: dict[str, Any]) -> None:
     """Add the gains over recompute (in place)."""
-    def ratio(key):
+    def ratio(key: str) -> float | None:
         return baseline[key] / m[key] if m[key] else None
 
     m["gpu_time_speedup_vs_recompute"] = ratio("gpu_time_s")

@@ -5,7 +5,7 @@ simulation converts them once to integer bytes and nanoseconds.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -82,7 +82,7 @@ class Model(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_preset(cls, data):
+    def _fill_preset(cls, data: Any) -> Any:
         return with_preset(data)
 
     @property
@@ -148,7 +148,7 @@ class Hardware(Section):
                               description="Storage block (vLLM-like); a session occupies whole blocks")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.hbm_reserve_gb_per_gpu >= self.hbm_gb_per_gpu:
             raise FieldError("hbm_reserve_gb_per_gpu", f"{self.hbm_reserve_gb_per_gpu:g} GB leaves "
                                                               f"nothing of hbm_gb_per_gpu ({self.hbm_gb_per_gpu:g} GB)")
@@ -284,7 +284,7 @@ class AttentionStoreScenario(ScenarioBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _hardware_of_the_model(cls, data):
+    def _hardware_of_the_model(cls, data: Any) -> Any:
         # The model preset supplies [hardware] defaults (gpus, mfu), and free HBM not given is
         # computed from the GPUs and the weights; anything written in the file or by --set wins.
         if not isinstance(data, dict) or not isinstance(data.get("model", {}), dict) \
@@ -303,7 +303,7 @@ class AttentionStoreScenario(ScenarioBase):
         return {**data, "hardware": hw}
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         for i, p in enumerate(self.policies):
             if p not in PLACEMENTS:
                 raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(PLACEMENTS)})")

@@ -9,6 +9,8 @@ field declared unread, changed, leaves that part's output unchanged.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...errors import ScenarioError
@@ -17,10 +19,15 @@ from ...runs import Part, Plan, key_of
 from ...serving.arrivals import mean_turns
 from ...serving.overload import overload_note
 from .costs import DISPATCH_S_PER_TURN, s_per_turn, workload_s_per_turn
+from .model import AttentionStoreScenario
 from .serving import Prepared, Run, round_metrics, versus
 from .sizing import sizing
 from .workload import MAX_TURNS, workload_of
 from .workload_figures import workload_figures
+
+# A part's output: the workload part's figures (a dict), or a run's (metrics, its trace if recorded, the
+# drawn job's details, events): which one, the part's name says, so the plan's type cannot
+Output = Any
 
 # Fields that say which parts exist rather than what one computes: each run's key names its own
 # policy, truncation mode and whether it records the trace instead.
@@ -51,7 +58,7 @@ def _other(mode: str) -> str:
     return "coupled" if mode == "decoupled" else "decoupled"
 
 
-def unread(sc, name: str) -> tuple[str, ...]:
+def unread(sc: AttentionStoreScenario, name: str) -> tuple[str, ...]:
     """The fields (dotted paths; a section stands for all its fields) part `name` never reads."""
     if name == "workload":
         return (*PLAN_FIELDS[:3], *RECORDED_ONLY, *RUN_ONLY)
@@ -63,21 +70,21 @@ def _run_unread(policy: str, record: bool) -> tuple[str, ...]:
     return (*PLAN_FIELDS, *NOT_READ_BY.get(policy, ()), *(() if record else RECORDED_ONLY))
 
 
-def _run_key(sc, policy: str, mode: str, record: bool) -> str:
+def _run_key(sc: AttentionStoreScenario, policy: str, mode: str, record: bool) -> str:
     """The key of one policy's run: what it reads, its policy, mode and recording."""
     return key_of(sc, _run_unread(policy, record), part="run", policy=policy, mode=mode, record=record)
 
 
-def _runs(sc) -> dict[str, tuple[str, str, bool]]:
+def _runs(sc: AttentionStoreScenario) -> dict[str, tuple[str, str, bool]]:
     """Part name -> (policy, truncation mode, records the trace)."""
     mode = sc.serving.truncation
-    out = {p: (p, mode, p == sc.trace_policy) for p in sc.policies}
+    out: dict[str, tuple[str, str, bool]] = {p: (p, mode, p == sc.trace_policy) for p in sc.policies}
     if sc.serving.compare_truncation:
         out[TRUNCATION] = (sc.trace_policy, _other(mode), False)
     return out
 
 
-def parts_of(sc, keyed: bool = True) -> list[Part]:
+def parts_of(sc: AttentionStoreScenario, keyed: bool = True) -> list[Part]:
     """The plan's parts (each one's cost: its seconds per turn); without their keys (hashing the
     inputs) when `keyed` is False."""
     parts = [Part("workload", key_of(sc, unread(sc, "workload"), part="workload") if keyed else "",
@@ -88,14 +95,14 @@ def parts_of(sc, keyed: bool = True) -> list[Part]:
     return parts
 
 
-def plan(sc) -> Plan:
+def plan(sc: AttentionStoreScenario) -> Plan[AttentionStoreScenario, Prepared, Output]:
     parts = parts_of(sc)
     return Plan(tuple(parts), prepare, run_part, combine, scale=lambda prep: len(prep.wl),
                 dispatch=DISPATCH_S_PER_TURN,
                 strip=lambda out: (out[0], None, {}, out[3]))
 
 
-def prepare(sc) -> Prepared:
+def prepare(sc: AttentionStoreScenario) -> Prepared:
     wl = workload_of(sc)
     if len(wl) > MAX_TURNS:
         raise ScenarioError(f"too large to simulate: {len(wl):,} turns (limit {MAX_TURNS:,})",
@@ -106,7 +113,7 @@ def prepare(sc) -> Prepared:
     return Prepared(sc, wl)
 
 
-def run_part(sc, prep: Prepared, name: str, engine: str = "auto"):
+def run_part(sc: AttentionStoreScenario, prep: Prepared, name: str, engine: str = "auto") -> Output:
     """One part's output. A run: (its metrics, its trace if recorded, the drawn job's details,
     events), by `engine` (serving._compiled; kvviz.calibration's probe asks for the reference).
     The workload: the figures and formulas that come before any policy."""
@@ -117,7 +124,7 @@ def run_part(sc, prep: Prepared, name: str, engine: str = "auto"):
     return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
 
 
-def gpu_setup(sc) -> dict:
+def gpu_setup(sc: AttentionStoreScenario) -> dict[str, Any]:
     """The GPU group and host links the run used (metrics.gpu): free HBM as used, and as the
     preset and hardware compute it (they differ only when hardware.hbm_free_gb is given)."""
     m, h = sc.model, sc.hardware
@@ -127,10 +134,10 @@ def gpu_setup(sc) -> dict:
             "host_link_gbps": h.host_link_gbps, "host_links": h.host_links, "host_bw_gbps": h.host_bw_gbps}
 
 
-def _workload(sc, prep: Prepared) -> dict:
+def _workload(sc: AttentionStoreScenario, prep: Prepared) -> dict[str, Any]:
     wl, g = prep.wl, prep.gpu
     first = int((wl.turn == 0).sum())
-    arrivals = {"rule": sc.serving.arrivals}
+    arrivals: dict[str, str | float] = {"rule": sc.serving.arrivals}
     if sc.serving.arrivals == "conversation_poisson":
         mt = mean_turns(wl)
         arrivals.update(turns_per_s=sc.workload.arrival_rate_per_s, mean_turns_per_conversation=mt,
@@ -166,11 +173,11 @@ def _workload(sc, prep: Prepared) -> dict:
     }
 
 
-def _trunc_summary(m):
+def _trunc_summary(m: dict[str, Any]) -> dict[str, Any]:
     return {k: m[k] for k in ("hit_rate", "overflow_jobs", "overflow_hit_rate", "prefill_gpu_s", "mean_ttft_ms")}
 
 
-def combine(sc, outputs: dict) -> Result | None:
+def combine(sc: AttentionStoreScenario, outputs: dict[str, Output]) -> Result | None:
     """The Result of the parts in `outputs`: every listed policy that has run (in the scenario's
     order); None until the workload and the recorded run are in."""
     w, traced = outputs.get("workload"), outputs.get(sc.trace_policy)
@@ -180,7 +187,7 @@ def combine(sc, outputs: dict) -> Result | None:
     mode, other = sc.serving.truncation, _other(sc.serving.truncation)
     raw = {p: outputs[p][0] for p in sc.policies if p in outputs}
     per_policy = {name: versus(m, raw.get("recompute")) for name, m in raw.items()}
-    truncation = {mode: _trunc_summary(per_policy[sc.trace_policy])}
+    truncation: dict[str, dict[str, Any]] = {mode: _trunc_summary(per_policy[sc.trace_policy])}
     if TRUNCATION in outputs and TRUNCATION in runs:
         truncation[other] = _trunc_summary(outputs[TRUNCATION][0])
     f = w["formulas"]

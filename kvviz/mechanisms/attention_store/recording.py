@@ -7,7 +7,10 @@ A span's or an instant's fact is nine ints after the row's own (`add_span_facts`
 """
 from __future__ import annotations
 
-from ...trace import INSTANT_KINDS, SPAN_KINDS, TIERS
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ...trace import INSTANT_KINDS, SPAN_KINDS, TIERS, TraceBuilder
 
 U = -1  # a fact not known
 
@@ -22,15 +25,15 @@ def _jobs(n: int) -> str:
     return f"{n} job{'s' * (n > 1)}"
 
 
-class Labels(dict):
+class Labels(dict[Hashable, int]):
     """Label ids by what their text is made of: `fmt(key)` is registered with the builder the
     first time a key is asked for."""
 
-    def __init__(self, tb, fmt):
+    def __init__(self, tb: TraceBuilder, fmt: Callable[[Any], str]) -> None:
         super().__init__()
         self.tb, self.fmt = tb, fmt
 
-    def __missing__(self, key):
+    def __missing__(self, key: Hashable) -> int:
         self[key] = i = self.tb.label(self.fmt(key))
         return i
 
@@ -38,7 +41,7 @@ class Labels(dict):
 class RunLabels:
     """The labels of a run's spans."""
 
-    def __init__(self, tb):
+    def __init__(self, tb: TraceBuilder) -> None:
         self.prefill = Labels(tb, lambda n: f"prefill · {_jobs(n)}")
         self.decode = Labels(tb, lambda nk: f"decode · {_jobs(nk[0])} × {nk[1]} iterations")
         self.load = Labels(tb, lambda n: f"load history of {_jobs(n)}")

@@ -6,12 +6,20 @@ All follow from the scenario's model and hardware; nothing here is fitted to tho
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...serving.roofline import Roofline
+    from .model import AttentionStoreScenario
+
 TOKENS = 2048  # the paper's example: a 2K-token context
 
 
-def sizing(sc, gpu) -> dict:
+def sizing(sc: AttentionStoreScenario, gpu: Roofline) -> dict[str, float]:
     """`gpu`: the run's roofline (kvviz.serving.roofline.Roofline)."""
     h, kv = sc.hardware, sc.model.kv_bytes_per_token
+    hbm_free_gb = h.hbm_free_gb
+    assert hbm_free_gb is not None  # a validated scenario has it (AttentionStoreScenario._check refuses None)
     prefill_s = gpu.prefill_ns(TOKENS) / 1e9
     # KV written per second while the GPU prefills flat out (compute-bound, at the calibrated MFU)
     fill_bps = TOKENS * kv / prefill_s
@@ -21,7 +29,7 @@ def sizing(sc, gpu) -> dict:
         "load_2k_ms": TOKENS * kv / (h.host_bw_gbps * 1e9) * 1e3,
         "prefill_2k_ms": prefill_s * 1e3,
         "kv_fill_gbps": fill_bps / 1e9,
-        "hbm_fill_s": h.hbm_free_gb * 1e9 / fill_bps,
+        "hbm_fill_s": hbm_free_gb * 1e9 / fill_bps,
         # The time the same flat-out KV takes to fill host DRAM (hardware.dram_gb) once it spills out of
         # HBM: the paper's "512 GB of host memory buys < 1 minute" is this at dram_gb = 512. Closed form
         # (capacity over rate), not an event of the run: at the run's own arrivals DRAM fills at the

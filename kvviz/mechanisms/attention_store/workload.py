@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from ...errors import ScenarioError
 from ...requests import conversation_log, conversations
 from ...requests.conversations import NS_PER_S, Conversations
 from ...serving.arrivals import conversation_poisson, interleaved, saturated
+
+if TYPE_CHECKING:
+    from .model import AttentionStoreScenario, Workload
 
 # Above this many turns a run is refused up front (each turn costs a few µs per policy).
 MAX_TURNS = 3_000_000
@@ -27,7 +31,7 @@ def _lognormal(rng: np.random.Generator, mean: float, sigma: float, n: int, cap:
     return np.clip(np.rint(rng.lognormal(mu, sigma, n)), 1, cap).astype(np.int64)
 
 
-def synthetic(w) -> Conversations:
+def synthetic(w: Workload) -> Conversations:
     """ShareGPT-shaped conversations (parameters: the scenario's `workload` section).
 
     Assumptions, each a parameter: conversations start as a Poisson process (the paper's);
@@ -67,12 +71,12 @@ def load_trace(path: str | Path) -> Conversations:
     return conversation_log.read(path)
 
 
-def expected_turns(w) -> float:
+def expected_turns(w: Workload) -> float:
     """Turns the synthetic generator makes, on average."""
     return w.conversations * (1 + w.multi_turn_share * (w.mean_turns_multi - 1))
 
 
-def workload_of(sc):
+def workload_of(sc: AttentionStoreScenario) -> Conversations:
     """The turns `sc` (an AttentionStoreScenario) serves: its trace file's or the generator's,
     released by its `serving.arrivals` rule."""
     w = sc.workload

@@ -7,9 +7,14 @@ ignoring service time).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import native
+
+if TYPE_CHECKING:
+    from .serving import Prepared
 
 
 def _distinct_between(conv_in_order: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
@@ -18,13 +23,13 @@ def _distinct_between(conv_in_order: np.ndarray, pairs: list[tuple[int, int]]) -
     n = len(conv_in_order)
     tree = [0] * (n + 1)
 
-    def add(i, v):
+    def add(i: int, v: int) -> None:
         i += 1
         while i <= n:
             tree[i] += v
             i += i & -i
 
-    def prefix(i):  # sum over positions < i
+    def prefix(i: int) -> int:  # sum over positions < i
         s = 0
         while i > 0:
             s += tree[i]
@@ -51,7 +56,9 @@ def distinct_between(conv_in_order: np.ndarray, left: np.ndarray, right: np.ndar
     """`_distinct_between` of the pairs (left[i], right[i]): compiled where the engine is."""
     nat = native.engine()
     if nat is not None:
-        return nat.distinct_between(*(np.ascontiguousarray(a, dtype=np.int64) for a in (conv_in_order, left, right)))
+        got: np.ndarray = nat.distinct_between(*(np.ascontiguousarray(a, dtype=np.int64)
+                                                for a in (conv_in_order, left, right)))
+        return got
     pairs = list(zip(left.tolist(), right.tolist()))
     return _distinct_between(conv_in_order, pairs) if pairs else np.zeros(0, dtype=np.int64)
 
@@ -59,7 +66,7 @@ def distinct_between(conv_in_order: np.ndarray, left: np.ndarray, right: np.ndar
 REACHED = 0.01  # history_share_max reads a turn number only if this share of the conversations reach it
 
 
-def history_shares(prep) -> dict:
+def history_shares(prep: Prepared) -> dict[str, float | int | None]:
     """The paper's Figure 4(a) (seed 003: "historical tokens are > 99% of a later turn's tokens"):
     for each turn number after the first, the mean history tokens (kept in the context after
     truncation: what recompute prefills again and a cache hit loads) over the mean history plus
@@ -87,7 +94,7 @@ def history_shares(prep) -> dict:
             "history_share_max_turn": best[1] if best else None}
 
 
-def workload_figures(prep, coupled: bool) -> dict:
+def workload_figures(prep: Prepared, coupled: bool) -> dict[str, float | int | None]:
     wl = prep.wl
     n = len(wl)
     if n == 0:

@@ -8,8 +8,14 @@ Imports nothing beyond the standard library (and the requests' source hash, the 
 compiles in), so the lean replay path stays free of numpy."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from typing_extensions import Buffer
 
 from ...requests.native import SUFFIXES, source_hash
 
@@ -18,8 +24,16 @@ REBUILD = "`make native` rebuilds it"
 FALLBACK = "LRU runs in numpy (stack distances) and the Python engine instead, slower"
 
 
+class PrefixLru(Protocol):
+    """The compiled module's functions (their interface: _prefix_lru.pyi)."""
+    def id_range(self, ids: Buffer | np.ndarray) -> tuple[int, int]: ...
+    def distinct(self, ids: Buffer | np.ndarray, k: int) -> int: ...
+    def lru_counts(self, ids: Buffer | np.ndarray, counts: Buffer | np.ndarray, capacities: Iterable[int | None], pin: bool, k: int
+                   ) -> list[tuple[int, int]]: ...
+
+
 @cache
-def _load():
+def _load() -> tuple[PrefixLru | None, str]:
     """(the module, "") where it can run, else (None, why not)."""
     try:
         from . import _prefix_lru
@@ -34,7 +48,7 @@ def _load():
     return _prefix_lru, ""
 
 
-def prefix_lru():
+def prefix_lru() -> PrefixLru | None:
     """The compiled module (lru_counts, id_range, distinct), or None."""
     return _load()[0]
 

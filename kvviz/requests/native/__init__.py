@@ -11,8 +11,22 @@ Imports no numpy (nor does the scanner): `scanned` serves the lean `kvviz replay
 from __future__ import annotations
 
 import hashlib
+from array import array
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    # the scanner's arrays: lines, timestamps, input_length, output_length, ids per record, ids
+    Scanned = tuple[array[int], array[int], array[int], array[int], array[int], array[int]]
+
+
+class Scan(Protocol):
+    """_mooncake.scan (its interface: _mooncake.pyi)."""
+    def __call__(self, data: Buffer, max_records: int, max_ids: int, block_tokens: int = 0,
+                 in_order: bool = False) -> Scanned | None: ...
 
 HERE = Path(__file__).parent
 SUFFIXES = (".pyx", ".pxi", ".pxd")
@@ -28,7 +42,7 @@ def source_hash(folder: Path) -> str:
 
 
 @cache
-def scanner():
+def scanner() -> Scan | None:
     """_mooncake.scan, or None."""
     try:
         from . import _mooncake
@@ -39,7 +53,7 @@ def scanner():
     return _mooncake.scan
 
 
-def scanned(data: bytes):
+def scanned(data: bytes) -> Scanned | None:
     """A Mooncake trace's bytes as the scanner's array('q')s (lines, timestamps, input_length,
     output_length, ids per record, ids), where the file is in its grammar, every record's ids
     agree with its input_length and the times never go back: the records the strict reader would

@@ -6,7 +6,7 @@ policy".
 """
 from __future__ import annotations
 
-from .base import (  # noqa: F401
+from .base import (
     DESCRIPTIONS,
     EVICTION_POLICIES,
     FACTS,
@@ -21,6 +21,9 @@ from .base import (  # noqa: F401
     policy_class,
     register,
 )
+
+__all__ = ["DESCRIPTIONS", "EVICTION_POLICIES", "FACTS", "NO_PINS", "HeapPolicy", "Policy", "PolicyRefused",
+           "descriptions", "ignore", "make", "needs", "policy_class", "register"]
 
 # Importing a policy's file registers it (this order = the order in schemas and messages).
 # isort: off

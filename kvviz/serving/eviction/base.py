@@ -25,11 +25,15 @@ A mechanism that cannot give a fact refuses the policy by name (`make(..., where
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Hashable, Iterator, Mapping
 from heapq import heappop, heappush
+from typing import Any, Generic, TypeVar
 
-EVICTION_POLICIES: dict[str, type] = {}
-NO_PINS = frozenset()
+K = TypeVar("K", bound=Hashable)  # a policy's keys: block ids, session ids, object ids
+P = TypeVar("P", bound="type[Policy[Any]]")
+
+EVICTION_POLICIES: dict[str, type[Policy[Any]]] = {}
+NO_PINS: frozenset[Any] = frozenset()
 FACTS = ("next_use", "parent")
 
 
@@ -37,24 +41,24 @@ class PolicyRefused(ValueError):
     """A policy unknown, or needing a fact the mechanism running it cannot give."""
 
 
-def register(name: str):
+def register(name: str) -> Callable[[P], P]:
     """Class decorator: the policy is known by `name` everywhere a policy is chosen."""
-    def deco(cls):
+    def deco(cls: P) -> P:
         cls.name = name
         EVICTION_POLICIES[name] = cls
         return cls
     return deco
 
 
-def ignore(key):
+def ignore(key: object) -> None:
     """A call that changes nothing (a use, for a policy uses do not reorder)."""
 
 
-class Policy:
+class Policy(Generic[K]):
     name = "?"
     description = ""             # the one line the CLI and the scenario reference show
-    object_description = None    # the object replay's line, if not `description` with objects for blocks
-    needs: frozenset = frozenset()  # of FACTS
+    object_description: str | None = None  # the object replay's line, if not `description` with objects for blocks
+    needs: frozenset[str] = frozenset()  # of FACTS
     ignores_pins = False         # may evict a pinned key (the clairvoyant reference does)
 
     @property
@@ -64,37 +68,37 @@ class Policy:
     # the engines' name for it: told of a new next use wherever the key is resident
     reindex = clairvoyant
 
-    def __init__(self, **facts):
+    def __init__(self, **facts: Any) -> None:
         pass
 
-    def insert(self, key) -> None:
+    def insert(self, key: K) -> None:
         raise NotImplementedError
 
-    def touch(self, key) -> None:
+    def touch(self, key: K) -> None:
         raise NotImplementedError
 
-    def remove(self, key) -> None:
+    def remove(self, key: K) -> None:
         raise NotImplementedError
 
-    def victim(self, pinned):
+    def victim(self, pinned: Container[K]) -> K | None:
         raise NotImplementedError
 
     def unpin(self) -> None:
         pass
 
 
-def needs(name: str) -> frozenset:
+def needs(name: str) -> frozenset[str]:
     return policy_class(name).needs
 
 
-def policy_class(name: str) -> type:
+def policy_class(name: str) -> type[Policy[Any]]:
     cls = EVICTION_POLICIES.get(name)
     if cls is None:
         raise PolicyRefused(f"unknown eviction policy {name!r} (one of: {', '.join(EVICTION_POLICIES)})")
     return cls
 
 
-def make(name: str, where: str = "", **facts) -> Policy:
+def make(name: str, where: str = "", **facts: Any) -> Policy[Any]:
     """A fresh policy `name` given the facts the caller has (None or absent: it cannot give it);
     refused by name when it needs one the caller (`where`) cannot give."""
     cls = policy_class(name)
@@ -110,47 +114,47 @@ def descriptions() -> dict[str, str]:
     return {n: c.description for n, c in EVICTION_POLICIES.items()}
 
 
-class _Descriptions(Mapping):
+class _Descriptions(Mapping[str, str]):
     """name -> description of every policy registered so far: a live view of the registry."""
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> str:
         return EVICTION_POLICIES[name].description
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(EVICTION_POLICIES)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(EVICTION_POLICIES)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(descriptions())
 
 
 DESCRIPTIONS = _Descriptions()
 
 
-class HeapPolicy(Policy):
+class HeapPolicy(Policy[K]):
     """A lazy min-heap of (key, ...) entries: stale entries (`stale`) are dropped when they
     reach the top; pinned ones are set aside until `unpin`."""
 
-    def __init__(self, **facts):
-        self.heap: list = []
-        self.resident: set = set()
-        self.held: list = []  # entries of pinned keys, back on the heap when the pins go
+    def __init__(self, **facts: Any) -> None:
+        self.heap: list[tuple[float, K]] = []  # (the policy's order, key)
+        self.resident: set[K] = set()
+        self.held: list[tuple[float, K]] = []  # entries of pinned keys, back on the heap when the pins go
 
-    def remove(self, b):
+    def remove(self, b: K) -> None:
         self.resident.discard(b)
 
-    def unpin(self):
+    def unpin(self) -> None:
         for e in self.held:
             heappush(self.heap, e)
         self.held.clear()
 
-    def stale(self, key, b) -> bool:
+    def stale(self, key: float, b: K) -> bool:
         """Whether the entry (key, b) no longer stands for b (the policy's rule)."""
         raise NotImplementedError
 
-    def victim(self, pinned):
+    def victim(self, pinned: Container[K]) -> K | None:
         """The top entry that is not stale and not pinned; stale entries go, pinned ones are set
         aside until `unpin` (pins only grow until then)."""
         heap, held, stale = self.heap, self.held, self.stale

@@ -13,13 +13,15 @@ hash-chained trace (the conversation trace: equal at 100 to 20,000 blocks), so t
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from heapq import heappush
+from typing import Any
 
 from .base import HeapPolicy, register
 
 
 @register("belady")
-class Belady(HeapPolicy):
+class Belady(HeapPolicy[Hashable]):
     description = ("evicts the block whose next use is farthest, the entering one included (offline, clairvoyant; "
                    "ignores pins: the reference)")
     object_description = ("evicts the object whose next request is furthest away (offline, clairvoyant; the "
@@ -27,17 +29,17 @@ class Belady(HeapPolicy):
     needs = frozenset({"next_use"})
     ignores_pins = True
 
-    def __init__(self, next_use: dict, **facts):
+    def __init__(self, next_use: dict[Any, float], **facts: Any) -> None:
         super().__init__()
         self.next_use = next_use  # key -> its next use (shared, kept by the caller)
 
-    def insert(self, b):
+    def insert(self, b: Hashable) -> None:
         self.resident.add(b)
         heappush(self.heap, (-self.next_use[b], b))
 
-    def touch(self, b):
+    def touch(self, b: Hashable) -> None:
         heappush(self.heap, (-self.next_use[b], b))
 
-    def stale(self, key, b) -> bool:
+    def stale(self, key: float, b: Hashable) -> bool:
         """An entry is stale once its key left or its next use moved."""
         return b not in self.resident or -key != self.next_use[b]

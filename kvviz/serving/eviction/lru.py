@@ -3,12 +3,14 @@ the most recent; the victim is the least recent key not pinned."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Container
+from typing import Any
 
-from .base import Policy, register
+from .base import K, Policy, register
 
 
 @register("lru")
-class Lru(Policy):
+class Lru(Policy[K]):
     """The order is `held` (pinned keys set aside from its front, oldest first) followed by
     `order`: every held key precedes every key in `order`, since `order` only grows at its end.
     A use of a held key moves it to the end of `order`, as it would the whole order."""
@@ -16,36 +18,36 @@ class Lru(Policy):
     description = "evicts the block used longest ago"
     recency = True  # False: uses do not reorder (fifo.py)
 
-    def __init__(self, **facts):
-        self.order: OrderedDict = OrderedDict()
-        self.held: dict = {}  # set-aside pinned keys, in order (all pinned until `unpin`)
+    def __init__(self, **facts: Any) -> None:
+        self.order: OrderedDict[K, None] = OrderedDict()
+        self.held: dict[K, None] = {}  # set-aside pinned keys, in order (all pinned until `unpin`)
         order, held = self.order, self.held
         move, drop = order.move_to_end, order.__delitem__
         # the OrderedDict's own methods where they can be (engines call these for every
         # block): insert (b is never resident then), use, remove
-        self.insert = order.setdefault
+        self.insert = order.setdefault  # type: ignore[method-assign]  # per instance, for speed: its value (None) unread
 
-        def touch(b):
+        def touch(b: K) -> None:
             try:
                 move(b)
             except KeyError:  # set aside: back at the end of the order
                 del held[b]
                 order[b] = None
 
-        def remove(b):
+        def remove(b: K) -> None:
             try:
                 drop(b)
             except KeyError:
                 del held[b]
 
-        self.remove = remove
+        self.remove = remove  # type: ignore[method-assign,assignment]  # per instance: a closure over the dicts, for speed
         if self.recency:
-            self.touch = touch
+            self.touch = touch  # type: ignore[method-assign]  # per instance: as remove
 
-    def touch(self, b):  # fifo: a use changes nothing
+    def touch(self, b: K) -> None:  # fifo: a use changes nothing
         pass
 
-    def unpin(self):
+    def unpin(self) -> None:
         """Pins went: the set-aside keys go back to the front of the order, in their order."""
         held, order = self.held, self.order
         if held:
@@ -54,7 +56,7 @@ class Lru(Policy):
                 order.move_to_end(b, last=False)
             held.clear()
 
-    def victim(self, pinned):
+    def victim(self, pinned: Container[K]) -> K | None:
         """The first key of the order not pinned. Pinned keys met at the front are set aside
         (pins only grow until `unpin`), so each is walked once per unpin, not once per victim:
         a running request's blocks stay pinned in HBM until its last token, and walking them

@@ -18,6 +18,7 @@ from functools import cache
 from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
+from types import ModuleType
 
 from .sources import source_files, source_hash
 
@@ -40,10 +41,11 @@ def whole(path: Path) -> bool:
     wide = head[4] == 2  # ELFCLASS64: e_shoff is 8 bytes at 0x28, else 4 at 0x20
     (shoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x28 if wide else 0x20)
     shentsize, shnum = struct.unpack_from(end + "HH", head, 0x3A if wide else 0x2E)
-    return path.stat().st_size >= shoff + shentsize * shnum
+    table_end: int = shoff + shentsize * shnum  # struct.unpack's values are Any to the checker
+    return path.stat().st_size >= table_end
 
 
-def load_built(package: str, name: str, folder: Path, what: str):
+def load_built(package: str, name: str, folder: Path, what: str) -> tuple[ModuleType | None, str]:
     """(package.name, "") where that compiled module can run, else (None, why not), `what`
     naming it in the reason."""
     spec = find_spec(f"{package}.{name}")
@@ -62,11 +64,11 @@ def load_built(package: str, name: str, folder: Path, what: str):
 
 
 @cache
-def _load_block_cache():
+def _load_block_cache() -> tuple[ModuleType | None, str]:
     return load_built(__name__, "_block_cache", HERE, "the compiled block cache")
 
 
-def block_cache():
+def block_cache() -> tuple[ModuleType | None, str]:
     """(the compiled block cache module, "") or (None, why the Python one runs)."""
     if os.environ.get(ENV, "").strip().lower() == "python":
         return None, f"{ENV}=python"

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
+from types import ModuleType
 
 from ....serving.native import whole
 from .sources import source_files, source_hash
@@ -40,7 +42,7 @@ def _bad_choice() -> str:
 
 
 @cache
-def _load():
+def _load() -> tuple[ModuleType | None, str]:
     asked = choice()
     if asked == "python":
         return None, f"{ENV}=python: the Python reference engine runs"
@@ -53,7 +55,7 @@ def _load():
 
 
 @cache
-def _built():
+def _built() -> tuple[ModuleType | None, str]:
     """(the compiled module, "") where it can run, else (None, why not)."""
     spec = find_spec(f"{__name__}._engine")
     if spec is None or not spec.origin:
@@ -62,7 +64,9 @@ def _built():
     if not _whole(Path(spec.origin)):
         return None, f"the compiled engine's file is cut short ({REBUILD}): the Python reference engine runs"
     try:
-        from . import _engine
+        # a ModuleType, deliberately: its classes are the reference engine's twins, held equal to it by
+        # tests (tests/test_native_engine.py), not typed one by one
+        _engine = import_module(f"{__name__}._engine")
     except Exception as e:  # ImportError mostly; a module's init can raise anything (a numpy ABI change)
         why = (str(e).splitlines() or [type(e).__name__])[0]
         return None, f"the compiled engine does not load ({why}; {REBUILD}): the Python reference engine runs"
@@ -77,7 +81,7 @@ def _whole(path: Path) -> bool:
     return whole(path)
 
 
-def engine():
+def engine() -> ModuleType | None:
     """The compiled engine's module, or None: run the reference."""
     return _load()[0]
 

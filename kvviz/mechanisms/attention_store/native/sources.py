@@ -2,4 +2,6 @@
 compiled module; setup.py runs that file)."""
 from __future__ import annotations
 
-from ....serving.native.sources import SUFFIXES, source_files, source_hash  # noqa: F401
+from ....serving.native.sources import SUFFIXES, source_files, source_hash
+
+__all__ = ["SUFFIXES", "source_files", "source_hash"]

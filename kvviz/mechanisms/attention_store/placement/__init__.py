@@ -9,4 +9,6 @@ from __future__ import annotations
 
 # Importing the modules registers their classes (order = the order in schemas and messages).
 from . import belady, fifo, lru, recompute, scheduler_aware  # noqa: E402,F401
-from .base import PLACEMENTS, Placement, register  # noqa: F401
+from .base import PLACEMENTS, Placement, register
+
+__all__ = ["PLACEMENTS", "Placement", "register"]

@@ -7,20 +7,43 @@ list. The store does all the moving, timing and accounting, so policies stay a f
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
-from ....serving.eviction import make
+from ....serving.eviction import Policy, make
 
-PLACEMENTS: dict[str, type] = {}
+PLACEMENTS: dict[str, type[Placement]] = {}
+# a heap entry: (-key, ..., session), the last item the session
+E = TypeVar("E", bound=tuple[int, ...])
+P = TypeVar("P", bound="type[Placement]")
 
 NONE, DRAM, SSD, PREFETCHING = 0, 1, 2, 3  # where a session's KV lives (PREFETCHING: SSD→DRAM in flight)
 
 
-def register(name: str):
-    def deco(cls):
+def register(name: str) -> Callable[[P], P]:
+    def deco(cls: P) -> P:
         cls.name = name
         PLACEMENTS[name] = cls
         return cls
     return deco
+
+
+class StoreView(Protocol):
+    """What a policy reads of the store (store.Store), per session c: `where[c]` its tier, `running[c]`,
+    `key[c]` its next job's position in the look-ahead list and `next_time[c]` its next arrival
+    (INF: none), and the look-ahead window [lo, lo + L_ew)."""
+    @property
+    def where(self) -> list[int]: ...
+    @property
+    def running(self) -> list[bool]: ...
+    @property
+    def key(self) -> list[int]: ...
+    @property
+    def next_time(self) -> list[int]: ...
+    @property
+    def lo(self) -> int: ...
+    @property
+    def L_ew(self) -> int: ...
 
 
 class Placement:
@@ -28,7 +51,7 @@ class Placement:
     stores = True       # False: nothing is kept between turns (the recompute baseline)
     prefetches = False  # True: the run asks `may_evict_for` and prefetches from the job queue
 
-    def __init__(self, store):
+    def __init__(self, store: StoreView) -> None:
         self.store = store
 
     # Bookkeeping hooks: a session entered or left a tier, was hit in DRAM, was re-saved after
@@ -49,7 +72,8 @@ class Placement:
         raise NotImplementedError
 
 
-def furthest(heap: list, stale, floor: float, running: list, parked: dict) -> int:
+def furthest(heap: list[E], stale: Callable[[E], bool], floor: float, running: Sequence[bool],
+             parked: dict[int, list[E]]) -> int:
     """The session on top of a max-heap of (-key, ..., session) entries: its key above `floor`
     and the session not running, or -1. Stale entries (`stale(entry)`) are dropped on the way;
     running ones are parked (`parked[session]`) until `unpark` puts them back when the session's
@@ -75,7 +99,7 @@ def furthest(heap: list, stale, floor: float, running: list, parked: dict) -> in
     return -1
 
 
-def unpark(heap: list, parked: dict, c: int) -> None:
+def unpark(heap: list[E], parked: dict[int, list[E]], c: int) -> None:
     """Session c's job ended: its parked entries go back on the heap."""
     if c in parked:
         for e in parked.pop(c):
@@ -86,11 +110,11 @@ class Running:
     """The running sessions as a set of pins (`c in`), for the eviction policies' `victim`."""
     __slots__ = ("running",)
 
-    def __init__(self, running: list):
+    def __init__(self, running: Sequence[bool]) -> None:
         self.running = running
 
-    def __contains__(self, c):
-        return self.running[c]
+    def __contains__(self, c: object) -> bool:
+        return isinstance(c, int) and self.running[c]  # sessions are ints (`in` takes any object)
 
 
 class EvictionPlacement(Placement):
@@ -101,37 +125,37 @@ class EvictionPlacement(Placement):
 
     policy = "?"  # its name in the registry
 
-    def __init__(self, store):
+    def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         n = len(store.where)
-        self.tiers = {DRAM: make(self.policy, "AttentionStore's placement"),
+        self.tiers: dict[int, Policy[int]] = {DRAM: make(self.policy, "AttentionStore's placement"),
                       SSD: make(self.policy, "AttentionStore's placement")}
         self.member = {DRAM: [False] * n, SSD: [False] * n}
         self.pins = Running(store.running)
 
-    def on_insert(self, tier, c):
+    def on_insert(self, tier: int, c: int) -> None:
         if not self.member[tier][c]:
             self.member[tier][c] = True
             self.tiers[tier].insert(c)
 
-    def on_remove(self, tier, c):
+    def on_remove(self, tier: int, c: int) -> None:
         self.member[tier][c] = False
         self.tiers[tier].remove(c)
 
-    def on_hit(self, c):
+    def on_hit(self, c: int) -> None:
         self.on_access(DRAM, c)
 
-    def on_resave(self, c):
+    def on_resave(self, c: int) -> None:
         self.on_access(DRAM, c)
 
-    def on_access(self, tier, c):
+    def on_access(self, tier: int, c: int) -> None:
         if self.member[tier][c]:
             self.tiers[tier].touch(c)
 
-    def on_done(self, c):
+    def on_done(self, c: int) -> None:
         for p in self.tiers.values():
             p.unpin()
 
-    def victim(self, tier, before=-1):
+    def victim(self, tier: int, before: int = -1) -> int:
         v = self.tiers[tier].victim(self.pins)
         return -1 if v is None else v

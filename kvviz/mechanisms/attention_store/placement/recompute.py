@@ -1,4 +1,6 @@
 """The paper's baseline (RE): no KV is kept between turns; every turn re-prefills its history."""
+from __future__ import annotations
+
 from .base import Placement, register
 
 
@@ -6,5 +8,5 @@ from .base import Placement, register
 class Recompute(Placement):
     stores = False
 
-    def victim(self, tier, before=-1):
+    def victim(self, tier: int, before: int = -1) -> int:
         return -1

@@ -11,26 +11,28 @@ position; unprotected ones with a known position in a min-heap, moved over as th
 end (lo + L_ew) passes them. Heap entries are checked against `store.key` when popped, so a
 victim costs O(1) amortised plus a log factor, not a walk over the tier.
 """
+from __future__ import annotations
+
 import heapq
 from collections import OrderedDict
 
-from .base import DRAM, SSD, Placement, furthest, register, unpark
+from .base import DRAM, SSD, Placement, StoreView, furthest, register, unpark
 
 
 @register("scheduler_aware")
 class SchedulerAware(Placement):
     prefetches = True
 
-    def __init__(self, store):
+    def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         n = len(store.where)
         self.member = {DRAM: [False] * n, SSD: [False] * n}
         self.unprot: dict[int, OrderedDict[int, None]] = {DRAM: OrderedDict(), SSD: OrderedDict()}  # LRU first
         self.prot: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}      # (-key, c): furthest first
         self.pending: dict[int, list[tuple[int, int]]] = {DRAM: [], SSD: []}   # (key, c) of unprotected sessions with a listed next job
-        self.parked: dict[int, dict[int, list]] = {DRAM: {}, SSD: {}}  # running session -> its prot entries
+        self.parked: dict[int, dict[int, list[tuple[int, int]]]] = {DRAM: {}, SSD: {}}  # running session -> its prot entries
 
-    def _place(self, tier, c):
+    def _place(self, tier: int, c: int) -> None:
         k = self.store.key[c]
         if k < self.store.lo + self.store.L_ew:
             self.unprot[tier].pop(c, None)
@@ -41,37 +43,37 @@ class SchedulerAware(Placement):
             if k < (1 << 62):
                 heapq.heappush(self.pending[tier], (k, c))
 
-    def on_insert(self, tier, c):
+    def on_insert(self, tier: int, c: int) -> None:
         self.member[tier][c] = True
         self.unprot[tier].pop(c, None)
         self._place(tier, c)
         if c in self.unprot[tier]:
             self.unprot[tier].move_to_end(c)
 
-    def on_remove(self, tier, c):
+    def on_remove(self, tier: int, c: int) -> None:
         self.member[tier][c] = False
         self.unprot[tier].pop(c, None)
 
-    def on_key(self, c):
+    def on_key(self, c: int) -> None:
         for tier in (DRAM, SSD):
             if self.member[tier][c]:
                 self._place(tier, c)
 
-    def on_done(self, c):
+    def on_done(self, c: int) -> None:
         for tier in (DRAM, SSD):
             unpark(self.prot[tier], self.parked[tier], c)
 
-    def on_access(self, tier, c):
+    def on_access(self, tier: int, c: int) -> None:
         if c in self.unprot[tier]:
             self.unprot[tier].move_to_end(c)
 
-    def on_hit(self, c):
+    def on_hit(self, c: int) -> None:
         self.on_access(DRAM, c)
 
-    def on_resave(self, c):
+    def on_resave(self, c: int) -> None:
         self.on_access(DRAM, c)
 
-    def victim(self, tier, before=-1):
+    def victim(self, tier: int, before: int = -1) -> int:
         store = self.store
         key, running, member = store.key, store.running, self.member[tier]
         limit = store.lo + store.L_ew
