@@ -79,3 +79,4 @@ def test_a_field_error_wraps_and_keeps_every_width(window, qtbot, size):
     window.panel.clear_refused()
     _settle(qtbot, window)
     assert not box.message.isVisible()
+

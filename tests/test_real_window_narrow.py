@@ -16,8 +16,7 @@ pytest.importorskip("PySide6")
 pytestmark = [pytest.mark.gui, pytest.mark.xvfb]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def _drive(tmp_path_factory, scenario):
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed (Debian: apt-get install xvfb; `make test` does it as root)")
     r, w = os.pipe()
@@ -33,7 +32,7 @@ def report(tmp_path_factory):
         home = tmp_path_factory.mktemp("home")
         env = {**os.environ, "DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb", "HOME": str(home),
                "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(home)}
-        p = subprocess.run([sys.executable, "-m", "tests.real_window.narrow", str(SCENARIOS / "rope_prefetch_16.toml")],
+        p = subprocess.run([sys.executable, "-m", "tests.real_window.narrow", str(scenario)],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     finally:
         proc.terminate()
@@ -42,6 +41,30 @@ def report(tmp_path_factory):
         pytest.skip("Qt cannot open an X window here (install the xcb libraries: make system-libs as root)")
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    return _drive(tmp_path_factory, SCENARIOS / "rope_prefetch_16.toml")
+
+
+@pytest.fixture(scope="module")
+def cluster_report(tmp_path_factory):
+    """The cluster scenario (300 requests): its Cluster tab's long summary line once widened the
+    tab in a real window and squeezed the Parameters dock."""
+    text = (SCENARIOS / "cluster_mooncake_routing.toml").read_text()
+    trace = ROOT / "resources" / "traces" / "mooncake_conversation_trace.jsonl"
+    text = text.replace('trace_file = "../resources/traces/mooncake_conversation_trace.jsonl"', f'trace_file = "{trace}"')
+    scen = tmp_path_factory.mktemp("cluster") / "cluster.toml"
+    scen.write_text(text.replace("[workload]\n", "[workload]\nmax_requests = 300\n", 1))
+    return _drive(tmp_path_factory, scen)
+
+
+def test_no_tab_squeezes_the_docks(cluster_report):
+    enabled = [t for t in cluster_report["tabs"] if t["enabled"]]
+    assert "Cluster" in [t["title"] for t in enabled]
+    widths = {tuple(t["docks"]) for t in enabled}
+    assert len(widths) == 1, [(t["title"], t["docks"]) for t in enabled]
 
 
 def test_the_window_fits_the_small_screen_and_the_bar_overflows(report):

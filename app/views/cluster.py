@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from kvviz.result import Result
 
@@ -98,6 +98,9 @@ class ClusterView(QWidget):
         top.addWidget(self.pick)
         self.summary = QLabel()
         self.summary.setStyleSheet("color:#333;")
+        # a long summary is cut at the tab's edge rather than widening the tab (and squeezing the
+        # docks) at 1366 px; its tooltip holds the whole line
+        self.summary.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         top.addWidget(self.summary, 1)
         self.gantt = TimelineView()
         self.queue = HeatStrip("queue (peak)", "viridis", "requests")
@@ -206,6 +209,7 @@ class ClusterView(QWidget):
             f"{m.get('routing_policy', '?')} · {len(self.groups)} instances · "
             f"load imbalance (max/mean busy) {_num(m.get('load_imbalance'), '.2f')} · "
             f"busy {min(busy, default=0):,.0f}–{max(busy, default=0):,.0f} s")
+        self.summary.setToolTip(self.summary.text())
         self._draw_gantt()
         self._draw_heat()
         self._align_soon.start()

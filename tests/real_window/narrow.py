@@ -59,7 +59,8 @@ def main(path: str) -> int:
         lo, hi = visible_span()
         r = bar.tabRect(i)
         tabs.append({"title": win.tabs.tabText(i), "enabled": act.isEnabled(), "current": win.tabs.currentIndex() == i,
-                     "inside": lo <= r.left() and r.right() < hi, "inside_at_first": at_first[i]})
+                     "inside": lo <= r.left() and r.right() < hi, "inside_at_first": at_first[i],
+                     "docks": [win.params_dock.width(), win.metrics_dock.width()]})
     widths = lambda: {"params": win.params_dock.width(), "centre": win.centralWidget().width(),  # noqa: E731
                       "metrics": win.metrics_dock.width(), "form": win.panel._scroll.widget().width(),
                       "form_room": win.panel._scroll.viewport().width()}
