@@ -20,6 +20,18 @@ the pool's chain, counting nothing); blocks fetched for a request from a peer or
 (`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
 in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
 prefill iteration wait for their transfer, layer by layer.
+The shared HBM pool (`instance.hbm_pool = shared`, vLLM's one pool of KV blocks): the batcher's
+pool (its `tok_run` against `cap_tok`) is `instance.hbm_cache_tokens`, and the HBM tier holds the
+blocks the running requests hold (pinned) plus as many cached blocks as the pool has free
+(`fit`: its capacity set to pinned + free before each admission's placement and each routing
+look, the LRU victims leaving, written down to DRAM if there is a DRAM tier). A running
+request's leading blocks that another running request on the instance already holds are shared,
+not counted twice (vLLM's reference-counted blocks): the batcher admits a request on the blocks
+it lacks (shared_batcher.py, `held_tokens`), and the shared tokens go back on the count when the
+other holder ends first (`share`, `unshare`). ASSUMPTIONS,
+ours: the cache gives way only at those moments (between them a decode's growth is counted by
+the batcher but the cached blocks stay until the next look); a preempted request keeps its
+pins until it ends (the cluster cache's rule), so its shared blocks stay counted once.
 Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
 down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """
@@ -66,6 +78,10 @@ class InstanceCache:
         self.own_hits = [0] * len(cluster.work)   # of those, resident in the instance's own tiers
         self.fetched_hit_blocks = self.fetched_hit_tokens = 0
         self.booked: list = []  # the iteration's transfers: (start after latency, end)
+        self.shared = ins.hbm_pool == "shared"
+        self.pool_tok, self.bt = caps[0] * bt, bt
+        self.refs: dict = {}  # shared pool: block -> running requests holding it
+        self.credited: dict = {}  # shared pool: job -> tokens the batcher did not count at admission
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
     def arrived(self, j: int):
@@ -87,6 +103,9 @@ class InstanceCache:
         h = len(src)
         self.hits[j], self.own_hits[j] = h, own
         before = cache.written[:]
+        if self.shared:
+            self.share(j, s, e)
+            self.fit()
         cache.place_request(j, s, e, h, src)
         K = cache.K
         inst = self.run
@@ -136,10 +155,60 @@ class InstanceCache:
 
     def finished(self, j: int):
         self.cache.finish(j)
+        if self.shared:
+            self.unshare(j)
+
+    # --- the shared HBM pool --------------------------------------------------------------------
+    def share(self, j: int, s: int, e: int) -> None:
+        """j's blocks join the running set; those already held by a running request are counted once."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        dup = 0
+        for p in range(s, e):
+            b = ids[p]
+            c = refs.get(b, 0)
+            if c:
+                dup += tok[p]
+            refs[b] = c + 1
+        # the batcher admitted j counting all but what was held then; a request admitted with
+        # it in the same iteration may have placed more of j's blocks since
+        self.run.batcher.tok_run -= dup - self.credited.pop(j, 0)
+
+    def held_tokens(self, j: int) -> int:
+        """Tokens of j's blocks a running request on the instance holds now (the batcher's credit)."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        if not refs:
+            return 0
+        return sum(tok[p] for p in range(self.off[j], self.off[j + 1]) if ids[p] in refs)
+
+    def unshare(self, j: int) -> None:
+        """j ended (the batcher took its whole context off): the blocks it shared with a request
+        still running are that one's alone now, counted again."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        back = 0
+        for p in range(self.off[j], self.off[j + 1]):
+            b = ids[p]
+            c = refs[b] - 1
+            if c:
+                refs[b] = c
+                back += tok[p]
+            else:
+                del refs[b]
+        self.run.batcher.tok_run += back
+
+    def fit(self) -> None:
+        """The HBM tier's capacity: the running requests' blocks plus the pool's free blocks."""
+        free = max(0, self.pool_tok - self.run.batcher.tok_run) // self.bt
+        self.cache.set_cap(0, len(self.refs) + free)
 
 
 def make_store(inst, cluster) -> InstanceCache:
     return InstanceCache(inst, cluster)
+
+
+def fit(store) -> None:
+    """A shared HBM pool gives way to the running requests' growth (before a router looks)."""
+    if store.shared:
+        store.fit()
 
 
 def holds(store, pos: int) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM
 from . import cache
+from .shared_batcher import SharedPoolBatcher
 
 
 class HeldKV:
@@ -98,10 +99,14 @@ class Instance:
                                                       "peer and pool fetches"), g)
             if self.cache is not None and len(self.cache.names) > 1:
                 self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
-        self.batcher = Batcher(self, cfg)
+        if self.cache is not None and self.cache.shared:
+            self.batcher = SharedPoolBatcher(self, cfg, self.cache)
+        else:
+            self.batcher = Batcher(self, cfg)
 
     # --- the router's signals -----------------------------------------------------------------
     def match(self, j: int) -> int:
+        cache.fit(self.cache)
         pool = self.cluster.pool
         if pool is not None:  # the pool's blocks count for every instance
             store = self.cache

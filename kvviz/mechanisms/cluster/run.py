@@ -64,7 +64,8 @@ class ClusterRun:
         self.split = P > 0
         self.n_route = P if self.split else N
         cfg = BatchConfig(gpu=self.gpu, kv=self.kv, layers=m.layers, max_batch=ins.max_batch,
-                          cap_tok=int(ins.running_kv_gb * 1e9) // self.kv, save_gbps=1.0, write_buffer=0.0,
+                          cap_tok=(ins.hbm_cache_tokens if ins.hbm_pool == "shared"
+                                   else int(ins.running_kv_gb * 1e9) // self.kv), save_gbps=1.0, write_buffer=0.0,
                           sync_save=False, hbm_cache=False)
         out = work.output_tokens.tolist()
         one = [1] * n
