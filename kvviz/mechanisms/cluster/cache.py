@@ -29,14 +29,14 @@ request's leading blocks that another running request on the instance already ho
 not counted twice (vLLM's reference-counted blocks): the batcher admits a request on the blocks
 it lacks (shared_batcher.py, `held_tokens`), and the shared tokens go back on the count when the
 other holder ends first (`share`, `unshare`). ASSUMPTIONS,
-ours: the cache gives way only at those moments (between them a decode's growth is counted by
-the batcher but the cached blocks stay until the next look); a preempted request keeps its
+ours: the cache gives way only at those moments (a run of decodes counted as far as it has got); a preempted request keeps its
 pins until it ends (the cluster cache's rule), so its shared blocks stay counted once.
 Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
 down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """
 from __future__ import annotations
 
+from ...serving.batching import DECODE
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
@@ -197,7 +197,12 @@ class InstanceCache:
 
     def fit(self) -> None:
         """The HBM tier's capacity: the running requests' blocks plus the pool's free blocks."""
-        free = max(0, self.pool_tok - self.run.batcher.tok_run) // self.bt
+        b = self.run.batcher
+        used = b.tok_run
+        if b.state == DECODE and b.seg is not None:  # the batcher counts a run of decodes at its end
+            T_s, n, ctx, k, _ = b.seg
+            used += n * min(k, b.gpu.decode_steps_to(n, ctx, self.loop.now - T_s))
+        free = max(0, self.pool_tok - used) // self.bt
         self.cache.set_cap(0, len(self.refs) + free)
 
 
