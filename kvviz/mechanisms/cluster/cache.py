@@ -42,6 +42,16 @@ from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
 
 
+COMPILED_BUDGET = 1e9  # bytes all instances' compiled caches may take (ASSUMPTION: a laptop's share)
+
+
+def compiled_bytes(positions: int, blocks: int, tiers: int) -> int:
+    """One compiled cache's arrays (kvviz/serving/native/_block_cache.pyx's __cinit__): a copy of
+    the stream's ids and tokens per position, and per distinct block its residency, each tier's
+    links and state, pins, next use and flags."""
+    return positions * 12 + blocks * (tiers * 9 + 19)
+
+
 def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
     """The iteration's end so far (`pe`) given one more transfer delivering L equal pieces from
     `start` to `t1`, each layer c ns of compute after its piece and the layer before it."""
@@ -62,10 +72,16 @@ class InstanceCache:
         if ins.dram_cache_tokens and not sc.pool.shared:
             caps.append(max(1, ins.dram_cache_tokens // bt))
             self.names.append("dram")
-        # the compiled cache where it can run (the serving core's twin), else the Python one, noted
+        # the compiled cache where it can run (the serving core's twin) and its arrays, sized by the
+        # whole stream per instance, fit the budget; else the Python one (memory ∝ what it holds), noted
+        need = compiled_bytes(len(self.ids), cluster.distinct_blocks, len(caps)) * sc.cluster.instances
         self.cache, self.note = make_cache(self.ids, self.tok, caps, [ins.eviction] * len(caps),
-                                           parent=cluster.parent, where_name="the cluster",
-                                           arrays=cluster.cache_arrays)
+                                           compiled=need <= COMPILED_BUDGET, parent=cluster.parent,
+                                           where_name="the cluster", arrays=cluster.cache_arrays)
+        if need > COMPILED_BUDGET:
+            self.note = (f"the compiled block cache's arrays for {sc.cluster.instances} instances over this stream "
+                         f"({need / 1e9:.1f} GB) exceed {COMPILED_BUDGET / 1e9:.0f} GB: the Python block cache runs "
+                         f"(its memory grows with the blocks it holds)")
         self.cids = self.cache.ids  # the cache's own ids per position (the compiled one's are dense)
         self.load_if_faster = ins.load_if_faster
         self.tok_np = cluster.work.tokens
@@ -74,8 +90,8 @@ class InstanceCache:
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
         self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
-        self.hits = [0] * len(cluster.work)       # hit blocks per request (its own and fetched)
-        self.own_hits = [0] * len(cluster.work)   # of those, resident in the instance's own tiers
+        self.hits: dict = {}      # hit blocks per request routed here (its own and fetched)
+        self.own_hits: dict = {}  # of those, resident in the instance's own tiers
         self.fetched_hit_blocks = self.fetched_hit_tokens = 0
         self.booked: list = []  # the iteration's transfers: (start after latency, end)
         self.shared = ins.hbm_pool == "shared"

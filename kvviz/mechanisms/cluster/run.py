@@ -58,6 +58,7 @@ class ClusterRun:
         self.inn0 = work.input_tokens.tolist()
         self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
         self.cache_arrays: dict = {}  # the stream's arrays for the compiled caches, made once for all instances
+        self.distinct_blocks = len(np.unique(work.ids))
         self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
