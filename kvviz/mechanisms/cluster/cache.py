@@ -41,7 +41,6 @@ from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
 
-
 COMPILED_BUDGET = 1e9  # bytes all instances' compiled caches may take (ASSUMPTION: a laptop's share)
 
 
