@@ -29,6 +29,9 @@ class Facts:
     def match(self, k, j):
         return self.held[k]
 
+    def matches(self, j):
+        return list(self.held)
+
     def queue_ns(self, k):
         return self.q_ns[k]
 

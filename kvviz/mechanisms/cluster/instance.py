@@ -1,8 +1,9 @@
 """One serving instance of the cluster: the serving core's continuous batcher (kvviz/serving/
 batching.py) over its own block cache (cache.py), as the batcher's `run` (the attributes and
 calls batching.py reads). Every instance shares the cluster's event loop and roofline; job
-indices are the cluster's, and an instance's per-job state is dicts of the jobs routed to it
-(jobs.py), so memory grows with the requests, not with instances × requests.
+indices are the cluster's; an instance's per-job state is lists of the workload's length, or,
+past jobs.LIST_BUDGET, dicts of the jobs routed to it (jobs.py), so memory grows with the
+requests, not with instances × requests.
 
 Roles: `both` (prefills and decodes), `prefill` (P/D split: every request is prefill only, one
 token; its KV then moves to a decode instance), `decode` (receives a prefilled request's KV
@@ -77,12 +78,16 @@ class Instance:
         self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
         # per-job state holds only the jobs routed here (jobs.py): memory ∝ requests, not instances × requests
         self.jobs: list = []        # the jobs that arrived here, in order
-        self.conv = Identity()
-        self.inn = Overlay(cluster.inn0)
-        self.keep = per_job(0)
         self.out = out
-        self.over, self.coupled, self.after = per_job(False), False, per_job(0)
-        self.arrival: dict = {}
+        self.coupled = False
+        if cluster.sparse:
+            self.conv = Identity()
+            self.inn = Overlay(cluster.inn0)
+            self.keep, self.over, self.after = per_job(0), per_job(False), per_job(0)
+            self.arrival: dict | list = {}
+        else:
+            self.conv, self.inn, self.keep = list(range(n)), list(cluster.inn0), [0] * n
+            self.over, self.after, self.arrival = [False] * n, [0] * n, [0] * n
         self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
         self.fetched_ids: dict = {}  # job -> the block ids those fetches bring
         self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
@@ -102,17 +107,19 @@ class Instance:
                                                       "peer and pool fetches"), g)
             if self.cache is not None and len(self.cache.names) > 1:
                 self.l_dram = tb.lane(f"{g} DRAM↔HBM · block loads and writes", g)
-        self.n = 0  # the batcher's lists are made empty, then replaced by per-job dicts
+        self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
         if self.cache is not None and self.cache.shared:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
         else:
             self.batcher = Batcher(self, cfg)
-        sparse(self.batcher)
+        if cluster.sparse:
+            sparse(self.batcher)
         self.n = n  # flows of a decode instance are numbered after the workload's
 
     # --- the router's signals -----------------------------------------------------------------
     def match(self, j: int) -> int:
-        cache.fit(self.cache)
+        if self.cache.shared:
+            self.cache.fit()
         pool = self.cluster.pool
         if pool is not None:  # the pool's blocks count for every instance
             store = self.cache

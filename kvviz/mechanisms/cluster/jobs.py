@@ -1,8 +1,10 @@
 """Per-job state of one instance, sized by the requests routed to it, not by the workload: the
 serving core's batcher keeps a list per job field indexed by job (lists of the workload's length,
-made in its constructor); an instance of the cluster replaces them by dicts holding only its own
-jobs, so memory grows with requests, not with instances × requests (a 100-instance run of a 10x
-trace). Reads of a job the instance never saw give the field's initial value, as the list did.
+made in its constructor); past LIST_BUDGET (instances × jobs of them) an instance of the cluster
+replaces them by dicts holding only its own jobs, so memory grows with requests, not with
+instances × requests (a 100-instance run of a 10x trace); below it the lists stay, a dict being
+slower to index. Reads of a job the instance never saw give the field's initial value, as the
+list did.
 """
 from __future__ import annotations
 
@@ -12,6 +14,15 @@ from collections import defaultdict
 BATCHER_FIELDS = {"g0": 0, "ctx0": 0, "left": 0, "resume": 0, "fin_at": -1, "decoding": False, "save_end": 0,
                   "hbm_hit": False, "first_admit": -1, "first_token": 0, "end": 0, "outcome": 0, "gpu_ns": 0.0,
                   "d0": 0.0}
+
+
+LIST_BUDGET = 256e6  # bytes of per-job lists all instances may take before they become dicts (ASSUMPTION)
+PER_JOB_BYTES = 8 * 22  # the batcher's 14 lists and the instance's 8, a pointer per job each
+
+
+def use_dicts(instances: int, jobs: int) -> bool:
+    """Lists (the serving core's, fastest) while instances × jobs of them fit LIST_BUDGET, else dicts."""
+    return instances * jobs * PER_JOB_BYTES > LIST_BUDGET
 
 
 def per_job(initial) -> defaultdict:

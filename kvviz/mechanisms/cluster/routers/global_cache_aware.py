@@ -20,7 +20,7 @@ class GlobalCacheAware(Router):
     def route(self, j: int) -> Decision:
         v = self.view
         n = v.instances
-        held = [v.match(k, j) for k in range(n)]
+        held = v.matches(j)
         best_len = max(held)
         best = held.index(best_len)  # the longest, the lowest index on ties
         thr = self.settings.balancing_threshold
