@@ -20,7 +20,7 @@ from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM
 from . import cache
 from .jobs import Identity, Overlay, per_job, sparse
-from .shared_batcher import SharedPoolBatcher
+from .shared_batcher import DecodeBatcher, SharedPoolBatcher
 
 
 class HeldKV:
@@ -110,6 +110,8 @@ class Instance:
         self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
         if self.cache is not None and self.cache.shared:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
+        elif role == "decode":
+            self.batcher = DecodeBatcher(self, cfg)
         else:
             self.batcher = Batcher(self, cfg)
         if cluster.sparse:

@@ -6,7 +6,7 @@ are its `arrive` and `_admit` with that need (the instance's cache, cache.py, ke
 reference counts and gives the credited tokens back when they stop being shared)."""
 from __future__ import annotations
 
-from ...serving.batching import DECODE, IDLE, Batcher
+from ...serving.batching import DECODE, IDLE, PREFILL, Batcher
 
 
 class SharedPoolBatcher(Batcher):
@@ -52,3 +52,27 @@ class SharedPoolBatcher(Batcher):
                 credited[j] = credit
             out.append(j)
         return out
+
+
+class DecodeBatcher(Batcher):
+    """A decode instance's batcher (P/D split): a request joins with its KV already in HBM and
+    nothing to compute (prefill of 0 new tokens = 0 ns), so its "prefill" iteration ends where
+    it starts; it is ended at once instead of through an event of no length (the serving core
+    would push one at the same time). A request preempted here recomputes, as the core does."""
+
+    def _prefill(self, jobs: list[int], S: int):
+        resume, inn = self.resume, self.inn
+        if any(resume[j] or inn[j] for j in jobs):
+            super()._prefill(jobs, S)
+            return
+        first_admit, outcome = self.first_admit, self.outcome
+        for j in jobs:
+            first_admit[j] = S
+            outcome[j] = self.store.admit(j, self.hbm_hit[j])[0]
+        self.state, self.seg = PREFILL, None
+        if len(self.batch) > self.max_seen:
+            self.max_seen = len(self.batch)
+        if self.rec:
+            self.run.gpu_state(S, len(self.batch))
+            self.run.prefill_span(S, S, jobs, None)
+        self._prefill_done(jobs, S, [0.0] * len(jobs), 0)
