@@ -35,6 +35,9 @@ class Facts:
     def queue_ns(self, k):
         return self.q_ns[k]
 
+    def queues_ns(self):
+        return list(self.q_ns)
+
     def queue_len(self, k):
         return self.q_len[k]
 

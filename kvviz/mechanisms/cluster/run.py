@@ -91,8 +91,7 @@ class ClusterRun:
     # --- arrivals and routing -----------------------------------------------------------------
     def arrive(self, j: int):
         d = self.router.route(j)
-        est = self.router.estimate_ns(j, d)
-        if self.slo_ns and est > self.slo_ns:
+        if self.slo_ns and self.router.estimate_ns(j, d) > self.slo_ns:
             self.rejected[j] = True
             return
         self.router.routed(j, d)
@@ -151,8 +150,7 @@ class ClusterRun:
             return
         # P/D: the prompt's KV and the first token move to a decode instance
         dec = self.inst[self.n_route:]
-        k = min(range(len(dec)), key=lambda i: (dec[i].batcher.tok_run, dec[i].queue_len(), i))
-        d = dec[k]
+        d = dec[min((x.batcher.tok_run, len(x.batcher.waiting), i) for i, x in enumerate(dec))[2]]
         ctx = self.inn0[j] + 1
         t0, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)
         if self.tb is not None:

@@ -54,6 +54,12 @@ class View:
     def queue_ns(self, k: int) -> float:
         return self.run.inst[k].queue_ns()
 
+    def queues_ns(self) -> list[float]:
+        """queue_ns(k) for every routed instance (one pass, the estimate inlined: the hot path)."""
+        now = self.run.loop.now
+        return [i.pending_ns + (max(0.0, i.iter_at + i.iter_ns - now) if i.iter_at >= 0 else 0.0)
+                for i in self.run.inst[:self.instances]]
+
     def queue_len(self, k: int) -> int:
         return self.run.inst[k].queue_len()
 

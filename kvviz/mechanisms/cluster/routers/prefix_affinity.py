@@ -14,5 +14,6 @@ class PrefixAffinity(Router):
     def route(self, j: int) -> Decision:
         v = self.view
         held = v.matches(j)
-        i = argmin([v.queue_ns(k) + v.prefill_ns(j, held[k]) for k in range(v.instances)])
+        queue = v.queues_ns()
+        i = argmin([queue[k] + v.prefill_ns(j, held[k]) for k in range(v.instances)])
         return Decision(i, local_blocks=held[i])
