@@ -84,6 +84,7 @@ class InstanceCache:
         self.cids = self.cache.ids  # the cache's own ids per position (the compiled one's are dense)
         self.load_if_faster = ins.load_if_faster
         self.tok_np = cluster.work.tokens
+        self.cum = cluster.cum_tokens  # tokens before each position: a range's tokens in O(1)
         self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
         self.recomputed_blocks = self.recomputed_tokens = 0
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
@@ -124,8 +125,9 @@ class InstanceCache:
         cache.place_request(j, s, e, h, src)
         K = cache.K
         inst = self.run
+        after = cache.written
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = cache.written[k] - before[k]
+            n = after[k] - before[k]
             if n:
                 t0, t1 = self.links[k].book(n * self.bb, now, True)
                 inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
@@ -135,26 +137,29 @@ class InstanceCache:
         if self.iter_at != now:  # the first admission of an iteration
             self.iter_at, self.iter_comp = now, 0.0
         cut = h
-        if self.load_if_faster and any(src):  # load or recompute: the serving core's choice
+        deep = any(src)  # some hit block sits below HBM
+        if self.load_if_faster and deep:  # load or recompute: the serving core's choice
             comp, prefill = self.iter_comp, run.gpu.prefill_ns
             cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
                            lambda kept: comp + prefill(total - kept, kept))
-        nbytes = [0] * K
-        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
-            if src[i]:
-                nbytes[src[i]] += tok[s + i] * self.kv
         load = 0
-        for k in range(1, K):
-            if nbytes[k]:
-                load += nbytes[k]
-                t0, t1 = self.links[k].book(nbytes[k], now, False)
-                self.booked.append((t0 + self.links[k].read_lat, t1))
-                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
-                              nbytes[k], "DRAM", "HBM")
+        if deep:
+            nbytes = [0] * K
+            for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
+                if src[i]:
+                    nbytes[src[i]] += tok[s + i] * self.kv
+            for k in range(1, K):
+                if nbytes[k]:
+                    load += nbytes[k]
+                    t0, t1 = self.links[k].book(nbytes[k], now, False)
+                    self.booked.append((t0 + self.links[k].read_lat, t1))
+                    inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
+                                  nbytes[k], "DRAM", "HBM")
+        cum = self.cum
         if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
             self.recomputed_blocks += h - cut
-            self.recomputed_tokens += sum(tok[s + cut:s + h])
-        kept = sum(tok[s:s + cut])
+            self.recomputed_tokens += cum[s + h] - cum[s + cut]
+        kept = cum[s + cut] - cum[s]
         run.keep[j], run.inn[j] = kept, total - kept
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
         return (HIT_HBM if cut else FIRST), load, 0, 0
