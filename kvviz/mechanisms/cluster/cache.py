@@ -27,7 +27,7 @@ blocks the running requests hold (pinned) plus as many cached blocks as the pool
 look, the LRU victims leaving, written down to DRAM if there is a DRAM tier). A running
 request's leading blocks that another running request on the instance already holds are shared,
 not counted twice (vLLM's reference-counted blocks): the batcher admits a request on the blocks
-it lacks (shared_batcher.py, `held_tokens`), and the shared tokens go back on the count when the
+it lacks (batchers.py, `held_tokens`), and the shared tokens go back on the count when the
 other holder ends first (`share`, `unshare`). ASSUMPTIONS,
 ours: the cache gives way only at those moments (a run of decodes counted as far as it has got); a preempted request keeps its
 pins until it ends (the cluster cache's rule), so its shared blocks stay counted once.
@@ -228,12 +228,6 @@ class InstanceCache:
 
 def make_store(inst, cluster) -> InstanceCache:
     return InstanceCache(inst, cluster)
-
-
-def fit(store) -> None:
-    """A shared HBM pool gives way to the running requests' growth (before a router looks)."""
-    if store.shared:
-        store.fit()
 
 
 def holds(store, pos: int) -> bool:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM
 from . import cache
+from .batchers import DecodeBatcher, SharedPoolBatcher
 from .jobs import Identity, Overlay, per_job, sparse
-from .shared_batcher import DecodeBatcher, SharedPoolBatcher
 
 
 class HeldKV:

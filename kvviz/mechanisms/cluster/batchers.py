@@ -1,9 +1,13 @@
-"""The serving core's batcher over a shared HBM pool (`instance.hbm_pool = shared`): a waiting
+"""The serving core's batcher as two kinds of instance need it.
+
+SharedPoolBatcher, over a shared HBM pool (`instance.hbm_pool = shared`): a waiting
 request's need is its context less the tokens of its blocks a running request on the instance
 already holds (vLLM allocates only the blocks it lacks: shared blocks are reference-counted).
 Everything else is the serving core's batcher (kvviz/serving/batching.py); these two methods
 are its `arrive` and `_admit` with that need (the instance's cache, cache.py, keeps the
-reference counts and gives the credited tokens back when they stop being shared)."""
+reference counts and gives the credited tokens back when they stop being shared).
+
+DecodeBatcher, a decode instance's (P/D split): below."""
 from __future__ import annotations
 
 from ...serving.batching import DECODE, IDLE, PREFILL, Batcher
