@@ -35,6 +35,8 @@ class GlobalCacheAware(Router):
             if p is None:
                 p = prefill[at] = v.prefill_ns(j, at)
             t = queue[k] + p
+            if pick_t is not None and t >= pick_t:
+                continue  # a fetch only adds time: this instance cannot win (ties go to the lower index)
             if fetch:
                 t += v.fetch_ns(j, best, k, h, best_len)
             if pick_t is None or t < pick_t:
