@@ -14,6 +14,12 @@ Prints figures; asserts nothing about time. On the Mooncake conversation trace (
 - the cluster with one instance (the same workload and settings as the prefix cache run).
 Then `kvviz run` of the bundled scenario as a user calls it (reading the trace, recording the
 timeline), wall time, once.
+
+Scale (issue 32: a 100-instance, 10x trace case in bounded memory; `--no-scale` skips it): the
+conversation trace's 12,031 requests copied 10 times, copy c shifted by c/10 of the trace's span
+and its block ids made its own (ASSUMPTION: ten user populations sharing no prefix), 120,310
+requests over 100 instances (50 prefill + 50 decode), global_cache_aware, the Routing scenario's
+other settings; run in a child process so its peak RSS is its own; CPU time once.
 """
 from __future__ import annotations
 
@@ -64,10 +70,49 @@ def prefix_cache_scenario(cl):
                     "running_kv_gb": ins.running_kv_gb}}, "bench")
 
 
+def copies_of(work, copies: int):
+    """`copies` time-shifted copies of a cluster workload, each with its own block ids, in time order."""
+    import numpy as np
+
+    from kvviz.mechanisms.cluster.workload import Work
+    n, span = len(work), float(work.times_s[-1] - work.times_s[0])
+    base = int(work.ids.max()) + 1
+    times = np.concatenate([work.times_s + c * span / copies for c in range(copies)])
+    order = np.argsort(times, kind="stable")
+    copy, req = np.divmod(order, n)
+    lens = np.diff(work.offsets)[req]
+    offsets = np.r_[0, np.cumsum(lens)]
+    pos = np.repeat(work.offsets[:-1][req] - offsets[:-1], lens) + np.arange(offsets[-1])  # source positions
+    ids = work.ids[pos] + np.repeat(copy, lens) * base
+    return Work(ids, offsets, work.tokens[pos], work.input_tokens[req], work.output_tokens[req], times[order],
+                work.block_tokens, f"{copies} copies of {work.source}")
+
+
+def scale_case(copies: int, instances: int) -> None:
+    import resource
+    sc = load_scenario(SCENARIO, [f"cluster.instances={instances}", f"cluster.prefill_instances={instances // 2}"])
+    work = copies_of(load_work(sc), copies)
+    t = time.process_time()
+    run = ClusterRun(sc, work, record=False).run()
+    from kvviz.mechanisms.cluster.metrics import metrics
+    m = metrics(run)
+    dt = time.process_time() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"scale: {len(work):,} requests ({copies} copies), {instances} instances ({instances // 2} prefill), "
+          f"global_cache_aware: {dt:.1f} s CPU, {len(work) / dt:,.0f} requests/s; peak RSS {peak:,.0f} MB; "
+          f"per-job state as {'dicts' if run.sparse else 'lists'}; mean TTFT {m['mean_ttft_ms']:,.0f} ms; "
+          f"notes: {'; '.join(m.get('notes', [])) or 'none'}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-scale", action="store_true", help="skip the 100-instance, 10x trace case")
+    ap.add_argument("--scale-only", nargs=2, type=int, metavar=("COPIES", "INSTANCES"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.scale_only:
+        scale_case(*args.scale_only)
+        return 0
     print(describe(), f"· load average {os.getloadavg()[0]:.2f}")
     rows = []
     for label, sets in (("cluster, 16 instances (8 prefill + 8 decode), global_cache_aware", []),
@@ -93,6 +138,9 @@ def main() -> int:
           f"{r.loop.processed:,} events")
     for label, t in rows:
         print(f"  {label}: {t / med:.2f}x the single-instance prefix cache (target: at most 2x)")
+    if not args.no_scale:  # a child process: its peak RSS is the case's alone
+        import subprocess
+        subprocess.run([sys.executable, __file__, "--scale-only", "10", "100"], check=True)
     t = time.perf_counter()
     res = simulate(load_scenario(SCENARIO))
     print(f"kvviz run {SCENARIO.relative_to(ROOT)} (read, run, record): {time.perf_counter() - t:.2f} s wall; "

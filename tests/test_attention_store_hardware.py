@@ -30,8 +30,9 @@ def test_free_hbm_of_65b_on_four_a100_by_hand():
 
 def test_every_preset_has_its_own_free_hbm():
     # gpus × 80 − 2 × params: 13B 320 − 26 = 294; 70B 320 − 138 = 182; Falcon 320 − 83.6 = 236.4;
-    # Mistral on one GPU 80 − 14.48 = 65.52.
-    want = {"llama-13b": 294.0, "llama-65b": 189.6, "llama-70b": 182.0, "falcon-40b": 236.4, "mistral-7b": 65.52}
+    # Mistral on one GPU 80 − 14.48 = 65.52; Qwen3-32B on two 160 − 65.6 = 94.4.
+    want = {"llama-13b": 294.0, "llama-65b": 189.6, "llama-70b": 182.0, "falcon-40b": 236.4, "mistral-7b": 65.52,
+            "qwen3-32b": 94.4}
     assert set(want) == set(PRESETS) == set(HARDWARE)
     for p, gb in want.items():
         assert scenario(model={"preset": p}).hardware.hbm_free_gb == pytest.approx(gb, abs=1e-9), p

@@ -29,8 +29,14 @@ class Facts:
     def match(self, k, j):
         return self.held[k]
 
+    def matches(self, j):
+        return list(self.held)
+
     def queue_ns(self, k):
         return self.q_ns[k]
+
+    def queues_ns(self):
+        return list(self.q_ns)
 
     def queue_len(self, k):
         return self.q_len[k]

@@ -131,7 +131,7 @@ def test_pd_split_kv_transfers_queue_on_the_prefill_instances_link(tmp_path):
     one = 10_000 + int(65 * sc.model.kv_bytes_per_token / 1.0)
     assert 2 * pe < pe + one  # the link is still busy when the second is ready
     dec = run.inst[1]
-    assert dec.arrival[:2] == [pe + one, pe + 2 * one]
+    assert [dec.arrival[0], dec.arrival[1]] == [pe + one, pe + 2 * one]
     assert run.decoder == [1, 1]
     m = simulate(sc).metrics
     assert m["served"] == 2 and m["links"]["peer_bytes"] == 2 * 65 * sc.model.kv_bytes_per_token

@@ -81,6 +81,11 @@ PRESETS: dict[str, dict[str, float]] = {
     # (sliding window ignored).
     "mistral-7b": {"kv_bytes_per_token": 2 * 32 * 8 * 128 * 2, "layers": 32, "context_window": 8192,
                    "d_model": 4096, "params_b": 7.24},
+    # Qwen3-32B (Hugging Face Qwen/Qwen3-32B config.json and model card): 64 layers, 64 query
+    # heads and 8 KV heads of 128 (GQA), 32.8B parameters, 32,768-token native context:
+    # 2 × 64 × 8 × 128 × 2 B = 256 KiB of KV per token. llm-d's guides serve it on 2 × H100.
+    "qwen3-32b": {"kv_bytes_per_token": 2 * 64 * 8 * 128 * 2, "layers": 64, "context_window": 32768,
+                  "d_model": 64 * 128, "params_b": 32.8},
 }
 
 HARDWARE: dict[str, dict[str, float]] = {
@@ -89,6 +94,7 @@ HARDWARE: dict[str, dict[str, float]] = {
     "llama-70b": {"gpus": 4, "mfu": MFU_PAPER},
     "falcon-40b": {"gpus": 4, "mfu": MFU_PAPER},
     "mistral-7b": {"gpus": 1, "mfu": MFU_PAPER},
+    "qwen3-32b": {"gpus": 2, "mfu": MFU_PAPER},
 }
 
 

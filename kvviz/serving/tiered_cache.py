@@ -33,6 +33,7 @@ Interface:
 - `protect`: a set of blocks no tier evicts (prefetch's look-ahead; `set_protect` replaces it,
   `protect_ranges` with the blocks of position ranges);
 - `place(k, b)`, `drop(k, b)`, `use(k, b)`: single moves (prefetch copies a block up);
+- `set_cap(k, n)`: tier k's capacity becomes n blocks, evicting down to it (a shared HBM pool);
 - counters, per tier (lists, top first): `size` (occupancy), `peak`, `hit_blocks`,
   `hit_tokens`, `hit_req`, `written`, `demoted`, `evicted`; `occupancy()` a copy of `size`.
 - `on_evict(k, v)`, if set: told of every eviction (a log); `original(b)` a block's own id.
@@ -383,6 +384,24 @@ class TieredCache:
         else:
             del self.where[v]
         return m
+
+    def set_cap(self, k: int, n: int) -> None:
+        """Tier k holds at most n blocks from now (a pool whose free space shrinks, as vLLM's
+        cached blocks give way to running ones): its policy's victims leave until it fits, never
+        a pinned or protected block; with `back` each goes down a tier (counted as a write)."""
+        self.caps[k] = n
+        hold = self.top_hold if k == 0 else self.low_hold
+        while self.size[k] > n:
+            v = self.ev[k].victim(hold)
+            if v is None:
+                return
+            self.evicted[k] += 1
+            if self.on_evict is not None:
+                self.on_evict(k, v)
+            m = self.drop(k, v)
+            if not self.through and k + 1 < self.K and not m >> (k + 1):
+                self.demoted[k + 1] += 1
+                self.place(k + 1, v)
 
     def place(self, k: int, b: int) -> None:
         """Put b, not resident in tier k, into it. A loop, not recursion: an eviction's victim

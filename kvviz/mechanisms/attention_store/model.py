@@ -66,7 +66,7 @@ class Workload(Section):
 
 
 class Model(Section):
-    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
+    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "qwen3-32b", "custom"] = param(
         DEFAULT_PRESET, description="Fills the fields below that are not given, and the GPU count and MFU of "
                                     "[hardware] (see kvviz/serving/model_presets.py for sources)")
     kv_bytes_per_token: int = param(ge=1, unit="B", description="KV-cache bytes per token, all layers")

@@ -62,6 +62,9 @@ def inactive(data: dict) -> dict[str, str]:
     p = data.get("pool")
     if not (isinstance(p, dict) and p.get("shared")):
         out.update({f"pool.{f}": "not used: pool.shared is off" for f in ("read_gbps", "write_gbps", "latency_us")})
+    ins = data.get("instance")
+    if isinstance(ins, dict) and ins.get("hbm_pool") == "shared":
+        out["instance.running_kv_gb"] = "not used: hbm_pool = shared (instance.hbm_cache_tokens is the whole pool)"
     c = data.get("cluster")
     if isinstance(c, dict) and c.get("instances", 1) == 1:
         out.update({f"cluster.{f}": "not used: one instance" for f in ("peer_gbps", "peer_latency_us")})

@@ -20,14 +20,35 @@ the pool's chain, counting nothing); blocks fetched for a request from a peer or
 (`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
 in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
 prefill iteration wait for their transfer, layer by layer.
+The shared HBM pool (`instance.hbm_pool = shared`, vLLM's one pool of KV blocks): the batcher's
+pool (its `tok_run` against `cap_tok`) is `instance.hbm_cache_tokens`, and the HBM tier holds the
+blocks the running requests hold (pinned) plus as many cached blocks as the pool has free
+(`fit`: its capacity set to pinned + free before each admission's placement and each routing
+look, the LRU victims leaving, written down to DRAM if there is a DRAM tier). A running
+request's leading blocks that another running request on the instance already holds are shared,
+not counted twice (vLLM's reference-counted blocks): the batcher admits a request on the blocks
+it lacks (batchers.py, `held_tokens`), and the shared tokens go back on the count when the
+other holder ends first (`share`, `unshare`). ASSUMPTIONS,
+ours: the cache gives way only at those moments (a run of decodes counted as far as it has got); a preempted request keeps its
+pins until it ends (the cluster cache's rule), so its shared blocks stay counted once.
 Bytes of a block: its tokens × KV bytes per token (RAGPulse chunks differ in length); a write
 down counts the nominal block (ASSUMPTION: the cache counts blocks written, not their tokens).
 """
 from __future__ import annotations
 
+from ...serving.batching import DECODE
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
+
+COMPILED_BUDGET = 1e9  # bytes all instances' compiled caches may take (ASSUMPTION: a laptop's share)
+
+
+def compiled_bytes(positions: int, blocks: int, tiers: int) -> int:
+    """One compiled cache's arrays (kvviz/serving/native/_block_cache.pyx's __cinit__): a copy of
+    the stream's ids and tokens per position, and per distinct block its residency, each tier's
+    links and state, pins, next use and flags."""
+    return positions * 12 + blocks * (tiers * 9 + 19)
 
 
 def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
@@ -50,22 +71,33 @@ class InstanceCache:
         if ins.dram_cache_tokens and not sc.pool.shared:
             caps.append(max(1, ins.dram_cache_tokens // bt))
             self.names.append("dram")
-        # the compiled cache where it can run (the serving core's twin), else the Python one, noted
+        # the compiled cache where it can run (the serving core's twin) and its arrays, sized by the
+        # whole stream per instance, fit the budget; else the Python one (memory ∝ what it holds), noted
+        need = compiled_bytes(len(self.ids), cluster.distinct_blocks, len(caps)) * sc.cluster.instances
         self.cache, self.note = make_cache(self.ids, self.tok, caps, [ins.eviction] * len(caps),
-                                           parent=cluster.parent, where_name="the cluster",
-                                           arrays=cluster.cache_arrays)
+                                           compiled=need <= COMPILED_BUDGET, parent=cluster.parent,
+                                           where_name="the cluster", arrays=cluster.cache_arrays)
+        if need > COMPILED_BUDGET:
+            self.note = (f"the compiled block cache's arrays for {sc.cluster.instances} instances over this stream "
+                         f"({need / 1e9:.1f} GB) exceed {COMPILED_BUDGET / 1e9:.0f} GB: the Python block cache runs "
+                         f"(its memory grows with the blocks it holds)")
         self.cids = self.cache.ids  # the cache's own ids per position (the compiled one's are dense)
         self.load_if_faster = ins.load_if_faster
         self.tok_np = cluster.work.tokens
+        self.cum = cluster.cum_tokens  # tokens before each position: a range's tokens in O(1)
         self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
         self.recomputed_blocks = self.recomputed_tokens = 0
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
         self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
-        self.hits = [0] * len(cluster.work)       # hit blocks per request (its own and fetched)
-        self.own_hits = [0] * len(cluster.work)   # of those, resident in the instance's own tiers
+        self.hits: dict = {}      # hit blocks per request routed here (its own and fetched)
+        self.own_hits: dict = {}  # of those, resident in the instance's own tiers
         self.fetched_hit_blocks = self.fetched_hit_tokens = 0
         self.booked: list = []  # the iteration's transfers: (start after latency, end)
+        self.shared = ins.hbm_pool == "shared"
+        self.pool_tok, self.bt = caps[0] * bt, bt
+        self.refs: dict = {}  # shared pool: block -> running requests holding it
+        self.credited: dict = {}  # shared pool: job -> tokens the batcher did not count at admission
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
     def arrived(self, j: int):
@@ -87,11 +119,15 @@ class InstanceCache:
         h = len(src)
         self.hits[j], self.own_hits[j] = h, own
         before = cache.written[:]
+        if self.shared:
+            self.share(j, s, e)
+            self.fit()
         cache.place_request(j, s, e, h, src)
         K = cache.K
         inst = self.run
+        after = cache.written
         for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = cache.written[k] - before[k]
+            n = after[k] - before[k]
             if n:
                 t0, t1 = self.links[k].book(n * self.bb, now, True)
                 inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
@@ -101,26 +137,29 @@ class InstanceCache:
         if self.iter_at != now:  # the first admission of an iteration
             self.iter_at, self.iter_comp = now, 0.0
         cut = h
-        if self.load_if_faster and any(src):  # load or recompute: the serving core's choice
+        deep = any(src)  # some hit block sits below HBM
+        if self.load_if_faster and deep:  # load or recompute: the serving core's choice
             comp, prefill = self.iter_comp, run.gpu.prefill_ns
             cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
                            lambda kept: comp + prefill(total - kept, kept))
-        nbytes = [0] * K
-        for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
-            if src[i]:
-                nbytes[src[i]] += tok[s + i] * self.kv
         load = 0
-        for k in range(1, K):
-            if nbytes[k]:
-                load += nbytes[k]
-                t0, t1 = self.links[k].book(nbytes[k], now, False)
-                self.booked.append((t0 + self.links[k].read_lat, t1))
-                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
-                              nbytes[k], "DRAM", "HBM")
+        if deep:
+            nbytes = [0] * K
+            for i in range(cut):  # the hit blocks used: those below HBM load over their tier's link, one transfer each
+                if src[i]:
+                    nbytes[src[i]] += tok[s + i] * self.kv
+            for k in range(1, K):
+                if nbytes[k]:
+                    load += nbytes[k]
+                    t0, t1 = self.links[k].book(nbytes[k], now, False)
+                    self.booked.append((t0 + self.links[k].read_lat, t1))
+                    inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
+                                  nbytes[k], "DRAM", "HBM")
+        cum = self.cum
         if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
             self.recomputed_blocks += h - cut
-            self.recomputed_tokens += sum(tok[s + cut:s + h])
-        kept = sum(tok[s:s + cut])
+            self.recomputed_tokens += cum[s + h] - cum[s + cut]
+        kept = cum[s + cut] - cum[s]
         run.keep[j], run.inn[j] = kept, total - kept
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
         return (HIT_HBM if cut else FIRST), load, 0, 0
@@ -136,6 +175,55 @@ class InstanceCache:
 
     def finished(self, j: int):
         self.cache.finish(j)
+        if self.shared:
+            self.unshare(j)
+
+    # --- the shared HBM pool --------------------------------------------------------------------
+    def share(self, j: int, s: int, e: int) -> None:
+        """j's blocks join the running set; those already held by a running request are counted once."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        dup = 0
+        for p in range(s, e):
+            b = ids[p]
+            c = refs.get(b, 0)
+            if c:
+                dup += tok[p]
+            refs[b] = c + 1
+        # the batcher admitted j counting all but what was held then; a request admitted with
+        # it in the same iteration may have placed more of j's blocks since
+        self.run.batcher.tok_run -= dup - self.credited.pop(j, 0)
+
+    def held_tokens(self, j: int) -> int:
+        """Tokens of j's blocks a running request on the instance holds now (the batcher's credit)."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        if not refs:
+            return 0
+        return sum(tok[p] for p in range(self.off[j], self.off[j + 1]) if ids[p] in refs)
+
+    def unshare(self, j: int) -> None:
+        """j ended (the batcher took its whole context off): the blocks it shared with a request
+        still running are that one's alone now, counted again."""
+        refs, ids, tok = self.refs, self.ids, self.tok
+        back = 0
+        for p in range(self.off[j], self.off[j + 1]):
+            b = ids[p]
+            c = refs[b] - 1
+            if c:
+                refs[b] = c
+                back += tok[p]
+            else:
+                del refs[b]
+        self.run.batcher.tok_run += back
+
+    def fit(self) -> None:
+        """The HBM tier's capacity: the running requests' blocks plus the pool's free blocks."""
+        b = self.run.batcher
+        used = b.tok_run
+        if b.state == DECODE and b.seg is not None:  # the batcher counts a run of decodes at its end
+            T_s, n, ctx, k, _ = b.seg
+            used += n * min(k, b.gpu.decode_steps_to(n, ctx, self.loop.now - T_s))
+        free = max(0, self.pool_tok - used) // self.bt
+        self.cache.set_cap(0, len(self.refs) + free)
 
 
 def make_store(inst, cluster) -> InstanceCache:

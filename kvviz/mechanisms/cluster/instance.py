@@ -1,8 +1,9 @@
 """One serving instance of the cluster: the serving core's continuous batcher (kvviz/serving/
 batching.py) over its own block cache (cache.py), as the batcher's `run` (the attributes and
 calls batching.py reads). Every instance shares the cluster's event loop and roofline; job
-indices are the cluster's (arrays of the workload's length, ASSUMPTION of scale: fine for tens
-of instances, not for a hundred over a 10x trace).
+indices are the cluster's; an instance's per-job state is lists of the workload's length, or,
+past jobs.LIST_BUDGET, dicts of the jobs routed to it (jobs.py), so memory grows with the
+requests, not with instances × requests.
 
 Roles: `both` (prefills and decodes), `prefill` (P/D split: every request is prefill only, one
 token; its KV then moves to a decode instance), `decode` (receives a prefilled request's KV
@@ -18,6 +19,8 @@ from __future__ import annotations
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM
 from . import cache
+from .batchers import DecodeBatcher, SharedPoolBatcher
+from .jobs import Identity, Overlay, per_job, sparse
 
 
 class HeldKV:
@@ -71,14 +74,20 @@ class Instance:
     def __init__(self, cluster, index: int, role: str, cfg: BatchConfig, out: list):
         n = len(cluster.work)
         self.cluster, self.index, self.role = cluster, index, role
-        self.n, self.loop, self.gpu = n, cluster.loop, cluster.gpu
+        self.loop, self.gpu = cluster.loop, cluster.gpu
         self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
-        self.conv = list(range(n))
-        self.inn = list(cluster.inn0)
-        self.keep = [0] * n
+        # per-job state holds only the jobs routed here (jobs.py): memory ∝ requests, not instances × requests
+        self.jobs: list = []        # the jobs that arrived here, in order
         self.out = out
-        self.over, self.coupled, self.after = [False] * n, False, [0] * n
-        self.arrival = [0] * n
+        self.coupled = False
+        if cluster.sparse:
+            self.conv = Identity()
+            self.inn = Overlay(cluster.inn0)
+            self.keep, self.over, self.after = per_job(0), per_job(False), per_job(0)
+            self.arrival: dict | list = {}
+        else:
+            self.conv, self.inn, self.keep = list(range(n)), list(cluster.inn0), [0] * n
+            self.over, self.after, self.arrival = [False] * n, [0] * n, [0] * n
         self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
         self.fetched_ids: dict = {}  # job -> the block ids those fetches bring
         self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
@@ -101,10 +110,21 @@ class Instance:
             # over time, for the cluster view: the requests waiting here, and each cache tier's blocks
             self.c_queue = f"{g} queue"
             self.c_tiers = [f"{g} {nm.upper()} cache" for nm in self.cache.names] if self.cache is not None else []
-        self.batcher = Batcher(self, cfg)
+        self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
+        if self.cache is not None and self.cache.shared:
+            self.batcher = SharedPoolBatcher(self, cfg, self.cache)
+        elif role == "decode":
+            self.batcher = DecodeBatcher(self, cfg)
+        else:
+            self.batcher = Batcher(self, cfg)
+        if cluster.sparse:
+            sparse(self.batcher)
+        self.n = n  # flows of a decode instance are numbered after the workload's
 
     # --- the router's signals -----------------------------------------------------------------
     def match(self, j: int) -> int:
+        if self.cache.shared:
+            self.cache.fit()
         pool = self.cluster.pool
         if pool is not None:  # the pool's blocks count for every instance
             store = self.cache
@@ -125,6 +145,7 @@ class Instance:
     # --- the cluster's calls ------------------------------------------------------------------
     def arrive(self, j: int, estimate_ns: float = 0.0):
         self.served += 1
+        self.jobs.append(j)
         self.estimate[j] = estimate_ns
         self.pending_ns += estimate_ns
         self.arrival[j] = self.loop.now
@@ -159,7 +180,7 @@ class Instance:
         what = "KV arrived" if self.role == "decode" else "prefill"
         base = self.n if self.role == "decode" else 0  # a decode's flow is its P/D transfer's, apart
         for j in jobs:  # each job's mark, at the iteration's end, ends the flows of what it waited on
-            hit = self.role == "decode" or (self.cache is not None and self.cache.hits[j] > 0)
+            hit = self.role == "decode" or (self.cache is not None and self.cache.hits.get(j, 0) > 0)
             tb.instant(self.l_gpu, pe, "hit" if hit else "miss", j, job=j, flow=base + j)
         tb.span(self.l_gpu, S, pe, "prefill", f"{what} · {len(jobs)} request{'s' * (len(jobs) > 1)}", ref=jobs[0],
                 job=jobs[0], items=len(jobs))

@@ -40,15 +40,18 @@ def metrics(run) -> dict:
     first = np.zeros(n, dtype=np.int64)
     end = np.zeros(n, dtype=np.int64)
     hits = np.zeros(n, dtype=np.int64)
-    for inst in run.inst[:run.n_route]:
-        mine = where == inst.index
-        first[mine] = np.array(inst.batcher.first_token, dtype=np.int64)[mine]
-        end[mine] = np.array(inst.batcher.end, dtype=np.int64)[mine]
-        hits[mine] = np.array(inst.cache.hits, dtype=np.int64)[mine]
+    local = np.zeros(n, dtype=np.int64)  # hit blocks its instance held itself at admission
+    for inst in run.inst[:run.n_route]:  # each instance's per-job state holds its own jobs (jobs.py)
+        js = [j for j in inst.jobs if where[j] == inst.index]
+        b, c = inst.batcher, inst.cache
+        first[js] = [b.first_token[j] for j in js]
+        end[js] = [b.end[j] for j in js]
+        hits[js] = [c.hits.get(j, 0) for j in js]
+        local[js] = [c.own_hits.get(j, 0) for j in js]
     dec = np.array(run.decoder, dtype=np.int64)
     for inst in run.inst[run.n_route:]:
-        mine = dec == inst.index
-        end[mine] = np.array(inst.batcher.end, dtype=np.int64)[mine]
+        js = [j for j in inst.jobs if dec[j] == inst.index]
+        end[js] = [inst.batcher.end[j] for j in js]
     ttft = (first - arrival)[served] / 1e6
     out = work.output_tokens
     multi = served & (out > 1)
@@ -57,10 +60,6 @@ def metrics(run) -> dict:
     cum = np.asarray(run.cum_tokens, dtype=np.int64)
     off = work.offsets
     hit_tok = cum[off[:-1] + hits] - cum[off[:-1]]
-    local = np.zeros(n, dtype=np.int64)  # hit blocks its instance held itself at admission
-    for inst in run.inst[:run.n_route]:
-        mine = where == inst.index
-        local[mine] = np.array(inst.cache.own_hits, dtype=np.int64)[mine]
     peer = np.clip(hits - local, 0, np.array(run.fetched, dtype=np.int64))  # fetched: peer first, then pool
     peer_tok = cum[off[:-1] + local + peer] - cum[off[:-1] + local]
     pool = np.clip(hits - local - peer, 0, np.array(run.pooled, dtype=np.int64))

@@ -65,7 +65,7 @@ class Workload(Section):
 
 
 class Model(Section):
-    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "custom"] = param(
+    preset: Literal["llama-13b", "llama-65b", "llama-70b", "falcon-40b", "mistral-7b", "qwen3-32b", "custom"] = param(
         DEFAULT_PRESET, description="Model (the serving core's presets, kvviz/serving/model_presets.py); "
                                     "llama-70b's KV is LLaMA3-70B's too: 80 layers, 8 KV heads of 128, 320 KB/token")
     kv_bytes_per_token: int = param(ge=1, le=1 << 40, unit="B", description="KV bytes per token, all layers")
@@ -92,8 +92,14 @@ class Instance(Section):
     max_batch: int = param(256, ge=1, le=4096, unit="requests", description="Most requests in the running batch")
     running_kv_gb: float = param(200.0, gt=0, le=1e6, unit="GB",
                                  description="HBM for the running requests' KV, apart from the cached blocks")
+    hbm_pool: Literal["split", "shared"] = param(
+        "split", description="split: running KV (instance.running_kv_gb) and cached blocks "
+                             "(instance.hbm_cache_tokens) in two fixed HBM pools. shared: one pool of "
+                             "instance.hbm_cache_tokens as vLLM's: running requests' blocks are held, "
+                             "cached blocks fill what is free and give way to running ones")
     hbm_cache_tokens: int = param(100_000, ge=1, le=1 << 40, unit="tokens",
-                                  description="HBM block cache, tokens of KV (rounded down to whole blocks)")
+                                  description="HBM block cache, tokens of KV (rounded down to whole blocks); with "
+                                              "hbm_pool = shared, the whole HBM KV pool")
     dram_cache_tokens: int = param(0, ge=0, le=1 << 40, unit="tokens",
                                    description="Local DRAM tier under HBM, tokens of KV; 0 = none (Mooncake: 3M)")
     dram_read_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="DRAM→HBM bandwidth (PCIe)")

@@ -22,7 +22,7 @@ from ...serving.batching import BatchConfig
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
 from ...trace import TraceBuilder
-from . import cache, routers
+from . import cache, jobs, routers
 from .instance import Instance
 from .peers import PeerLinks
 from .pool import SharedPool
@@ -58,6 +58,7 @@ class ClusterRun:
         self.inn0 = work.input_tokens.tolist()
         self.parent = parents(work) if sc.instance.eviction == "leaf_lru" else None
         self.cache_arrays: dict = {}  # the stream's arrays for the compiled caches, made once for all instances
+        self.distinct_blocks = len(set(self.ids))  # a set of the list: ~10x np.unique's time here
         self.hbm_blocks = max(1, ins.hbm_cache_tokens // work.block_tokens)
         # every arrival as a mark (its job): the lane above the instances', where a view finds each
         # request's arrival and so its TTFT (the job's first mark on its prefill instance's GPU lane)
@@ -65,9 +66,11 @@ class ClusterRun:
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
         self.split = P > 0
+        self.sparse = jobs.use_dicts(N, n)  # per-job state as dicts past the lists' budget (jobs.py)
         self.n_route = P if self.split else N
         cfg = BatchConfig(gpu=self.gpu, kv=self.kv, layers=m.layers, max_batch=ins.max_batch,
-                          cap_tok=int(ins.running_kv_gb * 1e9) // self.kv, save_gbps=1.0, write_buffer=0.0,
+                          cap_tok=(ins.hbm_cache_tokens if ins.hbm_pool == "shared"
+                                   else int(ins.running_kv_gb * 1e9) // self.kv), save_gbps=1.0, write_buffer=0.0,
                           sync_save=False, hbm_cache=False)
         out = work.output_tokens.tolist()
         one = [1] * n
@@ -93,8 +96,7 @@ class ClusterRun:
         if self.tb is not None:
             self.tb.instant(self.l_arrive, self.loop.now, "arrive", j, job=j)
         d = self.router.route(j)
-        est = self.router.estimate_ns(j, d)
-        if self.slo_ns and est > self.slo_ns:
+        if self.slo_ns and self.router.estimate_ns(j, d) > self.slo_ns:
             self.rejected[j] = True
             return
         self.router.routed(j, d)
@@ -153,8 +155,7 @@ class ClusterRun:
             return
         # P/D: the prompt's KV and the first token move to a decode instance
         dec = self.inst[self.n_route:]
-        k = min(range(len(dec)), key=lambda i: (dec[i].batcher.tok_run, dec[i].queue_len(), i))
-        d = dec[k]
+        d = dec[min((x.batcher.tok_run, len(x.batcher.waiting), i) for i, x in enumerate(dec))[2]]
         ctx = self.inn0[j] + 1
         t0, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)
         if self.tb is not None:

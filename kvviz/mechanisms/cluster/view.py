@@ -2,7 +2,7 @@
 real router has (its own estimates, the instances' published KV events and load), never an
 instance's internals.
 
-- `match(k, j)`: leading blocks of request j that instance k holds in its own tiers (what its KV
+- `match(k, j)` (`matches(j)`: for every instance at once): leading blocks of request j that instance k holds in its own tiers (what its KV
   events publish; with a shared pool, the pool's blocks count for every instance);
 - `queue_ns(k)`: the router's estimate of how long a request sent to k now waits before its
   prefill starts: the prefill estimates of the requests sent to k and not yet started, plus
@@ -40,8 +40,25 @@ class View:
     def match(self, k: int, j: int) -> int:
         return self.run.inst[k].match(j)
 
+    def matches(self, j: int) -> list[int]:
+        """match(k, j) for every routed instance, the request's block ids sliced once (every
+        instance's cache numbers blocks alike: the stream's ids, or the compiled caches' shared
+        dense ones)."""
+        insts = self.run.inst[:self.instances]
+        if self.run.pool is not None or insts[0].cache.shared:
+            return [i.match(j) for i in insts]
+        c0 = insts[0].cache
+        blocks = c0.cids[self.off[j]:self.off[j + 1]]
+        return [sum(i.cache.cache.matched(blocks)) for i in insts]
+
     def queue_ns(self, k: int) -> float:
         return self.run.inst[k].queue_ns()
+
+    def queues_ns(self) -> list[float]:
+        """queue_ns(k) for every routed instance (one pass, the estimate inlined: the hot path)."""
+        now = self.run.loop.now
+        return [i.pending_ns + (max(0.0, i.iter_at + i.iter_ns - now) if i.iter_at >= 0 else 0.0)
+                for i in self.run.inst[:self.instances]]
 
     def queue_len(self, k: int) -> int:
         return self.run.inst[k].queue_len()

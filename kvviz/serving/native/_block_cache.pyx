@@ -459,6 +459,27 @@ cdef class BlockCache:
     def place(self, int k, int32_t b):
         self._place(k, b)
 
+    def set_cap(self, int k, int64_t n):
+        """tiered_cache.TieredCache.set_cap."""
+        cdef int32_t v
+        cdef int m
+        self.caps[k] = n
+        while self._size[k] > n:
+            v = self._victim(k)
+            if v == -1:
+                return 0
+            self._evicted[k] += 1
+            if self.on_evict is not None:
+                self.on_evict(k, v)
+            self._remove(k, v)
+            self._size[k] -= 1
+            m = self.where[v] & ~(1 << k)
+            self.where[v] = m
+            if not self.through and k + 1 < self.K and not (m >> (k + 1)):
+                self._demoted[k + 1] += 1
+                self._place(k + 1, v)
+        return 0
+
     def original(self, int32_t b):
         """The stream's own id of block b."""
         return self.block_ids[b]

@@ -20,7 +20,8 @@ class GlobalCacheAware(Router):
     def route(self, j: int) -> Decision:
         v = self.view
         n = v.instances
-        held = [v.match(k, j) for k in range(n)]
+        held = v.matches(j)
+        queue = v.queues_ns()
         best_len = max(held)
         best = held.index(best_len)  # the longest, the lowest index on ties
         thr = self.settings.balancing_threshold
@@ -33,7 +34,9 @@ class GlobalCacheAware(Router):
             p = prefill.get(at)
             if p is None:
                 p = prefill[at] = v.prefill_ns(j, at)
-            t = v.queue_ns(k) + p
+            t = queue[k] + p
+            if pick_t is not None and t >= pick_t:
+                continue  # a fetch only adds time: this instance cannot win (ties go to the lower index)
             if fetch:
                 t += v.fetch_ns(j, best, k, h, best_len)
             if pick_t is None or t < pick_t:

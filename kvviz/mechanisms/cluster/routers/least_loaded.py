@@ -12,5 +12,5 @@ class LeastLoaded(Router):
 
     def route(self, j: int) -> Decision:
         v = self.view
-        i = argmin([v.queue_ns(k) for k in range(v.instances)])
+        i = argmin(v.queues_ns())
         return Decision(i, local_blocks=v.match(i, j))

@@ -30,6 +30,6 @@ class PrecisePrefix(Router):
     def route(self, j: int) -> Decision:
         v = self.view
         n_blocks = v.blocks_of(j)
-        held = [v.match(k, j) for k in range(v.instances)]
+        held = v.matches(j)
         i = weighted_pick(v, self.settings, [h / n_blocks if n_blocks else 0.0 for h in held])
         return Decision(i, local_blocks=held[i])

@@ -13,6 +13,7 @@ class PrefixAffinity(Router):
 
     def route(self, j: int) -> Decision:
         v = self.view
-        held = [v.match(k, j) for k in range(v.instances)]
-        i = argmin([v.queue_ns(k) + v.prefill_ns(j, held[k]) for k in range(v.instances)])
+        held = v.matches(j)
+        queue = v.queues_ns()
+        i = argmin([queue[k] + v.prefill_ns(j, held[k]) for k in range(v.instances)])
         return Decision(i, local_blocks=held[i])

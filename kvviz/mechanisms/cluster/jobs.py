@@ -1,0 +1,55 @@
+"""Per-job state of one instance, sized by the requests routed to it, not by the workload: the
+serving core's batcher keeps a list per job field indexed by job (lists of the workload's length,
+made in its constructor); past LIST_BUDGET (instances × jobs of them) an instance of the cluster
+replaces them by dicts holding only its own jobs, so memory grows with requests, not with
+instances × requests (a 100-instance run of a 10x trace); below it the lists stay, a dict being
+slower to index. Reads of a job the instance never saw give the field's initial value, as the
+list did.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+# the batcher's per-job fields (kvviz/serving/batching.py's constructor) and their initial values
+BATCHER_FIELDS = {"g0": 0, "ctx0": 0, "left": 0, "resume": 0, "fin_at": -1, "decoding": False, "save_end": 0,
+                  "hbm_hit": False, "first_admit": -1, "first_token": 0, "end": 0, "outcome": 0, "gpu_ns": 0.0,
+                  "d0": 0.0}
+
+
+LIST_BUDGET = 256e6  # bytes of per-job lists all instances may take before they become dicts (ASSUMPTION)
+PER_JOB_BYTES = 8 * 22  # the batcher's 14 lists and the instance's 8, a pointer per job each
+
+
+def use_dicts(instances: int, jobs: int) -> bool:
+    """Lists (the serving core's, fastest) while instances × jobs of them fit LIST_BUDGET, else dicts."""
+    return instances * jobs * PER_JOB_BYTES > LIST_BUDGET
+
+
+def per_job(initial) -> defaultdict:
+    return defaultdict(lambda: initial)
+
+
+def sparse(batcher) -> None:
+    """Replace the batcher's per-job lists by dicts of the jobs it serves."""
+    for name, initial in BATCHER_FIELDS.items():
+        setattr(batcher, name, per_job(initial))
+
+
+class Identity:
+    """conv[j] = j (every request is its own session) without a list."""
+    __slots__ = ()
+
+    def __getitem__(self, j: int) -> int:
+        return j
+
+
+class Overlay(dict):
+    """A job's value as the instance set it, else the cluster's (prompt tokens, replies)."""
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+
+    def __missing__(self, j: int):
+        return self.base[j]
