@@ -286,3 +286,29 @@ def test_the_plan_equals_exhaustive_on_a_second_grid_at_several_targets(second_g
     mid = f"{P99}<={limits[3]}"
     rp = plan(data, SECOND, [mid], SECOND_AXES)[0]
     assert rp.outcome.best == exhaustive(g, rp.targets, lambda pts, cb=None: [values[i] for i in pts]).best
+
+
+def request_ttfts_ms(sc):
+    """Each request's TTFT in the timed LRU run of `sc` (the engine's own arrays)."""
+    from kvviz.mechanisms.prefix_cache.engine import prepare
+    from kvviz.mechanisms.prefix_cache.timed import Run
+    from kvviz.mechanisms.prefix_cache.workload import load
+    blocks = load(sc, 50_000_000)
+    bb = blocks.block_tokens * sc.model.kv_bytes_per_token
+    caps = [t.blocks(bb) for t in sc.tiers]
+    prep = prepare(blocks, {"lru", "belady"}, sc.cache.admission)
+    r = Run(sc, blocks, prep, caps, ["lru"] * len(caps), False, record=False).run()
+    return (np.array(r.batcher.first_token) - np.array(r.arrival)) / 1e6
+
+
+@pytest.mark.slow
+def test_the_bound_is_under_every_requests_ttft_at_every_point_of_the_second_grid(second_grid):
+    """Per request, not only per percentile: the queue term with each request's history (bound.py)
+    never exceeds the timed TTFT, at each of the 27 points."""
+    _, ex = second_grid
+    pricing = Pricing()
+    for sc in ex.grid.scenarios:
+        lb = pricing.bound(sc).request_bounds_ms(sc)
+        ttft = request_ttfts_ms(sc)
+        assert (lb <= ttft + 1e-6).all(), (np.flatnonzero(lb > ttft + 1e-6)[:5], sc.tiers)
+        assert lb.max() > 0
