@@ -53,7 +53,9 @@ def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster
                                    {"name": "dram", "capacity_blocks": dram, "read_gbps": 20.0, "write_gbps": 10.0,
                                     "read_latency_us": 0.0, "write_latency_us": 0.0}],
                          "store": {"load_if_faster": load_if_faster},
-                         "serving": {"timing": True, **SERVING}}, "test")
+                         # the cluster's instances recompute a preempted request's whole context (they
+                         # have no serving.resume_from_cache yet): the prefix cache's rule before it
+                         "serving": {"timing": True, "resume_from_cache": False, **SERVING}}, "test")
     want = simulate(pc).metrics["policies"]["lru"]
     cl = cluster(str(MOONCAKE), workload={"max_requests": 600},
                  instance={"hbm_cache_tokens": hbm * 512, "dram_cache_tokens": dram * 512, "dram_read_gbps": 20.0,

@@ -57,3 +57,16 @@ def test_the_bundled_plan_runs_a_tenth_of_its_grid_and_its_best_meets_the_target
     # no mix it ran that meets the target is cheaper (the full grid: benchmarks/bench_plan.py)
     met = [i for i, v in rp.outcome.values.items() if v[t.metric] <= t.value]
     assert min(rp.grid.cost[i] for i in met) == d["best"]["cost_per_hour"]
+
+
+@pytest.mark.slow
+def test_resuming_from_cache_is_what_removed_the_rise_with_more_dram():
+    """The cause docs/mechanisms/plan.md names: at HBM 1, CXL 1, SSD 8 GB, DRAM 2 -> 4 GB admits
+    more long requests at once, the running pool overflows and a preempted request came back to
+    recompute its whole prompt: p99 rose. Re-prefilling over its cached prompt, it falls."""
+    base = {"tiers.0.capacity_gb": 1, "tiers.1.capacity_gb": 1, "tiers.3.capacity_gb": 8}
+
+    def at(dram, resume):
+        return p99(tuple(sorted({**base, "tiers.2.capacity_gb": dram, "serving.resume_from_cache": resume}.items())))
+    assert at(4, False) > 1.2 * at(2, False)
+    assert at(4, True) < at(2, True)

@@ -10,7 +10,8 @@ runs one iteration at a time, admits first come first served (kvviz/serving/batc
 overtaking), and a prefill iteration computes at least the sum of its jobs' prefills, so by the
 end of request j's prefill the GPU has computed, since any earlier request i arrived, at least
 the tokens i..j must compute: first token of j >= max over i <= j of (arrival_i + Σ_{k=i..j}
-w_k), w_k the roofline of k's computed tokens (a cumulative maximum). Latencies, decode
+w_k), w_k the roofline of k's computed tokens after the longest prefix that can hit, attention
+over that history included (a cumulative maximum). Latencies, decode
 iterations, preemptions and load waits are left out: each only adds.
 
 What the request must compute or load comes from where its prompt blocks can be:
@@ -93,8 +94,11 @@ class TTFTBound:
             rest = np.maximum(0.0, below - loaded_by(T))
             return gpu.prefill_ns(computed + rest * per_block_tokens, 0) <= T
 
-        # the queue: w_k, less a ns for the engine's rounding of each iteration's end
-        w = np.maximum(0.0, gpu.prefill_ns(computed, 0) - 1.0)
+        # the queue: w_k, less a ns for the engine's rounding of each iteration's end. A request
+        # that keeps K <= H of its prompt (H: the most that can hit) computes prefill(input - K
+        # after K) = P(input) - P(K) >= P(input) - P(H) = prefill(input - H after H), P the
+        # roofline's whole prefill (increasing): the attention over its history counts too
+        w = np.maximum(0.0, gpu.prefill_ns(computed, hit_tokens) - 1.0)
         arrival = b.times_s * 1e9
         done = np.cumsum(w)
         first_token = done + np.maximum.accumulate(arrival - (done - w))

@@ -69,6 +69,7 @@ class RatePlan:
                "best": self.point(o.best) if o.best is not None else None,
                "front": [self.point(i) for i in self.front()],
                "runs": o.runs, "grid_runs": len(self.grid), "bound_pruned": o.bound_pruned,
+               "verified": len(o.verified),  # of the runs: inferred misses run as the search's check
                "seconds": round(self.seconds, 3)}
         if o.best is None:
             c = self.closest()
@@ -135,12 +136,12 @@ def _runner(targets, executor, workers: int, progress, counter: list, source: st
         from ..executor import map_indexed
         tasks = [(grid.scenarios[i], paths) for i in points]
 
-        def got(k, v):
+        def got(k, v):  # the result first: a progress signal then shows the run that just ended
             counter[0] += 1
-            if progress:
-                progress(counter[0])
             if on_result:
                 on_result(points[k], v)
+            if progress:
+                progress(counter[0])
         out = map_indexed(run_point, tasks, executor=executor, n_workers=workers, on_result=got)
         for v in out:
             if v.get(MISSING):

@@ -15,6 +15,14 @@ a meet those dearer than it): a bisection of the grid's order, along every monot
 cost at once. It stops
 when every point no dearer than the best is run or decided, so the best is the grid's: ties by
 lower cost, then the lower first target metric, then the settings in sorted order.
+
+The check (`verify`, on by default): an inference from a run rests on monotonicity up to the
+tolerance, which is measured, not proven. So before answering, the search runs the edge of what
+it inferred infeasible: each inferred miss no dearer than the best with no other inferred miss
+above it (the nearest to meeting the target; a wobble larger than the tolerance shows there
+first). If one meets the target, the inference was wrong: it is recorded (`broken`), nothing is
+inferred any more, and every point it had inferred runs, so the answer is the grid's whatever
+the slack; if none does, the answer stands with the edge measured.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ class Outcome:
     # (missed, met): a run missed the targets at a point above (on the monotone axes) one that
     # met them: an axis marked monotone is not, here, and the answer may not be the grid's
     broken: list[tuple[int, int]] = field(default_factory=list)
+    verified: list[int] = field(default_factory=list)        # inferred misses run as the check
 
     @property
     def runs(self) -> int:
@@ -79,12 +88,13 @@ def exhaustive(grid, targets, run: Callable[[list[int]], list[dict]], on_result=
 
 
 def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch: int = 1,
-           on_result=None, tolerance: float = 0.0) -> Outcome:
+           on_result=None, tolerance: float = 0.0, verify: bool = True) -> Outcome:
     """`run(points, on_result)` -> their metrics (dicts by path); `bounds[i]`: True where the
     bound proves point i misses a target. `tolerance`: monotonicity is trusted only beyond this
     share of a target's value (a run that misses by less decides nothing below it, one that meets
     with less to spare nothing above it): the slack of a timed model that is monotone but for
-    small wobbles."""
+    small wobbles. `verify`: before answering, run the inferred misses nearest to feasibility
+    (module docstring); a wrong inference found there makes every inferred miss undecided again."""
     n = len(grid)
     state = np.full(n, UNDECIDED)
     if bounds is not None:
@@ -95,12 +105,37 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
     above = np.array([grid.at_least(i) for i in range(n)])   # above[i, p]: p >= i
     best_cost = math.inf
     broken: list[tuple[int, int]] = []
+    verified: list[int] = []
+    inferred = np.zeros(n, dtype=bool)  # decided infeasible by a run above it (not by the bound)
     while True:
         # every point no dearer than the best that is not decided (or decided feasible without
         # a run: its metrics break a tie) must run
         todo = np.flatnonzero(((state == UNDECIDED) | (state == FEASIBLE)) & (grid.cost <= best_cost))
         if not len(todo):
-            break
+            if not verify:
+                break
+            # the check: the inferred misses no dearer than the best that no other inferred miss
+            # is above (the edge of the region inferred infeasible, nearest to meeting the target)
+            # run; if one meets it, monotonicity failed here, and every inference is undone
+            cand = np.flatnonzero(inferred & (grid.cost <= best_cost))
+            edge = [int(p) for p in cand if state[p] == INFEASIBLE and (above[p] & inferred).sum() == 1]
+            if not edge:
+                break
+            wrong = False
+            for i, v in zip(edge, run(edge, on_result)):
+                values[i] = v
+                order.append(i)
+                verified.append(i)
+                state[i] = RAN
+                if feasible(v, targets):
+                    wrong = True
+                    best_cost = min(best_cost, grid.cost[i])
+                    broken.append((i, i))
+            if wrong:
+                state[inferred & (state == INFEASIBLE)] = UNDECIDED
+                inferred[:] = False
+                tolerance = math.inf  # infer nothing more: every remaining point runs
+            continue
         # bisection: the candidate whose outcome, either way, decides the most others. A miss
         # decides the candidates below it; a meet, the candidates dearer than it
         below = above[np.ix_(todo, todo)].sum(axis=0)
@@ -122,6 +157,7 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
                     state[above[i] & (state == UNDECIDED)] = FEASIBLE
             elif clearly_missed(v, targets, tolerance):
                 below = grid.at_most(i)
+                inferred |= below & (state == UNDECIDED)
                 state[below & (state == UNDECIDED)] = INFEASIBLE
                 broken += [(int(i), int(p)) for p in np.flatnonzero(below) if p != i and
                            (state[p] == FEASIBLE or (p in values and feasible(values[p], targets)))]
@@ -132,4 +168,4 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
             values[int(i)] = v
             order.append(int(i))
             state[i] = RAN
-    return Outcome(best, values, state, pruned, order, broken)
+    return Outcome(best, values, state, pruned, order, broken, verified)

@@ -62,6 +62,10 @@ class BatchConfig:
     write_buffer: float   # bytes a finished job's unsaved KV may leave in the write buffer
     sync_save: bool
     hbm_cache: bool       # finished sessions stay in free HBM (AttentionStore's hbm tier)
+    # a preempted job, re-admitted, recomputes its context less the cached prompt prefix its store
+    # answers with (`store.resume(j, context)` -> (tokens kept, bytes loaded during the
+    # iteration)), as vLLM's re-prefill hits its prefix cache; false: all of it, loading nothing
+    resume_from_cache: bool = False
 
 
 class BatchRun(Protocol):
@@ -116,6 +120,7 @@ class Batcher:
         self.sync_save = cfg.sync_save
         self.cap_tok = cfg.cap_tok
         self.hbm_cache = cfg.hbm_cache
+        self.resume_cached = cfg.resume_from_cache
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
         self.after = run.after
@@ -335,12 +340,16 @@ class Batcher:
         loads = []
         work = []  # each job's compute here (ns): its share of the iteration's GPU time
         for j in jobs:
-            if resume[j]:  # preempted earlier: recompute what it held, load nothing
-                comp += resume[j]
-                w = gpu.prefill_ns(resume[j])
+            if resume[j]:  # preempted earlier: recompute what it held (less what HBM still has), load nothing
+                kept, load = store.resume(j, resume[j]) if self.resume_cached else (0, 0)
+                if load:  # its cached blocks below HBM load during this iteration, as an admission's
+                    loads.append(j)
+                    dram += load
+                comp += resume[j] - kept
+                w = gpu.prefill_ns(resume[j] - kept, kept)
                 work.append(w)
                 comp_ns += w
-                self.resume_tokens += resume[j]
+                self.resume_tokens += resume[j] - kept
                 continue
             self.first_admit[j] = S
             outcome, d, s_, r = store.admit(j, self.hbm_hit[j])

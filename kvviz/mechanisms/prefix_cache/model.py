@@ -207,6 +207,14 @@ class Serving(Section):
                                  description="HBM for the running requests' KV (prompt and decode), apart from "
                                              "the hbm tier's cached blocks (ASSUMPTION, ours: two fixed pools; "
                                              "vLLM shares one). A request waits while its prompt does not fit")
+    resume_from_cache: bool = param(
+        True, description="A request preempted while decoding (the running pool full) is re-admitted later and "
+                          "prefills its context again. true: it attends over the leading blocks of its prompt "
+                          "that the hbm tier still holds for it (pinned there since its admission) and recomputes "
+                          "only the rest, as vLLM's re-prefill after a recompute-preemption hits its prefix cache. "
+                          "false: it recomputes all of it, cache or not (before this setting existed; a preemption "
+                          "then costs its whole prompt again, so a larger cache that admits more requests sooner "
+                          "could raise TTFT: docs/mechanisms/plan.md). Timed engine only")
 
 
 class Store(Section):

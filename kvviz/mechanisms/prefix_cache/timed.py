@@ -65,7 +65,8 @@ class Run:
         self.store = BlockStore(self, sc, prep, caps, evictions, prefetch, bb)
         cfg = BatchConfig(gpu=gpu, kv=m.kv_bytes_per_token, layers=m.layers, max_batch=s.max_batch,
                           cap_tok=int(s.running_kv_gb * 1e9) // m.kv_bytes_per_token, save_gbps=1.0,
-                          write_buffer=0.0, sync_save=False, hbm_cache=False)
+                          write_buffer=0.0, sync_save=False, hbm_cache=False,
+                          resume_from_cache=s.resume_from_cache)
         self.batcher = Batcher(self, cfg)
         self.bb, self.names = bb, names
 

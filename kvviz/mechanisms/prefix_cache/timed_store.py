@@ -208,6 +208,38 @@ class BlockStore:
         self.booked.clear()
         return pe, pe - S - L * c, None
 
+    def resume(self, j: int, context: int) -> tuple[int, int]:
+        """A preempted request comes back (`serving.resume_from_cache`) to prefill its `context`
+        tokens again: as at admission, its prompt's leading resident blocks are its hit (HBM's
+        used in place, those below loaded over their links, booked now for this iteration, the
+        tail recomputed where that ends the iteration sooner, with store.load_if_faster); the
+        rest of its context is recomputed. Nothing is placed or counted as a hit again (its
+        blocks were placed at its admission). Returns (tokens kept, bytes loaded)."""
+        c, ids, tok = self.cache, self.ids, self.tok
+        mask = c.mask if hasattr(c, "mask") else (lambda b: c.where.get(b, 0))
+        s, e = self.off[j], self.off[j + 1]
+        src = []
+        for p in range(s, e):
+            m = mask(ids[p])
+            if not m:
+                break
+            src.append((m & -m).bit_length() - 1)
+        h = len(src)
+        now = self.loop.now
+        if self.iter_at != now:
+            self.iter_at, self.iter_comp = now, 0.0
+        cut = self._cut(s, h, src, context, now) if self.load_if_faster and any(src) else h
+        load = 0
+        for k, n in Counter(src[:cut]).items():
+            if k:
+                t0, t1 = self._transfer(k, n * self.bb, now, False, j, "load",
+                                        f"load {n} blocks {self.names[k]}→hbm (resumed after preemption)")
+                self.booked.append((t0 + self.links[k].read_lat, t1))
+                load += n * self.bb
+        kept = sum(tok[s:s + cut])
+        self.iter_comp += self.run.gpu.prefill_ns(context - kept, kept)
+        return kept, load
+
     def finished(self, j: int):
         if self.log is not None:
             self.log.append(("finish", j))
