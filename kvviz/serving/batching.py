@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .event_loop import Loop
-from .kv_source import HIT_HBM, KVSource, LayerSchedule
+from .kv_source import HIT_HBM, KVSource, LayerSchedule, ResumableKVSource
 from .roofline import Roofline
 
 IDLE, PREFILL, DECODE, SAVE_STALL = 0, 1, 2, 3
@@ -120,7 +120,12 @@ class Batcher:
         self.sync_save = cfg.sync_save
         self.cap_tok = cfg.cap_tok
         self.hbm_cache = cfg.hbm_cache
-        self.resume_cached = cfg.resume_from_cache
+        # a preempted request's return served from what the store still holds (the prefix cache)
+        self.resumable: ResumableKVSource | None = None
+        if cfg.resume_from_cache:
+            if not isinstance(run.store, ResumableKVSource):
+                raise TypeError(f"resume_from_cache needs a store with resume(); {type(run.store).__name__} has none")
+            self.resumable = run.store
         self.conv, self.keep, self.inn, self.out = run.conv, run.keep, run.inn, run.out
         self.over, self.coupled = run.over, run.coupled
         self.after = run.after
@@ -341,7 +346,7 @@ class Batcher:
         work = []  # each job's compute here (ns): its share of the iteration's GPU time
         for j in jobs:
             if resume[j]:  # preempted earlier: recompute what it held (less what HBM still has), load nothing
-                kept, load = store.resume(j, resume[j]) if self.resume_cached else (0, 0)
+                kept, load = self.resumable.resume(j, resume[j]) if self.resumable is not None else (0, 0)
                 if load:  # its cached blocks below HBM load during this iteration, as an admission's
                     loads.append(j)
                     dram += load

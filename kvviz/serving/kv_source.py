@@ -19,7 +19,7 @@ prefix_cache's block store (mechanisms/prefix_cache/timed_store.py) both impleme
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 # Job outcomes (`admit`'s first answer); hits are >= HIT_HBM: the batcher attends a hit's history
 # rather than recomputing it. RECOMPUTE_FASTER: the history was in a slow tier (AttentionStore's
@@ -46,3 +46,11 @@ class KVSource(Protocol):
             -> tuple[int, int, LayerSchedule | None]: ...
 
     def finished(self, j: int) -> None: ...
+
+
+@runtime_checkable
+class ResumableKVSource(KVSource, Protocol):
+    """A store that can serve a preempted request's return from what it still holds
+    (BatchConfig.resume_from_cache; the prefix cache's timed store): (tokens kept, bytes loaded)."""
+
+    def resume(self, j: int, context: int) -> tuple[int, int]: ...
