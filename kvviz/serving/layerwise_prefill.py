@@ -28,3 +28,23 @@ def prefill_end(S: int, T0: int, a: int, c: int, L: int, k: int) -> tuple[int, i
     else:
         le_last = le_k1
     return best, le_last
+
+
+def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
+    """The iteration's end `pe` (so far) given one link streaming its bytes from `start` (after
+    its latency) to t1 in L equal layer pieces, with c ns of compute per layer: layer i computes
+    once its piece is in and layer i-1 is done."""
+    a = (t1 - start) / L
+    return max(pe, int(start + a) + L * c, t1 + c)
+
+
+def booked_end(booked: list[tuple[int, int]], S: int, comp_ns: float, L: int) -> tuple[int, int]:
+    """A prefill iteration starting at S with comp_ns of compute over L layers, whose loads were
+    booked as (start, end) transfers, 1/L of each per layer: (its end, the time its layers waited
+    for their pieces). The end is max(S + L·c, over transfers, `layered_end`), the closed form of
+    prefill_end with no buffer."""
+    c = int(comp_ns / L)
+    pe = S + L * c
+    for start, t1 in booked:
+        pe = layered_end(pe, L, c, start, t1)
+    return pe, pe - S - L * c

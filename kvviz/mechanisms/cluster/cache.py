@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from ...serving.batching import DECODE
 from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.layerwise_prefill import booked_end
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
 
@@ -49,12 +50,6 @@ def compiled_bytes(positions: int, blocks: int, tiers: int) -> int:
     the stream's ids and tokens per position, and per distinct block its residency, each tier's
     links and state, pins, next use and flags."""
     return positions * 12 + blocks * (tiers * 9 + 19)
-
-
-def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
-    """The iteration's end so far (`pe`) given one more transfer delivering L equal pieces from
-    `start` to `t1`, each layer c ns of compute after its piece and the layer before it."""
-    return max(pe, int(start + (t1 - start) / L) + L * c, t1 + c)
 
 
 class InstanceCache:
@@ -165,13 +160,10 @@ class InstanceCache:
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def load(self, jobs, a, b, ready, S, comp_ns):
-        L = self.L
-        c = int(comp_ns / L)
-        pe = S + L * c
-        for start, t1 in self.booked:
-            pe = layered_end(pe, L, c, start, t1)
+        """As the prefix cache's timed store: the loads booked at admission, 1/L per layer."""
+        pe, waited = booked_end(self.booked, S, comp_ns, self.L)
         self.booked.clear()
-        return pe, pe - S - L * c, None
+        return pe, waited, None
 
     def finished(self, j: int):
         self.cache.finish(j)

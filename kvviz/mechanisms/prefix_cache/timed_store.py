@@ -64,19 +64,12 @@ from itertools import islice
 import numpy as np
 
 from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.layerwise_prefill import booked_end
 from ...serving.links import Link, Prefetch
 from ...serving.tiered_cache import best_cut
 from .engine import Outcome, cache_for
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
-
-
-def layered_end(pe: int, L: int, c: int, start: int, t1: int) -> int:
-    """The iteration's end `pe` (so far) given one link streaming its bytes from `start` (after
-    its latency) to t1 in L equal layer pieces, with c ns of compute per layer: layer i computes
-    once its piece is in and layer i-1 is done."""
-    a = (t1 - start) / L
-    return max(pe, int(start + a) + L * c, t1 + c)
 
 
 class BlockStore:
@@ -199,14 +192,10 @@ class BlockStore:
         """The iteration's loads were booked at their requests' admissions (one transfer per
         request and link), 1/L of each per layer; layer i computes once every transfer has
         delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
-        form of layerwise_prefill.prefill_end with no buffer) (`layered_end`)."""
-        L = self.L
-        c = int(comp_ns / L)
-        pe = S + L * c
-        for start, t1 in self.booked:
-            pe = layered_end(pe, L, c, start, t1)
+        form of layerwise_prefill.prefill_end with no buffer) (`booked_end`)."""
+        pe, waited = booked_end(self.booked, S, comp_ns, self.L)
         self.booked.clear()
-        return pe, pe - S - L * c, None
+        return pe, waited, None
 
     def resume(self, j: int, context: int) -> tuple[int, int]:
         """A preempted request comes back (`serving.resume_from_cache`) to prefill its `context`
