@@ -6,7 +6,7 @@ kvviz.replay.
 """
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,22 @@ def describe(cls: type[Policy[Any]]) -> str:
     return cls.object_description or cls.description.replace("blocks", "objects").replace("block", "object")
 
 
-DESCRIPTIONS = {n: describe(c) for n, c in runnable().items()}
+class _Runnable(Mapping[str, str]):
+    """name -> description of every registered policy this replay can run, as the registry is
+    now (a policy registered or removed later shows here too: a snapshot kept a test's toy
+    policy listed after it was gone)."""
+
+    def __getitem__(self, name: str) -> str:
+        return describe(runnable()[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(runnable())
+
+    def __len__(self) -> int:
+        return len(runnable())
+
+
+DESCRIPTIONS: Mapping[str, str] = _Runnable()
 
 
 def _replay(policy: str, ids: Sequence[int], sizes: Sequence[int], cap: int) -> tuple[int, int]:
