@@ -47,9 +47,12 @@ def test_plan_view_runs_draws_fills_the_front_compares_and_opens_a_mix(qtbot, tm
     with qtbot.waitSignal(view.finished, timeout=300_000) as got:
         view.run()
     rp = got.args[0][0]
-    # every run appeared as it ended (one progress signal each, after the one at the start), and
-    # the front was drawn from the first run on, before the search ended
-    assert [k for k, _ in seen] == list(range(rp.outcome.runs + 1)), seen
+    # one progress signal per run (after the one at the start); the points drawn never shrink and
+    # end at every run; the front is drawn whenever a point is (how many runs have ended by the
+    # time a queued signal is handled depends on the threads: a fast machine may see them all)
+    counts = [k for k, _ in seen]
+    assert len(seen) == rp.outcome.runs + 1, seen
+    assert counts == sorted(counts) and counts[-1] == rp.outcome.runs, seen
     assert all(f >= 1 for k, f in seen if k) and seen[-1][1] >= 1
     xs, ys = view.scatter.getData()
     assert len(xs) == rp.outcome.runs < 24
