@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytestmark = pytest.mark.gui
 
-from PySide6.QtWidgets import QToolButton  # noqa: E402
+from app.shell.tab_reach import visible_span  # noqa: E402
 
 SIZES = [(1366, 768), (1920, 1080)]
 LONG = ("must be at most 1048576 (the workload's unique blocks in "
@@ -16,19 +16,6 @@ LONG = ("must be at most 1048576 (the workload's unique blocks in "
 def _settle(qtbot, win):
     qtbot.wait(50)  # the layout's posted events (dock fits, the bar's scroll) run
     win.grab()  # drawn: the geometry read below is what a screenshot shows
-
-
-def _visible_span(bar) -> tuple[int, int]:
-    """The part of the tab bar that shows tabs: its width less its scroll buttons."""
-    left, right = 0, bar.width()
-    for b in bar.findChildren(QToolButton):
-        if b.isVisible():
-            g = b.geometry()
-            if g.center().x() > bar.width() / 2:
-                right = min(right, g.left())
-            else:
-                left = max(left, g.right() + 1)
-    return left, right
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -52,7 +39,7 @@ def test_every_tab_is_reachable_from_the_bars_menu(window, qtbot, size):
         act.trigger()
         _settle(qtbot, window)
         assert window.tabs.currentIndex() == i
-        lo, hi = _visible_span(bar)
+        lo, hi = visible_span(bar)
         r = bar.tabRect(i)
         assert lo <= r.left() and r.right() < hi, (i, window.tabs.tabText(i), r, (lo, hi))
 

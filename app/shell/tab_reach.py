@@ -48,3 +48,17 @@ def make_tabs_reachable(tabs: QTabWidget) -> TabMenuButton:
     button = TabMenuButton(tabs)
     tabs.setCornerWidget(button, Qt.TopRightCorner)
     return button
+
+
+def visible_span(bar) -> tuple[int, int]:
+    """The part of a tab bar that shows tabs, (left, right) in its pixels: its width less the
+    scroll buttons Qt shows when the names do not fit (what a user can see and click)."""
+    left, right = 0, bar.width()
+    for b in bar.findChildren(QToolButton):
+        if b.isVisible():
+            g = b.geometry()
+            if g.center().x() > bar.width() / 2:
+                right = min(right, g.left())
+            else:
+                left = max(left, g.right() + 1)
+    return left, right

@@ -18,8 +18,9 @@ LONG = ("must be at most 1048576 (the workload's unique blocks in "
 def main(path: str) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QApplication, QMessageBox, QToolButton
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
+    from app.shell.tab_reach import visible_span
     from app.shell.window import MainWindow
 
     app = QApplication.instance() or QApplication([])
@@ -36,18 +37,7 @@ def main(path: str) -> int:
     QTest.qWait(300)
     bar = win.tabs.tabBar()
 
-    def visible_span():
-        left, right = 0, bar.width()
-        for b in bar.findChildren(QToolButton):
-            if b.isVisible():
-                g = b.geometry()
-                if g.center().x() > bar.width() / 2:
-                    right = min(right, g.left())
-                else:
-                    left = max(left, g.right() + 1)
-        return left, right
-
-    lo, hi = visible_span()
+    lo, hi = visible_span(bar)
     at_first = [lo <= bar.tabRect(i).left() and bar.tabRect(i).right() < hi for i in range(win.tabs.count())]
     tabs = []
     for i in range(win.tabs.count()):
@@ -56,7 +46,7 @@ def main(path: str) -> int:
         if act.isEnabled():
             act.trigger()
             QTest.qWait(120)
-        lo, hi = visible_span()
+        lo, hi = visible_span(bar)
         r = bar.tabRect(i)
         tabs.append({"title": win.tabs.tabText(i), "enabled": act.isEnabled(), "current": win.tabs.currentIndex() == i,
                      "inside": lo <= r.left() and r.right() < hi, "inside_at_first": at_first[i],
