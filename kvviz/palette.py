@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 from .bundled import resources_dir
 from .trace import INSTANT_KINDS, SPAN_KINDS
@@ -12,19 +14,25 @@ _FALLBACK = "#888888"
 
 
 @cache
-def _palette() -> dict:
+def _palette() -> dict[str, Any]:
     try:
         return tomllib.loads((resources_dir() / "palette.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return {}
 
 
+def _colour(table: str, key: str) -> str:
+    """The palette's colour for `key` in `table`; the fallback where the file has none (or not a string)."""
+    value = _palette().get(table, {}).get(key, _FALLBACK)
+    return value if isinstance(value, str) else _FALLBACK
+
+
 def span_color(kind: str) -> str:
-    return _palette().get("spans", {}).get(kind, _FALLBACK)
+    return _colour("spans", kind)
 
 
 def instant_color(kind: str) -> str:
-    return _palette().get("instants", {}).get(kind, _FALLBACK)
+    return _colour("instants", kind)
 
 
 # The five tiers a colour is defined for (resources/palette.toml [tiers]), top to bottom.
@@ -65,7 +73,7 @@ def tier_color(tier: str) -> str:
     wherever a tier is drawn: Timeline lanes, Tiers bars, Counters (occupancy), Policies,
     Ladder and the exported figures all ask here; resources/palette.toml [tiers] is the one
     place the colours are written."""
-    return _palette().get("tiers", {}).get(tier_key(tier) or tier, _FALLBACK)
+    return _colour("tiers", tier_key(tier) or tier)
 
 
 def tier_color_of(name: str) -> str | None:
@@ -74,7 +82,7 @@ def tier_color_of(name: str) -> str | None:
     return tier_color(key) if key is not None else None
 
 
-def instant_legend_name(kind: str, span_kinds) -> str:
+def instant_legend_name(kind: str, span_kinds: Iterable[str]) -> str:
     """An instant kind's name in a legend: 'issue' spans and 'issue' marks in one trace would
     read as one entry listed twice, so the mark says it is one."""
     return f"{kind} mark" if kind in set(span_kinds) else kind

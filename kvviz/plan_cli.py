@@ -2,22 +2,27 @@
 (kvviz.plan), its cost-latency front, runs made against the grid's size, and a figure."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .bundled import resolve_scenario
 from .format import printable
 
+if TYPE_CHECKING:
+    from .cli_flags import Subparsers
 
-def _fmt_point(p: dict) -> str:
+
+def _fmt_point(p: dict[str, Any]) -> str:
     s = ", ".join(f"{k}={v:g}" for k, v in p["settings"].items())
     rest = ", ".join(f"{k} = {v:.6g}" if isinstance(v, (int, float)) else f"{k} = {v}"
                      for k, v in p.items() if k not in ("settings",))
     return f"{s}: {rest}"
 
 
-def as_text(out: dict) -> str:
+def as_text(out: dict[str, Any]) -> str:
     lines = []
     rate = f" at rate {out['rate']:g}" if out["rate"] is not None else ""
     lines.append(f"targets{rate}: {'; '.join(out['targets'])}")
@@ -34,7 +39,7 @@ def as_text(out: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     from .outputs import check_outputs, scenario_inputs, write_run_outputs
     from .plan.figure import figure_svg
     from .plan.planner import plan
@@ -51,7 +56,7 @@ def cmd_plan(args) -> int:
         from .loading import parse_scenario
         check_outputs(outputs, scenario_inputs(file, parse_scenario(data, file)))
 
-    def progress(done):
+    def progress(done: int) -> None:
         if not args.quiet:
             print(f"{printable(file)}: {done} timed runs", file=sys.stderr)
     from .executor import workers
@@ -69,7 +74,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     c = sub.add_parser("plan", help="the cheapest tier mix (capacities, links, GPUs) that meets latency targets, "
                                     "and the cost-latency front")
     c.add_argument("file", help="prefix_cache scenario TOML file (or a bundled one's name) with a [plan] section")

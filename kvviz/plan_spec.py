@@ -23,7 +23,7 @@ class PlanAxis(Section):
                                              "searched value by value, nothing inferred")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> PlanAxis:
         if self.per_unit and len(self.per_unit) != len(self.paths):
             raise FieldError("per_unit", f"one amount per path ({len(self.paths)}), got {len(self.per_unit)}")
         if any(b <= a for a, b in zip(self.values, self.values[1:])):

@@ -29,20 +29,26 @@ least its bound). tests/test_plan.py holds the bound under the timed run at ever
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..replay.kernels import previous_use_array
 from ..replay.stack_distance import byte_stack_distances
 from ..serving.roofline import Roofline
 
-BOUNDED = {"ttft_p99_ms": 99.0, "ttft_p50_ms": 50.0, "mean_ttft_ms": None}
+if TYPE_CHECKING:
+    from ..mechanisms.prefix_cache.model import PrefixCacheScenario
+    from ..mechanisms.prefix_cache.workload import Blocks
+
+BOUNDED: dict[str, float | None] = {"ttft_p99_ms": 99.0, "ttft_p50_ms": 50.0, "mean_ttft_ms": None}
 STACK_RULES = {"promote": "copy", "write_policy": "back", "admission": "always"}
 COLD = np.iinfo(np.int64).max // 2  # a cold block's distance: beyond any capacity
 ITERATIONS = 60  # bisection steps on T: ~1e-18 of the bracket, far below a ns
 
 
 class TTFTBound:
-    def __init__(self, blocks):
+    def __init__(self, blocks: Blocks) -> None:
         self.blocks = blocks
         ids = np.asarray(blocks.ids, dtype=np.int64)
         prev = previous_use_array(ids)
@@ -69,7 +75,7 @@ class TTFTBound:
         tokens = np.bincount(self.req[ok], weights=self.tok[ok], minlength=n)
         return blocks, tokens
 
-    def request_bounds_ms(self, sc) -> np.ndarray:
+    def request_bounds_ms(self, sc: PrefixCacheScenario) -> np.ndarray:
         """Each request's TTFT lower bound (ms) in scenario `sc` (a grid point)."""
         b = self.blocks
         bb = b.block_tokens * sc.model.kv_bytes_per_token
@@ -78,8 +84,8 @@ class TTFTBound:
             all(getattr(sc.cache, k) == v for k, v in STACK_RULES.items()) and not sc.store.prefetch
         hit_blocks, hit_tokens = self._prefix(sum(caps) if stack else None)
         computed = b.input_tokens.astype(np.float64) - hit_tokens
-        below = np.maximum(0.0, hit_blocks - caps[0])             # hit blocks that cannot be in HBM
-        per_block_tokens = np.where(hit_blocks > 0, hit_tokens / np.maximum(hit_blocks, 1), 0.0)
+        below: np.ndarray = np.maximum(0.0, hit_blocks - caps[0])             # hit blocks that cannot be in HBM
+        per_block_tokens: np.ndarray = np.where(hit_blocks > 0, hit_tokens / np.maximum(hit_blocks, 1), 0.0)
         m, s = sc.model, sc.serving
         gpu = Roofline(m.params_b * 1e9, s.gpus, s.gpu_peak_tflops, s.mfu, s.hbm_tbps, s.hbm_efficiency,
                        m.kv_bytes_per_token, m.layers, m.d_model)
@@ -87,12 +93,13 @@ class TTFTBound:
         rates = np.array([t.read_gbps / bb for t in sc.tiers[1:]])   # GB/s = bytes/ns
         held = np.array(caps[1:], dtype=np.float64)
 
-        def loaded_by(T):  # the most blocks all links can bring by T (ns), per request
+        def loaded_by(T: np.ndarray) -> np.ndarray:  # the most blocks all links can bring by T (ns), per request
             return np.minimum(held[None, :], T[:, None] * rates[None, :]).sum(axis=1) if len(rates) else 0 * T
 
-        def ok(T):
-            rest = np.maximum(0.0, below - loaded_by(T))
-            return gpu.prefill_ns(computed + rest * per_block_tokens, 0) <= T
+        def ok(T: np.ndarray) -> np.ndarray:
+            rest: np.ndarray = np.maximum(0.0, below - loaded_by(T))
+            done: np.ndarray = gpu.prefill_ns(computed + rest * per_block_tokens, 0) <= T
+            return done
 
         # the queue: w_k, less a ns for the engine's rounding of each iteration's end. A request
         # that keeps K <= H of its prompt (H: the most that can hit) computes prefill(input - K
@@ -112,7 +119,7 @@ class TTFTBound:
             lo = np.where(good, lo, mid)
         return np.maximum(lo, queued) / 1e6  # lo: the largest T known too short, below the least that works
 
-    def metric_bound(self, sc, metric: str) -> float | None:
+    def metric_bound(self, sc: PrefixCacheScenario, metric: str) -> float | None:
         """A lower bound on `metric` (the last path segment, one of BOUNDED) at `sc`, or None."""
         name = metric.rsplit(".", 1)[-1]
         if name not in BOUNDED or not len(self.blocks):

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .planner import RatePlan
 
 FRONT, RUN, BEST, MISS = "#1f77b4", "#9a9a9a", "#d62728", "#fbe3e3"
 
@@ -20,7 +25,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [first + k * step for k in range(int((hi - first) / step) + 1)]
 
 
-def figure_svg(rate_plans, title: str) -> str:
+def figure_svg(rate_plans: Sequence[RatePlan], title: str) -> str:
     """One panel per rate."""
     esc = html.escape
     W, PW, PH, L, T, B = 760, 640, 330, 90, 56, 100  # width, panel, left margin, top, below a panel
@@ -35,12 +40,12 @@ def figure_svg(rate_plans, title: str) -> str:
     return "\n".join(out)
 
 
-def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
+def _panel(rp: RatePlan, y0: float, L: float, PW: float, PH: float) -> list[str]:
     esc = html.escape
     out: list[str] = []
     t = rp.targets[0]
-    pts = [(float(rp.grid.cost[i]), v.get(t.metric)) for i, v in rp.outcome.values.items()]
-    pts = [(c, v) for c, v in pts if v is not None and math.isfinite(v)]
+    measured = ((float(rp.grid.cost[i]), v.get(t.metric)) for i, v in rp.outcome.values.items())
+    pts: list[tuple[float, float]] = [(c, v) for c, v in measured if v is not None and math.isfinite(v)]
     front = rp.front()
     head = f"{t}" + (f" · rate {rp.rate:g}" if rp.rate is not None else "")
     head += f" · {rp.outcome.runs} of {len(rp.grid)} mixes run"
@@ -52,10 +57,10 @@ def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
     if xhi <= xlo:
         xlo, xhi = xlo - 0.5, xhi + 0.5
 
-    def X(c):
+    def X(c: float) -> float:
         return L + (c - xlo) / (xhi - xlo) * PW
 
-    def Y(v):
+    def Y(v: float) -> float:
         return y0 + PH - (v - ylo) / (yhi - ylo) * PH
     ty = Y(t.value)
     if t.op == "<=":  # above the target misses it
@@ -76,7 +81,8 @@ def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
                f'{esc(t.metric)}</text>')
     for c, v in pts:
         out.append(f'<circle cx="{X(c):.1f}" cy="{Y(v):.1f}" r="3" fill="{RUN}"/>')
-    fp = [(float(rp.grid.cost[i]), rp.outcome.values[i].get(t.metric)) for i in front]
+    on_front = ((float(rp.grid.cost[i]), rp.outcome.values[i].get(t.metric)) for i in front)
+    fp = [(c, v) for c, v in on_front if v is not None]  # each has one: the front is of measured values
     if len(fp) > 1:
         path = " ".join(f"{X(c):.1f},{Y(v):.1f}" for c, v in fp)
         out.append(f'<polyline points="{path}" fill="none" stroke="{FRONT}" stroke-width="2"/>')
@@ -84,7 +90,7 @@ def _panel(rp, y0: float, L: float, PW: float, PH: float) -> list[str]:
         out.append(f'<circle cx="{X(c):.1f}" cy="{Y(v):.1f}" r="4" fill="{FRONT}"/>')
     if rp.outcome.best is not None:
         b = rp.outcome.best
-        c, v = float(rp.grid.cost[b]), rp.outcome.values[b].get(t.metric)
+        c, v = float(rp.grid.cost[b]), rp.outcome.values[b][t.metric]  # the best met every target: it has each
         out.append(f'<circle cx="{X(c):.1f}" cy="{Y(v):.1f}" r="8" fill="none" stroke="{BEST}" stroke-width="2"/>')
         out.append(f'<text x="{X(c) + 10:.1f}" y="{Y(v) + 20:.1f}" fill="{BEST}">cheapest meeting it: '
                    f'${c:.3f}/h</text>')

@@ -3,13 +3,16 @@ overrides on the scenario; its validated scenario, its cost per hour (known befo
 prices × the capacities and links it sets), and the timed run that measures its targets."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 import numpy as np
 
 from ..errors import ScenarioError
 from ..loading import parse_scenario
+from ..mechanisms.prefix_cache.model import PrefixCacheScenario
 from ..metric_paths import metric_value
 from ..plan_spec import PlanAxis
 from ..scenario_data import apply_override
@@ -17,6 +20,9 @@ from ..simulation import check_run_size, simulate
 from ..sweep import _fmt
 
 COST_METRIC = "cost_per_hour"
+# A timed run's measures: metric path -> its value (a number, or None where the run has no number
+# there), and under MISSING the paths its metrics do not have (a list of them)
+PointValues = dict[str, Any]
 
 
 def settings_of(axes: tuple[PlanAxis, ...], combo: tuple[int, ...]) -> dict[str, float]:
@@ -26,7 +32,7 @@ def settings_of(axes: tuple[PlanAxis, ...], combo: tuple[int, ...]) -> dict[str,
     return out
 
 
-def with_settings(data: dict, settings: dict, source: str) -> dict:
+def with_settings(data: dict[str, Any], settings: dict[str, float], source: str) -> dict[str, Any]:
     for path, v in settings.items():
         v = int(v) if float(v).is_integer() and path.endswith(("gpus", "count", "blocks")) else v
         data = apply_override(data, f"{path}={_fmt(v)}", source)
@@ -37,9 +43,9 @@ def with_settings(data: dict, settings: dict, source: str) -> dict:
 class Grid:
     axes: tuple[PlanAxis, ...]
     combos: np.ndarray          # (points, axes) value indices, row-major
-    settings: tuple[dict, ...]  # per point: setting path -> value
+    settings: tuple[dict[str, float], ...]  # per point: setting path -> value
     cost: np.ndarray            # per point, cost_per_hour
-    scenarios: tuple            # per point, the validated scenario
+    scenarios: tuple[PrefixCacheScenario, ...]  # per point, the validated scenario
 
     def __len__(self) -> int:
         return len(self.combos)
@@ -54,10 +60,11 @@ class Grid:
     def _order(self, le: np.ndarray, i: int) -> np.ndarray:
         free = np.array([not a.monotone for a in self.axes], dtype=bool)
         le[:, free] = self.combos[:, free] == self.combos[i, free]
-        return le.all(axis=1)
+        return np.asarray(le.all(axis=1))  # a row per point: numpy's stubs allow a scalar
 
 
-def build_grid(data: dict, axes: tuple[PlanAxis, ...], source: str, price) -> Grid:
+def build_grid(data: dict[str, Any], axes: tuple[PlanAxis, ...], source: str,
+               price: Callable[[PrefixCacheScenario], float]) -> Grid:
     """Every point validated now (a bad value is refused before any run, naming the point), and
     priced by `price(scenario)`."""
     combos = np.array(list(product(*(range(len(a.values)) for a in axes))), dtype=np.int64).reshape(-1, len(axes))
@@ -66,6 +73,8 @@ def build_grid(data: dict, axes: tuple[PlanAxis, ...], source: str, price) -> Gr
         s = settings_of(axes, tuple(combo))
         try:
             sc = parse_scenario(with_settings(data, s, source), source)
+            if not isinstance(sc, PrefixCacheScenario):  # an axis that sets `kind`
+                raise ScenarioError(f"kvviz plan takes a prefix_cache scenario (this is {sc.kind})", source, "kind")
             check_run_size(sc)
         except ScenarioError as e:
             at = ", ".join(f"{p}={_fmt(v)}" for p, v in s.items())
@@ -78,7 +87,7 @@ def build_grid(data: dict, axes: tuple[PlanAxis, ...], source: str, price) -> Gr
     return Grid(axes, combos, tuple(settings), np.array(cost, dtype=np.float64), tuple(scenarios))
 
 
-def metric_or_none(metrics: dict, path: str):
+def metric_or_none(metrics: dict[str, Any], path: str) -> float | None:
     try:
         v = metric_value(metrics, path)
     except KeyError:
@@ -89,12 +98,12 @@ def metric_or_none(metrics: dict, path: str):
 MISSING = "_missing"
 
 
-def run_point(task) -> dict:
+def run_point(task: tuple[PrefixCacheScenario, list[str]]) -> PointValues:
     """A worker's task: (scenario, metric paths) -> {path: value} of its timed run, with its
     cost_per_hour, and under MISSING the paths its metrics do not have."""
     sc, paths = task
     m = simulate(sc).metrics_dict()
-    out = {p: metric_or_none(m, p) for p in paths}
+    out: PointValues = {p: metric_or_none(m, p) for p in paths}
     out[COST_METRIC] = m["cost"]["per_hour"]["total"]
     missing = []
     for p in paths:

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
 from ..errors import ScenarioError
 from ..loading import parse_scenario
+from ..mechanisms.prefix_cache.model import PrefixCacheScenario, Workload
 from ..mechanisms.prefix_cache.pricing import hourly_in_blocks
 from ..mechanisms.prefix_cache.workload import load
 from ..plan_spec import PlanAxis, PlanSpec
 from ..scenario_data import apply_override
 from ..sweep import _fmt
 from .bound import TTFTBound
-from .grid import COST_METRIC, MISSING, Grid, build_grid, run_point
-from .search import Outcome, exhaustive, search
+from .grid import COST_METRIC, MISSING, Grid, PointValues, build_grid, run_point
+from .search import OnResult, Outcome, exhaustive, search
 from .targets import Target, parse_target
 
 MAX_LOOKUPS = 50_000_000
 # grid points a plan takes: the search holds which point is above which (a bool per pair, 25 MB here)
 MAX_POINTS = 5_000
+
+Progress = Callable[[int], None]  # timed runs done so far (in this rate's plan)
+PlanResult = Callable[[int, int, PointValues], None]  # (rate index, point, its values) as each run ends
 
 
 @dataclass
@@ -35,9 +42,9 @@ class RatePlan:
     lower_bounds: np.ndarray | None  # per point, the bound on the first target's metric (None: no bound)
     seconds: float
 
-    def point(self, i: int) -> dict:
+    def point(self, i: int) -> dict[str, Any]:
         v = self.outcome.values.get(i, {})
-        out = {"settings": dict(sorted(self.grid.settings[i].items())), COST_METRIC: float(self.grid.cost[i])}
+        out: dict[str, Any] = {"settings": dict(sorted(self.grid.settings[i].items())), COST_METRIC: float(self.grid.cost[i])}
         out.update({t.metric: v.get(t.metric) for t in self.targets})
         return out
 
@@ -63,9 +70,9 @@ class RatePlan:
         return min(self.outcome.values, key=lambda i: (max(t.violation(self.outcome.values[i].get(t.metric))
                                                            for t in self.targets), self.grid.cost[i], i))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         o = self.outcome
-        out = {"rate": self.rate, "targets": [str(t) for t in self.targets],
+        out: dict[str, Any] = {"rate": self.rate, "targets": [str(t) for t in self.targets],
                "best": self.point(o.best) if o.best is not None else None,
                "front": [self.point(i) for i in self.front()],
                "runs": o.runs, "grid_runs": len(self.grid), "bound_pruned": o.bound_pruned,
@@ -115,28 +122,29 @@ class Pricing:
     """Each point's cost per hour before it runs (pricing.py, whole blocks as the run holds them),
     and the bound, both from the workload (loaded once per distinct workload)."""
 
-    def __init__(self):
-        self._bounds: dict = {}
+    def __init__(self) -> None:
+        self._bounds: dict[tuple[Workload, bool], TTFTBound] = {}
 
-    def bound(self, sc) -> TTFTBound:
+    def bound(self, sc: PrefixCacheScenario) -> TTFTBound:
         key = (sc.workload, sc.cache.partial_block)
         if key not in self._bounds:
             self._bounds[key] = TTFTBound(load(sc, MAX_LOOKUPS))
         return self._bounds[key]
 
-    def price(self, sc) -> float:
+    def price(self, sc: PrefixCacheScenario) -> float:
         bb = self.bound(sc).blocks.block_tokens * sc.model.kv_bytes_per_token
         return hourly_in_blocks(sc, bb)["total"]
 
 
-def _runner(targets, executor, workers: int, progress, counter: list, source: str, field: str):
+def _runner(targets: Sequence[Target], executor: Executor | None, workers: int, progress: Progress | None,
+            counter: list[int], source: str, field: str) -> Callable[[list[int], Grid, OnResult | None], list[PointValues]]:
     paths = sorted({t.metric for t in targets})
 
-    def run(points: list[int], grid: Grid, on_result=None) -> list[dict]:
+    def run(points: list[int], grid: Grid, on_result: OnResult | None = None) -> list[PointValues]:
         from ..executor import map_indexed
         tasks = [(grid.scenarios[i], paths) for i in points]
 
-        def got(k, v):  # the result first: a progress signal then shows the run that just ended
+        def got(k: int, v: PointValues) -> None:  # the result first: a progress signal then shows the run that just ended
             counter[0] += 1
             if on_result:
                 on_result(points[k], v)
@@ -151,7 +159,7 @@ def _runner(targets, executor, workers: int, progress, counter: list, source: st
     return run
 
 
-def bound_check(grid: Grid, targets, pricing: Pricing) -> tuple[np.ndarray, np.ndarray | None]:
+def bound_check(grid: Grid, targets: Sequence[Target], pricing: Pricing) -> tuple[np.ndarray, np.ndarray | None]:
     """(per point: the bound proves it misses a `<=` target; per point: the bound on the first
     target's metric, or None where it has none)."""
     infeasible = np.zeros(len(grid), dtype=bool)
@@ -159,23 +167,24 @@ def bound_check(grid: Grid, targets, pricing: Pricing) -> tuple[np.ndarray, np.n
     for t in targets:
         if t.op != "<=":
             continue
-        lb = [pricing.bound(s).metric_bound(s, t.metric) for s in grid.scenarios]
-        if any(v is None for v in lb):
+        bounds = [pricing.bound(s).metric_bound(s, t.metric) for s in grid.scenarios]
+        if any(v is None for v in bounds):
             continue
-        lb = np.array(lb)
+        lb = np.array(bounds)
         if t is targets[0]:
             lower = lb
         infeasible |= lb > t.value
     return infeasible, lower
 
 
-def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=None, exhaustive_grid: bool = False,
-         workers: int = 1, executor_spec: str | None = None, progress: Callable | None = None,
-         on_result: Callable | None = None, use_bound: bool = True) -> list[RatePlan]:
+def plan(data: dict[str, Any], source: str, targets_flags: list[str] | None = None,
+         axes_flags: list[str] | None = None, rates: Sequence[float] | None = None, exhaustive_grid: bool = False,
+         workers: int = 1, executor_spec: str | None = None, progress: Progress | None = None,
+         on_result: PlanResult | None = None, use_bound: bool = True) -> list[RatePlan]:
     """Plan every rate (the scenario's own when none). `data`: the scenario as read (overrides
     applied). `on_result(rate index, point, values)` as each run ends."""
     sc = parse_scenario(data, source)
-    if sc.kind != "prefix_cache":
+    if not isinstance(sc, PrefixCacheScenario):
         raise ScenarioError(f"kvviz plan takes a prefix_cache scenario (this is {sc.kind})", source, "kind")
     spec = sc.plan
     targets = resolve_targets(spec, targets_flags, source)
@@ -187,23 +196,25 @@ def plan(data: dict, source: str, targets_flags=None, axes_flags=None, rates=Non
         field = "--axis" if axes_flags else "plan.axes"
         raise ScenarioError(f"the grid has {n:,} points; a plan takes at most {MAX_POINTS:,} (fewer values per "
                             f"axis)", source, field)
-    rates = list(rates) if rates else list(spec.rates)
+    each_rate: list[float | None] = list(rates) if rates else list(spec.rates)
     pricing = Pricing()
-    plans = []
+    plans: list[RatePlan] = []
     from contextlib import nullcontext
 
     from ..executor import open_executor
     pooled = workers > 1 or (executor_spec not in (None, "local"))
     with (open_executor(executor_spec, workers) if pooled else nullcontext(None)) as pool:
-        for k, rate in enumerate(rates or [None]):
+        for k, rate in enumerate(each_rate or [None]):
             d = data if rate is None else apply_override(data, f"{spec.rate_path}={_fmt(rate)}", "--rates")
             t0 = time.perf_counter()
             grid = build_grid(d, axes, source, pricing.price)
             counter = [0]
             run = _runner(targets, pool, workers, progress, counter, source, "--target" if targets_flags else "plan.targets")
 
-            def runs(points, cb=None, grid=grid, run=run, k=k):
-                return run(points, grid, (lambda i, val, k=k: on_result(k, i, val)) if on_result else None)
+            def runs(points: list[int], cb: OnResult | None = None, grid: Grid = grid,
+                     run: Callable[[list[int], Grid, OnResult | None], list[PointValues]] = run,
+                     k: int = k) -> list[PointValues]:
+                return run(points, grid, partial(on_result, k) if on_result else None)
             infeasible, lower = bound_check(grid, targets, pricing) if use_bound else (None, None)
             if exhaustive_grid:
                 outcome = exhaustive(grid, targets, runs)

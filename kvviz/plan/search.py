@@ -27,18 +27,25 @@ the slack; if none does, the answer stands with the edge measured.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
+from .grid import Grid, PointValues
+from .targets import Target
+
 UNDECIDED, INFEASIBLE, FEASIBLE, RAN = 0, 1, 2, 3
+
+OnResult = Callable[[int, PointValues], None]  # (point, its values) as each run ends
+# run(points, on_result) -> each point's values, in the order given
+RunPoints = Callable[[list[int], OnResult | None], list[PointValues]]
 
 
 @dataclass
 class Outcome:
     best: int | None
-    values: dict[int, dict] = field(default_factory=dict)   # point -> its run's metrics
+    values: dict[int, PointValues] = field(default_factory=dict)   # point -> its run's metrics
     state: np.ndarray | None = None                          # per point: how it was decided
     bound_pruned: int = 0
     order: list[int] = field(default_factory=list)           # points in the order they ran
@@ -52,18 +59,18 @@ class Outcome:
         return len(self.values)
 
 
-def feasible(values: dict, targets) -> bool:
+def feasible(values: PointValues, targets: Sequence[Target]) -> bool:
     return all(t.met(values.get(t.metric)) for t in targets)
 
 
-def clearly_missed(values: dict, targets, tolerance: float) -> bool:
+def clearly_missed(values: PointValues, targets: Sequence[Target], tolerance: float) -> bool:
     """Missed some target by more than `tolerance` of its value: enough to infer from."""
     return any(t.violation(values.get(t.metric)) > tolerance for t in targets)
 
 
-def clearly_met(values: dict, targets, tolerance: float) -> bool:
+def clearly_met(values: PointValues, targets: Sequence[Target], tolerance: float) -> bool:
     """Met every target with `tolerance` of its value to spare."""
-    def spare(t, v):
+    def spare(t: Target, v: float | None) -> bool:
         if v is None or not math.isfinite(v):
             return False
         room = tolerance * max(abs(t.value), 1e-12)
@@ -71,24 +78,25 @@ def clearly_met(values: dict, targets, tolerance: float) -> bool:
     return all(spare(t, values.get(t.metric)) for t in targets)
 
 
-def tie_key(grid, targets, i: int, values: dict):
+def tie_key(grid: Grid, targets: Sequence[Target], i: int, values: PointValues
+            ) -> tuple[float, float, list[tuple[str, float]]]:
     first = values.get(targets[0].metric) if targets else 0.0
     return (grid.cost[i], first if first is not None else math.inf, sorted(grid.settings[i].items()))
 
 
-def best_of(grid, targets, values: dict[int, dict]) -> int | None:
+def best_of(grid: Grid, targets: Sequence[Target], values: dict[int, PointValues]) -> int | None:
     ok = [i for i, v in values.items() if feasible(v, targets)]
     return min(ok, key=lambda i: tie_key(grid, targets, i, values[i])) if ok else None
 
 
-def exhaustive(grid, targets, run: Callable[[list[int]], list[dict]], on_result=None) -> Outcome:
+def exhaustive(grid: Grid, targets: Sequence[Target], run: RunPoints, on_result: OnResult | None = None) -> Outcome:
     idx = list(range(len(grid)))
     values = dict(zip(idx, run(idx, on_result)))
     return Outcome(best_of(grid, targets, values), values, np.full(len(grid), RAN), 0, idx)
 
 
-def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch: int = 1,
-           on_result=None, tolerance: float = 0.0, verify: bool = True) -> Outcome:
+def search(grid: Grid, targets: Sequence[Target], run: RunPoints, bounds: np.ndarray | None = None, batch: int = 1,
+           on_result: OnResult | None = None, tolerance: float = 0.0, verify: bool = True) -> Outcome:
     """`run(points, on_result)` -> their metrics (dicts by path); `bounds[i]`: True where the
     bound proves point i misses a target. `tolerance`: monotonicity is trusted only beyond this
     share of a target's value (a run that misses by less decides nothing below it, one that meets
@@ -100,7 +108,7 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
     if bounds is not None:
         state[bounds] = INFEASIBLE
     pruned = int(np.count_nonzero(state == INFEASIBLE))
-    values: dict[int, dict] = {}
+    values: dict[int, PointValues] = {}
     order: list[int] = []
     above = np.array([grid.at_least(i) for i in range(n)])   # above[i, p]: p >= i
     best_cost = math.inf
@@ -159,7 +167,7 @@ def search(grid, targets, run: Callable, bounds: np.ndarray | None = None, batch
                 below = grid.at_most(i)
                 inferred |= below & (state == UNDECIDED)
                 state[below & (state == UNDECIDED)] = INFEASIBLE
-                broken += [(int(i), int(p)) for p in np.flatnonzero(below) if p != i and
+                broken += [(int(i), p) for p in map(int, np.flatnonzero(below)) if p != i and
                            (state[p] == FEASIBLE or (p in values and feasible(values[p], targets)))]
     best = best_of(grid, targets, values)
     if best is None:  # the closest mix: a top point (of each slice of the non-monotone axes) is run

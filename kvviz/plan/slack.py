@@ -3,10 +3,15 @@ least `tolerance` under which every inference the search makes holds on that gri
 point first: `kvviz plan --exhaustive`, or benchmarks/bench_plan.py --dump)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from .grid import Grid, PointValues
 
-def monotone_slack(grid, values: dict[int, dict], metric: str, lower_is_better: bool = True) -> dict:
+
+def monotone_slack(grid: Grid, values: dict[int, PointValues], metric: str, lower_is_better: bool = True
+                   ) -> dict[str, Any]:
     """{"tolerance": the least tolerance that makes every inference hold (the largest rise from
     a point to one above it, as a share; for a meet, 1 - 1/(1 + that)), "rises": per axis,
     single steps that got worse, "steps": per axis, steps measured}."""

@@ -16,12 +16,12 @@ class Target:
     op: str      # "<=" or ">="
     value: float
 
-    def met(self, v) -> bool:
+    def met(self, v: float | None) -> bool:
         if v is None or not math.isfinite(v):
             return False
         return v <= self.value if self.op == "<=" else v >= self.value
 
-    def violation(self, v) -> float:
+    def violation(self, v: float | None) -> float:
         """How far `v` misses, relative to the target (0 when met; inf without a value)."""
         if v is None or not math.isfinite(v):
             return math.inf
