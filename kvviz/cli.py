@@ -32,7 +32,7 @@ from .plan_cli import add_parser as add_plan_parser
 from .replay_prefix_cli import add_prefix_args, cmd_replay_prefix
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
 from .requests.csv_layout import HEADER_CHOICES
-from .requests.reader import FORMATS
+from .requests.formats import names as trace_formats
 from .size_guard import DEFAULT_MAX_MEMORY_GB
 
 # The modules each command needs are imported in it, not here: `kvviz replay --prefix` starts
@@ -501,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list-policies", action="store_true", help="list the policies of the engine, with a description each")
     rp.add_argument("--engine", default="auto", choices=("auto", "libcachesim", "python"),
                     help="auto: libCacheSim if installed, else kvviz's own LRU/FIFO/Belady")
-    rp.add_argument("--format", default="auto", choices=FORMATS,
+    rp.add_argument("--format", default="auto", choices=trace_formats(),
                     help="trace format (default: from the file's content; .zst files are decompressed first)")
     rp.add_argument("--columns", metavar="time=N,id=N,size=N",
                     help="a CSV without the time,id,size header: 1-based field numbers, as libCacheSim's CSV reader "

@@ -13,12 +13,12 @@ from .cli_flags import MAX_CAPACITIES
 from .errors import ScenarioError
 from .format import printable
 from .requests.blocks import DEFAULT_KV_BYTES_PER_TOKEN
+from .requests.formats import TRACE_FORMATS, claimant, names
 
 if TYPE_CHECKING:
     from .replay.prefix_lean import LeanTrace
     from .requests.prompts import PromptRequests
 
-PREFIX_FORMATS = ("auto", "mooncake", "qwen", "plain", "ragpulse")
 AUTO_POINTS = 12
 
 
@@ -94,33 +94,22 @@ def _refuse_other_options(args: argparse.Namespace) -> None:
              if v]
     if given:
         raise ScenarioError(f"{', '.join(given)} do(es) not apply to --prefix", "kvviz replay --prefix")
-    if args.format not in PREFIX_FORMATS:
+    if args.format not in names(prompts=True):
         raise ScenarioError(f"--prefix reads request traces with hash_ids: --format one of "
-                            f"{', '.join(PREFIX_FORMATS)} (got {args.format})", "--format")
+                            f"{', '.join(names(prompts=True))} (got {args.format})", "--format")
 
 
 def _read(path: str, fmt: str) -> PromptRequests:
+    """The trace's prompts by the format named, or (auto) the format that claims it, else
+    Mooncake, Qwen/Bailian or plain by content."""
     from pathlib import Path
 
-    from .requests import prompts
-    from .requests.zstd import open_decompressed
+    from .requests.formats.known import prompts_by_content
     src = Path(path)
-    from .requests import ragpulse
-    from .requests.jsonl import first_record
-    if fmt == "ragpulse" or (fmt == "auto" and ragpulse.looks_like(first_record(src))):
-        return ragpulse.read(src)  # one block per chunk, by its prefix (kvviz.requests.ragpulse)
-    with open_decompressed(src) as plain:
-        try:
-            reqs = prompts.read(plain)
-        except ScenarioError as e:
-            if plain != src and e.file == str(plain):
-                e.file = f"{src} (decompressed)"
-            raise
-    if reqs is None or (fmt != "auto" and reqs.format != fmt):
-        what = "a Mooncake, Qwen/Bailian or plain request trace" if fmt == "auto" else f"a {fmt} request trace"
-        raise ScenarioError(f"not {what} with hash_ids: --prefix needs the prompts' block hashes", str(src),
-                            "line 1")
-    return reqs
+    f = claimant(src, "prefix") if fmt == "auto" else TRACE_FORMATS[fmt]
+    if f is not None and f.prompts is not None:  # the named one has one: --format was checked
+        return f.prompts(src)
+    return prompts_by_content(src)
 
 
 def _check_size(args: argparse.Namespace, runs: int) -> None:

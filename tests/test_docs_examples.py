@@ -163,3 +163,72 @@ def test_the_router_howto_example_runs_as_the_page_says(tmp_path):
     # a router of its own: its choices are neither random's nor least_loaded's
     assert spread["power_of_two"] != spread["random"] and spread["power_of_two"] != spread["least_loaded"]
     assert got["power_of_two"]["mean_ttft_ms"] > 0
+
+
+def _copy_with(tmp_path, example: str, package: str, line: str):
+    """A copy of the kvviz package with the how-to's file saved in `package` (a folder of it) and
+    its registration line added to that package's __init__.py, before its `# isort: on`."""
+    import shutil
+    shutil.copytree(ROOT / "kvviz", tmp_path / "kvviz", ignore=shutil.ignore_patterns("__pycache__", "*.c"))
+    where = tmp_path / "kvviz" / package
+    shutil.copy(EXAMPLES / example, where / example)
+    init = where / "__init__.py"
+    text = init.read_text()
+    assert text.count("# isort: on") == 1
+    init.write_text(text.replace("# isort: on", line + "\n# isort: on"))
+
+
+def _run_in(tmp_path, script: str) -> dict:
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got.pop("where").startswith(str(tmp_path))  # the copy ran, not the tree
+    return got
+
+
+def test_the_trace_reader_howto_example_reads_as_the_page_says(tmp_path):
+    """The how-to's steps done literally in a copy of the package: the file, the import line; then
+    the same requests written as Twitter's cache-trace lines and as kvviz's time,id,size CSV read
+    alike (by name and by content) and replay alike, and a bad line is refused by file and line."""
+    import random
+    page = (ROOT / "docs" / "extend" / "trace-reader.md").read_text()
+    line = "from . import twitter_cache  # noqa: E402,F401"
+    assert '--8<-- "docs/examples/twitter_cache.py"' in page and line in page
+    _copy_with(tmp_path, "twitter_cache.py", "requests/formats", line)
+    rng = random.Random(7)
+    rows = [(round(i * 0.25, 2), f"k{rng.randrange(60)}", rng.randrange(4, 40), rng.randrange(0, 5000))
+            for i in range(2000)]
+    rows = [(t, k, ks, vs) for t, k, ks, vs in rows if ks + vs >= 1]
+    (tmp_path / "t.twitter").write_text("".join(f"{t},{k},{ks},{vs},7,{rng.choice(['get', 'set'])},0\n"
+                                                for t, k, ks, vs in rows))
+    (tmp_path / "t.csv").write_text("time,id,size\n" + "".join(f"{t},{k},{ks + vs}\n" for t, k, ks, vs in rows))
+    (tmp_path / "bad.twitter").write_text("0,a,3,4,1,get,0\n1,b,3,4,1,get,0\n2,c,three,4,1,get,0\n")
+    script = ("import json, io, contextlib\nfrom kvviz.cli import main\nfrom kvviz.requests.reader import read_trace\n"
+              "out = {}\n"
+              "a, b, c = read_trace('t.twitter'), read_trace('t.twitter', 'twitter'), read_trace('t.csv')\n"
+              "out['same'] = all(x.ids.tolist() == c.ids.tolist() and x.sizes.tolist() == c.sizes.tolist() and "
+              "x.times.tolist() == c.times.tolist() for x in (a, b))\n"
+              "for f in ('t.twitter', 't.csv'):\n"
+              "    buf = io.StringIO()\n"
+              "    with contextlib.redirect_stdout(buf):\n"
+              "        assert main(['replay', f, '--engine', 'python', '--policy', 'lru,fifo', "
+              "'--capacities', '20KB,60KB', '--json']) == 0\n"
+              "    out[f] = [(r['policy'], r['capacity'], r['misses']) for r in json.loads(buf.getvalue())]\n"
+              "err = io.StringIO()\n"
+              "with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):\n"
+              "    out['bad'] = main(['replay', 'bad.twitter', '--capacity', '1KB'])\n"
+              "out['bad_says'] = err.getvalue()\n"
+              "with contextlib.redirect_stdout(io.StringIO()) as h:\n"
+              "    try:\n"
+              "        main(['replay', '--help'])\n"
+              "    except SystemExit:\n"
+              "        pass\n"
+              "out['help'] = h.getvalue()\n"
+              "import kvviz\nout['where'] = kvviz.__file__\nprint(json.dumps(out))\n")
+    got = _run_in(tmp_path, script)
+    assert got["same"]
+    assert got["t.twitter"] == got["t.csv"] and len(got["t.csv"]) == 4
+    assert len({m for _, _, m in got["t.csv"]}) > 1  # capacities and policies that differ
+    assert got["bad"] == 2 and "bad.twitter" in got["bad_says"] and "line 3" in got["bad_says"]
+    assert "twitter" in got["help"]

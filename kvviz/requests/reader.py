@@ -1,7 +1,8 @@
 """Any request trace as object requests, its format told by content (or named: the CLI's
 --format): CSV, libCacheSim's plain text and oracleGeneral, Mooncake, Qwen/Bailian and plain
-(kvviz.requests.plain) request traces as KV blocks, any of them zstd-compressed. Bad input
-raises ScenarioError naming the file and the line (or byte offset)."""
+(kvviz.requests.plain) request traces as KV blocks, any format registered in
+kvviz.requests.formats, any of them zstd-compressed. Bad input raises ScenarioError naming the
+file and the line (or byte offset)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,15 +11,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScenarioError
 from .blocks import DEFAULT_KV_BYTES_PER_TOKEN
+from .formats import TRACE_FORMATS, ReadOptions, claimant, names
 
 if TYPE_CHECKING:
     from .csv_layout import CsvLayout
     from .objects import Requests
 
-# The readers (numpy all) are imported where a trace is read: the CLI's parser takes FORMATS
-# from here without them.
-
-FORMATS = ("auto", "csv", "txt", "oracleGeneral", "mooncake", "qwen", "plain", "ragpulse")
+# The readers (numpy all) are imported where a trace is read: the CLI's parser takes the formats'
+# names (kvviz.requests.formats) without them.
 
 
 def detect_format(path: Path) -> str:
@@ -52,33 +52,28 @@ def read_trace(path: str | Path, fmt: str = "auto", kv_bytes_per_token: int = DE
     datasets ship as .oracleGeneral.zst) are decompressed to a temporary file first, at most
     `max_ratio` times their size and `max_decompressed` bytes (defaults: kvviz.limits)."""
     from .blocks import read_blocks
-    from .csv_format import read_csv
-    from .oracle_general import read_oracle_general
     from .plain import is_plain_csv
-    from .text_ids import read_txt
     from .zstd import open_decompressed
     path = Path(path)
-    if fmt not in FORMATS:
-        raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(FORMATS)})", "--format")
+    if fmt != "auto" and fmt not in TRACE_FORMATS:
+        raise ScenarioError(f"unknown trace format {fmt!r} (one of: {', '.join(names())})", "--format")
     says_csv = layout is not None and layout.says_csv
     if says_csv and fmt not in ("auto", "csv"):
         raise ScenarioError(f"--columns, --delimiter and --header describe a CSV, not {fmt}", "--format")
     with open_decompressed(path, max_ratio, max_decompressed) as plain:
-        kind = "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
+        claimed = claimant(plain, "replay") if fmt == "auto" and not says_csv else None
+        kind = claimed.name if claimed else "csv" if says_csv else detect_format(plain) if fmt == "auto" else fmt
         if kind == "csv" and not says_csv and is_plain_csv(plain):
             kind = "plain"  # a header naming hash_ids: prompts with block hashes
         try:
-            if kind == "csv":
-                reqs = read_csv(plain, layout=layout)
-            elif kind == "txt":
-                reqs = read_txt(plain)
-            elif kind == "oracleGeneral":
-                reqs = read_oracle_general(plain)
-            elif kind == "ragpulse":  # named only: its chunk lengths live in side files beside it
-                from .ragpulse import as_objects
-                reqs = as_objects(plain, kv_bytes_per_token)
+            if kind == "jsonl":  # Mooncake, Qwen/Bailian or plain, told by the first record
+                reqs = read_blocks(plain, kv_bytes_per_token, None)
             else:
-                reqs = read_blocks(plain, kv_bytes_per_token, None if kind == "jsonl" else kind)
+                reader = TRACE_FORMATS[kind].objects
+                if reader is None:
+                    raise ScenarioError(f"a {kind} trace is read by kvviz replay --prefix, not as object requests",
+                                        "--format")
+                reqs = reader(plain, ReadOptions(kv_bytes_per_token, layout))
         except ScenarioError as e:
             if plain != path and e.file == str(plain):
                 e.file = f"{path} (decompressed)"

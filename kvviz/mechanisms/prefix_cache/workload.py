@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ScenarioError
-from ...requests import prompts
+from ...requests.formats import read_workload
 from .generator import generated
 
 GENERATOR_BLOCK_TOKENS = 16  # vLLM's default block size
@@ -65,7 +65,7 @@ def select(hashes: np.ndarray, offsets: np.ndarray, input_tokens: np.ndarray, ow
 
 def from_trace(w, partial: bool) -> Blocks:
     path = Path(w.trace_file)
-    got = prompts.read(path)
+    got = read_workload(path)  # a registered format that claims it, else by content
     if got is None:
         raise ScenarioError("not a Mooncake, Qwen/Bailian or plain request trace: the first record has neither "
                             "hash_ids with timestamp (Mooncake), chat_id (Qwen/Bailian) nor time and block_tokens "
