@@ -1,5 +1,6 @@
-"""What File → Export writes, rendered to bytes: the same exporters as `kvviz run --svg/--png/
---pdf/--perfetto/--csv/--json-out`. No Qt here: this runs in the export's child process
+"""What File → Export writes, rendered to bytes: the same exporters as `kvviz run`'s flags (one
+per format of kvviz.export's registry: --svg/--png/--pdf/--perfetto/--csv/--json-out, and any
+format registered since). No Qt here: this runs in the export's child process
 (app.export_job), so the window repaints while a 171 MB Perfetto trace is built and Cancel
 ends the child at once; PNG and PDF are rasterised as the CLI does (kvviz.export.raster: a
 child of its own, the one that loads Qt)."""
@@ -13,20 +14,21 @@ from kvviz.result import Result
 
 CHUNK = 4 << 20  # bytes per message from the export's child to the window
 
-# what each format is called in a refusal ("cannot write the file: … is not JSON")
-SAID = {"perfetto": "JSON", "json": "JSON", "csv": "CSV"}
-
 
 def said(fmt: str) -> str:
-    return SAID.get(fmt, fmt.upper())
+    """What `fmt`'s file is called in a refusal ("cannot write the file: … is not JSON")."""
+    return export_format(fmt).said
+
+
+def _target(fmt: str, path: str) -> str:
+    """What the format's flag would take for the file chosen: a prefix is the name without its
+    extension (CSV: PREFIX_lanes.csv, ...)."""
+    return str(Path(path).with_suffix("")) if export_format(fmt).prefix else path
 
 
 def export_paths(fmt: str, path: str) -> list[str]:
     """The files an export of `fmt` to `path` writes (CSV: one per table)."""
-    if fmt == "csv":
-        from kvviz.export.csv import csv_paths
-        return [str(p) for p in csv_paths(str(Path(path).with_suffix(""))).values()]
-    return [path]
+    return export_format(fmt).paths(_target(fmt, path))
 
 
 def render_items(result: Result, fmt: str, path: str, time_range_ns: tuple[int, int] | None = None,
@@ -34,11 +36,10 @@ def render_items(result: Result, fmt: str, path: str, time_range_ns: tuple[int, 
     """(path, data) for each file of the export; ValueError for a figure size out of range."""
     t0, t1 = time_range_ns or (None, None)
     size = size or FigureSize()
-    if fmt == "csv":
-        from kvviz.export.csv import csv_paths, trace_csv
-        texts = trace_csv(result.trace)
-        return [(str(p), texts[table]) for table, p in csv_paths(str(Path(path).with_suffix(""))).items()]
-    if export_format(fmt).ranged:  # a timeline figure
+    f = export_format(fmt)
+    if f.render is not None:
+        return f.render(result, _target(fmt, path))
+    if f.ranged:  # a timeline figure
         from kvviz.export.svg import timeline_svg
         if problem := size.problem(raster=fmt == "png"):
             raise ValueError(problem[1])
@@ -48,11 +49,6 @@ def render_items(result: Result, fmt: str, path: str, time_range_ns: tuple[int, 
             return [(path, svg)]
         from kvviz.export.raster import render
         return [(path, render(svg, fmt, size.dpi))]
-    if fmt == "perfetto":
-        from kvviz.export.perfetto import perfetto_json
-        return [(path, perfetto_json(result))]
-    if fmt == "json":
-        return [(path, result.to_json(indent=2) + "\n")]
     raise ValueError(f"no writer for the export format {fmt!r}")
 
 

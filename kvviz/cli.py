@@ -24,6 +24,7 @@ from .cli_flags import (
     worker_count,
 )
 from .errors import ScenarioError
+from .export import EXPORT_FORMATS, Files
 from .export.figure_size import DEFAULT_DPI, DEFAULT_WIDTH_PX, PX_PER_IN
 from .format import bytes_for_people, format_value, printable
 from .limits import MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_RATIO
@@ -124,41 +125,36 @@ def _simulate(sc: ScenarioBase, file: str, max_memory_gb: float | None = None, c
         raise
 
 
-def _outputs(args: argparse.Namespace, result: Result) -> list[tuple[str | None, str]]:
-    """(path, text) of every text file asked for, rendered before anything is written (the SVG
-    with no path where it is made only for --png or --pdf)."""
+def _timeline_svg(args: argparse.Namespace, result: Result) -> str | None:
+    """The timeline figure, drawn once for --svg, --png and --pdf (None when none is asked for)."""
+    if not (args.svg or args.png or args.pdf):
+        return None
+    from .export.svg import timeline_svg
     from .units import us_to_ns
-    out: list[tuple[str | None, str]] = []
-    if args.svg or args.png or args.pdf:
-        from .export.svg import timeline_svg
-        size = args.figure
-        svg = timeline_svg(result, width=round(size.width_px),
-                           height=None if size.height_px is None else round(size.height_px),
-                           t0_ns=None if args.from_us is None else us_to_ns(args.from_us),
-                           t1_ns=None if args.to_us is None else us_to_ns(args.to_us))
-        out.append((args.svg, svg))
-    if args.perfetto:
-        from .export.perfetto import perfetto_json
-        out.append((args.perfetto, perfetto_json(result)))
-    if args.csv:
-        from .export.csv import csv_paths, trace_csv
-        texts = trace_csv(result.trace)
-        out.extend((str(path), texts[table]) for table, path in csv_paths(args.csv).items())
-    if args.json_out:
-        out.append((args.json_out, result.to_json(indent=2) + "\n"))
+    size = args.figure
+    return timeline_svg(result, width=round(size.width_px),
+                        height=None if size.height_px is None else round(size.height_px),
+                        t0_ns=None if args.from_us is None else us_to_ns(args.from_us),
+                        t1_ns=None if args.to_us is None else us_to_ns(args.to_us))
+
+
+def _data_outputs(args: argparse.Namespace, result: Result) -> Files:
+    """(path, data) of every file of the data formats asked for (kvviz.export's registry, in its
+    order), rendered before anything is written."""
+    out: Files = []
+    for f in EXPORT_FORMATS.values():
+        if f.render is not None and (target := getattr(args, f.dest, None)):
+            out.extend(f.render(result, target))
     return out
 
 
 def _output_flags(args: argparse.Namespace) -> list[tuple[str, str, str | None]]:
-    """`kvviz run`'s outputs as (flag, path, format); --csv as its five files."""
+    """`kvviz run`'s outputs as (flag, path, format): the figures, then each data format's files."""
     outs: list[tuple[str, str, str | None]] = [(flag, path, fmt) for flag, path, fmt in (
-        ("--png", args.png, "PNG"), ("--pdf", args.pdf, "PDF"), ("--svg", args.svg, "SVG"),
-        ("--perfetto", args.perfetto, "JSON"), ("--json-out", args.json_out, "JSON")) if path]
-    if args.csv:
-        from .export.csv import csv_paths
-        if args.csv.endswith(("/", os.sep)):  # PREFIX/ would write PREFIX/_lanes.csv: a name, not a folder
-            raise ScenarioError("cannot write the files: the prefix ends in a folder, not a file name", args.csv)
-        outs += [("--csv", str(p), "CSV") for p in csv_paths(args.csv).values()]
+        ("--png", args.png, "PNG"), ("--pdf", args.pdf, "PDF"), ("--svg", args.svg, "SVG")) if path]
+    for f in EXPORT_FORMATS.values():
+        if not f.ranged and (target := getattr(args, f.dest, None)):
+            outs += [(f.flag, p, f.said) for p in f.paths(target)]
     return outs
 
 
@@ -176,9 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     sc = load_scenario(file, args.set or [], args.max_memory_gb)
     check_outputs(flags, scenario_inputs(file, sc))  # before a long run; never over what it reads
     result = _simulate(sc, file, args.max_memory_gb, args.cache)
-    outputs = _outputs(args, result)
-    svg = next((text for path, text in outputs if text.startswith("<svg")), None)
-    write_run_outputs(rasters, svg, args.figure.dpi, outputs)
+    svg = _timeline_svg(args, result)  # written where --svg says; --png and --pdf are rendered from it
+    texts: list[tuple[str | None, str | bytes]] = [(args.svg, svg)] if svg is not None else []
+    write_run_outputs(rasters, svg, args.figure.dpi, texts + list(_data_outputs(args, result)))
     if args.metric:
         print(printable(_metric_line(args, file, result)))
     elif args.json:
@@ -443,16 +439,15 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate a scenario and print its metrics")
     scenario_args(r)
     r.add_argument("--json", action="store_true", help="print {kind, name, metrics} as JSON")
-    r.add_argument("--json-out", metavar="OUT.json", help="also write the metrics JSON to a file")
     r.add_argument("--metric", metavar="PATH", help="print only this metric's value, as `kvviz claims` shows it "
                                                     "(e.g. policies.scheduler_aware.hit_rate); each claim's command")
     r.add_argument("--relative-to-set", action="append", metavar="PATH=VALUE",
                    help="with --metric: print its relative change, value / reference − 1, against a run of the "
                         "file with these overrides instead of --set's (repeatable; a claim's relative_to_set)")
     fig = r.add_argument_group("figures and traces")
-    fig.add_argument("--svg", metavar="OUT.svg", help="timeline as a vector SVG figure")
-    fig.add_argument("--png", metavar="OUT.png", help="timeline as PNG (pixels = size in inches × dpi)")
-    fig.add_argument("--pdf", metavar="OUT.pdf", help="timeline as a vector PDF")
+    for f in EXPORT_FORMATS.values():  # each export format's flag: the figures, their size, then the data
+        if f.ranged:
+            fig.add_argument(f.flag, metavar=f.metavar, help=f.help)
     fig.add_argument("--width", metavar="LENGTH", default=None,
                      help=f"figure width: px at {PX_PER_IN} per inch, or with a unit: 6.5in, 165mm, 16.5cm, 468pt "
                           f"(default {DEFAULT_WIDTH_PX} = {DEFAULT_WIDTH_PX / PX_PER_IN:g} in; the app's Figure Size takes the same)")
@@ -460,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--dpi", metavar="N", default=None, help=f"PNG/PDF resolution (default {DEFAULT_DPI})")
     fig.add_argument("--from-us", type=float_flag, default=None, help="start of the time range shown")
     fig.add_argument("--to-us", type=float_flag, default=None, help="end of the time range shown")
-    fig.add_argument("--perfetto", metavar="OUT.json", help="Chrome/Perfetto trace JSON (ui.perfetto.dev)")
-    fig.add_argument("--csv", metavar="PREFIX", help="PREFIX_{lanes,spans,instants,counters,residency}.csv")
+    for f in EXPORT_FORMATS.values():
+        if not f.ranged:
+            fig.add_argument(f.flag, metavar=f.metavar, help=f.help)
     memory_arg(r)
     cache_arg(r)
     r.set_defaults(fn=cmd_run)

@@ -122,7 +122,7 @@ def write_text(path: str | Path, data: str | bytes) -> None:
 
 
 def write_run_outputs(rasters: list[tuple[str, str]], svg: str | None, dpi: int,
-                      texts: Sequence[tuple[str | None, str]]) -> None:
+                      texts: Sequence[tuple[str | None, str | bytes]]) -> None:
     """Rasters (path, png|pdf) rendered to bytes first from `svg` (given whenever rasters are),
     then every output written as one set (a text without a path is not written); "wrote PATH" for each."""
     from .export.raster import ExportError, render

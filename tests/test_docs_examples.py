@@ -232,3 +232,64 @@ def test_the_trace_reader_howto_example_reads_as_the_page_says(tmp_path):
     assert len({m for _, _, m in got["t.csv"]}) > 1  # capacities and policies that differ
     assert got["bad"] == 2 and "bad.twitter" in got["bad_says"] and "line 3" in got["bad_says"]
     assert "twitter" in got["help"]
+
+
+@pytest.fixture
+def spans_jsonl():
+    """docs/examples/spans_jsonl.py as kvviz/export/spans_jsonl.py, its one registration line run
+    (importing it registers it); unregistered afterwards."""
+    import types
+
+    from kvviz.export import EXPORT_FORMATS
+    page = (ROOT / "docs" / "extend" / "exporter.md").read_text()
+    line = "from . import spans_jsonl  # noqa: E402,F401"
+    assert '--8<-- "docs/examples/spans_jsonl.py"' in page and line in page
+    assert "# isort: on" in (ROOT / "kvviz" / "export" / "__init__.py").read_text()
+    name = "kvviz.export.spans_jsonl"
+    mod = types.ModuleType(name)
+    mod.__package__ = "kvviz.export"
+    sys.modules[name] = mod
+    try:
+        exec(compile((EXAMPLES / "spans_jsonl.py").read_text(), "docs/examples/spans_jsonl.py", "exec"), mod.__dict__)
+        assert EXPORT_FORMATS["spans_jsonl"].render is mod.spans_jsonl
+        yield mod
+    finally:
+        EXPORT_FORMATS.pop("spans_jsonl", None)
+        sys.modules.pop(name, None)
+
+
+def _csv_spans(prefix) -> list[dict]:
+    import csv
+    with open(f"{prefix}_spans.csv", newline="", encoding="utf-8") as f:
+        return [{"lane": r["lane"], "start_ns": int(r["start_ns"]), "end_ns": int(r["end_ns"]), "kind": r["kind"],
+                 "label": r["label"]} for r in csv.DictReader(f)]
+
+
+def test_the_exporter_howto_example_writes_what_the_csv_export_does(spans_jsonl, tmp_path, capsys):
+    """`kvviz run --spans-jsonl` (the flag made from the record) writes every span the CSV export
+    does, field by field; a name whose extension says another format is refused before the run."""
+    out, prefix = tmp_path / "spans.jsonl", tmp_path / "t"
+    scenario = str(SCENARIOS / "rope_prefetch_16.toml")
+    assert main(["run", scenario, "--spans-jsonl", str(out), "--csv", str(prefix)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) > 10 and rows == _csv_spans(prefix)
+    assert main(["run", scenario, "--spans-jsonl", str(tmp_path / "spans.json")]) == 2
+    assert "this output is JSONL, but the name says JSON" in capsys.readouterr().err
+    assert not (tmp_path / "spans.json").exists()
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--spans-jsonl OUT.jsonl" in capsys.readouterr().out
+
+
+@pytest.mark.gui
+def test_the_exporter_howto_example_is_in_the_apps_export_menu(spans_jsonl, window, tmp_path):
+    """Registered before the window is built: File → Export lists it, and the app's writer (the
+    one its background export runs) writes one line per span of the run on show."""
+    from PySide6.QtWidgets import QMenu
+
+    from app.exporting import export_result
+    labels = [a.text() for m in window.findChildren(QMenu) for a in m.actions()]
+    assert "Spans as JSON Lines…" in labels
+    out = tmp_path / "view.jsonl"
+    assert export_result(window.result, "spans_jsonl", str(out)) == [str(out)]
+    assert len(out.read_text().splitlines()) == len(window.result.trace.spans)

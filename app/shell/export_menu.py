@@ -1,4 +1,4 @@
-"""File → Export, for the main window: one entry per format in kvviz.export.FORMATS (and its
+"""File → Export, for the main window: one entry per format in kvviz.export's registry (and its
 visible-range variant for a timeline figure), and the current tab as drawn (PNG or SVG)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from kvviz.errors import ScenarioError
-from kvviz.export import FORMATS, export_format
+from kvviz.export import EXPORT_FORMATS, export_format
 from kvviz.export.figure_size import PX_PER_IN
 from kvviz.format import printable
 from kvviz.outputs import check_outputs, scenario_inputs
@@ -22,7 +22,7 @@ class ExportMenu:
 
     def _build_export_menu(self, menu):
         ranged = None
-        for f in FORMATS:
+        for f in EXPORT_FORMATS.values():
             if ranged is not None and f.ranged != ranged:
                 menu.addSeparator()  # the timeline figures, then the data
             ranged = f.ranged
@@ -140,7 +140,7 @@ class ExportMenu:
         except (ScenarioError, OSError, ValueError) as e:
             self._fail(f"export failed: {e}")
             return False
-        what = next((f.label.rstrip("…") for f in FORMATS if f.name == fmt), fmt)
+        what = export_format(fmt).label.rstrip("…") if fmt in EXPORT_FORMATS else fmt
         result, size = self.result, self.figure_size()
         return self._begin_export(lambda: self.exports.render(result, fmt, path, rng, size, inputs, what), what, path)
 
