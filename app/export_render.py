@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvviz.export import export_format
+from kvviz.export import EXPORT_FORMATS, export_format
 from kvviz.export.figure_size import FigureSize
 from kvviz.result import Result
 
@@ -16,8 +16,9 @@ CHUNK = 4 << 20  # bytes per message from the export's child to the window
 
 
 def said(fmt: str) -> str:
-    """What `fmt`'s file is called in a refusal ("cannot write the file: … is not JSON")."""
-    return export_format(fmt).said
+    """What `fmt`'s file is called in a refusal ("cannot write the file: … is not JSON"): a
+    registered format's name for it, else `fmt` in capitals (a view as PNG, a table as CSV)."""
+    return EXPORT_FORMATS[fmt].said if fmt in EXPORT_FORMATS else fmt.upper()
 
 
 def _target(fmt: str, path: str) -> str:
