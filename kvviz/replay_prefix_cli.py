@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from array import array
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_flags import MAX_CAPACITIES
@@ -102,8 +103,6 @@ def _refuse_other_options(args: argparse.Namespace) -> None:
 def _read(path: str, fmt: str) -> PromptRequests:
     """The trace's prompts by the format named, or (auto) the format that claims it, else
     Mooncake, Qwen/Bailian or plain by content."""
-    from pathlib import Path
-
     from .requests.formats.known import prompts_by_content
     src = Path(path)
     f = claimant(src, "prefix") if fmt == "auto" else TRACE_FORMATS[fmt]
@@ -141,6 +140,8 @@ def _lean(args: argparse.Namespace, names: list[str]) -> tuple[LeanTrace, array[
     if names != ["lru"] or args.format not in ("auto", "mooncake") or \
             (args.capacities or "").strip().lower() == "auto":
         return None
+    if args.format == "auto" and claimant(Path(args.trace), "prefix") is not None:
+        return None  # a registered format's file, however Mooncake-like: its own reader's
     from .replay import prefix_lean
     return prefix_lean.read(args.trace)
 

@@ -59,3 +59,22 @@ def test_a_registered_prompts_format_reads_in_replay_prefix_and_as_a_workload(to
     assert metrics[0] == metrics[1] and metrics[0]["hit_blocks"] > 0
     assert main(["replay", str(tmp_path / "t.toy"), "--format", "toy", "--capacity", "1GB"]) == 2
     assert "a toy trace is read by kvviz replay --prefix, not as object requests" in capsys.readouterr().err
+
+
+def test_a_claimed_file_is_read_by_its_format_even_where_mooncake_reads_it_faster(tmp_path, capsys):
+    """The lean Mooncake LRU path of `replay --prefix` reads a file only no format claims: a
+    format that claims a Mooncake-shaped file (here: its first 50 requests) is asked first."""
+    from kvviz.requests import prompts
+
+    def first_50(path):
+        head = tmp_path / "head.jsonl"
+        head.write_text("".join(path.read_text().splitlines(keepends=True)[:50]))
+        return prompts.read(head)
+    register(TraceFormat("first50", prompts=first_50, claims=lambda p: p.suffix == ".first50"))
+    try:
+        f = tmp_path / "t.first50"
+        f.write_text("".join(MOONCAKE.read_text().splitlines(keepends=True)[:200]))
+        assert main(["replay", str(f), "--prefix", "--capacity", "100", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["requests"] == 50
+    finally:
+        TRACE_FORMATS.pop("first50")

@@ -94,11 +94,16 @@ def json_lines(path: Path, text: str) -> Iterator[tuple[int, Record]]:
         yield i, rec
 
 
+def looks_like_ragpulse(rec: object) -> bool:
+    """A first record with hash_ids by component (timestamps as strings): a RAGPulse trace line."""
+    return isinstance(rec, dict) and isinstance(rec.get("hash_ids"), dict)
+
+
 def detect(rec: Any, path: Path | None = None) -> str | None:
     """Which request-trace format a first record is in, or None (a conversation log)."""
     if not isinstance(rec, dict) or "conversation" in rec:
         return None
-    if isinstance(rec.get("hash_ids"), dict):  # ids by prompt component, timestamps as strings
+    if looks_like_ragpulse(rec):
         raise ScenarioError("a RAGPulse trace (hash_ids by component): kvviz reads Mooncake, Qwen/Bailian "
                             "and plain request traces, not RAGPulse", str(path), "line 1")
     if "chat_id" in rec:

@@ -71,9 +71,8 @@ def _ragpulse_prompts(path: Path) -> PromptRequests:
 
 
 def _is_ragpulse(path: Path) -> bool:
-    from ..jsonl import first_record
-    from ..ragpulse import looks_like
-    return looks_like(first_record(path))
+    from ..jsonl import first_record, looks_like_ragpulse  # no numpy: the lean LRU path asks this
+    return looks_like_ragpulse(first_record(path))
 
 
 register(TraceFormat("csv", objects=_csv))
