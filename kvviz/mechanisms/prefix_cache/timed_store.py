@@ -198,7 +198,7 @@ class BlockStore:
         delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
         form of layerwise_prefill.prefill_end with no buffer) (`booked_end`)."""
         pe, waited = booked_end(self.booked, S, comp_ns, self.L)
-        if self.tb is not None:
+        if self.tb is not None and self.booked:
             self.loads_in = (S, max(t1 for _, t1 in self.booked), self.flow)
             self.flow += 1
         self.booked.clear()
