@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from .bundled import resources_dir
-from .trace import INSTANT_KINDS, SPAN_KINDS
+from .trace import INSTANT_KINDS, SPAN_KINDS, TIERS, Trace
 
 _FALLBACK = "#888888"
 
@@ -80,6 +80,15 @@ def tier_color_of(name: str) -> str | None:
     """The tier colour of a lane group, lane or counter that names a tier, else None."""
     key = tier_key(name)
     return tier_color(key) if key is not None else None
+
+
+def trace_tiers(tr: Trace) -> tuple[str, ...]:
+    """The tiers (TIER_KEYS, top to bottom) a run's trace names: its transfers' source and
+    destination tiers, its lanes and lane groups, its counters and the tier its slots are in."""
+    names = [TIERS[i] for i in set(tr.facts["src"].tolist()) | set(tr.facts["dst"].tolist()) if i >= 0]
+    names += tr.lanes["group"].tolist() + tr.lanes["name"].tolist() + list(tr.counter_names) + [tr.slot_tier]
+    keys = {tier_key(n) for n in names if n}
+    return tuple(k for k in TIER_KEYS if k in keys)
 
 
 def instant_legend_name(kind: str, span_kinds: Iterable[str]) -> str:

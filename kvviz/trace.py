@@ -104,6 +104,7 @@ class Trace:
     item_name: str = "item"  # what a residency item is: token position, session, row
     # FACT_DTYPE rows that spans' and instants' `fact` index (default: row 0 alone, nothing known)
     facts: Rows = field(default_factory=lambda: np.full(1, -1, dtype=FACT_DTYPE))
+    slot_tier: str = ""  # the memory tier (a name in TIERS) whose slots the residency fills; "" unknown
 
     def __post_init__(self) -> None:  # however built (CSV, unpickling), the arrays are read-only
         for a in (self.lanes, self.spans, self.instants, self.counters, self.residency, self.facts):
@@ -321,6 +322,7 @@ class TraceBuilder:
 
     slots: int = 0
     item_name: str = "item"
+    slot_tier: str = ""
     _lanes: list[tuple[str, str]] = field(default_factory=list)
     # Packed rows made by calls since the last add_rows; the earlier rows, in order, in _parts
     _spans: bytearray = field(default_factory=bytearray)
@@ -500,5 +502,5 @@ class TraceBuilder:
             spans=spans, instants=instants, counters=counters, residency=residency,
             labels=labels, counter_names=tuple(self._counter_names),
             counter_units=tuple(self._counter_units), slots=self.slots, item_name=self.item_name,
-            facts=facts,
+            facts=facts, slot_tier=self.slot_tier,
         )

@@ -4,6 +4,7 @@ round time just before the view, said once in the axis title ("from 972.4 s (16 
 and from the run's start again when the view is near it."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from .conftest import shown_timeline
@@ -32,10 +33,51 @@ def test_the_ruler_counts_from_a_round_time_before_a_view_far_into_the_run(qtbot
     ticks = [s for _, vals in axis.tickValues(*tl.viewbox.viewRange()[0], 800)[-1:]
              for s in axis.tickStrings(vals, axis.scale, 1.0)]
     assert ticks and all(len(s.split(".")[0].lstrip("-")) <= 3 for s in ticks), ticks  # 8, 10 … 38: no 972410
-    # the hover and cursor still read the time in the run: only the ruler counts from the base
-    assert tl.fmt.at(972_410e6).startswith("972410")
+    # the hover, cursor and details read from the same base as the ticks, in the view's unit
+    assert tl.fmt.at(972_410e6) == f"{10:.{tl.fmt.places}f} ms from 972.4 s (16 min 12.4 s)", tl.fmt.at(972_410e6)
+    assert tl.fmt.exact().at(972_410_000_123) == "10.000123 ms from 972.4 s (16 min 12.4 s)"
     # t = 0 at the cursor wins over the base
     tl.time_cursor.setValue(t0 + 10e6 / tl.scale)
     tl.relative.setChecked(True)
     qtbot.wait(20)
     assert axis.labelText.endswith("from the cursor") and ", from 972" not in axis.labelText
+
+
+def _readout_time(text: str) -> str:
+    """The "t = …" part of a hover line."""
+    return text.split("t = ", 1)[1].split(" · ")[0].split(", ")[0]
+
+
+@pytest.mark.gui
+def test_hover_times_read_from_the_rulers_base_alike_in_every_time_view(qtbot, bundled_small):
+    """Zoomed far into a run, the Timeline, Counters and Occupancy hovers write a time the same
+    way: a few digits in the visible span's unit from the base the ruler states, never the time
+    since the run's start in that unit (8 digits of µs or ms); near the start, from the start."""
+    from app.views.counters import CountersView
+    from app.views.occupancy import OccupancyView
+
+    from .conftest import shown
+    r = bundled_small["attention_store_sharegpt"]
+    tl = shown_timeline(qtbot, r)
+    counters = shown(qtbot, CountersView(), 900, 500, r)
+    occ = shown(qtbot, OccupancyView(), 900, 500, r)
+    res = r.trace.residency
+    t = int(np.median(res["start"]))  # a time with sessions resident, far into the run
+    assert t > 1e9
+    for view, vb in ((tl, tl.viewbox), (counters, counters.plots[0].getViewBox()),
+                     (occ, occ.plot.getPlotItem().getViewBox())):
+        vb.setXRange((t - 5e6) / view.scale, (t + 5e6) / view.scale, padding=0)  # 10 ms wide
+    qtbot.wait(20)
+    texts = [f"t = {tl.fmt.at(t)}", counters.hover_text(0, t), occ.describe(t / occ.scale, 0)]
+    got = {_readout_time(x) for x in texts}
+    assert len(got) == 1, texts  # one reading in every view
+    (reading,) = got
+    number, unit, _, since = reading.split(" ", 3)
+    assert unit == tl.fmt.unit and len(number.split(".")[0]) <= 4, reading  # less than the base's step
+    axis = tl.plot.getPlotItem().getAxis("bottom")
+    assert axis.labelText.endswith(f", from {since}"), (axis.labelText, reading)  # the ruler's own base
+    base_s = float(since.split(" s")[0].replace(",", ""))
+    assert float(number) * tl.fmt.ns + base_s * 1e9 == pytest.approx(t, abs=tl.ns_per_pixel())  # the same instant
+    tl.viewbox.setXRange(0, 10e6 / tl.scale, padding=0)  # near the start: from the start, no base said
+    qtbot.wait(20)
+    assert tl.fmt.at(5e6) == f"{5:.{tl.fmt.places}f} ms"

@@ -1,6 +1,6 @@
 """One colour per tier, everywhere (issue 33, item 5): the Timeline's lanes of a tier, the Tiers
-bars, the Counters' tier occupancy lines, the Policies keys and the exported SVG timeline all
-give a tier the colour of kvviz.palette (resources/palette.toml [tiers])."""
+bars, the Counters' tier occupancy lines, the Policies keys, the Occupancy's Tier field and the
+exported SVG timeline all give a tier the colour of kvviz.palette (resources/palette.toml [tiers])."""
 from __future__ import annotations
 
 import re
@@ -65,6 +65,14 @@ def test_a_tier_has_one_colour_in_every_view_and_the_svg(qtbot, small):  # noqa:
     seen["svg"] = {m[0]: m[1].lower() for m in re.findall(r'data-tier="(\w+)"[^>]*? fill="(#[0-9A-Fa-f]{6})"', svg)}
     seen["policies"] = {"hbm": policies.HBM_COLOUR.lower(), "dram": policies.DRAM_COLOUR.lower(),
                         "ssd": policies.SSD_COLOUR.lower()}
+
+    from app.views.occupancy import OccupancyView
+    occ = OccupancyView()  # its Tier field: each tier's swatch
+    qtbot.addWidget(occ)
+    occ.set_result(result)
+    box = occ.tier_box
+    seen["occupancy"] = {box.itemData(i): box.itemIcon(i).pixmap(12, 12).toImage().pixelColor(6, 6).name()
+                         for i in range(box.count())}
 
     for view, colours in seen.items():
         assert colours == want, view

@@ -1,6 +1,7 @@
 """Trace rows carry their facts (bytes, tiers, job/turn/position, flow), every mechanism fills
 them, CSV keeps them, and the Perfetto export turns them into args, flows and tier counters."""
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from kvviz.export.csv import csv_paths, read_trace_csv, trace_csv
 from kvviz.export.perfetto import perfetto_events, perfetto_json
 from kvviz.palette import tier_label
-from kvviz.trace import SPAN_DTYPE, SPAN_KINDS, TIERS, TraceBuilder
+from kvviz.trace import INSTANT_KINDS, SPAN_DTYPE, SPAN_KINDS, TIERS, TraceBuilder
 
 from .conftest import SCENARIOS
 
@@ -95,26 +96,41 @@ def _flows(ev):
     return starts, ends
 
 
+def _starts_flows(r) -> bool:
+    """The run moves KV in time to where it is used (a load or fetch: AttentionStore, Engram, RoPE,
+    the timed prefix cache, the cluster's instances) or routes requests to instances (the cluster):
+    what starts a flow. A rung's bars are modeled shares of accesses (not transfers in time) and an
+    untimed prefix replay moves nothing in time: neither has one."""
+    kinds = [SPAN_KINDS.index(k) for k in ("load", "fetch")]
+    moves = bool(np.isin(r.trace.spans["kind"], kinds).any())
+    routes = bool((r.trace.instants["kind"] == INSTANT_KINDS.index("arrive")).any()) and r.scenario.kind == "cluster"
+    return r.scenario.kind != "ladder" and (moves or routes)
+
+
+def _slices(ev):
+    """{(pid, tid): [(start, end, cat)]} of the complete events, in µs."""
+    xs = {}
+    for e in ev:
+        if e["ph"] == "X":
+            xs.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["cat"]))
+    return xs
+
+
 @pytest.mark.parametrize("name", BUNDLED)
 def test_perfetto_has_flows_and_tier_counters(name, bundled_small):
     r = bundled_small[name]
     ev = json.loads(perfetto_json(r))["traceEvents"]
     starts, ends = _flows(ev)
+    ids = [e["id"] for e in ev if e["ph"] in ("s", "f")]
+    assert all(n == 2 for n in Counter(ids).values())  # each flow id: one start and one end
     assert starts.keys() == ends.keys()
-    xs = {}
-    for e in ev:
-        if e["ph"] == "X":
-            xs.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["cat"]))
-    for s in starts.values():  # each flow leaves from inside a transfer on its own track
-        assert any(a <= s["ts"] <= b and cat in ("fetch", "load", "prefetch", "copy")
-                   for a, b, cat in xs[(s["pid"], s["tid"])])
+    xs = _slices(ev)
+    arrivals = {(e["pid"], e["tid"], e["ts"]) for e in ev if e["ph"] == "i" and e["name"] == "arrive"}
+    for s in starts.values():  # each flow leaves from inside a transfer, or a routed arrival, on its own track
+        assert (s["pid"], s["tid"], s["ts"]) in arrivals or any(
+            a <= s["ts"] <= b and cat in ("fetch", "load", "prefetch", "copy") for a, b, cat in xs[(s["pid"], s["tid"])])
         assert ends[s["id"]]["ts"] >= s["ts"]
-    if r.scenario.kind in ("ladder", "prefix_cache") or name == "cluster_llmd_precise":
-        # a rung's bars are modeled shares of accesses; an untimed prefix replay moves nothing in time;
-        # llm-d's precise-routing pods hold KV in HBM only, with no P/D split: no KV moves
-        assert not starts
-    else:
-        assert starts, "no flow from a transfer to its consumer"
+    assert bool(starts) == _starts_flows(r), "a transfer to where KV is used without a flow, or the reverse"
     tiers = {e["name"] for e in ev if e["ph"] == "C" and e["name"].startswith("tier ")}
     used = {TIERS[i] for i in np.r_[r.trace.facts["src"], r.trace.facts["dst"]].tolist() if i >= 0}
     assert {t.split(" · ")[0][5:] for t in tiers} == {tier_label(u) for u in used}  # the palette's names
@@ -123,6 +139,34 @@ def test_perfetto_has_flows_and_tier_counters(name, bundled_small):
     for e in ev:
         if e["ph"] == "M" and e["name"] == "thread_name":
             assert procs[e["pid"]].startswith(e["args"]["name"].split(" / ")[0] + " · ")
+
+
+def _enclosing(xs, e):
+    """The slice a flow event binds to: the latest-starting one on its track that holds its time."""
+    return max((x for x in xs[(e["pid"], e["tid"])] if x[0] <= e["ts"] <= x[1]), key=lambda x: x[0])
+
+
+@pytest.mark.parametrize("name", ["prefix_cache_tiers", "plan_prefix_tiers"])
+def test_timed_prefix_cache_flows_run_from_each_load_forward_to_its_prefill(name, bundled_small):
+    """Perfetto draws a flow from its source slice's end to its consumer slice's start: each load
+    feeds the part of its iteration's prefill that runs once every load of the iteration is in."""
+    r = bundled_small[name]
+    ev = json.loads(perfetto_json(r))["traceEvents"]
+    starts, ends = _flows(ev)
+    xs = _slices(ev)
+    loads = [e for e in ev if e["ph"] == "X" and e["cat"] == "load"]
+    assert loads and len(starts) >= len(loads)
+    fed = set()
+    for n, s in starts.items():
+        src, dst = _enclosing(xs, s), _enclosing(xs, ends[n])
+        assert src[2] == "load" and dst[2] == "prefill"
+        # in ns: the µs floats' sum ts + dur is off by a rounding
+        assert round(dst[0] * 1000) >= round(src[1] * 1000), f"flow {n} points back in time: {src} → {dst}"
+        fed.add((s["pid"], s["tid"], src[0]))
+    assert fed == {(e["pid"], e["tid"], e["ts"]) for e in loads}  # every load feeds its prefill
+    # the two parts of a split iteration tile it: the prefill's time is unchanged
+    gpu = r.trace.spans_of("GPU · prefill + decode iterations", "prefill")
+    assert (gpu["start"][1:] >= gpu["end"][:-1]).all()
 
 
 def test_perfetto_args_carry_the_facts(bundled):
@@ -140,5 +184,5 @@ def test_perfetto_loads_in_trace_processor(name, bundled_small, tmp_path):
         errors = proc.query("select count(*) as n from stats where severity = 'error' and value > 0")
         assert next(iter(errors)).n == 0
         flows = next(iter(proc.query("select count(*) as n from flow"))).n
-        assert (flows > 0) == (not name.startswith("ladder"))
+        assert (flows > 0) == _starts_flows(bundled_small[name])
 

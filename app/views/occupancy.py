@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QPainter
-from PySide6.QtWidgets import QWidget
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from kvviz.export.axis import time_unit
 from kvviz.mechanisms import time_axis_title
+from kvviz.palette import TIER_LABELS, tier_color, tier_key, tier_label, trace_tiers
 from kvviz.result import Result
 
 from ._common import (
@@ -279,7 +280,19 @@ class OccupancyView(QWidget):
         self.caption = caption_label()
         self.info = info_label()
         self.stack = NoteStack(stack_vertically(self.caption, self.plot, self.info, stretch=self.plot))
-        stack_vertically(self.stack, stretch=self.stack, into=self)
+        # which tier's slots are shown: the run's tiers, in the palette's colours; a run records
+        # slot by slot the residency of one tier (Trace.slot_tier), the others say so
+        self.tier_box = QComboBox()
+        self.tier_box.setToolTip("The memory tier whose slots are shown")
+        self.tier_box.currentIndexChanged.connect(lambda _: self._show_tier())
+        self.tier_row = QWidget()
+        row = QHBoxLayout(self.tier_row)
+        row.setContentsMargins(6, 3, 6, 3)
+        row.addWidget(QLabel("Tier"))
+        row.addWidget(self.tier_box)
+        row.addStretch(1)
+        self._tier: str | None = None  # the tier chosen: kept across runs that have it
+        stack_vertically(self.tier_row, self.stack, stretch=self.stack, into=self)
 
         self.result: Result | None = None
         self.grid: OccupancyGrid | None = None
@@ -330,6 +343,7 @@ class OccupancyView(QWidget):
         self.result = result
         self.info.setText(" ")
         tr = result.trace
+        self._tiers(tr)
         res = tr.residency
         if not len(res):
             self.grid = None
@@ -337,7 +351,7 @@ class OccupancyView(QWidget):
             self.stack.show_note("This run has no residency records\n"
                                  "(no slot holds a token, session or row over time).")
             return
-        self.stack.show_content()
+        self._show_tier()
         self._t_end = max(int(tr.t_end), 1)
         self.unit, self.scale = time_unit(self._t_end)
         self._n_slots = int(max(tr.slots, int(res["slot"].max()) + 1))
@@ -348,7 +362,7 @@ class OccupancyView(QWidget):
         items = np.sort(res["item"])  # (np.unique hashes: several times slower on 1M rows)
         n_items = int((items[1:] != items[:-1]).sum()) + 1
         self.caption.setText(
-            f"<b>Occupancy</b> · {self._n_slots:,} slots × time · colour = the {tr.item_name} resident "
+            f"<b>Occupancy</b>{f' of {tier_label(tr.slot_tier)}' if tr.slot_tier else ''} · {self._n_slots:,} slots × time · colour = the {tr.item_name} resident "
             f"in a slot (light grey = empty) · {len(res):,} residency records, {n_items:,} distinct")
         end = self._t_end / self.scale
         pi.setLimits(xMin=-0.05 * end, xMax=1.05 * end, yMin=-0.5 - 0.02 * self._n_slots,
@@ -370,6 +384,50 @@ class OccupancyView(QWidget):
             pi.setXRange(0, end, padding=0.02)
         pi.setYRange(-0.5, self._n_slots - 0.5, padding=0.02)
         self._update_labels()
+
+    def _tiers(self, tr) -> None:
+        """The tier field for a new run: its tiers; the one chosen before if it has it, else
+        the tier its slots are in."""
+        keys = trace_tiers(tr)
+        slot = tier_key(tr.slot_tier) if tr.slot_tier else None
+        want = self._tier if self._tier in keys else slot if slot in keys else (keys[0] if keys else None)
+        box = self.tier_box
+        box.blockSignals(True)
+        box.clear()
+        for k in keys:
+            swatch = QPixmap(12, 12)
+            swatch.fill(QColor(tier_color(k)))
+            box.addItem(QIcon(swatch), TIER_LABELS[k], k)
+        box.setCurrentIndex(keys.index(want) if want is not None else -1)
+        box.setEnabled(len(keys) > 1)
+        box.blockSignals(False)
+        self.tier_row.setVisible(bool(keys))
+
+    @property
+    def tier(self) -> str | None:
+        """The tier whose slots are shown (a palette key: hbm, cxl, dram, ssd, remote)."""
+        k = self.tier_box.currentData()
+        return str(k) if k is not None else None
+
+    def _show_tier(self) -> None:
+        """The grid for the tier the run's slots are in; a note for any other."""
+        if self.result is None:
+            return
+        if self.tier_box.count():
+            self._tier = self.tier
+        tr = self.result.trace
+        if not len(tr.residency):
+            return
+        slot = tier_key(tr.slot_tier) if tr.slot_tier else None
+        if self.tier is None or slot is None or self.tier == slot:
+            self.stack.show_content()
+            return
+        label = TIER_LABELS[self.tier]
+        counters = [n for n in tr.counter_names if tier_key(n) == self.tier]
+        where = (f"Its occupancy over time is on the Counters tab ({', '.join(counters)})." if counters
+                 else f"This run keeps no occupancy of {label} over time.")
+        self.stack.show_note(f"This run records which {tr.item_name} sits in which slot only for "
+                             f"{TIER_LABELS[slot]}, not for {label}.\n{where}")
 
     def show_whole_run(self) -> None:
         if self._res is not None:

@@ -14,10 +14,16 @@ from .timeline_items import GridAxis
 
 def view_format(vb: pg.ViewBox, scale: float, origin_ns: float = 0.0) -> TimeFormat:
     """How times read in `vb` (x in data units of `scale` ns): unit from the visible span,
-    places for one pixel, counted from `origin_ns`."""
+    places for one pixel, counted from `origin_ns`; with none, far into a long run, from the
+    ruler's base (ruler_base), so a hover or a details pane reads as the ticks do."""
     (lo, hi), _ = vb.viewRange()
     span_ns = (hi - lo) * scale
-    return TimeFormat.for_view(span_ns, span_ns / max(vb.width(), 1.0), origin_ns)
+    fmt = TimeFormat.for_view(span_ns, span_ns / max(vb.width(), 1.0), origin_ns)
+    if not origin_ns:
+        base, words = ruler_base(vb, scale, fmt)
+        if base:
+            fmt.origin_ns, fmt.since = base, words.removeprefix(", from ")
+    return fmt
 
 
 # Zoomed into a long run, ticks counted from the run's start read "972410 972415 972420 ms":
@@ -63,7 +69,7 @@ def show_format(labelled: pg.AxisItem, title: str, axes: list[GridAxis], fmt: Ti
     units of `scale` ns); given the view box, from the ruler's base when the view is far into
     a long run (ruler_base: said in the title). Only what changed is set: every set repaints."""
     origin, words = ruler_base(vb, scale, fmt) if vb is not None else (fmt.origin_ns, "")
-    title += words
+    title += f", from {fmt.since}" if fmt.since else words
     if labelled.labelText != title:
         labelled.setLabel(title)
     for axis in axes:

@@ -49,6 +49,9 @@ class TimeFormat:
     places: int = 3
     origin_ns: float = 0.0
     least: int | None = None  # exact(): trailing zeros cut down to this many places
+    # the ruler's base when the view is far into a long run ("38.0 s"): times read from it, as
+    # its ticks do ("79.46 ms from 38.0 s", not "38079.46 ms"); "" = from the run's start or the cursor
+    since: str = ""
 
 
     @classmethod
@@ -60,7 +63,7 @@ class TimeFormat:
         """The same unit with the digits of one ns (event times are whole ns): for the details
         pane and Δt, where 1.839 µs must not read as 1.8 µs; zeros beyond the view's digits cut."""
         return TimeFormat(self.unit, self.ns, max(self.places, tick_decimals(1.0 / self.ns)), self.origin_ns,
-                          self.places)
+                          self.places, self.since)
 
     def _num(self, v: float) -> str:
         text = f"{v:.{self.places}f}"
@@ -71,8 +74,8 @@ class TimeFormat:
         return text
 
     def at(self, t_ns: float) -> str:
-        """A point in time (from the origin)."""
-        return f"{self.value(t_ns)} {self.unit}"
+        """A point in time (from the origin, which names itself when it is the ruler's base)."""
+        return f"{self.value(t_ns)} {self.unit}" + (f" from {self.since}" if self.since else "")
 
     def value(self, t_ns: float) -> str:
         return self._num((t_ns - self.origin_ns) / self.ns)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvviz.export.perfetto_links import PRODUCERS
+from kvviz.export.perfetto_links import feeds
 from kvviz.trace import INSTANT_KINDS, SPAN_KINDS, Trace
 
 # what a search may name, and the fact it matches ("session 12" is a job, "position 7" a pos)
@@ -120,14 +120,11 @@ def flow_partners(tr: Trace, ev: Event) -> list[tuple[str, Event]]:
     members = []
     for table in ("spans", "instants"):
         col = tr.fact_column(getattr(tr, table), "flow")
-        members += [Event(table, int(r)) for r in np.flatnonzero(col == f)]
-    sources = [e for e in members if e.table == "spans" and int(tr.spans["kind"][e.row]) in PRODUCERS]
-    if not sources:
-        return []
-    source = min(sources, key=lambda e: (e.start(tr), e.row))
-    if ev == source:
-        return [("feeds", e) for e in sorted(members, key=lambda e: e.start(tr)) if e != ev]
-    return [("fed by", source)]
+        members += [(table, int(r)) for r in np.flatnonzero(col == f)]
+    here = (ev.table, ev.row)
+    pairs = feeds(members, tr.spans["kind"].tolist(), tr.instants["kind"].tolist(), lambda m: Event(*m).start(tr))
+    fed = sorted((Event(*c) for s, c in pairs if s == here), key=lambda e: e.start(tr))
+    return [("feeds", e) for e in fed] + [("fed by", Event(*s)) for s, c in pairs if c == here]
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,43 @@
 """What the Perfetto trace derives from the trace's facts: flows from each transfer to what
 consumes it, and per-tier counters of the transfers in flight.
 
-A flow is the set of spans and instants sharing a fact's `flow` id: its source is the earliest
-transfer among them (fetch, load, prefetch, copy, save), every other member a consumer.
+A flow is the set of spans and instants sharing a fact's `flow` id: each transfer among them
+(fetch, load, prefetch, copy), and a routed arrival, feeds each member that is neither (`feeds`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from ..trace import SPAN_KINDS, TIERS, Trace
+from ..trace import INSTANT_KINDS, SPAN_KINDS, TIERS, Trace
 
 PRODUCERS = tuple(SPAN_KINDS.index(k) for k in ("fetch", "load", "prefetch", "copy"))
+ROUTED = INSTANT_KINDS.index("arrive")  # a request's arrival at a router, routed where it is served
+
+
+def is_source(member: tuple[str, int], span_kinds: list[int], instant_kinds: list[int]) -> bool:
+    """A transfer (fetch, load, prefetch, copy) or a routed arrival: what starts a flow."""
+    table, row = member
+    return span_kinds[row] in PRODUCERS if table == "spans" else instant_kinds[row] == ROUTED
+
+
+def feeds(members: list[tuple[str, int]], span_kinds: list[int], instant_kinds: list[int],
+          time: Callable[[tuple[str, int]], int]) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """The (source, consumer) pairs of one flow's members ((table, row), table "spans" or
+    "instants"): every source among them (`is_source`) feeds every member that is not one (the
+    loads of several tiers into one prefill; a request's arrival, and what its instance fetched for
+    it, to the mark of its prefill); a flow of transfers only (a fetch relayed by a load) runs from
+    the earliest to the others."""
+    sources = [m for m in members if is_source(m, span_kinds, instant_kinds)]
+    if not sources:
+        return []
+    are = set(sources)
+    consumers = [m for m in members if m not in are]
+    if consumers:
+        return [(s, c) for s in sources for c in consumers]
+    src = min(sources, key=lambda m: (time(m), m))
+    return [(src, m) for m in sources if m != src]
 
 
 def flow_pairs(tr: Trace) -> list[tuple[tuple[str, int], tuple[str, int]]]:
@@ -18,22 +45,21 @@ def flow_pairs(tr: Trace) -> list[tuple[tuple[str, int], tuple[str, int]]]:
     in source time order."""
     sf = tr.fact_column(tr.spans, "flow")
     inf = tr.fact_column(tr.instants, "flow")
-    if not (sf >= 0).any():
+    if not (sf >= 0).any() and not (inf >= 0).any():
         return []
     members: dict[int, list[tuple[str, int]]] = {}
     for table, ids in (("spans", sf), ("instants", inf)):
         rows = np.flatnonzero(ids >= 0)
         for row, f in zip(rows.tolist(), ids[rows].tolist()):
             members.setdefault(f, []).append((table, row))
-    kinds, starts = tr.spans["kind"].tolist(), tr.spans["start"].tolist()
-    out = []
-    for rows in members.values():
-        sources = [r for t, r in rows if t == "spans" and kinds[r] in PRODUCERS]
-        if not sources:
-            continue
-        src = min(sources, key=lambda r: (starts[r], r))
-        out.extend((("spans", src), m) for m in rows if m != ("spans", src))
-    out.sort(key=lambda p: (starts[p[0][1]], p[0][1], p[1]))
+    kinds, ikinds = tr.spans["kind"].tolist(), tr.instants["kind"].tolist()
+    starts, marks = tr.spans["start"].tolist(), tr.instants["t"].tolist()
+
+    def time(m: tuple[str, int]) -> int:
+        return int(starts[m[1]] if m[0] == "spans" else marks[m[1]])
+
+    out = [pair for rows in members.values() for pair in feeds(rows, kinds, ikinds, time)]
+    out.sort(key=lambda p: (time(p[0]), p[0], p[1]))
     return out
 
 

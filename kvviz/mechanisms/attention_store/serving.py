@@ -186,7 +186,7 @@ class Run:
         self.detail = prep.detail
         self.detail_info: dict = {}
         self.loop = nat.Loop() if nat else Loop()
-        self.tb = TraceBuilder(item_name="session") if record else None
+        self.tb = TraceBuilder(item_name="session", slot_tier="DRAM") if record else None
         if record:
             tb, d = self.tb, self.detail
             self.l_gpu = tb.lane(GPU_LANE, "GPU")

@@ -93,10 +93,11 @@ class ClusterRun:
 
     # --- arrivals and routing -----------------------------------------------------------------
     def arrive(self, j: int):
-        if self.tb is not None:
-            self.tb.instant(self.l_arrive, self.loop.now, "arrive", j, job=j)
         d = self.router.route(j)
-        if self.slo_ns and self.router.estimate_ns(j, d) > self.slo_ns:
+        rejected = bool(self.slo_ns) and self.router.estimate_ns(j, d) > self.slo_ns
+        if self.tb is not None:  # a routed arrival starts its request's flow (to its prefill's mark)
+            self.tb.instant(self.l_arrive, self.loop.now, "arrive", j, job=j, flow=-1 if rejected else j)
+        if rejected:
             self.rejected[j] = True
             return
         self.router.routed(j, d)

@@ -132,7 +132,7 @@ class _Run:
         self.row_ps = _xfer_ps(e.row_bytes, link)
         self.copy_lat_ps = us_to_ns(sc.pcie.copy_latency_us) * PS_PER_NS
 
-        self.tb = tb = TraceBuilder(item_name="Engram row (staging slot)")
+        self.tb = tb = TraceBuilder(item_name="Engram row (staging slot)", slot_tier="HBM")
         pool, path_a = p.name, sc.transfer.path == "A"
         self.cpu = tb.lane("CPU · hash + issue", "CPU")
         self.gpu_steps = tb.lane("GPU · decode steps", "GPU")

@@ -89,8 +89,18 @@ class Run:
             for j in jobs:
                 tb.instant(self.l_gpu, S, "hit" if hits[j] else "miss", j, job=j, items=hits[j],
                            bytes=hits[j] * self.bb)
-            tb.span(self.l_gpu, S, pe, "prefill", f"prefill · {len(jobs)} request{'s' * (len(jobs) > 1)}",
-                    ref=jobs[0], job=jobs[0], items=len(jobs))
+            what = f"prefill · {len(jobs)} request{'s' * (len(jobs) > 1)}"
+            loaded = self.store.loads_in
+            if loaded is not None and loaded[0] == S and S < loaded[1] <= pe:
+                # split where the iteration's last load is in: the layers after it use every block
+                # loaded, so the loads' flows end there (pointing forward, as Perfetto draws them);
+                # an iteration that computes nothing ends as its loads do (the second part is empty)
+                tb.span(self.l_gpu, S, loaded[1], "prefill", f"{what} · while its loads stream in",
+                        ref=jobs[0], job=jobs[0], items=len(jobs))
+                tb.span(self.l_gpu, loaded[1], pe, "prefill", f"{what} · its loads in", ref=jobs[0],
+                        job=jobs[0], items=len(jobs), flow=loaded[2])
+            else:
+                tb.span(self.l_gpu, S, pe, "prefill", what, ref=jobs[0], job=jobs[0], items=len(jobs))
             self._occupancy()
 
     def decode_span(self, t0, t1, n, k, ref):

@@ -109,6 +109,10 @@ class BlockStore:
         self.pf_done: set = set()         # requests prefetched for
         self.prefetched_blocks = 0
         self.booked: list = []            # the iteration's loads: (link, start after latency, end)
+        # the trace's flows: the iteration's loads share one id with the part of its prefill that
+        # runs once they are all in (timed.py draws it); loads_in = (S, when they are in, that id)
+        self.flow = 0
+        self.loads_in: tuple[int, int, int] | None = None
         self.tb = run.tb
         self.load_if_faster = sc.store.load_if_faster
         self.tok_np = np.asarray(prep.tokens, dtype=np.int64)
@@ -169,7 +173,7 @@ class BlockStore:
             if nbytes[k]:
                 load += nbytes[k]
                 t0, t1 = self._transfer(k, nbytes[k], ready[k], False, j, "load",
-                                        f"load {nbytes[k] // self.bb} blocks {self.names[k]}→hbm")
+                                        f"load {nbytes[k] // self.bb} blocks {self.names[k]}→hbm", flow=self.flow)
                 self.booked.append((t0 + self.links[k].read_lat, t1))
         for i in range(cut, h):  # recomputed
             self.recomputed_blocks[src[i]] += 1
@@ -194,6 +198,9 @@ class BlockStore:
         delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
         form of layerwise_prefill.prefill_end with no buffer) (`booked_end`)."""
         pe, waited = booked_end(self.booked, S, comp_ns, self.L)
+        if self.tb is not None and self.booked:
+            self.loads_in = (S, max(t1 for _, t1 in self.booked), self.flow)
+            self.flow += 1
         self.booked.clear()
         return pe, waited, None
 
@@ -222,7 +229,8 @@ class BlockStore:
         for k, n in Counter(src[:cut]).items():
             if k:
                 t0, t1 = self._transfer(k, n * self.bb, now, False, j, "load",
-                                        f"load {n} blocks {self.names[k]}→hbm (resumed after preemption)")
+                                        f"load {n} blocks {self.names[k]}→hbm (resumed after preemption)",
+                                        flow=self.flow)
                 self.booked.append((t0 + self.links[k].read_lat, t1))
                 load += n * self.bb
         kept = sum(tok[s:s + cut])
@@ -325,7 +333,7 @@ class BlockStore:
             lk.drain()
 
     # --- links -------------------------------------------------------------------------------
-    def _transfer(self, k, nbytes, earliest, write, job, kind, label, dst="hbm"):
+    def _transfer(self, k, nbytes, earliest, write, job, kind, label, dst="hbm", flow=-1):
         lk = self.links[k]
         if self.bg:
             lk.advance(self.loop.now)
@@ -333,7 +341,7 @@ class BlockStore:
         if self.tb is not None:
             src, to = (dst if write else self.names[k]), (self.names[k] if write else dst)
             self.tb.span(self.run.link_lanes[k], t0, t1, kind, label, ref=job, bytes=int(nbytes), src=TRACE_TIER[src],
-                         dst=TRACE_TIER[to], job=job, items=int(nbytes) // self.bb)  # the blocks moved
+                         dst=TRACE_TIER[to], job=job, items=int(nbytes) // self.bb, flow=flow)  # the blocks moved
         return t0, t1
 
     def outcome(self) -> Outcome:

@@ -157,7 +157,7 @@ class _Run:
         self.sc = sc
         self.lat = us_to_ns(sc.storage.latency_us)
         self.loop = EventLoop()
-        self.tb = TraceBuilder(slots=sc.cache.slots, item_name="token position")
+        self.tb = TraceBuilder(slots=sc.cache.slots, item_name="token position", slot_tier="HBM")
         self.gpu = self.tb.lane("GPU · attention", "GPU")
         self.flash = self.tb.lane("flash · prefetch + demand", "Flash (tier 3)")
         self.resident: dict[int, tuple[int, int]] = {}   # pos -> (slot, since_ns)
