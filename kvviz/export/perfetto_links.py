@@ -7,6 +7,7 @@ transfer among them (fetch, load, prefetch, copy, save), every other member a co
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ..trace import SPAN_KINDS, TIERS, Trace
 
@@ -26,13 +27,13 @@ def flow_pairs(tr: Trace) -> list[tuple[tuple[str, int], tuple[str, int]]]:
         for row, f in zip(rows.tolist(), ids[rows].tolist()):
             members.setdefault(f, []).append((table, row))
     kinds, starts = tr.spans["kind"].tolist(), tr.spans["start"].tolist()
-    out = []
-    for rows in members.values():
-        sources = [r for t, r in rows if t == "spans" and kinds[r] in PRODUCERS]
+    out: list[tuple[tuple[str, int], tuple[str, int]]] = []
+    for refs in members.values():
+        sources = [r for t, r in refs if t == "spans" and kinds[r] in PRODUCERS]
         if not sources:
             continue
         src = min(sources, key=lambda r: (starts[r], r))
-        out.extend((("spans", src), m) for m in rows if m != ("spans", src))
+        out.extend((("spans", src), m) for m in refs if m != ("spans", src))
     out.sort(key=lambda p: (starts[p[0][1]], p[0][1], p[1]))
     return out
 
@@ -42,14 +43,14 @@ def event_time(tr: Trace, ref: tuple[str, int]) -> int:
     return int(tr.spans["start"][row]) if table == "spans" else int(tr.instants["t"][row])
 
 
-def tier_in_flight(tr: Trace) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+def tier_in_flight(tr: Trace) -> dict[str, tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """{tier: (unit, times ns, level)} for every tier a span reads from or writes to: the
     bytes in flight through it, or the transfers in flight where no transfer of it knows its
     bytes. A step function: the level holds from each time to the next."""
     sp = tr.spans  # a span that names a source or destination tier moves data between them
     src, dst = tr.fact_column(sp, "src"), tr.fact_column(sp, "dst")
     nbytes = tr.fact_column(sp, "bytes")
-    out = {}
+    out: dict[str, tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
     for i, tier in enumerate(TIERS):
         on = (src == i) | (dst == i)
         if not on.any():
