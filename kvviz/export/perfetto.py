@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import heapq
 import json
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..palette import tier_label
 from ..result import Result
 from ..scenario import scenario_to_dict
-from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS
+from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS, Trace
 from .perfetto_links import event_time, flow_pairs, tier_in_flight
 
 PID = 1
+Event = dict[str, object]  # one trace event, as JSON
 
 
-def sublanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def sublanes(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Smallest-index sub-lane for each span (sorted by start) so none overlap within one."""
     if len(start) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -48,16 +51,16 @@ def sublanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fact_args(tr) -> list[dict]:
+def _fact_args(tr: Trace) -> list[dict[str, int | str]]:
     """Each fact row as Perfetto args (tiers by name, unknown fields left out), by fact id."""
     tiers = ("src", "dst")
     return [{k: (TIERS[v] if k in tiers else v) for k, v in zip(FACT_FIELDS, row) if v >= 0}
             for row in tr.facts.tolist()]
 
 
-def perfetto_events(result: Result) -> list[dict]:
+def perfetto_events(result: Result) -> list[Event]:
     tr = result.trace
-    ev: list[dict] = []
+    ev: list[Event] = []
     # one process per lane group (GPU, PCIe, a pool, SSD...), so lanes sit grouped by tier
     groups = list(dict.fromkeys(tr.lanes["group"].tolist()))
     pid_of = {g: PID + i for i, g in enumerate(groups)}
@@ -83,7 +86,9 @@ def perfetto_events(result: Result) -> list[dict]:
         tid(lane)  # every lane gets a named thread, even an empty one, in lane order
     args = _fact_args(tr)
     sp = tr.spans
-    where = {"spans": [None] * len(sp), "instants": [None] * len(tr.instants)}  # (pid, tid) by row
+    # (pid, tid) by row: every row's is set below before the flows read it
+    where = {"spans": cast("list[tuple[int, int]]", [None] * len(sp)),
+             "instants": cast("list[tuple[int, int]]", [None] * len(tr.instants))}
     for lane in range(len(tr.lanes)):
         rows = np.flatnonzero(sp["lane"] == lane)  # already sorted by start
         s = sp[rows]
@@ -113,16 +118,16 @@ def perfetto_events(result: Result) -> list[dict]:
                "args": {"sort_index": counter_pid}})
     names = [n + (f" ({u})" if u else "") for n, u in zip(tr.counter_names, tr.counter_units)]
     times, ids, values = [tr.counters["t"]], [tr.counters["name"].astype(np.int64)], [tr.counters["value"]]
-    for tier, (unit, t, level) in tier_in_flight(tr).items():
+    for tier, (unit, at, level) in tier_in_flight(tr).items():
         # named as the palette names the tier (the app's legends, keys and Tiers tab say the same)
         names.append(f"tier {tier_label(tier)} · {'bytes' if unit == 'B' else 'transfers'} in flight")
-        times.append(t)
-        ids.append(np.full(len(t), len(names) - 1, dtype=np.int64))
+        times.append(at)
+        ids.append(np.full(len(at), len(names) - 1, dtype=np.int64))
         values.append(level)
-    t, i, v = np.concatenate(times), np.concatenate(ids), np.concatenate(values)
-    order = np.argsort(t, kind="stable")  # one time order over all counters, as before
+    at, i, v = np.concatenate(times), np.concatenate(ids), np.concatenate(values)
+    order = np.argsort(at, kind="stable")  # one time order over all counters, as before
     ev.extend({"ph": "C", "name": names[n], "ts": ts / 1000, "pid": counter_pid, "args": {"value": x}}
-              for ts, n, x in zip(t[order].tolist(), i[order].tolist(), v[order].tolist()))
+              for ts, n, x in zip(at[order].tolist(), i[order].tolist(), v[order].tolist()))
     return ev
 
 

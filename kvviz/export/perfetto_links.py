@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from ..trace import INSTANT_KINDS, SPAN_KINDS, TIERS, Trace
 
@@ -68,14 +69,14 @@ def event_time(tr: Trace, ref: tuple[str, int]) -> int:
     return int(tr.spans["start"][row]) if table == "spans" else int(tr.instants["t"][row])
 
 
-def tier_in_flight(tr: Trace) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+def tier_in_flight(tr: Trace) -> dict[str, tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """{tier: (unit, times ns, level)} for every tier a span reads from or writes to: the
     bytes in flight through it, or the transfers in flight where no transfer of it knows its
     bytes. A step function: the level holds from each time to the next."""
     sp = tr.spans  # a span that names a source or destination tier moves data between them
     src, dst = tr.fact_column(sp, "src"), tr.fact_column(sp, "dst")
     nbytes = tr.fact_column(sp, "bytes")
-    out = {}
+    out: dict[str, tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
     for i, tier in enumerate(TIERS):
         on = (src == i) | (dst == i)
         if not on.any():

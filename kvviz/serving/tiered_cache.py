@@ -63,6 +63,8 @@ NO_PINS: frozenset[int] = frozenset()
 class BlockCache(Protocol):
     """What a caller may use of a tiered block cache: TieredCache, or its compiled twin
     (_block_cache.BlockCache, which the checker sees as Any: the module docstring's interface)."""
+    ids: Sequence[int]  # position -> block, as this cache names blocks (the compiled one: its dense ids)
+    pos: int            # the position being placed (for a log)
     size: list[int]
     peak: list[int]
     hit_blocks: list[int]

@@ -121,7 +121,7 @@ def run_part(sc: AttentionStoreScenario, prep: Prepared, name: str, engine: str 
         return _workload(sc, prep)
     policy, mode, record = _runs(sc)[name]
     run = Run(sc, prep, policy, mode, record, engine).run()
-    return run.metrics(), (run.tb.build() if record else None), run.detail_info, run.loop.processed
+    return run.metrics(), (run.tb.build() if run.tb is not None else None), run.detail_info, run.loop.processed
 
 
 def gpu_setup(sc: AttentionStoreScenario) -> dict[str, Any]:

@@ -19,13 +19,16 @@ Time is integer ns. A GB/s is exactly one byte per ns.
 from __future__ import annotations
 
 import math
+from types import ModuleType
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ...requests.conversations import Conversations
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
-from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, OUTCOME, RECOMPUTE_FASTER
+from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, OUTCOME, RECOMPUTE_FASTER, LayerSchedule
 from ...serving.overload import served_load
 from ...serving.roofline import Roofline
 from ...trace import NO_FACT, TraceBuilder
@@ -43,9 +46,10 @@ COUNTERS = ("batch size", "queue length", "HBM KV in use", "DRAM in use", "SSD i
 UNITS = ("jobs", "jobs", "B", "B", "B")
 # The mark a turn's outcome puts on the GPU lane when its prefill starts
 MARK = tuple(rec.HIT if o >= HIT_HBM else rec.ARRIVE if o == FIRST else rec.MISS for o in sorted(OUTCOME))
+Int64s = npt.NDArray[np.int64]
 
 
-def layer_schedule(S: int, T0: int, a: int, c: int, L: int, k: int):
+def layer_schedule(S: int, T0: int, a: int, c: int, L: int, k: int) -> tuple[Int64s, Int64s, Int64s, Int64s]:
     """`prefill_end`'s schedule layer by layer: arrays (load start, load end, compute start,
     compute end). Used to draw one chosen iteration and to check `prefill_end`."""
     ls, le, cs, ce = (np.zeros(L, dtype=np.int64) for _ in range(4))
@@ -66,8 +70,10 @@ def batch_config(sc: AttentionStoreScenario, prep: "Prepared") -> BatchConfig:
     # The buffers take HBM only where their mechanism runs (pre-loading; async saving).
     buffers = h.read_buffer_gb * preload + h.write_buffer_gb * (not sync_save)
     kv = sc.model.kv_bytes_per_token
+    hbm_free_gb = h.hbm_free_gb
+    assert hbm_free_gb is not None  # a validated scenario has it (AttentionStoreScenario._check refuses None)
     return BatchConfig(gpu=prep.gpu, kv=kv, layers=sc.model.layers, max_batch=sc.serving.max_batch,
-                       cap_tok=int((h.hbm_free_gb - buffers) * GB) // kv, save_gbps=h.host_bw_gbps,
+                       cap_tok=int((hbm_free_gb - buffers) * GB) // kv, save_gbps=h.host_bw_gbps,
                        write_buffer=h.write_buffer_gb * GB, sync_save=sync_save,
                        hbm_cache=sc.store.tiers.startswith("hbm"))
 
@@ -142,12 +148,12 @@ class Prepared:
         self.rank[self.order] = np.arange(n)
         self.next_row = np.where(np.r_[wl.conv[1:] == wl.conv[:-1], False], np.arange(1, n + 1), -1)
 
-    def blocks(self, tokens: np.ndarray) -> np.ndarray:
+    def blocks(self, tokens: Int64s) -> Int64s:
         """Tokens rounded up to whole storage blocks."""
         return -(-tokens // self.block) * self.block
 
 
-def _compiled(engine: str, policy: str):
+def _compiled(engine: str, policy: str) -> ModuleType | None:
     """The compiled engine's module to run, or None for the reference: "auto" (the compiled one
     where it is built and current and has the policy), "python" (the reference), "native" (the
     compiled one, or an error saying why not): native/__init__.py."""
@@ -165,8 +171,23 @@ def _compiled(engine: str, policy: str):
 class Run:
     """All state of one simulated run (nothing is shared between runs)."""
 
+    # Per-job columns, typed as the reference reads them (lists). The compiled engine is handed the
+    # arrays as they are (it copies them: batch_state.pxi); the Python it calls back (_draw_layers, metrics)
+    # reads them through int() and np.array, the same on both.
+    conv: list[int]
+    think: list[int]
+    rec_arrival: list[int]
+    inn: list[int]
+    out: list[int]
+    keep: list[int]
+    over: list[bool]
+    hist: list[int]
+    size_after: list[int]
+    after: list[int]
+    next_row: list[int]
+
     def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
-                 engine: str = "auto"):
+                 engine: str = "auto") -> None:
         nat = _compiled(engine, policy)
         wl = prep.wl
         self.sc, self.prep = sc, prep
@@ -178,17 +199,17 @@ class Run:
         cols = (wl.conv, wl.think_ns, wl.arrival_ns, prep.inn, prep.out, prep.keep, prep.overflow, prep.hist,
                 prep.size_after, prep.after, prep.next_row)
         (self.conv, self.think, self.rec_arrival, self.inn, self.out, self.keep, self.over, self.hist,
-         self.size_after, self.after, self.next_row) = cols if nat else [a.tolist() for a in cols]
+         self.size_after, self.after, self.next_row) = cast("list[Any]", cols) if nat else [a.tolist() for a in cols]
         self.n = len(wl)
-        self.arrival = [0] * self.n if not nat else None  # the compiled batcher's, below
+        self.arrival: list[int] = [0] * self.n if not nat else []  # the compiled batcher's, below
         self.arrived = 0
         self.queue_mid = self.queue_end = 0
         self.detail = prep.detail
-        self.detail_info: dict = {}
-        self.loop = nat.Loop() if nat else Loop()
-        self.tb = TraceBuilder(item_name="session", slot_tier="DRAM") if record else None
-        if record:
-            tb, d = self.tb, self.detail
+        self.detail_info: dict[str, int | float | str] = {}
+        self.loop: Loop = nat.Loop() if nat else Loop()
+        self.tb = tb = TraceBuilder(item_name="session", slot_tier="DRAM") if record else None
+        if tb is not None:
+            d = self.detail
             self.l_gpu = tb.lane(GPU_LANE, "GPU")
             self.l_layers = tb.lane(LAYERS_LANE.format(d), "GPU")
             self.l_load = tb.lane("PCIe · load DRAM→HBM", "PCIe")
@@ -196,17 +217,22 @@ class Run:
             self.l_save = tb.lane("PCIe · save HBM→DRAM", "PCIe")
             self.labels = rec.RunLabels(tb)
             self.counters = tb.counter_series(COUNTERS, UNITS)
-            self.turn1 = (wl.turn + 1).tolist() if not nat else None  # the trace's turn numbers, from 1
-            self._last = None
+            # the trace's turn numbers, from 1 (the compiled engine keeps its own)
+            self.turn1: list[int] = (wl.turn + 1).tolist() if not nat else []
+            self._last: tuple[int, ...] | None = None
             self._load_flow, self._load_bytes = -1, 0  # the last load's, for the prefill it feeds
-        self.store = (nat.Store if nat else Store)(self, policy, self.coupled)
-        self.batcher = (nat.Batcher if nat else Batcher)(self, batch_config(sc, prep))
+        self.store: Store = (nat.Store if nat else Store)(self, policy, self.coupled)
+        cfg = batch_config(sc, prep)
+        self.batcher: Batcher  # or its compiled twin, which also runs the loop (run)
+        if nat:  # the compiled batcher does the per-turn glue (arrive, job_done) itself
+            self.batcher = compiled = nat.Batcher(self, cfg)
+            self.arrival = compiled.arrival
+        else:
+            self.batcher = Batcher(self, cfg)
         self.native = nat is not None
-        if self.native:  # the compiled batcher does the per-turn glue (arrive, job_done) itself
-            self.arrival = self.batcher.arrival
 
     # --- release --------------------------------------------------------------------------
-    def arrive(self, j: int):
+    def arrive(self, j: int) -> None:
         self.arrival[j] = self.loop.now
         self.store.arrived(j)
         self.batcher.arrive(j)
@@ -217,7 +243,7 @@ class Run:
         if self.arrived == self.n:
             self.queue_end = self.batcher.queue_len()
 
-    def job_done(self, j: int):
+    def job_done(self, j: int) -> None:
         """Called by the batcher when j's last token is out: release the next turn, save."""
         c, E = self.conv[j], self.loop.now
         nxt = self.next_row[j]
@@ -230,7 +256,7 @@ class Run:
         self.store.finished(j)
 
     # --- trace ----------------------------------------------------------------------------
-    def gpu_state(self, t: int, batch: int):
+    def gpu_state(self, t: int, batch: int) -> None:
         """Counters at an iteration boundary; a point only where a value changed."""
         if self.tb is not None:
             g, st = self.batcher, self.store
@@ -239,7 +265,7 @@ class Run:
                 self.tb.counter_row(self.counters, t, now)
                 self._last = now
 
-    def prefill_span(self, S: int, pe: int, jobs: list[int], layer):
+    def prefill_span(self, S: int, pe: int, jobs: list[int], layer: LayerSchedule | None) -> None:
         if self.tb is None:
             return
         tb, turn1, conv, outcome, kv, lane = self.tb, self.turn1, self.conv, self.batcher.outcome, self.batcher.kv, self.l_gpu
@@ -254,11 +280,11 @@ class Run:
         if self.detail in jobs:
             self._draw_layers(S, pe, jobs, layer)
 
-    def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int):
+    def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int) -> None:
         if self.tb is not None:
             self.tb.add_span(self.l_gpu, t0, t1, rec.DECODE, self.labels.decode[n, k], ref, NO_FACT)
 
-    def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0):
+    def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0) -> None:
         if self.tb is not None:
             # the load feeds the iteration's prefill (a flow, by the first job's row) and its layers
             self._load_flow, self._load_bytes = jobs[0], dram + ssd
@@ -266,18 +292,18 @@ class Run:
             tb.add_span_facts(self.l_load, t0, t1, rec.LOAD, self.labels.load[len(jobs)], c, int(dram + ssd), len(jobs),
                               rec.T_DRAM if dram else rec.T_SSD, rec.T_HBM, c, self.turn1[jobs[0]], U, U, jobs[0])
 
-    def save_span(self, t0: int, t1: int, j: int):
+    def save_span(self, t0: int, t1: int, j: int) -> None:
         if self.tb is not None:
             c = self.conv[j]
             self.tb.add_span_facts(self.l_save, t0, t1, rec.SAVE, self.labels.save, c,
                                    self.batcher._new_kv(j), U, rec.T_HBM, rec.T_DRAM, c, self.turn1[j], U, U, U)
 
-    def stall_span(self, t0: int, t1: int):
+    def stall_span(self, t0: int, t1: int) -> None:
         if self.tb is not None:
             self.tb.add_span(self.l_gpu, t0, t1, rec.STALL, self.labels.stall, -1, NO_FACT)
 
-    def _draw_layers(self, S, pe, jobs, layer):
-        tb, L, j = self.tb, self.L, self.detail
+    def _draw_layers(self, S: int, pe: int, jobs: list[int], layer: LayerSchedule | None) -> None:
+        tb, L, j = cast(TraceBuilder, self.tb), self.L, self.detail  # drawn in a recorded run only
         if layer is None:  # nothing to load: compute only, evenly over the layers
             T0, a, c_layer, k, S_c = S, 0, (pe - S) // L, L, S
         else:  # S_c: when the compute may start (S; after every load without pre-loading)
@@ -303,10 +329,11 @@ class Run:
                             "layers_preloaded": min(k, L) if a else 0,
                             "overlap_gaps_ms": gaps / 1e6, "prefill_ms": (pe - S) / 1e6}
 
-    def run(self):
-        first = np.flatnonzero(self.prep.wl.turn == 0).tolist()
+    def run(self) -> Run:
+        first: list[int] = np.flatnonzero(self.prep.wl.turn == 0).tolist()
         if self.native:
-            self.batcher.serve(first, [self.rec_arrival[j] for j in first])
+            compiled: Any = self.batcher  # the compiled twin: it runs the loop itself
+            compiled.serve(first, [self.rec_arrival[j] for j in first])
         else:
             self.loop.stream([self.rec_arrival[j] for j in first], self.arrive, [(j,) for j in first], priority=2)
             self.loop.run()
@@ -314,7 +341,7 @@ class Run:
         return self
 
     # --- metrics --------------------------------------------------------------------------
-    def metrics(self) -> dict:
+    def metrics(self) -> dict[str, Any]:
         g, st = self.batcher, self.store
         out = np.array(g.outcome)
         arr, adm, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_admit, g.first_token, g.end))
@@ -333,7 +360,7 @@ class Run:
         n_over = int(over.sum())
         busy_s, prefill_s = g.busy_ns / 1e9, g.prefill_ns / 1e9
         some = self.n > 0
-        m = {
+        m: dict[str, Any] = {
             "jobs": self.n,
             "hit_rate": hits / n_hist if n_hist else None,
             "hit_rate_all_turns": hits / self.n if some else None,
@@ -386,7 +413,7 @@ class Run:
         return m
 
 
-def versus(m: dict, baseline: dict | None) -> dict:
+def versus(m: dict[str, Any], baseline: dict[str, Any] | None) -> dict[str, Any]:
     """A policy's metrics with its gains over the recompute baseline (when that was run)."""
     m = dict(m)
     if baseline:
@@ -400,9 +427,9 @@ def versus(m: dict, baseline: dict | None) -> dict:
     return m
 
 
-def round_metrics(m: dict) -> dict:
+def round_metrics(m: dict[str, Any]) -> dict[str, Any]:
     """Six significant digits: enough to read, and stable for golden comparisons."""
-    def r(v):
+    def r(v: object) -> object:
         if isinstance(v, float) and math.isfinite(v):
             return float(f"{v:.6g}")
         if isinstance(v, dict):

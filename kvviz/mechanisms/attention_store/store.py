@@ -32,20 +32,85 @@ from then, not from when its data lands.
 from __future__ import annotations
 
 import heapq
+from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
+from ...requests.conversations import Conversations
+from ...serving.event_loop import Loop
 from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, MISS, RECOMPUTE_FASTER
 from ...serving.load_or_recompute import LoadRule
+from ...serving.roofline import Roofline
+from ...trace import TraceBuilder
 from .host_load import HostLoad
+from .model import AttentionStoreScenario
 from .placement import PLACEMENTS
 from .placement.base import DRAM, NONE, PREFETCHING, SSD
-from .recording import EVICT, EVICT_WRITE, FETCH, LAND, PREFETCH, T_DRAM, T_HBM, T_SSD, U
-from .ssd_queue import P_DEMAND, P_PREFETCH, P_WRITE, SsdQueue
+from .recording import EVICT, EVICT_WRITE, FETCH, LAND, PREFETCH, T_DRAM, T_HBM, T_SSD, RunLabels, U
+from .ssd_queue import P_DEMAND, P_PREFETCH, P_WRITE, SsdOp, SsdQueue
 
 INF = 1 << 62
 
 
+class StorePrep(Protocol):
+    """What the store reads of the prepared workload (serving.Prepared)."""
+    @property
+    def wl(self) -> Conversations: ...
+    @property
+    def kv(self) -> int: ...
+    @property
+    def block(self) -> int: ...
+    @property
+    def gpu(self) -> Roofline: ...
+    @property
+    def dram_cap(self) -> int: ...
+    @property
+    def ssd_cap(self) -> int: ...
+    @property
+    def L_pw(self) -> int: ...
+    @property
+    def L_ew(self) -> int: ...
+    @property
+    def order(self) -> npt.NDArray[np.intp]: ...
+    @property
+    def rank(self) -> npt.NDArray[np.int64]: ...
+
+
+class StoreRun(Protocol):
+    """What the store reads of its run (serving.Run; protocols: importing it would close an import
+    loop): the per-job columns as the reference's lists, and the trace's builder and labels."""
+    @property
+    def sc(self) -> AttentionStoreScenario: ...
+    @property
+    def prep(self) -> StorePrep: ...
+    @property
+    def loop(self) -> Loop: ...
+    @property
+    def conv(self) -> list[int]: ...
+    @property
+    def next_row(self) -> list[int]: ...
+    @property
+    def keep(self) -> list[int]: ...
+    @property
+    def hist(self) -> list[int]: ...
+    @property
+    def over(self) -> list[bool]: ...
+    @property
+    def size_after(self) -> list[int]: ...
+    @property
+    def after(self) -> list[int]: ...
+    @property
+    def tb(self) -> TraceBuilder | None: ...
+    @property
+    def labels(self) -> RunLabels: ...
+    def load_span(self, t0: int, t1: int, jobs: list[int], dram: int = 0, ssd: int = 0) -> None: ...
+
+
 class Store(HostLoad, SsdQueue):
-    def __init__(self, run, policy: str, coupled: bool):
+    run: StoreRun
+
+    def __init__(self, run: StoreRun, policy: str, coupled: bool) -> None:
         sc, prep = run.sc, run.prep
         h = sc.hardware
         self.run, self.loop, self.prep = run, run.loop, prep
@@ -59,7 +124,7 @@ class Store(HostLoad, SsdQueue):
         self.rule = LoadRule(sc.store.load_if_faster, prep.gpu)
         self.stream = min(self.ssd_r, self.load_bw)  # SSD→DRAM→HBM on demand, as the batcher streams it
         self.inclusive = sc.store.ssd_inclusive
-        self.ssd_q: list[list] = []
+        self.ssd_q: list[SsdOp] = []
         self.ssd_free = 0
         self.dram_cap, self.ssd_cap = prep.dram_cap, prep.ssd_cap
         self.L_pw, self.L_ew = prep.L_pw, prep.L_ew
@@ -112,7 +177,7 @@ class Store(HostLoad, SsdQueue):
             self.slot_of: dict[int, tuple[int, int]] = {}
 
     # --- the scheduler's calls -------------------------------------------------------------
-    def arrived(self, j: int):
+    def arrived(self, j: int) -> None:
         c = self.conv[j]
         self.queued[c] = True
         if self.horizon >= 0:
@@ -190,7 +255,8 @@ class Store(HostLoad, SsdQueue):
         dur = int(nbytes / bw)
         self.rule.booked()
         if self.ssd_prio:  # ahead of every queued prefetch and write
-            return self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
+            start: int = self._ssd_book(dur, P_DEMAND, earliest, c, "fetch")[0]
+            return start
         t0 = max(earliest, self.ssd_free)
         self.ssd_free = t0 + dur
         self.ssd_busy_ns += dur
@@ -199,7 +265,7 @@ class Store(HostLoad, SsdQueue):
                                    int(nbytes), U, T_SSD, T_HBM, c, U, U, U, U)
         return t0
 
-    def finished(self, j: int):
+    def finished(self, j: int) -> None:
         """j's turn ended: the session's KV (history + the turn) is in DRAM, making room."""
         c = self.conv[j]
         self.running[c] = False
@@ -234,15 +300,18 @@ class Store(HostLoad, SsdQueue):
             return max(now, self.ssd_free)
         self._ssd_retire()
         i = self._ssd_slot(P_DEMAND, c)
-        return max(now, self.ssd_q[i - 1][1]) if i else now
+        if not i:
+            return now
+        end: int = self.ssd_q[i - 1][1]
+        return max(now, end)
 
     # --- look-ahead ----------------------------------------------------------------------
-    def _set_key(self, c: int, k: int):
+    def _set_key(self, c: int, k: int) -> None:
         if self.key[c] != k:
             self.key[c] = k
             self.policy.on_key(c)
 
-    def _reveal(self):
+    def _reveal(self) -> None:
         """List the jobs whose nominal release came within the horizon; a job that is its
         session's next one gives the session its key."""
         t, jobs, nominal, conv, i = self.loop.now + self.horizon, self.jobs, self.nominal, self.conv, self.shown
@@ -253,7 +322,7 @@ class Store(HostLoad, SsdQueue):
             i += 1
         self.shown = i
 
-    def _prefetch(self):
+    def _prefetch(self) -> None:
         """Fetch SSD→DRAM the sessions of the next L_pw listed jobs."""
         jobs, conv, where, key = self.jobs, self.conv, self.where, self.key
         end = min(len(jobs) if self.horizon < 0 else self.shown, self.lo + self.L_pw)
@@ -286,7 +355,7 @@ class Store(HostLoad, SsdQueue):
             i += 1
         self.pf_scan = i
 
-    def _landed(self, c: int, seq: int):
+    def _landed(self, c: int, seq: int) -> None:
         if self.where[c] == PREFETCHING and self.pf_seq[c] == seq:
             self.where[c] = DRAM
             self.policy.on_insert(DRAM, c)
@@ -294,7 +363,7 @@ class Store(HostLoad, SsdQueue):
                 self.tb.add_instant_facts(self.l_ssd_read, self.loop.now, LAND, c, U, U, U, T_DRAM, c, U, U, U, U)
 
     # --- residency (the occupancy view) ----------------------------------------------------
-    def _resident(self, c: int):
+    def _resident(self, c: int) -> None:
         if self.tb is not None:
             if self.free_slots:
                 slot = heapq.heappop(self.free_slots)
@@ -302,13 +371,13 @@ class Store(HostLoad, SsdQueue):
                 slot, self.n_slots = self.n_slots, self.n_slots + 1
             self.slot_of[c] = (slot, self.loop.now)
 
-    def _gone(self, c: int):
+    def _gone(self, c: int) -> None:
         if self.tb is not None:
             slot, since = self.slot_of.pop(c)
             self.tb.residency(slot, since, self.loop.now, c)
             heapq.heappush(self.free_slots, slot)
 
-    def close(self):
+    def close(self) -> None:
         """End of the run: draw what is still queued or resident."""
         if self.tb is not None:
             for op in self.ssd_q:  # SSD requests (read priority) are drawn once their times are final
@@ -319,7 +388,7 @@ class Store(HostLoad, SsdQueue):
             self.tb.slots = self.n_slots
 
     # --- tiers -----------------------------------------------------------------------------
-    def _drop_dram(self, c: int):
+    def _drop_dram(self, c: int) -> None:
         """Free c's DRAM copy (or its in-flight prefetch reservation); `where` is the caller's."""
         w = self.where[c]
         if w == DRAM or w == PREFETCHING:
@@ -328,7 +397,7 @@ class Store(HostLoad, SsdQueue):
             if w == DRAM:
                 self.policy.on_remove(DRAM, c)
 
-    def _drop_ssd(self, c: int):
+    def _drop_ssd(self, c: int) -> None:
         """Free c's SSD copy; if that was its only copy, the session is gone from the store."""
         if self.ssd_size[c]:
             self.ssd_used -= self.ssd_size[c]
@@ -337,13 +406,13 @@ class Store(HostLoad, SsdQueue):
         if self.where[c] == SSD:
             self.where[c] = NONE
 
-    def _remove(self, c: int):
+    def _remove(self, c: int) -> None:
         """Take session c out of the store, every copy of it."""
         self._drop_dram(c)
         self._drop_ssd(c)
         self.where[c] = NONE
 
-    def _truncated(self, j: int, c: int):
+    def _truncated(self, j: int, c: int) -> None:
         """Decoupled truncation dropped the oldest tokens: so does the SSD copy (a prefix of the
         session), freeing their blocks."""
         dropped = self.hist[j] - self.keep[j]
@@ -357,13 +426,13 @@ class Store(HostLoad, SsdQueue):
         self.ssd_used += size - self.ssd_size[c]
         self.ssd_tok[c], self.ssd_size[c] = left, size
 
-    def _insert_dram(self, c: int):
+    def _insert_dram(self, c: int) -> None:
         self.where[c] = DRAM
         self.dram_used += self.size[c]
         self.policy.on_insert(DRAM, c)
         self._resident(c)
 
-    def _demote(self, v: int):
+    def _demote(self, v: int) -> None:
         """DRAM victim v: written to SSD (making room there), or dropped without an SSD. With an
         inclusive SSD copy only the tokens not yet on SSD are written."""
         self._drop_dram(v)
@@ -394,12 +463,12 @@ class Store(HostLoad, SsdQueue):
             self.policy.on_insert(SSD, v)
         self._fit_ssd()
 
-    def _lost(self, c: int):
+    def _lost(self, c: int) -> None:
         self.dropped += 1
         if self.queued[c]:  # the queue already said it would be needed
             self.lost_queued += 1
 
-    def _fit_ssd(self):
+    def _fit_ssd(self) -> None:
         while self.ssd_used > self.ssd_cap:
             x = self.policy.victim(SSD)
             if x < 0:

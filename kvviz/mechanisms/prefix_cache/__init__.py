@@ -11,7 +11,9 @@ serving times. Every listed eviction policy runs on the identical workload
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -21,17 +23,17 @@ from ...requests.jsonl import MOONCAKE_BLOCK_TOKENS
 from ...result import Result
 from ...serving.native import block_cache
 from ...size_guard import Estimate
-from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, TraceBuilder
+from ...trace import COUNTER_DTYPE, INSTANT_DTYPE, INSTANT_KINDS, Trace, TraceBuilder
 from .. import Mechanism
 from . import costs
-from .engine import ceiling, prepare, replay
+from .engine import Outcome, ceiling, prepare, replay
 from .generator import generated
 from .metrics import run_metrics, tier_setup
-from .model import PrefixCacheScenario, Serving
+from .model import PrefixCacheScenario, Serving, Workload
 from .pricing import priced
 from .sizing import trace_lookups
 from .timed import timed_result
-from .workload import GENERATOR_BLOCK_TOKENS, load
+from .workload import GENERATOR_BLOCK_TOKENS, Blocks, load
 
 # Above this many block lookups (block occurrences over all requests) a run is refused: each
 # costs about 200 bytes per run (time: costs.py).
@@ -56,8 +58,8 @@ GENERATOR_FIELDS = ("seed", "requests", "session_rate_per_s", "system_prompts", 
 TIMED_SERVING_FIELDS = tuple(f for f in Serving.model_fields if f != "timing")
 
 
-def inactive(data: dict) -> dict[str, str]:
-    out = {}
+def inactive(data: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
     w = data.get("workload")
     if isinstance(w, dict) and isinstance(w.get("trace_file"), str) and w["trace_file"]:
         out = {f"workload.{f}": "not used: workload.trace_file gives the workload" for f in GENERATOR_FIELDS}
@@ -96,7 +98,7 @@ EXACT_REQUESTS = 2000
 
 
 @lru_cache(maxsize=8)
-def _generated_lookups(w, tokens: int) -> int | None:
+def _generated_lookups(w: Workload, tokens: int) -> int | None:
     """The generator's block lookups, counted by generating (None beyond the lookup limit). Kept
     per workload (a frozen section): `kvviz run` asks the estimate twice before simulating, and
     each count is a whole generation (~0.2 s of prefix_cache_tiers' ~1.5)."""
@@ -107,7 +109,7 @@ def _generated_lookups(w, tokens: int) -> int | None:
     return int(offsets[-1])
 
 
-def _generated(w) -> tuple[float, float]:
+def _generated(w: Workload) -> tuple[float, float]:
     """(requests, block lookups) the generator makes: counted up to EXACT_REQUESTS, else the
     expectation. A session of T requests re-sends its context, so its prompts hold
     T·(system prompt + document) + its new tokens + E[T(T-1)/2]·(new + reply) tokens; T is
@@ -169,8 +171,8 @@ def simulate(sc: PrefixCacheScenario) -> Result:
     kv = sc.model.kv_bytes_per_token
     block_bytes = blocks.block_tokens * kv
     caps = [t.blocks(block_bytes) for t in sc.tiers]
-    for i, (t, c) in enumerate(zip(sc.tiers, caps)):
-        if c < 1:
+    for i, (t, cap) in enumerate(zip(sc.tiers, caps)):
+        if cap < 1:
             raise ScenarioError(f"{t.capacity_gb:g} GB holds no block of {block_bytes / 1e6:.4g} MB "
                                 f"({blocks.block_tokens} tokens × {kv} B)", field=f"tiers[{i}].capacity_gb")
     runs = {p: [p if t.eviction == "policy" else t.eviction for t in sc.tiers] for p in sc.policies}
@@ -182,7 +184,7 @@ def simulate(sc: PrefixCacheScenario) -> Result:
     c = sc.cache
     shown = sc.shown_policy
 
-    def one(evictions, record=False):
+    def one(evictions: list[str], record: bool = False) -> Outcome:
         return replay(prep, caps, evictions, c.promote == "move", c.write_policy == "through", c.admission,
                       c.min_reuse_count, record=record, pin=c.pin_running, compiled=True)
 
@@ -194,7 +196,7 @@ def simulate(sc: PrefixCacheScenario) -> Result:
     policies = {p: run_metrics(o, names, blocks, block_bytes, ref_rate) for p, o in outs.items()}
     hb, ht, hr = ceiling(prep)
     R = len(blocks)
-    metrics = {
+    metrics: dict[str, Any] = {
         "trace_policy": shown,
         "workload": {"source": blocks.source, "requests": R, "block_lookups": len(blocks.ids),
                      "unique_blocks": int(len(np.unique(blocks.ids))), "input_tokens": total_tokens,
@@ -212,11 +214,13 @@ def simulate(sc: PrefixCacheScenario) -> Result:
     return Result(scenario=sc, trace=trace, metrics=metrics, events=len(blocks.ids) * (len(outs) + 1))
 
 
-def build_trace(blocks, out, names: list[str], block_bytes: int):
+def build_trace(blocks: Blocks, out: Outcome, names: Sequence[str], block_bytes: int) -> Trace:
     """A mark per request at its arrival time (the replay has no serving times): on the lane of
     the tier its longest hit ended in (the tier of its last hit block), or on the no-hit lane;
     each with its facts (job = the request's index, items = its hit blocks, bytes = theirs),
     and each tier's occupancy (GB) after each request."""
+    hit_tier, occupancy = out.hit_tier, out.occupancy
+    assert hit_tier is not None and occupancy is not None  # a recorded run's (replay with record=True)
     tb = TraceBuilder(item_name="block")
     lanes = [tb.lane(HIT_LANE.format(name), name) for name in names]
     miss_lane = tb.lane(MISS_LANE, "requests")
@@ -225,7 +229,7 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     hit = out.hits > 0
     inst = np.zeros(R, dtype=INSTANT_DTYPE)
     inst["t"], inst["ref"] = t, np.arange(R)
-    inst["lane"] = np.where(hit, np.asarray(lanes)[np.maximum(out.hit_tier, 0)], miss_lane)
+    inst["lane"] = np.where(hit, np.asarray(lanes)[np.maximum(hit_tier, 0)], miss_lane)
     inst["kind"] = np.where(hit, INSTANT_KINDS.index("hit"), INSTANT_KINDS.index("miss"))
     inst["fact"] = tb.fact_block(R, job=np.arange(R), items=np.where(hit, out.hits, -1),
                                  bytes=np.where(hit, out.hits * block_bytes, -1))
@@ -235,12 +239,12 @@ def build_trace(blocks, out, names: list[str], block_bytes: int):
     for k, name in enumerate(names):
         cid = tb.counter_id(f"{name} occupancy", "GB")
         c = np.zeros(len(rows), dtype=COUNTER_DTYPE)
-        c["name"], c["t"], c["value"] = cid, t[rows], out.occupancy[rows, k] * (block_bytes / 1e9)
+        c["name"], c["t"], c["value"] = cid, t[rows], occupancy[rows, k] * (block_bytes / 1e9)
         tb.add_block("counters", c)
     return tb.build()
 
 
-def time_axis(unit: str, scenario=None) -> str:
+def time_axis(unit: str, scenario: PrefixCacheScenario | None = None) -> str:
     """The untimed replay's time is each request's arrival (it has no serving times); the timed
     engine's (`serving.timing = true`) is plain serving time."""
     if scenario is not None and scenario.serving.timing:

@@ -32,11 +32,14 @@ curve gives the same counts where it is exact, and this function elsewhere).
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
-from ...serving.tiered_cache import NO_PINS, make_cache  # noqa: F401 (NO_PINS: the name callers import)
+from ...serving.tiered_cache import NO_PINS, BlockCache, make_cache  # noqa: F401 (NO_PINS: the name callers import)
 from . import evictors
 from .workload import Blocks
 
@@ -49,16 +52,16 @@ class Prepared:
     offline facts Belady and min_reuse read (each block occurrence's next position and how many
     later occurrences it has)."""
     blocks: Blocks
-    ids: list
-    offsets: list
-    tokens: list
-    next_pos: list | None = None
-    later: list | None = None
-    parent: dict | None = None
-    arrays: dict = field(default_factory=dict)  # the compiled block cache's arrays, made once
+    ids: list[int]
+    offsets: list[int]
+    tokens: list[int]
+    next_pos: list[int] | None = None
+    later: list[int] | None = None
+    parent: dict[int, int | None] | None = None
+    arrays: dict[str, Any] = field(default_factory=dict)  # the compiled block cache's arrays, made once
 
 
-def next_positions(ids: np.ndarray) -> np.ndarray:
+def next_positions(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """For every position, the next position with the same id (NEVER if none)."""
     order = np.argsort(ids, kind="stable")
     nxt = np.full(len(ids), NEVER, dtype=np.int64)
@@ -67,7 +70,7 @@ def next_positions(ids: np.ndarray) -> np.ndarray:
     return nxt
 
 
-def later_counts(ids: np.ndarray) -> np.ndarray:
+def later_counts(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """For every position, how many later positions hold the same id."""
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
@@ -79,20 +82,20 @@ def later_counts(ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def parents(blocks: Blocks) -> dict:
+def parents(blocks: Blocks) -> dict[int, int | None]:
     """Each block's parent: the block before it in the first request that asks for it (None first)."""
     ids = blocks.ids
     prev = np.r_[-1, ids[:-1]]
     first_in_request = np.zeros(len(ids), dtype=bool)
     first_in_request[blocks.offsets[:-1][blocks.counts > 0]] = True
     _, first = np.unique(ids, return_index=True)
-    out = {}
+    out: dict[int, int | None] = {}
     for b, pa, root in zip(ids[first].tolist(), prev[first].tolist(), first_in_request[first].tolist()):
         out[b] = None if root else pa
     return out
 
 
-def prepare(blocks: Blocks, policies: set, admission: str) -> Prepared:
+def prepare(blocks: Blocks, policies: Collection[str], admission: str) -> Prepared:
     return Prepared(blocks, blocks.ids.tolist(), blocks.offsets.tolist(), blocks.block_token_counts().tolist(),
                     next_positions(blocks.ids).tolist() if any(map(evictors.clairvoyant, policies)) else None,
                     later_counts(blocks.ids).tolist() if admission == "min_reuse" else None,
@@ -102,21 +105,22 @@ def prepare(blocks: Blocks, policies: set, admission: str) -> Prepared:
 @dataclass
 class Outcome:
     """One run's counts: per tier (lists, top first) and per request."""
-    hit_blocks: list
-    hit_tokens: list
-    hit_requests: list
-    written: list      # blocks written into the tier (computed, promoted, written through, demoted)
-    demoted: list      # of those, blocks an eviction above sent down
-    evicted: list
-    peak: list
-    hits: np.ndarray   # hit blocks per request
-    occupancy: np.ndarray | None  # blocks per tier after each request (requests × tiers)
-    hit_tier: np.ndarray | None = None  # the tier of each request's last hit block, -1 for none (record)
+    hit_blocks: list[int]
+    hit_tokens: list[int]
+    hit_requests: list[int]
+    written: list[int]      # blocks written into the tier (computed, promoted, written through, demoted)
+    demoted: list[int]      # of those, blocks an eviction above sent down
+    evicted: list[int]
+    peak: list[int]
+    hits: npt.NDArray[np.int64]   # hit blocks per request
+    occupancy: npt.NDArray[np.int64] | None  # blocks per tier after each request (requests × tiers)
+    hit_tier: npt.NDArray[np.int8] | None = None  # the tier of each request's last hit block, -1 for none (record)
     note: str = ""     # why the Python cache ran where the compiled one was asked for ("" otherwise)
 
 
 def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
-              min_reuse: int = 1, pin: bool = True, protect: bool = False, compiled: bool = False):
+              min_reuse: int = 1, pin: bool = True, protect: bool = False,
+              compiled: bool = False) -> tuple[BlockCache, str]:
     """(the tiered block cache over this workload's prepared stream, note): kvviz.serving.
     tiered_cache, the rules above written once; `compiled`: its compiled twin where it can run
     (the note says why not)."""
@@ -126,7 +130,7 @@ def cache_for(prep: Prepared, caps: list[int], evictions: list[str], move: bool,
 
 
 def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, through: bool, admission: str,
-           min_reuse: int = 1, record: bool = False, log: list | None = None, pin: bool = True,
+           min_reuse: int = 1, record: bool = False, log: list[tuple[int, int, int, int]] | None = None, pin: bool = True,
            compiled: bool = False) -> Outcome:
     """One run. `caps`: blocks per tier; `evictions`: each tier's policy; `pin`: whether a
     request holds the blocks it has reached in HBM (step 2). `log`, if given, gets (request,
@@ -138,6 +142,9 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
     hits = np.zeros(R, dtype=np.int64)
     occupancy = np.zeros((R, K), dtype=np.int64) if record else None
     hit_tier = np.full(R, -1, dtype=np.int8) if record else None
+    # the loop fills them only when `record` made them (typed as made: no check per request)
+    occ = cast("npt.NDArray[np.int64]", occupancy)
+    last_tier = cast("npt.NDArray[np.int8]", hit_tier)
     if log is not None:
         at = [0]  # the request being placed (the cache keeps the position: `pos`)
         orig = cache.original
@@ -153,9 +160,9 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
         place_request(r, s, e, h, src)
         finish(r)  # the request ends before the next begins: its pins go
         if record:
-            occupancy[r] = cache.size
+            occ[r] = cache.size
             if src:
-                hit_tier[r] = src[-1]
+                last_tier[r] = src[-1]
     c = cache
     return Outcome(c.hit_blocks, c.hit_tokens, c.hit_req, c.written, c.demoted, c.evicted, c.peak, hits, occupancy,
                    hit_tier, note)
@@ -164,7 +171,7 @@ def replay(prep: Prepared, caps: list[int], evictions: list[str], move: bool, th
 def ceiling(prep: Prepared) -> tuple[int, int, int]:
     """Infinite capacity, every block admitted: (hit blocks, hit tokens, requests with a hit)."""
     ids, off, tok = prep.ids, prep.offsets, prep.tokens
-    seen: set = set()
+    seen: set[int] = set()
     hb = ht = hr = 0
     for r in range(len(off) - 1):
         s, e = off[r], off[r + 1]

@@ -18,7 +18,7 @@ A policy that reads next uses (`clairvoyant`) gets belady's bypass rule in the e
 """
 from __future__ import annotations
 
-from ...serving.eviction import DESCRIPTIONS, EVICTION_POLICIES, descriptions, ignore, policy_class
+from ...serving.eviction import DESCRIPTIONS, EVICTION_POLICIES, Policy, descriptions, ignore, policy_class
 from ...serving.eviction import make as _make
 
 __all__ = ["POLICIES", "clairvoyant", "ignore", "ignores_pins", "make", "names", "needs", "policies"]
@@ -46,10 +46,10 @@ def ignores_pins(policy: str) -> bool:
     return policy_class(policy).ignores_pins
 
 
-def make(policy: str, parent: dict | None, next_use: dict):
+def make(policy: str, parent: dict[int, int | None] | None, next_use: dict[int, int]) -> Policy[int]:
     return _make(policy, "the prefix cache", parent=parent, next_use=next_use)
 
 
-def needs(policy: str) -> frozenset:
+def needs(policy: str) -> frozenset[str]:
     """The facts (kvviz.serving.eviction.FACTS) the policy reads."""
     return policy_class(policy).needs

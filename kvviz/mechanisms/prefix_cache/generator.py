@@ -15,35 +15,57 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import TypedDict, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ScenarioError
+from .model import Workload
+
+Piece = tuple[int, int, int]  # (segment key, from, to): tokens of one segment of a context
+Segment = tuple[int, int]     # (segment key, length)
+# (hashes, offsets, input tokens, times in s, output tokens): generate's answer
+Generated = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
+                  npt.NDArray[np.int64]]
 
 
-def _zipf(n: int, s: float) -> np.ndarray:
-    p = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
-    return p / p.sum()
+class _Session(TypedDict):
+    """A session's context so far: its segments, and its full blocks' ids."""
+    segs: list[Segment]
+    full: list[int]
+    last: int
 
 
-def _lognormal(rng, mean: float, sigma: float, size=None):
+def _zipf(n: int, s: float) -> npt.NDArray[np.float64]:
+    p: npt.NDArray[np.float64] = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
+    shares: npt.NDArray[np.float64] = p / p.sum()
+    return shares
+
+
+@overload
+def _lognormal(rng: np.random.Generator, mean: float, sigma: float, size: None = None) -> float: ...
+@overload
+def _lognormal(rng: np.random.Generator, mean: float, sigma: float, size: int) -> npt.NDArray[np.float64]: ...
+def _lognormal(rng: np.random.Generator, mean: float, sigma: float,
+               size: int | None = None) -> float | npt.NDArray[np.float64]:
     return rng.lognormal(math.log(mean) - sigma * sigma / 2, sigma, size)
 
 
 class _Ids:
     """Chained block ids: (parent id, content) -> a new integer the first time it is seen."""
 
-    def __init__(self):
-        self.table: dict = {}
+    def __init__(self) -> None:
+        self.table: dict[tuple[int, tuple[Piece, ...]], int] = {}
 
-    def of(self, parent: int, content: tuple) -> int:
+    def of(self, parent: int, content: tuple[Piece, ...]) -> int:
         return self.table.setdefault((parent, content), len(self.table))
 
 
-def _content(segs: list, starts: list, a: int, b: int) -> tuple:
+def _content(segs: list[Segment], starts: list[int], a: int, b: int) -> tuple[Piece, ...]:
     """The pieces (segment key, from, to) that tokens [a, b) of a context are made of."""
     i = bisect.bisect_right(starts, a) - 1
-    out = []
+    out: list[Piece] = []
     while a < b:
         key, length = segs[i]
         off = a - starts[i]
@@ -54,11 +76,14 @@ def _content(segs: list, starts: list, a: int, b: int) -> tuple:
     return tuple(out)
 
 
-def _sessions(w, rng):
+def _sessions(w: Workload, rng: np.random.Generator) \
+        -> tuple[list[tuple[str, int]], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(start time, kind, turns) of each session until enough requests fall before the latest
     start (later sessions can only add later requests), and the requests' (time, session, turn)."""
-    req_t, req_s, req_k = [], [], []
-    sessions = []
+    req_t: list[float] = []
+    req_s: list[int] = []
+    req_k: list[int] = []
+    sessions: list[tuple[str, int]] = []
     t = 0.0
     while True:
         for _ in range(256):
@@ -85,21 +110,27 @@ def _sessions(w, rng):
 
 
 KEEP_LOOKUPS = 2_000_000  # a generation this small is kept for the next ask (16 MB of ids at most)
-_last: list = []  # [(w, block_tokens, max_lookups), result] of the last generation kept
+# [((w, block_tokens, max_lookups), result)] of the last generation kept, or []
+_last: list[tuple[tuple[Workload, int, int | None], Generated]] = []
 
 
-def generated(w, block_tokens: int, max_lookups: int | None = None):
+def _copied(g: Generated) -> Generated:
+    hashes, offsets, inputs, times, outputs = g
+    return hashes.copy(), offsets.copy(), inputs.copy(), times.copy(), outputs.copy()
+
+
+def generated(w: Workload, block_tokens: int, max_lookups: int | None = None) -> Generated:
     """generate(), the last small generation kept: `kvviz run` generates a workload for its
     estimate (the lookup count) and again for the run; the second is a copy of the first."""
     key = (w, block_tokens, max_lookups)
-    if _last and _last[0] == key:
-        return tuple(a.copy() for a in _last[1])
+    if _last and _last[0][0] == key:
+        return _copied(_last[0][1])
     out = generate(w, block_tokens, max_lookups)
-    _last[:] = [key, tuple(a.copy() for a in out)] if out[1][-1] <= KEEP_LOOKUPS else []
+    _last[:] = [(key, _copied(out))] if out[1][-1] <= KEEP_LOOKUPS else []
     return out
 
 
-def generate(w, block_tokens: int, max_lookups: int | None = None):
+def generate(w: Workload, block_tokens: int, max_lookups: int | None = None) -> Generated:
     """(hashes, offsets, input tokens, times in s, output tokens) of `w.requests` requests in time
     order: every block of each prompt, its last partial block included (as a trace records them).
     A request's output is the reply that joins its session's next prompt; a session's last reply
@@ -114,15 +145,17 @@ def generate(w, block_tokens: int, max_lookups: int | None = None):
     sig = w.tokens_sigma
     ids = _Ids()
     next_key = n_sys + n_doc  # keys below are the shared system prompts and documents
-    state: dict[int, dict] = {}  # per session: its segments, their starts, its full block ids
-    prompts, inputs = [], []
+    state: dict[int, _Session] = {}  # per session: its segments, its full block ids
+    prompts: list[list[int]] = []
+    inputs: list[int] = []
     lookups = 0
-    outputs, last_of = [0] * len(sess_of), {}  # per request; per session its latest request
+    outputs = [0] * len(sess_of)  # per request
+    last_of: dict[int, int] = {}  # per session: its latest request
     for r, (s, k) in enumerate(zip(sess_of.tolist(), turn_of.tolist())):
         kind, _ = sessions[s]
         st = state.get(s)
         if st is None:
-            segs = []
+            segs: list[Segment] = []
             if w.system_prompt_tokens:
                 segs.append((int(rng.choice(n_sys, p=sys_p)), w.system_prompt_tokens))
             if rng.random() < w.document_share:

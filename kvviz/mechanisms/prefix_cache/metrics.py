@@ -7,16 +7,23 @@ allocates): bytes_read = hit blocks served from the tier, bytes_written = blocks
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
 
-def _share(a, b) -> float:
+from .engine import Outcome
+from .model import Tier
+from .workload import Blocks
+
+
+def _share(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
-def run_metrics(out, names: list[str], blocks, block_bytes: int, belady_rate: float) -> dict:
+def run_metrics(out: Outcome, names: Sequence[str], blocks: Blocks, block_bytes: int, belady_rate: float) -> dict[str, Any]:
     tokens, lookups, R = int(blocks.input_tokens.sum()), len(blocks.ids), len(blocks)
     hit_tokens, hit_blocks = sum(out.hit_tokens), sum(out.hit_blocks)
     rate = _share(hit_tokens, tokens)
-    tiers = {}
+    tiers: dict[str, dict[str, float]] = {}
     for k, name in enumerate(names):
         tiers[name] = {
             "token_hit_rate": _share(out.hit_tokens[k], tokens),
@@ -41,7 +48,7 @@ def run_metrics(out, names: list[str], blocks, block_bytes: int, belady_rate: fl
     }
 
 
-def tier_setup(tiers, caps: list[int], block_bytes: int) -> dict:
+def tier_setup(tiers: Sequence[Tier], caps: list[int], block_bytes: int) -> dict[str, dict[str, float | str]]:
     """Each tier as the run used it: capacity in blocks and GB, and the figures the timed engine
     will read (latency, bandwidth), so a result names them."""
     return {t.name: {"capacity_blocks": c, "capacity_gb": c * block_bytes / 1e9, "eviction": t.eviction,

@@ -6,7 +6,7 @@ Sizes are GB (10^9 bytes), bandwidths GB/s, latencies µs.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -14,11 +14,15 @@ from ...plan_spec import PlanSpec
 from ...scenario import FieldError, ScenarioBase, Section, existing_file, param
 from ...serving.model_presets import MFU_PAPER, with_preset
 from . import evictors
-from .tiers import TIER_DEFAULTS, TIER_NAMES
+from .tiers import TIER_DEFAULTS, TIER_NAMES, TierName
 
 # the policies registered when the scenario schema is built (lru, leaf_lru, fifo, belady): a tier's
 # `eviction` names one of these; `policies` is checked against the registry as it is at load time
 EVICTIONS = evictors.names()
+if TYPE_CHECKING:  # a name of the registry: a str to the checker, which cannot read the registry
+    Eviction = str
+else:  # to pydantic (and the scenario reference): one of the names registered now
+    Eviction = Literal[("policy",) + EVICTIONS]
 DEFAULT_PRESET = "llama-70b"
 
 
@@ -104,12 +108,12 @@ class Model(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_preset(cls, data):
+    def _fill_preset(cls, data: Any) -> Any:
         return with_preset(data, DEFAULT_PRESET, ("kv_bytes_per_token", "layers", "params_b", "d_model"))
 
 
 class Tier(Section):
-    name: Literal[TIER_NAMES] = param(description="hbm, cxl, dram, ssd or remote; tiers are listed top "
+    name: TierName = param(description="hbm, cxl, dram, ssd or remote; tiers are listed top "
                                                   "(nearest the GPU) to bottom in that order")
     capacity_gb: float | None = param(None, ge=0, unit="GB",
                                       description="Capacity for cached blocks (tiers.py names each default); "
@@ -124,7 +128,7 @@ class Tier(Section):
                                                                                "batched transfer pays it once)")
     read_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Read bandwidth towards HBM")
     write_gbps: float = param(1.0, gt=0, le=1e6, unit="GB/s", description="Write bandwidth into this tier")
-    eviction: Literal[("policy",) + EVICTIONS] = param(
+    eviction: Eviction = param(
         "policy", description="This tier's eviction; policy = the run's policy (each of `policies` in turn). "
                               "lru, fifo; leaf_lru evicts only blocks with no child resident here, as a radix "
                               "tree does; belady evicts the block used furthest in the future, the entering one "
@@ -132,7 +136,7 @@ class Tier(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults_of_the_tier(cls, data):
+    def _defaults_of_the_tier(cls, data: Any) -> Any:
         # The tier's name supplies defaults (tiers.py); anything written in the file or by --set wins.
         if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"] in TIER_DEFAULTS:
             defaults = dict(TIER_DEFAULTS[data["name"]])
@@ -142,7 +146,7 @@ class Tier(Section):
         return data
 
     @model_validator(mode="after")
-    def _one_capacity(self):
+    def _one_capacity(self) -> Self:
         if self.capacity_gb is not None and self.capacity_blocks is not None:
             raise FieldError("capacity_blocks", "give capacity_gb or capacity_blocks, not both")
         if self.capacity_gb is None and self.capacity_blocks is None:
@@ -151,7 +155,11 @@ class Tier(Section):
 
     def blocks(self, block_bytes: int) -> int:
         """Capacity in whole blocks of `block_bytes`."""
-        return self.capacity_blocks if self.capacity_blocks is not None else int(self.capacity_gb * 1e9 // block_bytes)
+        if self.capacity_blocks is not None:
+            return self.capacity_blocks
+        gb = self.capacity_gb
+        assert gb is not None  # _one_capacity: one of the two is given
+        return int(gb * 1e9 // block_bytes)
 
 
 class Cache(Section):
@@ -225,7 +233,7 @@ class Store(Section):
                                               "engine only")
     prefetch_lookahead: int = param(8, ge=1, le=100_000, unit="requests",
                                     description="How many queued requests (from the head) prefetch looks at")
-    prefetch_tier: Literal[TIER_NAMES] = param("dram", description="Where prefetched blocks go (one of the "
+    prefetch_tier: TierName = param("dram", description="Where prefetched blocks go (one of the "
                                                                    "tiers; hbm or dram as the issue names)")
     load_if_faster: bool = param(
         True, description="true: a request whose hit includes blocks below HBM uses only the leading hit blocks "
@@ -322,7 +330,7 @@ class PrefixCacheScenario(ScenarioBase):
                                                    "rates (kvviz/plan_spec.py); never an input of a run")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         for i, p in enumerate(self.policies):
             if p not in evictors.names():
                 raise FieldError(f"policies[{i}]", f"unknown policy {p!r} (one of: {', '.join(evictors.names())})")

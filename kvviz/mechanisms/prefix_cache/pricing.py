@@ -17,18 +17,22 @@ Every default price is in model.py's `Cost`, with its source or "ASSUMPTION (our
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 from ...result import Result
+from .model import PrefixCacheScenario, Tier
 from .tiers import TIER_DEFAULTS
 
 HOUR_S = 3600.0
 
 
-def link_units(tier) -> float:
+def link_units(tier: Tier) -> float:
     """The tier's links, in units of its default read bandwidth (tiers.py)."""
     return tier.read_gbps / TIER_DEFAULTS[tier.name]["read_gbps"]
 
 
-def hourly(sc, capacity_gb: dict[str, float] | None = None) -> dict[str, float]:
+def hourly(sc: PrefixCacheScenario, capacity_gb: dict[str, float] | None = None) -> dict[str, float]:
     """The deployment's cost per hour, by part (`gpus`, `<tier>_capacity`, `<tier>_links`) and
     `total`. `capacity_gb`: each tier's capacity as the run used it (whole blocks), else the
     scenario's capacity_gb (a tier given in blocks needs the run's figure)."""
@@ -43,13 +47,13 @@ def hourly(sc, capacity_gb: dict[str, float] | None = None) -> dict[str, float]:
     return parts
 
 
-def hourly_in_blocks(sc, block_bytes: int) -> dict[str, float]:
+def hourly_in_blocks(sc: PrefixCacheScenario, block_bytes: int) -> dict[str, float]:
     """hourly() with each tier's capacity in whole blocks of `block_bytes`, as a run holds it
     (known before the run: what `kvviz plan` prices a mix by)."""
     return hourly(sc, {t.name: t.blocks(block_bytes) * block_bytes / 1e9 for t in sc.tiers})
 
 
-def per_million_tokens(cost_per_hour: float, tokens_per_s) -> float | None:
+def per_million_tokens(cost_per_hour: float, tokens_per_s: float | None) -> float | None:
     if not tokens_per_s:
         return None
     return cost_per_hour / (tokens_per_s * HOUR_S / 1e6)
@@ -58,7 +62,7 @@ def per_million_tokens(cost_per_hour: float, tokens_per_s) -> float | None:
 def with_cost(result: Result) -> Result:
     """`result` with `cost` (the hourly parts and the prices) and every run's `cost_per_hour`
     and `cost_per_million_tokens` beside its latency metrics."""
-    sc = result.scenario
+    sc = cast(PrefixCacheScenario, result.scenario)  # with_cost wraps the prefix cache's simulate only (priced)
     m = result.metrics_dict()
     caps = {name: t["capacity_gb"] for name, t in m.get("tiers", {}).items()}
     parts = hourly(sc, caps or None)
@@ -70,9 +74,9 @@ def with_cost(result: Result) -> Result:
     return Result(sc, result.trace, m, result.events)
 
 
-def priced(simulate):
+def priced(simulate: Callable[[PrefixCacheScenario], Result]) -> Callable[[PrefixCacheScenario], Result]:
     """The mechanism's simulate, with the cost added after each run."""
-    def run(sc) -> Result:
+    def run(sc: PrefixCacheScenario) -> Result:
         return with_cost(simulate(sc))
     run.__doc__ = simulate.__doc__
     return run

@@ -19,9 +19,12 @@ Where each figure comes from (every one is an ASSUMPTION unless a datasheet is n
 """
 from __future__ import annotations
 
-TIER_NAMES = ("hbm", "cxl", "dram", "ssd", "remote")  # top to bottom: the order tiers must be listed in
+from typing import Literal, get_args
 
-TIER_DEFAULTS: dict[str, dict] = {
+TierName = Literal["hbm", "cxl", "dram", "ssd", "remote"]
+TIER_NAMES: tuple[TierName, ...] = get_args(TierName)  # top to bottom: the order tiers must be listed in
+
+TIER_DEFAULTS: dict[str, dict[str, float]] = {
     "hbm": {"capacity_gb": 40.0, "read_latency_us": 0.0, "write_latency_us": 0.0,
             "read_gbps": 2039.0, "write_gbps": 2039.0},
     "cxl": {"capacity_gb": 256.0, "read_latency_us": 0.4, "write_latency_us": 0.4,

@@ -16,18 +16,26 @@ identical workload; the Trace shows `trace_policy`'s run without prefetch.
 """
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
 from ...errors import ScenarioError
 from ...result import Result
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
+from ...serving.kv_source import LayerSchedule
 from ...serving.overload import overload_note, served_load
 from ...serving.roofline import Roofline
-from ...trace import TraceBuilder
-from .engine import ceiling
+from ...trace import Trace, TraceBuilder
+from .engine import Prepared, ceiling
 from .metrics import run_metrics, tier_setup
+from .model import PrefixCacheScenario
 from .timed_store import BlockStore
+from .workload import Blocks
+
+# a run by name: (each tier's eviction, prefetch)
+Runs = dict[str, tuple[list[str], bool]]
 
 GPU_LANE = "GPU · prefill + decode iterations"
 COUNTER_EVERY = 1  # an occupancy point per admission and completion (the counters thin below)
@@ -37,11 +45,12 @@ MAX_COUNTER_POINTS = 20_000
 class Run:
     """One timed run: the batcher's `run` (the attributes and calls batching.py reads)."""
 
-    def __init__(self, sc, blocks, prep, caps, evictions, prefetch: bool, record: bool):
+    def __init__(self, sc: PrefixCacheScenario, blocks: Blocks, prep: Prepared, caps: list[int], evictions: list[str],
+                 prefetch: bool, record: bool) -> None:
         n = len(blocks)
         self.n = n
         self.loop = Loop()
-        self.tb = TraceBuilder(item_name="request") if record else None
+        self.tb = tb = TraceBuilder(item_name="request") if record else None
         self.conv = list(range(n))
         self.inn = blocks.input_tokens.tolist()
         self.keep = [0] * n  # the store sets a request's hit tokens at admission (inn: the rest)
@@ -51,12 +60,12 @@ class Run:
         self.arrival = [0] * n
         self.times = np.rint(blocks.times_s * 1e9).astype(np.int64).tolist()
         names = [t.name for t in sc.tiers]
-        if record:
-            tb = self.tb
+        if tb is not None:
             self.l_gpu = tb.lane(GPU_LANE, "GPU")
-            self.link_lanes = [None] + [tb.lane(f"link {nm}↔hbm · block transfers", "links")
-                                        for nm in names[1:]]
-            self.points: list = []
+            # link_lanes[k]: tier k's link's lane; HBM (k = 0) has no link: None, never read
+            self.link_lanes = cast("list[int]", [None]) + [tb.lane(f"link {nm}↔hbm · block transfers", "links")
+                                                           for nm in names[1:]]
+            self.points: list[tuple[int, ...]] = []
         bb = blocks.block_tokens * sc.model.kv_bytes_per_token
         m, s = sc.model, sc.serving
         gpu = Roofline(m.params_b * 1e9, s.gpus, s.gpu_peak_tflops, s.mfu, s.hbm_tbps, s.hbm_efficiency,
@@ -71,19 +80,25 @@ class Run:
         self.bb, self.names = bb, names
 
     # --- the batcher's calls ------------------------------------------------------------------
-    def arrive(self, j: int):
+    def arrive(self, j: int) -> None:
         self.arrival[j] = self.loop.now
         self.store.arrived(j)
         self.batcher.arrive(j)
 
-    def job_done(self, j: int):
+    def job_done(self, j: int) -> None:
         self.store.finished(j)
         self._occupancy()
 
-    def gpu_state(self, t: int, batch: int):
+    def gpu_state(self, t: int, batch: int) -> None:
         pass
 
-    def prefill_span(self, S, pe, jobs, layer):
+    def save_span(self, s0: int, s1: int, j: int) -> None:
+        pass  # never asked: the store saves nothing through the batcher (BlockStore.stores)
+
+    def stall_span(self, t0: int, t1: int) -> None:
+        pass  # never asked: saving is not synchronous (BatchConfig.sync_save)
+
+    def prefill_span(self, S: int, pe: int, jobs: list[int], layer: LayerSchedule | None) -> None:
         if self.tb is not None:
             tb, hits = self.tb, self.store.hits
             for j in jobs:
@@ -103,23 +118,23 @@ class Run:
                 tb.span(self.l_gpu, S, pe, "prefill", what, ref=jobs[0], job=jobs[0], items=len(jobs))
             self._occupancy()
 
-    def decode_span(self, t0, t1, n, k, ref):
+    def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int) -> None:
         if self.tb is not None:
             self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} request{'s' * (n > 1)} × {k} iterations",
                          ref=ref)
 
-    def _occupancy(self):
+    def _occupancy(self) -> None:
         if self.tb is not None:
             self.points.append((self.loop.now, *self.store.size))
 
     # --- the run ------------------------------------------------------------------------------
-    def run(self):
+    def run(self) -> Run:
         self.loop.stream(self.times, self.arrive, [(j,) for j in range(self.n)], priority=2)
         self.loop.run()
         self.store.close()
         return self
 
-    def metrics(self, blocks, ref_rate: float) -> dict:
+    def metrics(self, blocks: Blocks, ref_rate: float) -> dict[str, Any]:
         st, g = self.store, self.batcher
         m = run_metrics(st.outcome(), self.names, blocks, self.bb, ref_rate)
         arr, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_token, g.end))
@@ -164,8 +179,9 @@ class Run:
         })
         return m
 
-    def trace(self):
+    def trace(self) -> Trace:
         tb = self.tb
+        assert tb is not None  # the recorded run's (record=True)
         pts = self.points
         if len(pts) > MAX_COUNTER_POINTS:
             pts = [pts[i] for i in np.linspace(0, len(pts) - 1, MAX_COUNTER_POINTS).astype(np.int64)]
@@ -175,7 +191,8 @@ class Run:
         return tb.build()
 
 
-def simulate_timed(sc, blocks, prep, caps, runs: dict):
+def simulate_timed(sc: PrefixCacheScenario, blocks: Blocks, prep: Prepared, caps: list[int], runs: Runs) \
+        -> tuple[dict[str, dict[str, Any]], Trace | None, int, float | None, list[str]]:
     """Every run (name -> (evictions, prefetch)); the shown policy's run records the trace.
 
     belady_gap: the token hit rate of Belady on every tier, timed, without prefetch (the `belady`
@@ -183,11 +200,14 @@ def simulate_timed(sc, blocks, prep, caps, runs: dict):
     time like the others, so its admission order is its own (its hits change its timing);
     Belady is then the clairvoyant evictor for that order, not a bound on every schedule."""
     shown = sc.shown_policy
-    metrics, trace, events = {}, None, 0
-    notes: dict = {}  # why a run's block cache is the Python one (the compiled twin could not run), once each
+    metrics: dict[str, dict[str, Any]] = {}
+    trace: Trace | None = None
+    events = 0
+    notes: dict[str, None] = {}  # why a run's block cache is the Python one (the compiled twin could not run), once each
     reference = ["belady"] * len(caps)
     ref_name = next((n for n, (ev, pf) in runs.items() if ev == reference and not pf), None)
     total = int(blocks.input_tokens.sum())
+    ref_rate: float | None
     if ref_name is None:
         ref = Run(sc, blocks, prep, caps, reference, False, record=False).run()
         events += ref.loop.processed
@@ -210,7 +230,7 @@ def simulate_timed(sc, blocks, prep, caps, runs: dict):
     return metrics, trace, events, ref_rate, list(notes)
 
 
-def check_every_request_fits(sc, blocks) -> None:
+def check_every_request_fits(sc: PrefixCacheScenario, blocks: Blocks) -> None:
     """Refuse a workload with a request the running pool can never hold: the batcher admits a
     request when its prompt fits beside the running ones, and preempts while its reply grows, so
     one whose prompt and reply (and the one token of headroom admission keeps) exceed
@@ -228,20 +248,22 @@ def check_every_request_fits(sc, blocks) -> None:
                             f"GB ({cap_tok:,} tokens): it would wait forever", field="serving.running_kv_gb")
 
 
-def timed_result(sc, blocks, prep, caps, runs: dict) -> Result:
+def timed_result(sc: PrefixCacheScenario, blocks: Blocks, prep: Prepared, caps: list[int],
+                 runs: dict[str, list[str]]) -> Result:
     """The timed runs' Result: the untimed result's workload and tier facts, per-run metrics."""
     check_every_request_fits(sc, blocks)
-    named = {p: (ev, False) for p, ev in runs.items()}
+    named: Runs = {p: (ev, False) for p, ev in runs.items()}
     if sc.store.prefetch:
         named.update({f"{p}_prefetch": (ev, True) for p, ev in runs.items()})
     policies, trace, events, ref_rate, notes = simulate_timed(sc, blocks, prep, caps, named)
+    assert trace is not None  # the shown policy's run records it (trace_policy is one of the policies: checked)
     policies = {n: policies[n] for n in named}  # in the scenario's order (the reference may run first)
     kv = sc.model.kv_bytes_per_token
     bb = blocks.block_tokens * kv
     total = int(blocks.input_tokens.sum())
     hb, ht, hr = ceiling(prep)
     R = len(blocks)
-    metrics = {
+    metrics: dict[str, Any] = {
         "trace_policy": sc.shown_policy,
         "link_rule": sc.links.rule,
         "workload": {"source": blocks.source, "requests": R, "block_lookups": len(blocks.ids),

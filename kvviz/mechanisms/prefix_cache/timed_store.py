@@ -59,26 +59,58 @@ ASSUMPTIONS, ours:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from itertools import islice
+from typing import Protocol, cast
 
 import numpy as np
 
+from ...serving.batching import Batcher
+from ...serving.event_loop import Loop
 from ...serving.kv_source import FIRST, HIT_HBM
 from ...serving.layerwise_prefill import booked_end
 from ...serving.links import Link, Prefetch
-from ...serving.tiered_cache import best_cut
-from .engine import Outcome, cache_for
+from ...serving.roofline import Roofline
+from ...serving.tiered_cache import TieredCache, best_cut
+from ...trace import TraceBuilder
+from .engine import Outcome, Prepared, cache_for
+from .model import PrefixCacheScenario
 
 TRACE_TIER = {"hbm": "HBM", "cxl": "CXL", "dram": "DRAM", "ssd": "SSD", "remote": "RDMA"}
+# a log's entry: ("admit", j), ("finish", j) or ("evict", tier, block)
+LogEntry = tuple[str, int] | tuple[str, int, int]
+
+
+class StoreRun(Protocol):
+    """What the store reads of its run (timed.Run; a protocol: importing it would close an import
+    loop): the loop and trace, the per-request token columns it sets at admission, the roofline,
+    the batcher's queue (prefetch) and the links' trace lanes."""
+    @property
+    def loop(self) -> Loop: ...
+    @property
+    def tb(self) -> TraceBuilder | None: ...
+    @property
+    def keep(self) -> list[int]: ...
+    @property
+    def inn(self) -> list[int]: ...
+    @property
+    def gpu(self) -> Roofline: ...
+    @property
+    def batcher(self) -> Batcher: ...
+    @property
+    def link_lanes(self) -> list[int]: ...
 
 
 class BlockStore:
     stores = False  # the batcher saves nothing: writes down are this store's link transfers
 
-    def __init__(self, run, sc, prep, caps, evictions, prefetch: bool, block_bytes: int, compiled: bool = True):
+    def __init__(self, run: StoreRun, sc: PrefixCacheScenario, prep: Prepared, caps: list[int], evictions: list[str],
+                 prefetch: bool, block_bytes: int, compiled: bool = True) -> None:
         c = sc.cache
         self.run, self.loop = run, run.loop
-        self.ids, self.off, self.tok = prep.ids, prep.offsets, prep.tokens
+        self.ids: Sequence[int] = prep.ids
+        self.off, self.tok = prep.offsets, prep.tokens
         self.K = K = len(caps)
         self.caps = caps
         self.names = [t.name for t in sc.tiers]
@@ -91,24 +123,28 @@ class BlockStore:
         self.ids = self.cache.ids
         R = len(self.off) - 1
         self.hits = [0] * R
-        self._log: list | None = None     # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
+        self._log: list[LogEntry] | None = None  # ("admit", j) / ("finish", j) / ("evict", tier, block), if asked
         self.bb = block_bytes
         L = sc.model.layers
         self.L = L
         self.bg = sc.links.rule == "demand_first"   # prefetches in the links' background queues
-        self.links = [None] + [Link(f"{t.name}↔hbm", t.read_gbps, t.write_gbps, int(t.read_latency_us * 1e3),
-                                    int(t.write_latency_us * 1e3), sc.links.rule, block_bytes, self._landed,
-                                    lambda pf, t0, t1, n, k=k: self._pf_span(k, pf, t0, t1, n))
-                               for k, t in enumerate(sc.tiers[1:], 1)]
-        self.queued: dict = {}            # demand_first: block -> (its link, its waiting Prefetch)
+        # links[k]: tier k's link to HBM; HBM (k = 0) has none: its slot holds None, never read, so
+        # the list is typed as the links it holds (no check per access on the hot path)
+        # the links hand back the blocks they were given: this store's (int) block ids
+        landed = cast("Callable[[Prefetch, Hashable, int], object]", self._landed)
+        self.links = cast("list[Link]", [None]) + [Link(f"{t.name}↔hbm", t.read_gbps, t.write_gbps,
+                                                        int(t.read_latency_us * 1e3), int(t.write_latency_us * 1e3),
+                                                        sc.links.rule, block_bytes, landed, partial(self._pf_span, k))
+                                                   for k, t in enumerate(sc.tiers[1:], 1)]
+        self.queued: dict[int, tuple[int, Prefetch]] = {}  # demand_first: block -> (its link, its waiting Prefetch)
         self.late_blocks = 0
         self.cancelled = 0
         self.pf_tier = self.names.index(sc.store.prefetch_tier) if prefetch else 0
         self.lookahead = sc.store.prefetch_lookahead
-        self.landing: dict = {}           # block -> when its prefetch lands
-        self.pf_done: set = set()         # requests prefetched for
+        self.landing: dict[int, int] = {}  # block -> when its prefetch lands
+        self.pf_done: set[int] = set()    # requests prefetched for
         self.prefetched_blocks = 0
-        self.booked: list = []            # the iteration's loads: (link, start after latency, end)
+        self.booked: list[tuple[int, int]] = []  # the iteration's loads: (start after latency, end)
         # the trace's flows: the iteration's loads share one id with the part of its prefill that
         # runs once they are all in (timed.py draws it); loads_in = (S, when they are in, that id)
         self.flow = 0
@@ -120,11 +156,11 @@ class BlockStore:
         self.recomputed_blocks, self.recomputed_tokens = [0] * K, [0] * K
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
-    def arrived(self, j: int):
+    def arrived(self, j: int) -> None:
         if self.prefetch:
             self._look_ahead()
 
-    def admit(self, j: int, hbm_hit: bool):
+    def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
         ids, tok, K = self.ids, self.tok, self.K
         s, e = self.off[j], self.off[j + 1]
         bg, queued = self.bg, self.queued
@@ -183,7 +219,7 @@ class BlockStore:
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
-    def _cut(self, s, h, src, total, now) -> int:
+    def _cut(self, s: int, h: int, src: list[int], total: int, now: int) -> int:
         """How many leading hit blocks to use (the rest of the hit is recomputed): the tiered
         cache's load-or-recompute choice (tiered_cache.best_cut) for this iteration's bookings."""
         landing, ids = self.landing, self.ids
@@ -192,7 +228,7 @@ class BlockStore:
                         lambda kept: comp + prefill(total - kept, kept),
                         (lambda i: landing.get(ids[s + i], 0)) if landing else None)
 
-    def load(self, jobs, a, b, ready, S, comp_ns):
+    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) -> tuple[int, int, None]:
         """The iteration's loads were booked at their requests' admissions (one transfer per
         request and link), 1/L of each per layer; layer i computes once every transfer has
         delivered its piece i: the iteration ends at max(S + L·c, over transfers, the closed
@@ -212,9 +248,10 @@ class BlockStore:
         rest of its context is recomputed. Nothing is placed or counted as a hit again (its
         blocks were placed at its admission). Returns (tokens kept, bytes loaded)."""
         c, ids, tok = self.cache, self.ids, self.tok
-        mask = c.mask if hasattr(c, "mask") else (lambda b: c.where.get(b, 0))
+        tiered = cast(TieredCache, c)  # read where c has no mask: the Python cache
+        mask: Callable[[int], int] = c.mask if hasattr(c, "mask") else (lambda b: tiered.where.get(b, 0))
         s, e = self.off[j], self.off[j + 1]
-        src = []
+        src: list[int] = []
         for p in range(s, e):
             m = mask(ids[p])
             if not m:
@@ -237,7 +274,7 @@ class BlockStore:
         self.iter_comp += self.run.gpu.prefill_ns(context - kept, kept)
         return kept, load
 
-    def finished(self, j: int):
+    def finished(self, j: int) -> None:
         if self.log is not None:
             self.log.append(("finish", j))
         self.cache.finish(j)
@@ -245,27 +282,50 @@ class BlockStore:
             self._look_ahead()
 
     # the cache's counters, per tier
-    size = property(lambda self: self.cache.size)
-    peak = property(lambda self: self.cache.peak)
-    hit_blocks = property(lambda self: self.cache.hit_blocks)
-    hit_tokens = property(lambda self: self.cache.hit_tokens)
-    hit_req = property(lambda self: self.cache.hit_req)
-    written = property(lambda self: self.cache.written)
-    demoted = property(lambda self: self.cache.demoted)
-    evicted = property(lambda self: self.cache.evicted)
+    @property
+    def size(self) -> list[int]:
+        return self.cache.size
 
     @property
-    def log(self):
+    def peak(self) -> list[int]:
+        return self.cache.peak
+
+    @property
+    def hit_blocks(self) -> list[int]:
+        return self.cache.hit_blocks
+
+    @property
+    def hit_tokens(self) -> list[int]:
+        return self.cache.hit_tokens
+
+    @property
+    def hit_req(self) -> list[int]:
+        return self.cache.hit_req
+
+    @property
+    def written(self) -> list[int]:
+        return self.cache.written
+
+    @property
+    def demoted(self) -> list[int]:
+        return self.cache.demoted
+
+    @property
+    def evicted(self) -> list[int]:
+        return self.cache.evicted
+
+    @property
+    def log(self) -> list[LogEntry] | None:
         return self._log
 
     @log.setter
-    def log(self, log):
+    def log(self, log: list[LogEntry] | None) -> None:
         """A list to log admissions, completions and evictions into (None: no log)."""
         self._log = log
         orig = self.cache.original
         self.cache.on_evict = None if log is None else (lambda k, v: log.append(("evict", k, orig(v))))
 
-    def _cancel(self, b) -> int:
+    def _cancel(self, b: int) -> int:
         """b's prefetch has not started: cancelled, b is loaded from its source tier."""
         k, pf = self.queued.pop(b)
         self.links[k].take(pf, b)
@@ -273,7 +333,7 @@ class BlockStore:
         return k
 
     # --- scheduler-aware prefetch --------------------------------------------------------------
-    def _look_ahead(self):
+    def _look_ahead(self) -> None:
         t, off = self.pf_tier, self.off
         window = list(islice(self.run.batcher.waiting, self.lookahead))
         self.cache.protect_ranges([(off[r], off[r + 1]) for r in window])
@@ -308,12 +368,12 @@ class BlockStore:
                 self._transfer(k, n * self.bb, now, True, -1, "save", f"write {n} blocks into {self.names[k]} "
                                                                       f"(pushed down by prefetch)", dst=self.names[k - 1])
 
-    def _landed(self, pf, b, t):
+    def _landed(self, pf: Prefetch, b: int, t: int) -> None:
         if not pf.write:
             self.landing[b] = t
             self.queued.pop(b, None)
 
-    def _pf_span(self, k, pf, t0, t1, n):
+    def _pf_span(self, k: int, pf: Prefetch, t0: int, t1: int, n: int) -> None:
         if self.tb is not None:
             t = self.names[self.pf_tier]
             nm = self.names
@@ -326,14 +386,15 @@ class BlockStore:
                              f"time)", ref=pf.job, bytes=n * self.bb, src=TRACE_TIER[nm[k]], dst=TRACE_TIER[t],
                              job=pf.job, items=n)
 
-    def close(self):
+    def close(self) -> None:
         """The run is over: whatever prefetch still waits is reported (none: every request was
         admitted, taking its blocks)."""
         for lk in self.links[1:]:
             lk.drain()
 
     # --- links -------------------------------------------------------------------------------
-    def _transfer(self, k, nbytes, earliest, write, job, kind, label, dst="hbm", flow=-1):
+    def _transfer(self, k: int, nbytes: int, earliest: int, write: bool, job: int, kind: str, label: str,
+                  dst: str = "hbm", flow: int = -1) -> tuple[int, int]:
         lk = self.links[k]
         if self.bg:
             lk.advance(self.loop.now)

@@ -12,32 +12,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ScenarioError
 from ...requests.formats import read_workload
 from .generator import generated
+from .model import PrefixCacheScenario, Workload
 
 GENERATOR_BLOCK_TOKENS = 16  # vLLM's default block size
 
 
 @dataclass(frozen=True, eq=False)
 class Blocks:
-    ids: np.ndarray          # int64, every request's cacheable block ids one after another
-    offsets: np.ndarray      # int64, len(self) + 1
-    input_tokens: np.ndarray  # int64 per request
-    times_s: np.ndarray      # float64 arrival per request
+    ids: npt.NDArray[np.int64]           # every request's cacheable block ids one after another
+    offsets: npt.NDArray[np.int64]       # len(self) + 1
+    input_tokens: npt.NDArray[np.int64]  # per request
+    times_s: npt.NDArray[np.float64]     # arrival per request
     block_tokens: int
     source: str              # what the requests came from, one line
-    output_tokens: np.ndarray | None = None  # int64 per request (the timed engine's decode)
+    output_tokens: npt.NDArray[np.int64] | None = None  # per request (the timed engine's decode)
 
     def __len__(self) -> int:
         return len(self.input_tokens)
 
     @property
-    def counts(self) -> np.ndarray:
+    def counts(self) -> npt.NDArray[np.int64]:
         return np.diff(self.offsets)
 
-    def block_token_counts(self) -> np.ndarray:
+    def block_token_counts(self) -> npt.NDArray[np.int64]:
         """Tokens of each block, per position: block_tokens, less for a partial last block."""
         start = np.repeat(self.offsets[:-1], self.counts)
         pos = np.arange(len(self.ids)) - start
@@ -45,8 +47,8 @@ class Blocks:
         return np.clip(rest, 0, self.block_tokens)
 
 
-def select(hashes: np.ndarray, offsets: np.ndarray, input_tokens: np.ndarray, own_tokens: int, group: int,
-           partial: bool) -> tuple[np.ndarray, np.ndarray]:
+def select(hashes: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64], input_tokens: npt.NDArray[np.int64],
+           own_tokens: int, group: int, partial: bool) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The cacheable ids of each request (flat ids, offsets): blocks of `group` × `own_tokens`
     tokens, each named by the last id of its group; the partial last block kept only if `partial`."""
     counts = np.diff(offsets)
@@ -63,7 +65,7 @@ def select(hashes: np.ndarray, offsets: np.ndarray, input_tokens: np.ndarray, ow
     return hashes[keep], kept[offsets]
 
 
-def from_trace(w, partial: bool) -> Blocks:
+def from_trace(w: Workload, partial: bool) -> Blocks:
     path = Path(w.trace_file)
     got = read_workload(path)  # a registered format that claims it, else by content
     if got is None:
@@ -89,7 +91,7 @@ def from_trace(w, partial: bool) -> Blocks:
                   got.output_tokens[:n].copy())
 
 
-def load(sc, max_lookups: int | None = None) -> Blocks:
+def load(sc: PrefixCacheScenario, max_lookups: int | None = None) -> Blocks:
     w, partial = sc.workload, sc.cache.partial_block
     if w.trace_file:
         return from_trace(w, partial)
