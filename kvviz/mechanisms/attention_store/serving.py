@@ -151,13 +151,19 @@ def _compiled(engine: str, policy: str):
     """The compiled engine's module to run, or None for the reference: "auto" (the compiled one
     where it is built and current and has the policy), "python" (the reference), "native" (the
     compiled one, or an error saying why not): native/__init__.py."""
+    return _engine_for(engine, policy)[0]
+
+
+def _engine_for(engine: str, policy: str):
+    """(_compiled's module or None, why the reference runs where it was not asked for: "" else)."""
     if engine not in ("auto", "python", "native"):
         raise ValueError(f"engine: {engine!r} (auto, python or native)")
     nat = native.engine() if engine != "python" else None
-    why = native.note() if nat is None else "" if policy in nat.STORE_POLICIES else f"{policy!r} is not compiled"
+    why = native.note() if nat is None else "" if policy in nat.STORE_POLICIES else \
+        f"placement {policy!r} has no compiled twin: the Python reference engine runs it, several times slower"
     if engine == "native" and why:
         raise RuntimeError(f"engine='native': {why}")
-    return None if why else nat
+    return (None, why) if why else (nat, "")
 
 
 # --- one run of one policy ------------------------------------------------------------------------
@@ -167,7 +173,7 @@ class Run:
 
     def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
                  engine: str = "auto"):
-        nat = _compiled(engine, policy)
+        nat, self.engine_note = _engine_for(engine, policy)  # the note: why the reference runs ("" if asked)
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
