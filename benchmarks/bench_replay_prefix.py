@@ -16,7 +16,9 @@ process on requests already read (reading the JSONL is the reader's cost, printe
   distances over every block.
 LRU: the compiled pass (kvviz/replay/native/_prefix_lru.pyx, one pass per capacity, what
 prefix_replay runs) and the numpy one-pass curve (stack distances, its fallback) answering every
-capacity at once; FIFO and Belady replay each capacity in Python.
+capacity at once; FIFO and Belady replay each capacity through the prefix_cache engine, on the
+compiled block cache (kvviz/serving/native/_block_cache.pyx, what prefix_replay runs) and on the
+Python one (its reference, what prefix_replay ran before), both timed in the same run.
 
 Against a plain loop and libCacheSim (issue 30, build item 6):
      .venv/bin/python benchmarks/bench_replay_prefix.py --versus [--copies 10] [--capacity 10000] [--repeat 5]
@@ -67,9 +69,11 @@ from kvviz.replay.native import prefix_lru  # noqa: E402
 from kvviz.replay.prefix import (  # noqa: E402
     block_ids,
     distinct_blocks,
+    engine_counts,
     longest_request,
     lru_counts,
     prefix_replay,
+    prepared,
     request_of_block,
     runs,
 )
@@ -142,9 +146,22 @@ def report(name: str, reqs: PromptRequests, repeat: int, kernels: bool) -> None:
             print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, compiled (a pass each): "
                   f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
     if kernels:
+        cap = max(1, d // 10)
         for policy in ("fifo", "belady"):
-            secs, _ = median_of(lambda policy=policy: prefix_replay(reqs, [policy], [max(1, d // 10)]), 1)
-            print(f"    {policy} at 1 capacity: {secs:.2f} s, {n / secs / 1e6:.2f} M block lookups/s")
+            secs, _ = median_of(lambda policy=policy: prefix_replay(reqs, [policy], [cap]), 1)
+            print(f"    {policy} at 1 capacity, prefix_replay (what kvviz replay --prefix runs, its preparing included): "
+                  f"{secs:.2f} s, {n / secs / 1e6:.2f} M block lookups/s")
+            # the replay itself on either block cache, the stream prepared once (before: the Python
+            # cache was the only one; after: its compiled twin where it has one)
+            prep = prepared(reqs, [policy])
+            engine_counts(prep, policy, cap, True, compiled=True)  # builds the compiled cache's arrays once
+            counts = {}
+            for on in (False, True):
+                secs, (counts[on], ran) = median_of(
+                    lambda policy=policy, on=on: engine_counts(prep, policy, cap, True, compiled=on), repeat)
+                print(f"    {policy} at 1 capacity, the replay alone ({'after' if on else 'before'}: {ran}): "
+                      f"{secs:.3f} s, {n / secs / 1e6:.2f} M block lookups/s")
+            assert counts[True] == counts[False], (policy, counts)  # the twin counts the same
 
 
 CONVERSATION = Path("/work/shared/traces/mooncake_conversation_trace.jsonl")

@@ -180,12 +180,13 @@ def cmd_replay_prefix(args: argparse.Namespace) -> int:
         distinct = reqs.distinct
         results = lru(reqs, counts, block_capacities(args, distinct), pin)
     else:
-        from .replay.prefix import distinct_blocks, lru_note, prefix_replay
+        from .replay.prefix import cache_note, distinct_blocks, lru_note, prefix_replay
         reqs = _read(args.trace, args.format)
         distinct = distinct_blocks(reqs)
         results = prefix_replay(reqs, names, block_capacities(args, distinct), pin=pin)
-        if note := lru_note(names):
-            print(f"note: {note}", file=sys.stderr)
+        for note in (lru_note(names), cache_note(names)):
+            if note:
+                print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0

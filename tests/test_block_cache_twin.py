@@ -199,3 +199,30 @@ def test_the_untimed_replay_gives_the_same_outcome_and_log_compiled(policy):
             assert getattr(a, f) == getattr(b, f), (f, caps)
         assert (a.hits == b.hits).all() and (a.occupancy == b.occupancy).all() and (a.hit_tier == b.hit_tier).all()
         assert logs[0] == logs[1] and len(logs[0]) > 50
+
+
+@needs_build
+def test_replay_prefix_runs_fifo_and_belady_on_the_compiled_cache_with_the_python_counts(capsys):
+    """`kvviz replay --prefix`: fifo and belady on the compiled block cache (its `engine` says so),
+    the counts the Python block cache gives; leaf_lru (no twin) on the Python one, said on stderr."""
+    import json
+
+    from kvviz.cli import main
+    from kvviz.replay.prefix import engine_counts, prepared
+    from kvviz.replay.prefix_result import BLOCK_CACHE, ENGINE
+    from kvviz.requests import prompts
+
+    from .conftest import ROOT
+    trace = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
+    assert main(["replay", str(trace), "--prefix", "--unit", "blocks", "--capacities", "300,3000",
+                 "--policy", "fifo,belady,leaf_lru", "--json"]) == 0
+    out, err = capsys.readouterr()
+    rows = {(r["policy"], r["capacity"]): r for r in json.loads(out)}
+    prep = prepared(prompts.read(trace), ["fifo", "belady"])
+    for policy in ("fifo", "belady"):
+        for cap in (300, 3000):
+            row = rows[(policy, cap)]
+            assert row["engine"] == BLOCK_CACHE
+            assert (row["hit_blocks"], row["hit_requests"]) == engine_counts(prep, policy, cap, True)[0]  # Python's
+    assert {rows[("leaf_lru", c)]["engine"] for c in (300, 3000)} == {ENGINE}
+    assert "note: eviction policy leaf_lru has no compiled twin: the Python block cache runs" in err

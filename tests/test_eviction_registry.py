@@ -92,3 +92,51 @@ def test_a_policy_needing_a_fact_the_caller_cannot_give_is_refused_by_name():
     assert "leaf_lru" not in kernels.DESCRIPTIONS
     with pytest.raises(eviction.PolicyRefused, match="unknown eviction policy 'nope'"):
         eviction.make("nope")
+
+
+def test_attention_stores_lru_fifo_and_belady_are_the_registrys():
+    """Each policy written once: AttentionStore's placements of these names run the registry's
+    policy through the one adapter, not an ordering of their own."""
+    from kvviz.mechanisms.attention_store.placement import PLACEMENTS
+    from kvviz.mechanisms.attention_store.placement.base import EvictionPlacement
+    for name in ("lru", "fifo", "belady"):
+        assert issubclass(PLACEMENTS[name], EvictionPlacement) and PLACEMENTS[name].policy == name
+    store = types.SimpleNamespace(where=[0] * 3, running=[False] * 3, key=[0] * 3, next_time=[0] * 3, lo=0, L_ew=0)
+    placed = PLACEMENTS["belady"](store)
+    assert all(type(p) is EVICTION_POLICIES["belady"] for p in placed.tiers.values())
+
+
+NEVER = 1 << 62
+
+
+def test_belady_victim_after_only_names_a_key_needed_later():
+    nxt = {0: 5, 1: 9, 2: NEVER}
+    p = eviction.make("belady", next_use=nxt)
+    for b in nxt:
+        p.insert(b)
+    assert p.victim_after(eviction.NO_PINS, 9) == 2
+    assert p.victim_after({2}, 9) is None  # 1 is needed at 9: no later than the key it would make room for
+    assert p.victim_after({2}, 8) == 1
+    assert p.victim({2}) == 1  # no limit
+    with pytest.raises(eviction.PolicyRefused, match="'lru' does not know next uses"):
+        eviction.make("lru").victim_after(eviction.NO_PINS, 0)
+
+
+def test_belady_ties_by_key_or_by_calls():
+    """Equal next uses: the smallest key, or (AttentionStore's order) the key told of fewest times."""
+    nxt = {1: NEVER, 2: NEVER, 3: NEVER}
+    by_key = eviction.make("belady", next_use=nxt)
+    by_calls = eviction.make("belady", settings={"ties": "calls"}, next_use=nxt)
+    for p in (by_key, by_calls):
+        p.insert(1)
+        p.touch(1)  # re-keyed: a second call about 1
+        p.insert(3)
+        p.insert(2)
+    assert by_key.victim(eviction.NO_PINS) == 1
+    assert by_calls.victim(eviction.NO_PINS) == 2  # 2 and 3 told once, 1 twice; then the smaller key
+    by_calls.remove(2)
+    assert by_calls.victim(eviction.NO_PINS) == 3
+    with pytest.raises(eviction.PolicyRefused, match="'lru' has no setting ties"):
+        eviction.make("lru", settings={"ties": "calls"})
+    with pytest.raises(ValueError, match="'key' or 'calls'"):
+        eviction.make("belady", settings={"ties": "age"}, next_use=nxt)

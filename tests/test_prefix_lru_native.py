@@ -14,7 +14,7 @@ import pytest
 from kvviz.cli import main
 from kvviz.replay import native, prefix
 from kvviz.replay.prefix import block_ids, engine_counts, prefix_replay, prepared
-from kvviz.replay.prefix_result import COMPILED, ENGINE, STACK
+from kvviz.replay.prefix_result import BLOCK_CACHE, COMPILED, ENGINE, STACK
 from kvviz.requests import native as requests_native
 from kvviz.requests import prompts
 
@@ -57,7 +57,7 @@ def test_compiled_lru_equals_the_registry_policy(seed, pin):
     caps = [1, 2, 3, 5, 8, 13, 40, None]
     got = native.prefix_lru().lru_counts(x, reqs.hash_counts, caps, pin, k)
     prep = prepared(reqs, ["lru"])
-    want = [engine_counts(prep, "lru", c, pin) for c in caps]
+    want = [engine_counts(prep, "lru", c, pin)[0] for c in caps]
     assert [tuple(g) for g in got] == [tuple(w) for w in want]
     assert want[-1][0] > 0 and want[0] != want[-1]  # the stream hits, and capacity matters
 
@@ -69,7 +69,7 @@ def test_compiled_lru_on_the_bundled_trace_equals_the_registry_policy():
     prep = prepared(reqs, ["lru"])
     for cap, pin in ((50, True), (50, False), (2000, True)):  # 50: below the longest request, pins bind
         got = native.prefix_lru().lru_counts(x, reqs.hash_counts, [cap], pin, int(x.max()) + 1)[0]
-        assert tuple(got) == tuple(engine_counts(prep, "lru", cap, pin))
+        assert tuple(got) == tuple(engine_counts(prep, "lru", cap, pin)[0])
 
 
 @compiled
@@ -96,10 +96,10 @@ def test_a_missing_build_falls_back_to_the_same_counts_and_says_why(monkeypatch,
     fall_back(monkeypatch)
     after = prefix_replay(reqs, ["lru"], caps)
     assert [(r.hit_blocks, r.hit_requests) for r in after] == [(r.hit_blocks, r.hit_requests) for r in before]
-    assert {r.engine for r in after} <= {STACK, ENGINE}
+    assert {r.engine for r in after} <= {STACK, ENGINE, BLOCK_CACHE}
     assert main(["replay", str(MOONCAKE), "--prefix", "--capacities", "500", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out)[0]["engine"] in (STACK, ENGINE)
+    assert json.loads(out)[0]["engine"] in (STACK, ENGINE, BLOCK_CACHE)
     assert "note: the compiled prefix LRU is not built (test)" in err
 
 

@@ -365,9 +365,17 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         # an overloaded run's TTFT is its backlog: said here, the rates in Metrics' overload row
         over = "; ⚠ overloaded (Metrics: overload)" if "overload" in result.metrics else ""
         self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
-                  f"{how}{verdict}{over}{self._after_run_note}")
+                  f"{how}{self._engine_notes(result)}{verdict}{over}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
+
+    def _engine_notes(self, result) -> str:
+        """Why the run (some of its parts) fell back from the compiled engine to the Python one
+        (a policy without a compiled twin, KVVIZ_ENGINE=python, a missing or stale build): the
+        run's own notes, next to its time, which they explain; one the window already says
+        (its engine note, said once) is not said twice."""
+        notes = [n for n in result.metrics.get("notes", ()) if isinstance(n, str) and n not in self._after_run_note]
+        return "".join(f"; ⚠ {n}" for n in notes)
 
     def _enable_tabs(self, result):
         """Each tab's title for this run; tabs that have nothing for it are disabled, saying why.

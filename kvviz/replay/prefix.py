@@ -62,6 +62,11 @@ the conversation trace (`benchmarks/bench_replay_prefix.py --versus` prints it; 
 average 10). Where it is not built (no C compiler) or stale, LRU is counted as below and
 `lru_note()` says why.
 
+FIFO and Belady (and LRU below the longest request, pinned) run the prefix_cache engine on the
+compiled block cache (kvviz/serving/native/_block_cache.pyx, the cache `kvviz run` uses; equal
+counts to the Python one: tests/test_block_cache_twin.py); leaf_lru, which has no compiled twin,
+and any policy where that cache cannot run, on the Python one (`cache_note()` says why).
+
 LRU, every capacity in one pass, where it is exact. Plain LRU on the block stream holds the C
 most recently touched blocks, so block x is resident at the start of request r at C iff D ≤ C,
 D = the number of distinct blocks touched since x's last touch, itself included (its stack
@@ -93,8 +98,9 @@ from ..mechanisms.prefix_cache.evictors import POLICIES  # a live view of the re
 from ..mechanisms.prefix_cache.workload import Blocks
 from ..requests.common import first_request_ids
 from ..requests.prompts import PromptRequests
+from ..serving.tiered_cache import fallback_note
 from . import native
-from .prefix_result import COMPILED, ENGINE, STACK, PrefixResult  # noqa: F401 (PrefixResult: its home was here)
+from .prefix_result import BLOCK_CACHE, COMPILED, ENGINE, STACK, PrefixResult  # noqa: F401 (PrefixResult: its home was here)
 from .stack_distance import byte_stack_distances
 
 ALIASES = {"opt": "belady", "min": "belady"}
@@ -227,12 +233,21 @@ def prepared(reqs: PromptRequests, policies: Iterable[str]) -> engine.Prepared:
     return engine.prepare(blocks, set(policies), "always")
 
 
-def engine_counts(prep: engine.Prepared, policy: str, cap: int | None, pin: bool) -> tuple[int, int]:
-    """(hit blocks, hit requests) of the prefix_cache engine's single-tier replay."""
+def engine_counts(prep: engine.Prepared, policy: str, cap: int | None, pin: bool,
+                  compiled: bool = False) -> tuple[tuple[int, int], str]:
+    """((hit blocks, hit requests), the engine that counted them) of the prefix_cache engine's
+    single-tier replay: on the Python block cache, or (`compiled`) on its compiled twin where
+    the policy has one and the build runs (the same counts; `cache_note` says why not)."""
     if cap is None:  # infinite: nothing is ever evicted
         cap = len(prep.ids) + 1
-    out = engine.replay(prep, [cap], [policy], False, False, "always", pin=pin)
-    return out.hit_blocks[0], out.hit_requests[0]
+    out = engine.replay(prep, [cap], [policy], False, False, "always", pin=pin, compiled=compiled)
+    return (out.hit_blocks[0], out.hit_requests[0]), BLOCK_CACHE if compiled and not out.note else ENGINE
+
+
+def cache_note(policies: Iterable[str]) -> str:
+    """Why a policy other than LRU among `policies` is counted on the Python block cache rather
+    than its compiled twin, in one line; "" if none is (LRU has its own pass: `lru_note`)."""
+    return fallback_note(p for p in policies if p != "lru")
 
 
 def prefix_replay(reqs: PromptRequests, policies: Iterable[str], capacities: list[int | None],
@@ -271,5 +286,5 @@ def prefix_replay(reqs: PromptRequests, policies: Iterable[str], capacities: lis
                 continue
             if prep is None:
                 prep = prepared(reqs, names)
-            deliver(policy, cap, engine_counts(prep, policy, cap, pin), ENGINE)
+            deliver(policy, cap, *engine_counts(prep, policy, cap, pin, compiled=True))
     return out

@@ -19,6 +19,7 @@ admitted request's history is and how long its load takes. The parts, one module
 - load_or_recompute.py: load a history from a slow tier, or recompute it when that is faster;
 - links.py: links between tiers as shared resources (transfers queue under a named rule).
 - overload.py: whether a served run kept up with its arrivals (the rule and the run's note).
+- request_metrics.py: per-request latency figures (TTFT, TPOT, their means and percentiles).
 - tiered_cache.py: the tiered block cache (tiers, placement, admission, eviction through
   eviction/, pins, prefetch protection, the load-or-recompute cut), written once;
 - eviction/: the eviction policies, one file each, and their registry;

@@ -111,15 +111,22 @@ def make_cache(ids: Sequence[int], tokens: Sequence[int], caps: Sequence[int], e
     back), so ties break alike; the two give equal counts (tests/test_block_cache_twin.py)."""
     if not compiled:
         return TieredCache(ids, tokens, caps, evictions, **kw), ""
+    if note := fallback_note(evictions):
+        return TieredCache(ids, tokens, caps, evictions, **kw), note
+    mod = native.block_cache()[0]
+    assert mod is not None  # fallback_note says why where it is None
+    return compiled_cache(mod, ids, tokens, caps, evictions, arrays=arrays, **kw), ""
+
+
+def fallback_note(evictions: Iterable[str]) -> str:
+    """Why a cache with these policies would be the Python one where the compiled one is asked
+    for (a policy without a compiled twin, a missing or stale build, KVVIZ_ENGINE=python), or ""."""
     untwinned = sorted({e for e in evictions if e not in native.TWINS})
     if untwinned:
-        return TieredCache(ids, tokens, caps, evictions, **kw), (
-            f"eviction polic{'ies' if len(untwinned) > 1 else 'y'} {', '.join(untwinned)} ha{'ve' if len(untwinned) > 1 else 's'} "
-            f"no compiled twin: the Python block cache runs")
-    mod, why = native.block_cache()
-    if mod is None:
-        return TieredCache(ids, tokens, caps, evictions, **kw), f"{why}: the Python block cache runs, several times slower"
-    return compiled_cache(mod, ids, tokens, caps, evictions, arrays=arrays, **kw), ""
+        return (f"eviction polic{'ies' if len(untwinned) > 1 else 'y'} {', '.join(untwinned)} "
+                f"ha{'ve' if len(untwinned) > 1 else 's'} no compiled twin: the Python block cache runs")
+    why = native.block_cache()[1]
+    return f"{why}: the Python block cache runs, several times slower" if why else ""
 
 
 def compiled_cache(mod: ModuleType, ids: Sequence[int], tokens: Sequence[int], caps: Sequence[int],

@@ -52,6 +52,7 @@ NOT_READ_BY = {
 }
 
 TRUNCATION = "truncation"  # the name of the part that runs trace_policy with the other mode
+ENGINE_NOTE = "engine_note"  # a run's metric that says why the Python engine ran it (absent when none did)
 
 
 def _other(mode: str) -> str:
@@ -121,7 +122,10 @@ def run_part(sc: AttentionStoreScenario, prep: Prepared, name: str, engine: str 
         return _workload(sc, prep)
     policy, mode, record = _runs(sc)[name]
     run = Run(sc, prep, policy, mode, record, engine).run()
-    return run.metrics(), (run.tb.build() if run.tb is not None else None), run.detail_info, run.loop.processed
+    m = run.metrics()
+    if run.engine_note:  # the run fell back to the Python engine: combine says why in metrics["notes"]
+        m[ENGINE_NOTE] = run.engine_note
+    return m, (run.tb.build() if run.tb is not None else None), run.detail_info, run.loop.processed
 
 
 def gpu_setup(sc: AttentionStoreScenario) -> dict[str, Any]:
@@ -185,7 +189,9 @@ def combine(sc: AttentionStoreScenario, outputs: dict[str, Output]) -> Result | 
         return None
     runs = _runs(sc)
     mode, other = sc.serving.truncation, _other(sc.serving.truncation)
-    raw = {p: outputs[p][0] for p in sc.policies if p in outputs}
+    # why a run fell back to the Python engine: the Result's notes, once each
+    notes = list(dict.fromkeys(outputs[n][0][ENGINE_NOTE] for n in runs if n in outputs and ENGINE_NOTE in outputs[n][0]))
+    raw = {p: {k: v for k, v in outputs[p][0].items() if k != ENGINE_NOTE} for p in sc.policies if p in outputs}
     per_policy = {name: versus(m, raw.get("recompute")) for name, m in raw.items()}
     truncation: dict[str, dict[str, Any]] = {mode: _trunc_summary(per_policy[sc.trace_policy])}
     if TRUNCATION in outputs and TRUNCATION in runs:
@@ -220,5 +226,7 @@ def combine(sc: AttentionStoreScenario, outputs: dict[str, Output]) -> Result | 
     }
     if note := overload_note(per_policy):
         metrics["overload"] = note
+    if notes:
+        metrics["notes"] = notes
     events = sum(outputs[name][3] for name in runs if name in outputs)
     return Result(scenario=sc, trace=traced[1], metrics=round_metrics(metrics), events=events)

@@ -30,6 +30,7 @@ from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.kv_source import FIRST, HIT_DRAM, HIT_HBM, HIT_SSD, OUTCOME, RECOMPUTE_FASTER, LayerSchedule
 from ...serving.overload import served_load
+from ...serving.request_metrics import mean, percentile, tpot_ms, ttft_ms
 from ...serving.roofline import Roofline
 from ...trace import NO_FACT, TraceBuilder
 from . import economics, native
@@ -157,13 +158,19 @@ def _compiled(engine: str, policy: str) -> ModuleType | None:
     """The compiled engine's module to run, or None for the reference: "auto" (the compiled one
     where it is built and current and has the policy), "python" (the reference), "native" (the
     compiled one, or an error saying why not): native/__init__.py."""
+    return _engine_for(engine, policy)[0]
+
+
+def _engine_for(engine: str, policy: str) -> tuple[ModuleType | None, str]:
+    """(_compiled's module or None, why the reference runs where it was not asked for: "" else)."""
     if engine not in ("auto", "python", "native"):
         raise ValueError(f"engine: {engine!r} (auto, python or native)")
     nat = native.engine() if engine != "python" else None
-    why = native.note() if nat is None else "" if policy in nat.STORE_POLICIES else f"{policy!r} is not compiled"
+    why = native.note() if nat is None else "" if policy in nat.STORE_POLICIES else \
+        f"placement {policy!r} has no compiled twin: the Python reference engine runs it, several times slower"
     if engine == "native" and why:
         raise RuntimeError(f"engine='native': {why}")
-    return None if why else nat
+    return (None, why) if why else (nat, "")
 
 
 # --- one run of one policy ------------------------------------------------------------------------
@@ -188,7 +195,7 @@ class Run:
 
     def __init__(self, sc: AttentionStoreScenario, prep: Prepared, policy: str, truncation: str, record: bool,
                  engine: str = "auto") -> None:
-        nat = _compiled(engine, policy)
+        nat, self.engine_note = _engine_for(engine, policy)  # the note: why the reference runs ("" if asked)
         wl = prep.wl
         self.sc, self.prep = sc, prep
         self.coupled = truncation == "coupled"
@@ -352,10 +359,8 @@ class Run:
         late = hist_jobs & (arr >= np.median(arr)) if self.n else hist_jobs
         by_tier = {name: int((out == o).sum()) for name, o in (("hbm", HIT_HBM), ("dram", HIT_DRAM), ("ssd", HIT_SSD))}
         dram_hit = out == HIT_DRAM
-        ttft = (ft - arr) / 1e6
+        ttft, tpot = ttft_ms(arr, ft), tpot_ms(ft, en, self.prep.out)
         wait = (adm - arr) / 1e6
-        multi = self.prep.out > 1
-        tpot = (en - ft)[multi] / (self.prep.out[multi] - 1) / 1e6
         over = np.array(self.over, dtype=bool) & hist_jobs
         n_over = int(over.sum())
         busy_s, prefill_s = g.busy_ns / 1e9, g.prefill_ns / 1e9
@@ -370,11 +375,11 @@ class Run:
             "hbm_hit_share": by_tier["hbm"] / hits if hits else None,
             "dram_hit_share": by_tier["dram"] / hits if hits else None,
             "ssd_hit_share": by_tier["ssd"] / hits if hits else None,
-            "mean_ttft_ms": float(ttft.mean()) if some else None,
-            "p99_ttft_ms": float(np.percentile(ttft, 99)) if some else None,
-            "tpot_ms": float(tpot.mean()) if len(tpot) else None,
-            "mean_queue_wait_ms": float(wait.mean()) if some else None,
-            "p99_queue_wait_ms": float(np.percentile(wait, 99)) if some else None,
+            "mean_ttft_ms": mean(ttft),
+            "p99_ttft_ms": percentile(ttft, 99),
+            "tpot_ms": mean(tpot),
+            "mean_queue_wait_ms": mean(wait),
+            "p99_queue_wait_ms": percentile(wait, 99),
             "queue_len_mid": self.queue_mid,
             "queue_len_end": self.queue_end,
             "mean_batch": g.dec_job_iters / g.dec_iters if g.dec_iters else 0.0,

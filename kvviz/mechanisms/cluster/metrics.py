@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...serving.request_metrics import mean, percentile, tpot_ms, ttft_ms
 from . import cache
-
-
-def _pct(x: np.ndarray, q: float):
-    return float(np.percentile(x, q)) if len(x) else None
 
 
 def metrics(run) -> dict:
@@ -52,10 +49,7 @@ def metrics(run) -> dict:
     for inst in run.inst[run.n_route:]:
         js = [j for j in inst.jobs if dec[j] == inst.index]
         end[js] = [inst.batcher.end[j] for j in js]
-    ttft = (first - arrival)[served] / 1e6
-    out = work.output_tokens
-    multi = served & (out > 1)
-    tpot = (end - first)[multi] / (out[multi] - 1) / 1e6
+    ttft, tpot = ttft_ms(arrival, first, served), tpot_ms(first, end, work.output_tokens, served)
     e2e = (end - arrival)[served] / 1e6
     cum = np.asarray(run.cum_tokens, dtype=np.int64)
     off = work.offsets
@@ -96,11 +90,11 @@ def metrics(run) -> dict:
         "requests": n,
         "served": int(served.sum()),
         "rejected": int(n - served.sum()),
-        "mean_ttft_ms": float(ttft.mean()) if len(ttft) else None,
-        "ttft_p50_ms": _pct(ttft, 50),
-        "ttft_p90_ms": _pct(ttft, 90),
-        "ttft_p99_ms": _pct(ttft, 99),
-        "tpot_ms": float(tpot.mean()) if len(tpot) else None,
+        "mean_ttft_ms": mean(ttft),
+        "ttft_p50_ms": percentile(ttft, 50),
+        "ttft_p90_ms": percentile(ttft, 90),
+        "ttft_p99_ms": percentile(ttft, 99),
+        "tpot_ms": mean(tpot),
         "e2e_mean_ms": float(e2e.mean()) if len(e2e) else None,
         "token_hit_rate": share(hit_t, prompt),
         "block_hit_ratio": share(hit_b, blocks),
@@ -110,7 +104,7 @@ def metrics(run) -> dict:
             "blocks": {"local": share(hit_b - peer_b - pool_b, blocks), "peer": share(peer_b, blocks),
                        "pool": share(pool_b, blocks), "miss": share(blocks - hit_b, blocks)},
         },
-        "throughput_tokens_per_s": float(out[served].sum()) / (span_ns / 1e9) if span_ns else None,
+        "throughput_tokens_per_s": float(work.output_tokens[served].sum()) / (span_ns / 1e9) if span_ns else None,
         "makespan_s": span_ns / 1e9,
         "recomputed_hit_blocks": int(sum(i.cache.recomputed_blocks for i in routed)),
         "recomputed_hit_tokens": int(sum(i.cache.recomputed_tokens for i in routed)),

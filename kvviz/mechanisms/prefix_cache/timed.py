@@ -26,6 +26,7 @@ from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.kv_source import LayerSchedule
 from ...serving.overload import overload_note, served_load
+from ...serving.request_metrics import mean, percentile, tpot_ms, ttft_ms
 from ...serving.roofline import Roofline
 from ...trace import Trace, TraceBuilder
 from .engine import Prepared, ceiling
@@ -139,9 +140,7 @@ class Run:
         m = run_metrics(st.outcome(), self.names, blocks, self.bb, ref_rate)
         arr, ft, en = (np.array(x, dtype=np.int64) for x in (self.arrival, g.first_token, g.end))
         out = np.array(self.out)
-        ttft = (ft - arr) / 1e6
-        multi = out > 1
-        tpot = (en - ft)[multi] / (out[multi] - 1) / 1e6
+        ttft, tpot = ttft_ms(arr, ft), tpot_ms(ft, en, out)
         span_ns = int(en.max() - arr.min()) if self.n else 0
         hit_tok = np.array(st.hit_tokens, dtype=np.float64)
         upper = [k for k, nm in enumerate(self.names) if nm in ("hbm", "cxl", "dram")]
@@ -150,10 +149,10 @@ class Run:
             m["tiers"][nm]["recomputed_hit_tokens"] = st.recomputed_tokens[k]
         m["prefill_tokens_saved"] -= sum(st.recomputed_tokens)
         m.update({
-            "ttft_p50_ms": float(np.percentile(ttft, 50)) if self.n else None,
-            "ttft_p99_ms": float(np.percentile(ttft, 99)) if self.n else None,
-            "mean_ttft_ms": float(ttft.mean()) if self.n else None,
-            "tpot_ms": float(tpot.mean()) if len(tpot) else None,
+            "ttft_p50_ms": percentile(ttft, 50),
+            "ttft_p99_ms": percentile(ttft, 99),
+            "mean_ttft_ms": mean(ttft),
+            "tpot_ms": mean(tpot),
             "makespan_s": span_ns / 1e9,
             "throughput_requests_per_s": self.n / (span_ns / 1e9) if span_ns else None,
             "throughput_tokens_per_s": float(out.sum()) / (span_ns / 1e9) if span_ns else None,

@@ -59,6 +59,7 @@ class Policy(Generic[K]):
     description = ""             # the one line the CLI and the scenario reference show
     object_description: str | None = None  # the object replay's line, if not `description` with objects for blocks
     needs: frozenset[str] = frozenset()  # of FACTS
+    settings: frozenset[str] = frozenset()  # the options its constructor takes (`make(settings=...)`)
     ignores_pins = False         # may evict a pinned key (the clairvoyant reference does)
 
     @property
@@ -86,6 +87,11 @@ class Policy(Generic[K]):
     def unpin(self) -> None:
         pass
 
+    def victim_after(self, pinned: Container[K], after: float) -> K | None:
+        """A victim whose next use is later than `after`, or None (making room to bring back a
+        key used at `after`: evicting one needed sooner gains nothing). Clairvoyant policies only."""
+        raise PolicyRefused(f"eviction policy {self.name!r} does not know next uses")
+
 
 def needs(name: str) -> frozenset[str]:
     return policy_class(name).needs
@@ -98,15 +104,19 @@ def policy_class(name: str) -> type[Policy[Any]]:
     return cls
 
 
-def make(name: str, where: str = "", **facts: Any) -> Policy[Any]:
+def make(name: str, where: str = "", settings: Mapping[str, Any] | None = None, **facts: Any) -> Policy[Any]:
     """A fresh policy `name` given the facts the caller has (None or absent: it cannot give it);
-    refused by name when it needs one the caller (`where`) cannot give."""
+    refused by name when it needs one the caller (`where`) cannot give. `settings`: options the
+    policy documents (its `settings`), passed to it by name; one it does not take is refused."""
     cls = policy_class(name)
     missing = [f for f in sorted(cls.needs) if facts.get(f) is None]
     if missing:
         raise PolicyRefused(f"eviction policy {name!r} needs {', '.join(missing)}, which {where or 'this caller'} "
                             f"cannot give")
-    return cls(**{f: facts[f] for f in cls.needs})
+    unknown = sorted(set(settings or ()) - cls.settings)
+    if unknown:
+        raise PolicyRefused(f"eviction policy {name!r} has no setting {', '.join(unknown)}")
+    return cls(**{f: facts[f] for f in cls.needs}, **(settings or {}))
 
 
 def descriptions() -> dict[str, str]:
@@ -138,9 +148,9 @@ class HeapPolicy(Policy[K]):
     reach the top; pinned ones are set aside until `unpin`."""
 
     def __init__(self, **facts: Any) -> None:
-        self.heap: list[tuple[float, K]] = []  # (the policy's order, key)
+        self.heap: list[tuple[Any, K]] = []  # (the policy's order: a number or a tuple, key)
         self.resident: set[K] = set()
-        self.held: list[tuple[float, K]] = []  # entries of pinned keys, back on the heap when the pins go
+        self.held: list[tuple[Any, K]] = []  # entries of pinned keys, back on the heap when the pins go
 
     def remove(self, b: K) -> None:
         self.resident.discard(b)
@@ -150,18 +160,21 @@ class HeapPolicy(Policy[K]):
             heappush(self.heap, e)
         self.held.clear()
 
-    def stale(self, key: float, b: K) -> bool:
+    def stale(self, key: Any, b: K) -> bool:
         """Whether the entry (key, b) no longer stands for b (the policy's rule)."""
         raise NotImplementedError
 
-    def victim(self, pinned: Container[K]) -> K | None:
-        """The top entry that is not stale and not pinned; stale entries go, pinned ones are set
-        aside until `unpin` (pins only grow until then)."""
+    def victim(self, pinned: Container[K], below: Any = None) -> K | None:
+        """The top entry that is not stale and not pinned, if its order is below `below` (given),
+        else None;
+        stale entries go, pinned ones are set aside until `unpin` (pins only grow until then)."""
         heap, held, stale = self.heap, self.held, self.stale
         while heap:
             key, b = heap[0]
             if stale(key, b):
                 heappop(heap)
+            elif below is not None and key >= below:
+                return None
             elif b in pinned:
                 held.append(heappop(heap))
             else:

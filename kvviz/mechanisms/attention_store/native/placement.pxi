@@ -1,4 +1,5 @@
-# The placement policies of placement/ (recompute, lru, fifo, scheduler_aware, belady) over C data:
+# The placement policies of placement/ (recompute, lru, fifo, scheduler_aware, belady) over C data
+# (lru, fifo and belady: the compiled twins of kvviz/serving/eviction's, as placement/ runs them):
 # an intrusive doubly linked list per tier for each OrderedDict, binary heaps of int64 triples for
 # the heapq lists (lazily invalidated as there), and parked entries as pooled per-session lists.
 # Included by _engine.pyx; the store they read is StoreState (below), Store's base.
@@ -225,7 +226,8 @@ cdef class PolicyRecompute(Placement):
 
 
 cdef class PolicyOrdered(Placement):
-    """lru (recency) and fifo (insertion order), per tier."""
+    """lru (recency) and fifo (insertion order), per tier: kvviz/serving/eviction/{lru,fifo}.py
+    with running sessions as pins (placement/base.EvictionPlacement)."""
     cdef bint recency
     cdef StList dram, ssd
 
@@ -261,7 +263,9 @@ cdef class PolicyOrdered(Placement):
 
 
 cdef class PolicyBelady(Placement):
-    """placement/belady.py: per tier a max-heap of (-next arrival, version, session)."""
+    """kvviz/serving/eviction/belady.py with ties="calls", as placement/belady.py runs it: per tier
+    a max-heap of (-next arrival, version, session), the version counting the calls about the
+    session (its "calls"), running sessions parked as pins, `before`: victim_after."""
     cdef StHeap h1, h2
     cdef StParked p1, p2
     cdef long long[::1] ver1, ver2, mem1, mem2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ....serving.eviction import Policy, make
 
@@ -121,17 +121,24 @@ class EvictionPlacement(Placement):
     """A registered eviction policy (kvviz.serving.eviction: written once, one file each) per
     tier, over sessions: entering and leaving a tier are its insert and remove; a hit or a
     re-save a use in DRAM, an SSD read or extension a use there; running sessions are its pins
-    (released at `on_done`). Sessions on SSD are read on demand (no look-ahead)."""
+    (released at `on_done`). A clairvoyant policy (belady) reads each session's next arrival
+    (`store.next_time`) as its next use: it is told where a session is resident when that
+    changes (at the re-save that follows a turn), not of uses. Sessions on SSD are read on demand
+    unless the policy `prefetches`; then a victim made for a prefetch is one needed later than
+    the session prefetched (`victim_after`)."""
 
     policy = "?"  # its name in the registry
+    settings: dict[str, Any] = {}  # the policy's settings here (kvviz.serving.eviction.make)
 
     def __init__(self, store: StoreView) -> None:
         super().__init__(store)
         n = len(store.where)
-        self.tiers: dict[int, Policy[int]] = {DRAM: make(self.policy, "AttentionStore's placement"),
-                      SSD: make(self.policy, "AttentionStore's placement")}
+        where = "AttentionStore's placement"
+        self.tiers: dict[int, Policy[int]] = {
+            tier: make(self.policy, where, self.settings, next_use=store.next_time) for tier in (DRAM, SSD)}
         self.member = {DRAM: [False] * n, SSD: [False] * n}
         self.pins = Running(store.running)
+        self.uses = not self.tiers[DRAM].clairvoyant  # whether uses reorder (not next-use ordered)
 
     def on_insert(self, tier: int, c: int) -> None:
         if not self.member[tier][c]:
@@ -146,10 +153,15 @@ class EvictionPlacement(Placement):
         self.on_access(DRAM, c)
 
     def on_resave(self, c: int) -> None:
-        self.on_access(DRAM, c)
+        if self.uses:
+            self.on_access(DRAM, c)
+            return
+        for tier, p in self.tiers.items():  # its next arrival is new: told wherever it is
+            if self.member[tier][c]:
+                p.touch(c)
 
     def on_access(self, tier: int, c: int) -> None:
-        if self.member[tier][c]:
+        if self.uses and self.member[tier][c]:
             self.tiers[tier].touch(c)
 
     def on_done(self, c: int) -> None:
@@ -157,5 +169,7 @@ class EvictionPlacement(Placement):
             p.unpin()
 
     def victim(self, tier: int, before: int = -1) -> int:
-        v = self.tiers[tier].victim(self.pins)
+        p = self.tiers[tier]
+        # `before` limits only a policy that knows when sessions are needed (the others do not prefetch)
+        v = p.victim(self.pins) if before < 0 or self.uses else p.victim_after(self.pins, self.store.next_time[before])
         return -1 if v is None else v

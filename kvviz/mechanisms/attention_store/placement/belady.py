@@ -1,50 +1,25 @@
 """Clairvoyant eviction (Belady's MIN at session granularity): evict the session whose next
-turn arrives furthest in the future; sessions with no further turn go first. It knows each
-stored session's next arrival exactly (the simulation drew the think times), which no real
-system does: an upper bound on what eviction can achieve, not shown in the paper. It uses the
-same job-queue prefetch as scheduler_aware. With sessions of unequal size MIN is a strong
-heuristic, not a proven optimum.
+turn arrives furthest in the future; sessions with no further turn go first (ties: the smallest
+session id). It knows each stored session's next arrival exactly (the simulation drew the think
+times), which no real system does: an upper bound on what eviction can achieve, not shown in the
+paper. It uses the same job-queue prefetch as scheduler_aware. With sessions of unequal size MIN
+is a strong heuristic, not a proven optimum.
+
+The policy itself is kvviz/serving/eviction/belady.py (written once), one instance per tier over
+sessions (base.EvictionPlacement), reading `store.next_time` as its next uses. Unlike the block
+prefix cache, the store never evicts a running session (its job is reading that KV): running
+sessions are pins here too; and a victim made to prefetch a session must be needed later than it
+(`Belady.victim_after`). Among sessions with the same next arrival (those with no further turn,
+mostly) it keeps the order this placement has always had, which its compiled twin
+(native/placement.pxi) and the recorded results share: the shared policy's `ties="calls"`.
 """
 from __future__ import annotations
 
-import heapq
-
-from .base import Placement, StoreView, furthest, register, unpark
+from .base import EvictionPlacement, register
 
 
 @register("belady")
-class Belady(Placement):
+class Belady(EvictionPlacement):
+    policy = "belady"  # kvviz/serving/eviction/belady.py
     prefetches = True
-
-    def __init__(self, store: StoreView) -> None:
-        super().__init__(store)
-        self.heaps: dict[int, list[tuple[int, int, int]]] = {1: [], 2: []}  # tier -> [(-next arrival, version, session)], lazily invalidated
-        # Per tier: with inclusive SSD copies a session can be in both tiers at once.
-        self.version = {1: [0] * len(store.where), 2: [0] * len(store.where)}
-        self.member = {1: [False] * len(store.where), 2: [False] * len(store.where)}
-        self.parked: dict[int, dict[int, list[tuple[int, int, int]]]] = {1: {}, 2: {}}  # tier -> running session -> its entries
-
-    def on_done(self, c: int) -> None:
-        for tier in (1, 2):
-            unpark(self.heaps[tier], self.parked[tier], c)
-
-    def on_insert(self, tier: int, c: int) -> None:
-        self.member[tier][c] = True
-        self.version[tier][c] += 1
-        heapq.heappush(self.heaps[tier], (-self.store.next_time[c], self.version[tier][c], c))
-
-    def on_resave(self, c: int) -> None:
-        # Its next arrival is new: re-key it in every tier that holds it.
-        for tier in (1, 2):
-            if self.member[tier][c]:
-                self.on_insert(tier, c)
-
-    def on_remove(self, tier: int, c: int) -> None:
-        self.member[tier][c] = False
-        self.version[tier][c] += 1
-
-    def victim(self, tier: int, before: int = -1) -> int:
-        store, version = self.store, self.version[tier]
-        # Everything at or below the limit is needed no later than the session being prefetched.
-        limit = store.next_time[before] if before >= 0 else -1
-        return furthest(self.heaps[tier], lambda e: e[1] != version[e[2]], limit, store.running, self.parked[tier])
+    settings = {"ties": "calls"}

@@ -1,11 +1,11 @@
 """llm-d's approximate prefix-cache routing: the router keeps its own LRU index per instance of
 the blocks it sent there (`routing.approx_index_blocks` blocks each), not what the instances
 hold; the prefix share is the leading blocks of the request found in that index, then the same
-weighted scorers as precise_prefix. The instance's true match is only read for the metrics."""
+weighted scorers as precise_prefix. The instance's true match is only read for the metrics. The
+index's order is kvviz/serving/eviction/lru.py's (the one LRU), unpinned."""
 from __future__ import annotations
 
-from collections import OrderedDict
-
+from ....serving.eviction import NO_PINS, make
 from .base import Decision, Router, register
 from .precise_prefix import weighted_pick
 
@@ -16,7 +16,8 @@ class ApproximatePrefix(Router):
 
     def __init__(self, view, settings):
         super().__init__(view, settings)
-        self.index = [OrderedDict() for _ in range(view.instances)]
+        self.index: list[set[int]] = [set() for _ in range(view.instances)]  # the blocks in each index
+        self.order = [make("lru", "the approximate router's index") for _ in range(view.instances)]
 
     def guess(self, k: int, j: int) -> int:
         """Leading blocks of j in the router's index of instance k."""
@@ -35,9 +36,14 @@ class ApproximatePrefix(Router):
         return Decision(i, local_blocks=v.match(i, j))
 
     def routed(self, j: int, d: Decision) -> None:
-        idx, cap = self.index[d.instance], self.settings.approx_index_blocks
+        idx, lru, cap = self.index[d.instance], self.order[d.instance], self.settings.approx_index_blocks
         for b in self.view.block_ids(j):
-            idx[b] = None
-            idx.move_to_end(b)
+            if b in idx:
+                lru.touch(b)
+            else:
+                idx.add(b)
+                lru.insert(b)
         while len(idx) > cap:
-            idx.popitem(last=False)
+            v = lru.victim(NO_PINS)
+            lru.remove(v)
+            idx.discard(v)
