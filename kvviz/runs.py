@@ -297,15 +297,29 @@ def _call(task: tuple[Callable[[S, Prepared, str], Output], S, Prepared, str]) -
 
 
 def run_parts(plan: Plan[S, Prepared, Output], scenario: S, names: list[str], on_output: Callable[[str, Output], None],
-              pool: Executor | None = None, pool_workers: int | None = None) -> None:
+              pool: Executor | None = None, pool_workers: int | None = None, needed_first: bool = False) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
     ends: in parallel when there is more than one and their estimated seconds are worth a pool
     (kvviz.executor.worth_a_pool): on `pool` (a pool of `pool_workers` kept across calls, already
-    started: the app's) or else a pool of this call's own (kvviz.executor), which must start first."""
+    started: the app's) or else a pool of this call's own (kvviz.executor), which must start first.
+    `needed_first`: the needed parts (those a partial result waits for) run alone, the others
+    only once they have ended, so that on cores other programs also use they are not slowed by
+    the rest (the app's first result sooner; the whole run a little later)."""
     if not names:
         return
     order = [p.name for p in plan.order() if p.name in set(names)]
     prepared = plan.prepare(scenario)
+    needed = [name for name in order if plan.part(name).needed]
+    if needed_first and needed and len(needed) < len(order):
+        _run_batch(plan, scenario, prepared, needed, on_output, pool, pool_workers)
+        _run_batch(plan, scenario, prepared, [n for n in order if n not in needed], on_output, pool, pool_workers)
+    else:
+        _run_batch(plan, scenario, prepared, order, on_output, pool, pool_workers)
+
+
+def _run_batch(plan: Plan[S, Prepared, Output], scenario: S, prepared: Prepared, order: list[str],
+               on_output: Callable[[str, Output], None], pool: Executor | None, pool_workers: int | None) -> None:
+    """The parts named in `order`, together: on a pool when they are worth one (see run_parts)."""
     scale = plan.scale(prepared)
     seconds = [scale * plan.part(name).cost for name in order]
     dispatch = scale * plan.dispatch * len(order) / len(plan.parts)  # the parts sent, of all
