@@ -100,7 +100,9 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
     t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
     rows_h = t.verticalHeader().defaultSectionSize() * t.rowCount()
     header_h = t.horizontalHeader().sizeHint().height()
-    scrollbar_h = t.horizontalScrollBar().sizeHint().height()
+    if t.columnCount() == 1:  # its one column fits the dock: no scroll bar, and no blank strip kept for one
+        t.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    scrollbar_h = t.horizontalScrollBar().sizeHint().height() if t.columnCount() > 1 else 0
     t.setFixedHeight(min(header_h + rows_h + scrollbar_h + 6, 600))
     return t
 
