@@ -311,21 +311,25 @@ def run_parts(plan: Plan[S, Prepared, Output], scenario: S, names: list[str], on
     prepared = plan.prepare(scenario)
     needed = [name for name in order if plan.part(name).needed]
     if needed_first and needed and len(needed) < len(order):
-        _run_batch(plan, scenario, prepared, needed, on_output, pool, pool_workers)
+        # on a kept pool the needed parts go side by side however short one is (the workload's
+        # figures): one after the other, the first result waited for both
+        _run_batch(plan, scenario, prepared, needed, on_output, pool, pool_workers, side_by_side=pool is not None)
         _run_batch(plan, scenario, prepared, [n for n in order if n not in needed], on_output, pool, pool_workers)
     else:
         _run_batch(plan, scenario, prepared, order, on_output, pool, pool_workers)
 
 
 def _run_batch(plan: Plan[S, Prepared, Output], scenario: S, prepared: Prepared, order: list[str],
-               on_output: Callable[[str, Output], None], pool: Executor | None, pool_workers: int | None) -> None:
-    """The parts named in `order`, together: on a pool when they are worth one (see run_parts)."""
+               on_output: Callable[[str, Output], None], pool: Executor | None, pool_workers: int | None,
+               side_by_side: bool = False) -> None:
+    """The parts named in `order`, together: on a pool when they are worth one (see run_parts),
+    or (`side_by_side`) whenever there is more than one."""
     scale = plan.scale(prepared)
     seconds = [scale * plan.part(name).cost for name in order]
     dispatch = scale * plan.dispatch * len(order) / len(plan.parts)  # the parts sent, of all
     # the kept pool's own size: this process's KVVIZ_WORKERS may not be what it was started with
-    parallel = worth_a_pool(seconds, pool_workers if pool is not None and pool_workers else workers(), pool is not None,
-                            dispatch)
+    n = pool_workers if pool is not None and pool_workers else workers()
+    parallel = (side_by_side and n > 1 and len(order) > 1) or worth_a_pool(seconds, n, pool is not None, dispatch)
     map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order],
                 executor=pool if parallel else None, n_workers=None if parallel else 1,
                 on_result=lambda i, out: on_output(order[i], out))
