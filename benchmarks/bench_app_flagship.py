@@ -2,7 +2,7 @@
 policy drawn; attention_store_mooncake 0.5 s), offscreen, the typing debounce excluded.
 
 Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app_flagship.py [--repeat N]
-[--load] [--only NAME] [--ab])
+[--load] [--only NAME] [--ab | --ab-only])
 --load keeps one core busy meanwhile (a child process spinning; issue 33, item 8: "with a
 background load of one busy core"). A second table times an edit that arrives while the
 previous edit's run is still going (after IN_FLIGHT_S): that run is cancelled (its child
@@ -15,7 +15,7 @@ window's `result_ready`, then the events that paint it), and to the first partia
 parts that ran, the child's simulation time and the window's calibrated estimate of it.
 --ab adds a table: the same edits with a run's needed parts (the recorded policy's run and the
 workload) run alone first, and with every part at once, alternating (app.worker.cores_short
-chooses between them by the load at each run's start; here each is forced).
+chooses between them by the load at each run's start; here each is forced); --ab-only prints only it.
 Prints figures, asserts nothing about time.
 """
 from __future__ import annotations
@@ -102,7 +102,8 @@ def needed_first_ab(app, win, scenario_name: str, field: str, first, step, repea
     for i in range(repeat):
         for mode in ((True, False) if i % 2 else (False, True)):
             win.runner.needed_first = mode
-            w, f, *_ = _one_edit(app, win, _edited(win, field, first + step * (500 + 2 * i + mode)))
+            # below the scenario's value (the edits above are the other tables'): values not used before
+            w, f, *_ = _one_edit(app, win, _edited(win, field, first - step * (1 + 2 * i + mode)))
             out[mode][0].append(w)
             out[mode][1].append(f)
     win.runner.needed_first = None
@@ -192,13 +193,13 @@ def run(repeat: int, only, load):
         print(f"flagship edit → redraw in the app (Policies tab shown; from submit, the debounce excluded; "
               f"median of {repeat}, range):")
         edits = [e for e in EDITS if only is None or e[0] == only]
-        for scenario_name, field, first, step, what in edits:
+        for scenario_name, field, first, step, what in ([] if "--ab-only" in sys.argv else edits):
             whole, first_drawn, sims, ests, ran, ratio = edit_to_redraw(app, win, scenario_name, field, first, step, repeat)
             print(f"  {scenario_name} {field} ({what}; {ran[0]} of {ran[1]} parts ran):")
             print(f"    to the final result drawn {_ms(whole)}; to the first policy drawn {_ms(first_drawn)}")
             print(f"    simulation in the child {_ms(sims)}; the window's estimate {_median(ests):.2f} s "
                   f"(took {ratio:.2f}× it)")
-        if "--ab" in sys.argv:
+        if "--ab" in sys.argv or "--ab-only" in sys.argv:
             print(f"the needed parts (the recorded policy's run, the workload) alone first, or every part at once "
                   f"(alternating; median of {repeat} each, range):")
             for scenario_name, field, first, step, _what in edits:
@@ -210,7 +211,7 @@ def run(repeat: int, only, load):
                           f"to the final result drawn {_ms(ab[mode][0])}")
         print(f"an edit while the previous edit's run is in flight ({IN_FLIGHT_S:.1f} s after it; that run "
               f"cancelled; from the second edit; median of {repeat}, range):")
-        for scenario_name, field, first, step, _what in edits:
+        for scenario_name, field, first, step, _what in ([] if "--ab-only" in sys.argv else edits):
             if field != "hardware.dram_gb":
                 continue
             from kvviz.bundled import resolve_scenario
