@@ -180,3 +180,15 @@ def test_a_name_value_table_keeps_no_blank_strip_for_a_scroll_bar(qtbot, bundled
     assert arrivals.horizontalScrollBarPolicy() == Qt.ScrollBarAlwaysOff
     assert policies.height() > policies.horizontalHeader().sizeHint().height() + \
         policies.verticalHeader().defaultSectionSize() * policies.rowCount() + 6
+
+
+def test_a_list_whose_items_carry_their_own_index_shows_it_once():
+    """A cluster's per_instance rows are numbered 0, 1, … and each carried index 0, 1, … too: a
+    column repeating the row numbers (seen in a real window) is left out; an index that is not
+    the row's number stays."""
+    from app.views.metrics import metric_groups
+    groups = {g[0]: g for g in metric_groups({"per_instance": [{"index": 0, "role": "prefill"},
+                                                               {"index": 1, "role": "decode"}],
+                                              "picked": [{"index": 7, "x": 1}]})}
+    assert groups["per_instance"][1] == ["role"] and groups["per_instance"][2][1] == ("1", ["decode"])
+    assert groups["picked"][1] == ["index", "x"]

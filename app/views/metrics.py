@@ -67,6 +67,8 @@ def metric_groups(metrics: dict) -> list[tuple[str, list[str], list[tuple[str, l
             cols = []
             for d in v:
                 cols += [k for k, x in d.items() if _scalar(x) and k not in cols]
+            if all(d.get("index") == i for i, d in enumerate(v)):  # the row's own number, shown twice
+                cols.remove("index")
             groups.append((key, cols, [(str(i), [metric_text(c, d[c]) if c in d else "" for c in cols])
                                        for i, d in enumerate(v)]))
     return groups
