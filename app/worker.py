@@ -43,6 +43,15 @@ def keeps_pool(n_workers: int) -> bool:
     return n_workers > 1 and hasattr(os, "killpg")
 
 
+def cores_short(n_workers: int) -> bool:
+    """Whether `n_workers` busy workers would share the cores with what else runs now (another
+    program, another run): then a run's needed parts (the recorded policy's run, the workload)
+    go first and alone, and its first result is drawn sooner; on idle cores all parts go together
+    (the recorded run is no slower for it, and the whole run ends sooner)."""
+    from kvviz.calibration import others_running
+    return n_workers > 1 and others_running() + n_workers > (os.cpu_count() or 1)
+
+
 def _child(conn, n_workers: int = 1):
     """Child process: simulate each scenario received, send back the Result or a message. A
     run's independent parts go to `n_workers` processes it keeps from its start to its end
@@ -67,7 +76,7 @@ def _serve(conn, pool):
     from kvviz.simulation import check_run_size, representable
     while True:
         try:
-            request, scenario, parts, max_memory_gb = conn.recv()
+            request, scenario, parts, max_memory_gb, needed_first = conn.recv()
         except (EOFError, OSError):
             return
         t = time.perf_counter()
@@ -82,7 +91,9 @@ def _serve(conn, pool):
                     run_parts(mechanisms()[scenario.kind].plan(scenario), scenario, parts,
                               lambda name, out, r=request, t=t: conn.send((r, "part", (name, out), time.perf_counter() - t)),
                               pool=pool.executor if pool is not None else None,
-                              pool_workers=pool.n if pool is not None else None)
+                              pool_workers=pool.n if pool is not None else None,
+                              needed_first=cores_short(pool.n if pool is not None else 1) if needed_first is None
+                              else needed_first)
             except BaseException:
                 if pool is not None:  # parts of the failed run may still be running there
                     pool.discard()
@@ -174,6 +185,9 @@ class SimulationRunner(QObject):
         self.sending = (0, 0)
         self._job: _Job | None = None
         self.max_memory_gb: float | None = None  # the size guard's limit (None: kvviz's default)
+        # a run's needed parts alone first (kvviz.runs.run_parts): True, False, or None: when the
+        # cores are short at the run's start (cores_short)
+        self.needed_first: bool | None = None
         self._proc = self._conn = self._reader = self._starter = None
         self._spare = None  # (process, pipe end, starter) of a child started ahead, or None
         self._closed = False
@@ -287,7 +301,7 @@ class SimulationRunner(QObject):
         self._running = self._latest
         self.parts_run += len(missing or ())
         self._ensure_started()
-        self._conn.send((self._latest, scenario, missing, self.max_memory_gb))
+        self._conn.send((self._latest, scenario, missing, self.max_memory_gb, self.needed_first))
         self.busy_changed.emit(True)
         return self._latest
 

@@ -2,7 +2,7 @@
 policy drawn; attention_store_mooncake 0.5 s), offscreen, the typing debounce excluded.
 
 Run: make bench   (or QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_app_flagship.py [--repeat N]
-[--load] [--only NAME])
+[--load] [--only NAME] [--ab | --ab-only])
 --load keeps one core busy meanwhile (a child process spinning; issue 33, item 8: "with a
 background load of one busy core"). A second table times an edit that arrives while the
 previous edit's run is still going (after IN_FLIGHT_S): that run is cancelled (its child
@@ -13,6 +13,9 @@ runner's submit (what the debounced `edited` signal calls) to the final Result d
 window's `result_ready`, then the events that paint it), and to the first partial Result drawn
 (the recorded policy's run and the workload: the timeline and the first bar). Beside each: the
 parts that ran, the child's simulation time and the window's calibrated estimate of it.
+--ab adds a table: the same edits with a run's needed parts (the recorded policy's run and the
+workload) run alone first, and with every part at once, alternating (app.worker.cores_short
+chooses between them by the load at each run's start; here each is forced); --ab-only prints only it.
 Prints figures, asserts nothing about time.
 """
 from __future__ import annotations
@@ -48,6 +51,28 @@ def _ms(xs) -> str:
     return f"{_median(xs) * 1000:,.0f} ms" + (f" ({xs[0] * 1000:,.0f}–{xs[-1] * 1000:,.0f})" if len(xs) > 1 else "")
 
 
+def _one_edit(app, win, edited):
+    """(to final drawn, to first drawn, child's seconds, estimate, parts run) of one edit."""
+    runner = win.runner
+    marks = {}
+
+    def mark(*_, m=marks):  # connected after the window's slot: called once that has drawn
+        m.setdefault("partial", time.perf_counter())
+    runner.partial.connect(mark)
+    before = runner.parts_run
+    t = time.perf_counter()
+    win._run(edited)
+    est = runner.estimate
+    wait_signal(win.result_ready)
+    app.processEvents()  # the visible view has redrawn
+    whole = time.perf_counter() - t
+    # the first partial: its slot drew the views before the next event; else the final is the first
+    first = marks.get("partial", t + whole) - t
+    runner.partial.disconnect(mark)
+    return whole, first, runner.last_seconds, (est.seconds if est is not None else float("nan")), \
+        runner.parts_run - before
+
+
 def edit_to_redraw(app, win, scenario_name: str, field: str, first, step, repeat: int):
     from kvviz.bundled import resolve_scenario
     win.open(str(resolve_scenario(scenario_name)))
@@ -56,29 +81,33 @@ def edit_to_redraw(app, win, scenario_name: str, field: str, first, step, repeat
     runner = win.runner
     whole, first_drawn, sims, ests, ran = [], [], [], [], []
     for i in range(repeat):
-        sc = win.panel.scenario()
-        section, name = field.split(".")
-        edited = sc.model_copy(update={section: getattr(sc, section).model_copy(update={name: first + step * (i + 1)})})
-        marks = {}
-
-        def mark(*_, m=marks):  # connected after the window's slot: called once that has drawn
-            m.setdefault("partial", time.perf_counter())
-        runner.partial.connect(mark)
-        before = runner.parts_run
-        t = time.perf_counter()
-        win._run(edited)
-        est = runner.estimate
-        wait_signal(win.result_ready)
-        app.processEvents()  # the visible view has redrawn
-        whole.append(time.perf_counter() - t)
-        # the first partial: its slot drew the views before the next event; else the final is the first
-        first_drawn.append(marks.get("partial", t + whole[-1]) - t)
-        runner.partial.disconnect(mark)
-        sims.append(runner.last_seconds)
-        ests.append(est.seconds if est is not None else float("nan"))
-        ran.append(runner.parts_run - before)
+        w, f, sim, est, n = _one_edit(app, win, _edited(win, field, first + step * (i + 1)))
+        whole.append(w)
+        first_drawn.append(f)
+        sims.append(sim)
+        ests.append(est)
+        ran.append(n)
     ratio = _median(sims) / _median(ests)
     return whole, first_drawn, sims, ests, (_median(ran), runner.last_parts), ratio
+
+
+def needed_first_ab(app, win, scenario_name: str, field: str, first, step, repeat: int):
+    """The same edits with the needed parts run alone first and with every part at once,
+    alternating (so both see the same load): {True/False: (to final, to first drawn)}."""
+    from kvviz.bundled import resolve_scenario
+    win.open(str(resolve_scenario(scenario_name)))
+    wait_signal(win.result_ready)
+    app.processEvents()
+    out: dict = {True: ([], []), False: ([], [])}
+    for i in range(repeat):
+        for mode in ((True, False) if i % 2 else (False, True)):
+            win.runner.needed_first = mode
+            # below the scenario's value (the edits above are the other tables'): values not used before
+            w, f, *_ = _one_edit(app, win, _edited(win, field, first - step * (1 + 2 * i + mode)))
+            out[mode][0].append(w)
+            out[mode][1].append(f)
+    win.runner.needed_first = None
+    return out
 
 
 def _edited(win, field: str, value):
@@ -164,15 +193,25 @@ def run(repeat: int, only, load):
         print(f"flagship edit → redraw in the app (Policies tab shown; from submit, the debounce excluded; "
               f"median of {repeat}, range):")
         edits = [e for e in EDITS if only is None or e[0] == only]
-        for scenario_name, field, first, step, what in edits:
+        for scenario_name, field, first, step, what in ([] if "--ab-only" in sys.argv else edits):
             whole, first_drawn, sims, ests, ran, ratio = edit_to_redraw(app, win, scenario_name, field, first, step, repeat)
             print(f"  {scenario_name} {field} ({what}; {ran[0]} of {ran[1]} parts ran):")
             print(f"    to the final result drawn {_ms(whole)}; to the first policy drawn {_ms(first_drawn)}")
             print(f"    simulation in the child {_ms(sims)}; the window's estimate {_median(ests):.2f} s "
                   f"(took {ratio:.2f}× it)")
+        if "--ab" in sys.argv or "--ab-only" in sys.argv:
+            print(f"the needed parts (the recorded policy's run, the workload) alone first, or every part at once "
+                  f"(alternating; median of {repeat} each, range):")
+            for scenario_name, field, first, step, _what in edits:
+                if field != "hardware.dram_gb":
+                    continue
+                ab = needed_first_ab(app, win, scenario_name, field, first, step, repeat)
+                for mode, label in ((False, "all at once"), (True, "needed first")):
+                    print(f"  {scenario_name} {field}, {label}: to the first policy drawn {_ms(ab[mode][1])}; "
+                          f"to the final result drawn {_ms(ab[mode][0])}")
         print(f"an edit while the previous edit's run is in flight ({IN_FLIGHT_S:.1f} s after it; that run "
               f"cancelled; from the second edit; median of {repeat}, range):")
-        for scenario_name, field, first, step, _what in edits:
+        for scenario_name, field, first, step, _what in ([] if "--ab-only" in sys.argv else edits):
             if field != "hardware.dram_gb":
                 continue
             from kvviz.bundled import resolve_scenario

@@ -297,21 +297,39 @@ def _call(task: tuple[Callable[[S, Prepared, str], Output], S, Prepared, str]) -
 
 
 def run_parts(plan: Plan[S, Prepared, Output], scenario: S, names: list[str], on_output: Callable[[str, Output], None],
-              pool: Executor | None = None, pool_workers: int | None = None) -> None:
+              pool: Executor | None = None, pool_workers: int | None = None, needed_first: bool = False) -> None:
     """Run the named parts (in the plan's order), calling on_output(name, output) as each
     ends: in parallel when there is more than one and their estimated seconds are worth a pool
     (kvviz.executor.worth_a_pool): on `pool` (a pool of `pool_workers` kept across calls, already
-    started: the app's) or else a pool of this call's own (kvviz.executor), which must start first."""
+    started: the app's) or else a pool of this call's own (kvviz.executor), which must start first.
+    `needed_first`: the needed parts (those a partial result waits for) run alone, the others
+    only once they have ended, so that on cores other programs also use they are not slowed by
+    the rest (the app's first result sooner; the whole run a little later)."""
     if not names:
         return
     order = [p.name for p in plan.order() if p.name in set(names)]
     prepared = plan.prepare(scenario)
+    needed = [name for name in order if plan.part(name).needed]
+    if needed_first and needed and len(needed) < len(order):
+        # on a kept pool the needed parts go side by side however short one is (the workload's
+        # figures): one after the other, the first result waited for both
+        _run_batch(plan, scenario, prepared, needed, on_output, pool, pool_workers, side_by_side=pool is not None)
+        _run_batch(plan, scenario, prepared, [n for n in order if n not in needed], on_output, pool, pool_workers)
+    else:
+        _run_batch(plan, scenario, prepared, order, on_output, pool, pool_workers)
+
+
+def _run_batch(plan: Plan[S, Prepared, Output], scenario: S, prepared: Prepared, order: list[str],
+               on_output: Callable[[str, Output], None], pool: Executor | None, pool_workers: int | None,
+               side_by_side: bool = False) -> None:
+    """The parts named in `order`, together: on a pool when they are worth one (see run_parts),
+    or (`side_by_side`) whenever there is more than one."""
     scale = plan.scale(prepared)
     seconds = [scale * plan.part(name).cost for name in order]
     dispatch = scale * plan.dispatch * len(order) / len(plan.parts)  # the parts sent, of all
     # the kept pool's own size: this process's KVVIZ_WORKERS may not be what it was started with
-    parallel = worth_a_pool(seconds, pool_workers if pool is not None and pool_workers else workers(), pool is not None,
-                            dispatch)
+    n = pool_workers if pool is not None and pool_workers else workers()
+    parallel = (side_by_side and n > 1 and len(order) > 1) or worth_a_pool(seconds, n, pool is not None, dispatch)
     map_indexed(_call, [(plan.run, scenario, prepared, name) for name in order],
                 executor=pool if parallel else None, n_workers=None if parallel else 1,
                 on_result=lambda i, out: on_output(order[i], out))

@@ -243,6 +243,7 @@ def test_a_swept_ratio_reads_as_a_ratio(window, qtbot):
     window.view("sweep").configure([("cache.slots", "2,4,8")], "hit_rate")
     with qtbot.waitSignal(window.view("sweep").finished, timeout=60_000) as sig:
         window.view("sweep").run()
+    assert window.view("sweep").plot.getPlotItem().getAxis("left").style["showValues"]  # drawn: numbered
     assert all(0 < v < 1 for v in sig.args[0].values)
     qtbot.wait(50)
     axis = window.view("sweep").plot.getPlotItem().getAxis("left")
@@ -590,3 +591,16 @@ def test_garbage_is_collected_on_the_gui_thread_only(qtbot):
     assert ref() is not None  # nothing collects it off the event loop
     del garbage  # (the young count falls again: the timer must not depend on it)
     qtbot.waitUntil(lambda: ref() is None, timeout=5_000)
+
+
+def test_a_new_scenarios_sweep_starts_from_a_metric_it_computes(qtbot, bundled_small):
+    """The sweep's metric for a new scenario: the policies' hit rates (one line each) where the
+    run compares policies, not the first numeric metric (AttentionStore's `conversations`, an input)."""
+    from app.views.sweep import SweepView, default_metric
+    view = SweepView()
+    qtbot.addWidget(view)
+    res = bundled_small["attention_store_sharegpt"]
+    view.set_scenario({"kind": "attention_store"}, "<scenario>", type(res.scenario), res.metrics_dict(), new=True)
+    assert view.metric_box.currentText() == "policies.*.hit_rate"
+    assert not view.plot.getPlotItem().getAxis("left").style["showValues"]  # no sweep yet: no numbers
+    assert default_metric(["conversations", "turns"]) == "conversations"  # nothing preferred: the first

@@ -108,3 +108,28 @@ def test_an_edit_during_a_run_goes_to_the_spare_child_whose_workers_are_up(two_w
     assert again not in (spare, first)
     runner.shutdown()
     qtbot.waitUntil(lambda: not any(_alive(p) for p in {spare, again, *spare_workers}), timeout=10_000)
+
+
+def test_cores_short_when_the_workers_would_share_the_cores(monkeypatch):
+    import kvviz.calibration as calibration
+    from app.worker import cores_short
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr(calibration, "others_running", lambda samples=5: 0.0)
+    assert not cores_short(2) and not cores_short(1)  # idle cores: every part at once
+    monkeypatch.setattr(calibration, "others_running", lambda samples=5: 1.0)  # one busy core
+    assert cores_short(2) and not cores_short(1)  # one worker runs them in order anyway
+
+
+def test_needed_first_draws_the_recorded_policy_alone_before_the_others(two_workers, window, qtbot):
+    """With the needed parts alone first, the first partial result holds the recorded policy's
+    run and no other (none had started); the whole run still ends as the CLI's."""
+    from kvviz import simulate
+    partials = []
+    window.runner.partial.connect(lambda r, done, total: partials.append(list(r.metrics["policies"])))
+    window.runner.needed_first = True
+    sc = load_scenario(FLAGSHIP, [*POOLED, "serving.compare_truncation=true"])
+    old = window.result
+    window.runner.submit(sc)
+    final = wait_new_result(qtbot, window, old)
+    assert partials and partials[0] == [sc.trace_policy]
+    assert final.to_json() == simulate(sc).to_json()

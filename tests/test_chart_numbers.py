@@ -162,3 +162,33 @@ def test_the_ladder_timeline_says_its_bars_are_1000_accesses(bundled):
     assert time_axis_title("rope_window", "µs") == "time (µs)"  # plain time elsewhere
     assert ">time of 1,000 accesses (µs) = ns per access</text>" in timeline_svg(bundled["ladder_seed"])
     assert ">time (µs)</text>" in timeline_svg(bundled["rope_prefetch_16"])
+
+
+@pytest.mark.gui
+def test_a_name_value_table_keeps_no_blank_strip_for_a_scroll_bar(qtbot, bundled):
+    """A one-column group (arrivals: rule → interleaved) stretches to the dock and never scrolls
+    sideways: its height is its header and rows (a scroll bar's height under them read as an
+    empty row at 1366 px); tables of items keep room for theirs."""
+    from PySide6.QtCore import Qt
+
+    from app.views.metrics import MetricsView
+    view = shown(qtbot, MetricsView(), 320, 700, bundled["attention_store_mooncake"], 20)
+    tables = dict(zip([g.text() for g in view.groups[0::2]], view.groups[1::2]))
+    arrivals, policies = tables["<b>arrivals</b>"], tables["<b>policies</b>"]
+    rows = arrivals.verticalHeader().defaultSectionSize() * arrivals.rowCount()
+    assert arrivals.height() == arrivals.horizontalHeader().sizeHint().height() + rows + 6
+    assert arrivals.horizontalScrollBarPolicy() == Qt.ScrollBarAlwaysOff
+    assert policies.height() > policies.horizontalHeader().sizeHint().height() + \
+        policies.verticalHeader().defaultSectionSize() * policies.rowCount() + 6
+
+
+def test_a_list_whose_items_carry_their_own_index_shows_it_once():
+    """A cluster's per_instance rows are numbered 0, 1, … and each carried index 0, 1, … too: a
+    column repeating the row numbers (seen in a real window) is left out; an index that is not
+    the row's number stays."""
+    from app.views.metrics import metric_groups
+    groups = {g[0]: g for g in metric_groups({"per_instance": [{"index": 0, "role": "prefill"},
+                                                               {"index": 1, "role": "decode"}],
+                                              "picked": [{"index": 7, "x": 1}]})}
+    assert groups["per_instance"][1] == ["role"] and groups["per_instance"][2][1] == ("1", ["decode"])
+    assert groups["picked"][1] == ["index", "x"]

@@ -500,3 +500,20 @@ def test_robustness_where_no_alternative_flips_and_a_bad_one_is_refused(tmp_path
     twice.write_text(BASE + ROBUST.format(slow=25) + SMALL_CLAIMS)
     assert main(["validate", str(twice)]) == 2
     assert "robustness[0].values[1]" in capsys.readouterr().err
+
+
+@pytest.mark.gui
+def test_at_1366_px_the_claims_verdict_is_on_screen(qtbot, bundled_small):
+    """The Claims tab is ~730 px wide at 1366 px: the model column, sized to its longest figure,
+    pushed the verdict (what one reads the table for) past its right edge."""
+    pytest.importorskip("PySide6")
+    from app.views.claims import COLUMNS, ClaimsView
+    view = ClaimsView()
+    qtbot.addWidget(view)
+    view.resize(730, 600)
+    view.show()
+    view.set_result(bundled_small["attention_store_sharegpt"])
+    qtbot.waitExposed(view)
+    t = view.table
+    verdict = COLUMNS.index("verdict")
+    assert t.columnViewportPosition(verdict) + t.columnWidth(verdict) <= t.viewport().width()

@@ -33,6 +33,9 @@ def test_plan_view_runs_draws_fills_the_front_compares_and_opens_a_mix(qtbot, tm
     qtbot.addWidget(view)
     view.resize(1200, 600)
     view.set_scenario(SMALL, "<small>", SMALL["plan"]["targets"], 24)
+    left = view.plot.getPlotItem().getAxis("left")
+    # before a Run: no target line, no miss region shaded over the empty plot, no numbers of nothing
+    assert not view.miss.isVisible() and not view.limit.isVisible() and not left.style["showValues"]
     seen = []  # (points drawn, front points drawn) at each progress signal, while the search runs
     live = view._show_live
 
@@ -47,6 +50,7 @@ def test_plan_view_runs_draws_fills_the_front_compares_and_opens_a_mix(qtbot, tm
     with qtbot.waitSignal(view.finished, timeout=300_000) as got:
         view.run()
     rp = got.args[0][0]
+    assert view.miss.isVisible() and view.limit.isVisible() and left.style["showValues"]
     # one progress signal per run (after the one at the start); the points drawn never shrink and
     # end at every run; the front is drawn whenever a point is (how many runs have ended by the
     # time a queued signal is handled depends on the threads: a fast machine may see them all)

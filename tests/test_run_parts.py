@@ -320,3 +320,56 @@ def test_a_cache_folder_made_read_only_mid_run_loses_no_run(tmp_path, capsys, mo
     said = [ln for ln in captured.err.splitlines() if "--cache" in ln]
     assert len(said) == 1 and said[0].endswith("Permission denied; this run was not cached"), captured.err
     assert len(list(folder.glob("*.pkl"))) == 1 and not list(folder.glob(".*"))
+
+
+# --- the needed parts alone first (the app, on cores other programs use) ---------------------------
+
+def _logged_plan(log: list[tuple[str, str]]):
+    """Parts that log their start and end: two needed ("w", "rec"), three others."""
+    import threading
+    import time
+
+    from kvviz.runs import Part, Plan
+    lock = threading.Lock()
+
+    def run(sc, prep, name):
+        with lock:
+            log.append(("start", name))
+        if name == "rec":
+            time.sleep(0.05)  # the long recorded run: without needed_first the others start meanwhile
+        with lock:
+            log.append(("end", name))
+        return name
+    parts = (Part("w", "kw", cost=0.1, needed=True), Part("rec", "kr", cost=4.0, needed=True),
+             Part("a", "ka", cost=2.0), Part("b", "kb", cost=1.5), Part("c", "kc", cost=1.0))
+    return Plan(parts, prepare=lambda sc: None, run=run, combine=None, scale=lambda prep: 1.0)
+
+
+@pytest.mark.parametrize("needed_first", [True, False])
+def test_needed_parts_alone_first_start_the_others_only_once_they_have_ended(needed_first):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kvviz.runs import run_parts
+    log: list[tuple[str, str]] = []
+    got: list[str] = []
+    p = _logged_plan(log)
+    with ThreadPoolExecutor(2) as pool:
+        run_parts(p, None, ["w", "rec", "a", "b", "c"], lambda name, out: got.append(out), pool=pool, pool_workers=2,
+                  needed_first=needed_first)
+    assert sorted(got) == ["a", "b", "c", "rec", "w"]  # every part, once
+    last_needed_end = max(log.index(("end", n)) for n in ("w", "rec"))
+    first_other_start = min(log.index(("start", n)) for n in ("a", "b", "c"))
+    if needed_first:
+        assert first_other_start > last_needed_end and got[:2] in (["w", "rec"], ["rec", "w"])
+    else:  # every part at once: the two workers take the others while the recorded run goes on
+        assert first_other_start < last_needed_end
+
+
+def test_needed_first_with_only_needed_or_only_other_parts_runs_them_all():
+    from kvviz.runs import run_parts
+    log: list[tuple[str, str]] = []
+    p = _logged_plan(log)
+    for names in (["w", "rec"], ["a", "c"]):
+        got: list[str] = []
+        run_parts(p, None, names, lambda name, out, g=got: g.append(out), needed_first=True)
+        assert sorted(got) == sorted(names)

@@ -281,3 +281,19 @@ def test_a_link_transfers_details_count_its_blocks(qtbot, tmp_path):
     html = event_html(tr, Event("spans", int(rows[0])), TimeFormat.for_view(1e9, 1e6))
     n = re.search(r"(\d+) blocks", tr.label(int(tr.spans[rows[0]]["label"]))).group(1)
     assert f"items moved</td><td>{n}<" in html, html
+
+
+@pytest.mark.gui
+def test_a_wrapping_caption_keeps_each_swatch_with_its_name(qtbot, small, bundled_small):
+    """At 1366 px the caption wrapped between a tier's ■ and its name ("… · ■" / "HBM ■ CXL"):
+    every swatch is followed by a non-breaking space, in the Tiers and the Policies captions."""
+    import re
+
+    from app.views.policies import PoliciesView
+    from app.views.tier_bars import TierBarsView
+    _, result = small
+    tiers = shown(qtbot, TierBarsView(), 500, 400, result, 20)
+    policies = shown(qtbot, PoliciesView(), 500, 500, bundled_small["attention_store_sharegpt"], 30)
+    for caption in (tiers.caption.text(), policies.caption.text()):
+        swatches = re.findall(r"[■┆]</span>(.{0,6})", caption)
+        assert swatches and all(after.startswith("&nbsp;") for after in swatches), caption

@@ -244,3 +244,31 @@ def test_a_lane_of_marks_alone_draws_them_on_its_centre_line(qtbot):
     ev = tl.mark_at(400 / tl.scale, marks)
     tl.select(ev)
     assert "job (session)\n7" in tl.details_text()
+
+
+def test_the_lane_names_get_their_room_back_when_the_pane_closed_on_a_hidden_tab(qtbot, bundled):
+    """Seen at 1366 px: the details pane open (the names' column narrowed with the plot), then
+    another scenario opened while another tab was in front (the pane closed there); back on the
+    Timeline the plot had its whole width again but the names kept the narrow column."""
+    from PySide6.QtWidgets import QTabWidget, QWidget
+
+    from app.views.timeline import TimelineView
+    r = bundled["attention_store_mooncake"]
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    tl = TimelineView(instrument=True)
+    tabs.addTab(tl, "Timeline")
+    tabs.addTab(QWidget(), "other")
+    tabs.resize(1000, 500)
+    tabs.show()
+    tl.set_result(r)
+    qtbot.waitExposed(tl)
+    qtbot.wait(50)
+    wide = tl.lane_axis.width()
+    tl.show_pane(True)
+    qtbot.waitUntil(lambda: tl.lane_axis.width() < wide)  # the plot narrowed: so did the names
+    tabs.setCurrentIndex(1)
+    tl.show_pane(False)  # (a new scenario closes it) while the Timeline is not in front
+    qtbot.wait(50)
+    tabs.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: tl.lane_axis.width() == wide, timeout=2000)

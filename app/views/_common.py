@@ -163,6 +163,13 @@ class NoteStack(QStackedWidget):
         return self.currentWidget() is self.note
 
 
+def legend_key(colour: str, text: str, mark: str = "■") -> str:
+    """A caption's key: `mark` in `colour`, then `text`, joined by non-breaking spaces (the
+    caller escapes `text`), so a wrapping caption never leaves a swatch at the end of one line and
+    its name at the start of the next (seen at 1366 px: "… · ■" / "HBM ■ CXL …")."""
+    return f"<span style='color:{colour}'>{mark}</span>&nbsp;" + text.replace(" ", "&nbsp;")
+
+
 def caption_label() -> QLabel:
     lab = QLabel(" ")
     lab.setTextFormat(Qt.RichText)

@@ -68,7 +68,10 @@ class ClaimsView(QWidget):
         self.table.setContextMenuPolicy(Qt.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._menu)
         h = self.table.horizontalHeader()
-        widths = {"claim": 230, "why": 200, "conditions": 200, "command": 280}
+        # the source, paper's and model's figures wrap in capped columns: sized to their contents
+        # ("2.685 (> 1 + 0.16…)") they pushed the verdict past the tab's edge at 1366 px
+        widths = {"source": 130, "claim": 210, "paper": 110, "model": 140, "why": 200, "conditions": 200,
+                  "command": 280}
         for c, name in enumerate(COLUMNS):
             if name in widths:
                 h.setSectionResizeMode(c, QHeaderView.Interactive)

@@ -67,6 +67,8 @@ def metric_groups(metrics: dict) -> list[tuple[str, list[str], list[tuple[str, l
             cols = []
             for d in v:
                 cols += [k for k, x in d.items() if _scalar(x) and k not in cols]
+            if all(d.get("index") == i for i, d in enumerate(v)):  # the row's own number, shown twice
+                cols.remove("index")
             groups.append((key, cols, [(str(i), [metric_text(c, d[c]) if c in d else "" for c in cols])
                                        for i, d in enumerate(v)]))
     return groups
@@ -100,7 +102,9 @@ def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> QTableWidge
     t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
     rows_h = t.verticalHeader().defaultSectionSize() * t.rowCount()
     header_h = t.horizontalHeader().sizeHint().height()
-    scrollbar_h = t.horizontalScrollBar().sizeHint().height()
+    if t.columnCount() == 1:  # its one column fits the dock: no scroll bar, and no blank strip kept for one
+        t.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    scrollbar_h = t.horizontalScrollBar().sizeHint().height() if t.columnCount() > 1 else 0
     t.setFixedHeight(min(header_h + rows_h + scrollbar_h + 6, 600))
     return t
 

@@ -80,6 +80,7 @@ class PlanView(QWidget):
             self.plot.addItem(item)
         for t in self.labels:
             t.setVisible(False)
+        self._axes_shown(False)  # before the first Run: no target line, no miss region, no numbers
         # A and B side by side
         self.pair: dict[str, int | None] = {"A": None, "B": None}
         self.table = QTableWidget(0, 4)
@@ -131,12 +132,22 @@ class PlanView(QWidget):
     def job(self):
         return self.jobs.job
 
+    def _axes_shown(self, on: bool) -> None:
+        """The target's line and miss region and the axes' numbers, from a Run on: before one
+        the empty plot read 0…1 under a miss region shaded over all of it (seen at 1920 px)."""
+        self.limit.setVisible(on)
+        self.miss.setVisible(on)
+        pi = self.plot.getPlotItem()
+        for side in ("bottom", "left"):
+            pi.getAxis(side).setStyle(showValues=on)
+
     def set_scenario(self, data: dict, source: str, targets: list[str], grid_points: int):
         if self.job is not None:
             self.jobs.cancel()
         self.data, self.source, self._total = data, source, grid_points
         self.target.setPlaceholderText(targets[0] if targets else "policies.lru.ttft_p99_ms<=2000")
         self._clear()
+        self._axes_shown(False)  # another scenario's target and numbers no longer apply
         self.note.setText(f"{grid_points} mixes on the [plan] grid: Run finds the cheapest meeting the target "
                           "with a fraction of their runs; click a point (A) and Shift-click another (B) to "
                           "compare them, double-click to open one")
@@ -179,6 +190,7 @@ class PlanView(QWidget):
             t = parse_target(text, self.source, "target")
         except ScenarioError:
             return
+        self._axes_shown(True)
         self.limit.setValue(t.value)
         self.miss.setRegion((t.value, t.value * 2.5) if t.op == "<=" else (0.0, t.value))
         self.plot.getPlotItem().setLabel("left", t.metric)

@@ -13,7 +13,7 @@ from kvviz.export.colours import series_colour
 from kvviz.palette import tier_color
 from kvviz.result import Result
 
-from ._common import TEXT, NoteStack, caption_label, hover_tip, info_label, stack_vertically, style_plot
+from ._common import TEXT, NoteStack, caption_label, hover_tip, info_label, legend_key, stack_vertically, style_plot
 
 HBM_COLOUR = tier_color("hbm")  # kept in HBM: nothing to load
 DRAM_COLOUR = tier_color("dram")  # served from DRAM: loaded layer by layer over PCIe
@@ -76,10 +76,10 @@ class PoliciesView(QWidget):
         self.stack.show_content()
         hbm = any(r["hbm"] > 0 for r in self.rows)
         self.caption.setText(f"<b>Policies</b> · {len(self.rows)} on the identical workload · "
-                             + (f"<span style='color:{HBM_COLOUR}'>■</span> HBM hits " if hbm else "") +
-                             f"<span style='color:{DRAM_COLOUR}'>■</span> DRAM hits "
-                             f"<span style='color:{SSD_COLOUR}'>■</span> SSD hits · prefill bars in each "
-                             f"policy's colour, <span style='color:{BASELINE_COLOUR}'>■</span> recompute baseline")
+                             + (legend_key(HBM_COLOUR, "HBM hits") + " " if hbm else "")
+                             + legend_key(DRAM_COLOUR, "DRAM hits") + " " + legend_key(SSD_COLOUR, "SSD hits")
+                             + " · prefill bars in each policy's colour, "
+                             + legend_key(BASELINE_COLOUR, "recompute baseline"))
         self.info.setText(" ")
         self._draw_hits()
         self._draw_times()

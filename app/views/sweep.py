@@ -54,6 +54,15 @@ def numeric_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     return out
 
 
+# The metric a new scenario's sweep starts with, the first of these it reports: what a policy
+# comparison is about (the first numeric metric was AttentionStore's `conversations`, an input).
+PREFERRED_METRICS = ("policies.*.hit_rate", "policies.*.token_hit_rate", "token_hit_rate", "hit_rate", "mean_ttft_ms")
+
+
+def default_metric(names: list[str]) -> str:
+    return next((m for m in PREFERRED_METRICS if m in names), names[0])
+
+
 class SweepView(QWidget):
     finished = Signal(object)  # SweepResult, for tests and screenshots
     stopped = Signal()         # the sweep ended: done, failed or cancelled
@@ -136,6 +145,14 @@ class SweepView(QWidget):
         self.grid = StreamedGrid(self, self._draw_partial)  # the running sweep's values so far
         self._metric = ""
         self._before: tuple | None = None  # (axes, metric, drawn) before the running sweep
+        self._values_shown(False)
+
+    def _values_shown(self, on: bool) -> None:
+        """The plot's tick values: none before a sweep is drawn (an empty plot read 0.1…0.9 on
+        both axes, numbers of nothing)."""
+        pi = self.plot.getPlotItem()
+        for side in ("bottom", "left"):
+            pi.getAxis(side).setStyle(showValues=on)
 
     @property
     def job(self):
@@ -170,6 +187,8 @@ class SweepView(QWidget):
         self.metric_box.addItems(names)
         if keep:
             self.metric_box.setCurrentText(keep)
+        elif names:
+            self.metric_box.setCurrentText(default_metric(names))
 
     def clear(self):
         """Forget the last sweep's plot and result (a running sweep is cancelled)."""
@@ -185,6 +204,7 @@ class SweepView(QWidget):
         for side in ("bottom", "left"):  # the last sweep's parameter names and heat-map ticks
             pi.setLabel(side, "")
             pi.getAxis(side).setTicks(None)
+        self._values_shown(False)
         if self.legend is not None:
             self.legend.clear()
             self.legend.setVisible(False)
@@ -344,6 +364,7 @@ class SweepView(QWidget):
             res = self._slice(res)
         pi = self.plot.getPlotItem()
         pi.clear()
+        self._values_shown(True)
         self._shown = res
         if self.bar is not None:
             self.bar.hide()

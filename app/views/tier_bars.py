@@ -19,6 +19,7 @@ from ._common import (
     caption_label,
     hover_point,
     info_label,
+    legend_key,
     show_hover,
     stack_vertically,
     style_plot,
@@ -85,13 +86,12 @@ class TierBarsView(QWidget):
                                  "prefix_cache reports them).")
             return
         self.stack.show_content()
-        keys = " ".join(f"<span style='color:{tier_color(t)}'>■</span> {t.upper()}" for t in self.tiers)
+        keys = " ".join(legend_key(tier_color(t), t.upper()) for t in self.tiers)
         marks = []
         if self.ceiling is not None:
-            marks.append(f"<span style='color:{CEILING_COLOUR}'>┆</span> ceiling (infinite capacity) "
-                         f"{_pct(self.ceiling)}")
+            marks.append(legend_key(CEILING_COLOUR, f"ceiling (infinite capacity) {_pct(self.ceiling)}", "┆"))
         if self.belady is not None:
-            marks.append(f"<span style='color:{BELADY_COLOUR}'>┆</span> Belady on every tier {_pct(self.belady)}")
+            marks.append(legend_key(BELADY_COLOUR, f"Belady on every tier {_pct(self.belady)}", "┆"))
         names = {r["name"] for r in self.rows}
         n = len([x for x in names if not (x.endswith("_prefetch") and x.removesuffix("_prefetch") in names)])
         runs = f"{n} eviction {'policy' if n == 1 else 'policies'}"

@@ -13,7 +13,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -43,6 +43,21 @@ SYMBOLS = {"hit": "o", "miss": "t", "evict": "s", "issue": "t", "land": "d",
            "arrive": "star", "overflow": "x"}
 MARK_PX = 6  # a mark is under the mouse within this many pixels of it
 MARK_ON_BAR = -BAR / 2 - 0.08  # a mark's row offset on a lane with bars: on the bar's top edge
+
+
+class _RefitLaneNames(QObject):
+    """The lane names' column follows the plot's own width. The view's resize does not see every
+    change of it: the details pane closed while the tab was hidden left the plot narrow until the
+    tab came back, wider, with the view's size unchanged (the names kept the narrow column)."""
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.view = view
+
+    def eventFilter(self, obj, ev):  # noqa: N802 (Qt's name)
+        if ev.type() == QEvent.Resize and ev.size().width() != ev.oldSize().width():
+            self.view.lane_axis.fit(ev.size().width())
+        return False
 
 
 class TimelineView(Keys, Instrument, QWidget):
@@ -79,6 +94,8 @@ class TimelineView(Keys, Instrument, QWidget):
         self.time_cursor.label.format = CursorText(lambda x: self.fmt.at(x * self.scale))
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
+        self._refit = _RefitLaneNames(self)
+        self.plot.installEventFilter(self._refit)
         # the window's timeline keeps its zoom across re-runs; Compare's two do not share one
         self.shared_range: SharedTimeRange | None = None
         self._building = False
