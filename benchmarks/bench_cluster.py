@@ -4,8 +4,10 @@ of the same trace).
 
 Run: .venv/bin/python benchmarks/bench_cluster.py [--repeat 3]
 Prints figures; asserts nothing about time. On the Mooncake conversation trace (12,031 requests,
-512-token blocks), CPU time of the run alone (requests read and prepared beforehand), median of
---repeat, no trace recorded:
+512-token blocks), CPU time of the run alone (requests read and prepared beforehand: the prefix
+cache's `engine.prepare`, the cluster's `prepared.prepare`, each once per workload, and the
+compiled caches' dense ids made by the first repeat on both sides), median of --repeat, no
+trace recorded:
 - the cluster: scenarios/cluster_mooncake_routing.toml as shipped (16 instances, 8 prefill + 8
   decode, global_cache_aware), and the same with 16 instances each prefilling and decoding;
 - one instance: the prefix cache's timed engine (kvviz.mechanisms.prefix_cache.timed.Run), LRU,
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from kvviz import load_scenario, simulate  # noqa: E402
 from kvviz.loading import parse_scenario  # noqa: E402
+from kvviz.mechanisms.cluster.prepared import prepare as prepare_work  # noqa: E402
 from kvviz.mechanisms.cluster.run import ClusterRun  # noqa: E402
 from kvviz.mechanisms.cluster.workload import load as load_work  # noqa: E402
 from kvviz.mechanisms.prefix_cache.engine import prepare  # noqa: E402
@@ -122,7 +125,8 @@ def main() -> int:
                                                                      "cluster.prefill_instances=0"])):
         sc = load_scenario(SCENARIO, sets)
         work = load_work(sc)
-        med, lo, hi, r = median_cpu(lambda: ClusterRun(sc, work, record=False).run(), args.repeat)
+        prep = prepare_work(work)  # the workload's lists, as the prefix cache's prepare() below
+        med, lo, hi, r = median_cpu(lambda: ClusterRun(sc, work, record=False, prep=prep).run(), args.repeat)
         rows.append((label, med))
         print(f"{label}: {len(work):,} requests in {med:.2f} s CPU (median of {args.repeat}; {lo:.2f}-{hi:.2f}): "
               f"{len(work) / med:,.0f} requests/s; {r.loop.processed:,} events")

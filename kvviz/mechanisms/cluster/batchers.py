@@ -66,13 +66,14 @@ class DecodeBatcher(Batcher):
 
     def _prefill(self, jobs: list[int], S: int):
         resume, inn = self.resume, self.inn
-        if any(resume[j] or inn[j] for j in jobs):
-            super()._prefill(jobs, S)
-            return
-        first_admit, outcome = self.first_admit, self.outcome
+        for j in jobs:
+            if resume[j] or inn[j]:
+                super()._prefill(jobs, S)
+                return
+        first_admit, outcome, admit = self.first_admit, self.outcome, self.store.admit
         for j in jobs:
             first_admit[j] = S
-            outcome[j] = self.store.admit(j, self.hbm_hit[j])[0]
+            outcome[j] = admit(j, self.hbm_hit[j])[0]
         self.state, self.seg = PREFILL, None
         if len(self.batch) > self.max_seen:
             self.max_seen = len(self.batch)

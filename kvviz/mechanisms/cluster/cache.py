@@ -18,8 +18,8 @@ every transfer booked for the iteration has delivered its i-th of L equal pieces
 What the cluster adds (beyond the seam): `resident_prefix` and `holds` (the router's match and
 the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool
 (`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
-in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
-prefill iteration wait for their transfer, layer by layer.
+in its running KV in HBM, then are placed like any block it reached), and `admit` makes its
+prefill iteration wait for their transfer, layer by layer (booked with its loads).
 The shared HBM pool (`instance.hbm_pool = shared`, vLLM's one pool of KV blocks): the batcher's
 pool (its `tok_run` against `cap_tok`) is `instance.hbm_cache_tokens`, and the HBM tier holds the
 blocks the running requests hold (pinned) plus as many cached blocks as the pool has free
@@ -99,6 +99,8 @@ class InstanceCache:
         pass
 
     def admit(self, j: int, hbm_hit: bool):
+        inst = self.run
+        inst.admitted(j)  # the instance's queue estimate drops (and the pool takes the blocks) first
         s, e = self.off[j], self.off[j + 1]
         cache, tok, now = self.cache, self.tok, self.loop.now
         src = cache.lookup(s, e)
@@ -113,26 +115,27 @@ class InstanceCache:
                 p += 1
         h = len(src)
         self.hits[j], self.own_hits[j] = h, own
-        before = cache.written[:]
+        K = cache.K
+        before = cache.written[:] if K > 1 else None
         if self.shared:
             self.share(j, s, e)
             self.fit()
         cache.place_request(j, s, e, h, src)
-        K = cache.K
-        inst = self.run
-        after = cache.written
-        for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = after[k] - before[k]
-            if n:
-                t0, t1 = self.links[k].book(n * self.bb, now, True)
-                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
-                              f"write {n} blocks HBM→DRAM", j, n * self.bb, "HBM", "DRAM")
-        run = self.run
+        if before is not None:
+            after = cache.written
+            for k in range(1, K):  # writes down, booked on the link of the tier they enter
+                n = after[k] - before[k]
+                if n:
+                    t0, t1 = self.links[k].book(n * self.bb, now, True)
+                    if inst.tb is not None:
+                        inst.transfer(inst.l_dram, t0, t1, "save", f"write {n} blocks HBM→DRAM", j, n * self.bb,
+                                      "HBM", "DRAM")
+        run = inst
         total = run.keep[j] + run.inn[j]
         if self.iter_at != now:  # the first admission of an iteration
             self.iter_at, self.iter_comp = now, 0.0
         cut = h
-        deep = any(src)  # some hit block sits below HBM
+        deep = h > 0 and any(src)  # some hit block sits below HBM
         if self.load_if_faster and deep:  # load or recompute: the serving core's choice
             comp, prefill = self.iter_comp, run.gpu.prefill_ns
             cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
@@ -148,8 +151,8 @@ class InstanceCache:
                     load += nbytes[k]
                     t0, t1 = self.links[k].book(nbytes[k], now, False)
                     self.booked.append((t0 + self.links[k].read_lat, t1))
-                    inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
-                                  nbytes[k], "DRAM", "HBM")
+                    if inst.tb is not None:
+                        inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM", j, nbytes[k], "DRAM", "HBM")
         cum = self.cum
         if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
             self.recomputed_blocks += h - cut
@@ -157,6 +160,12 @@ class InstanceCache:
         kept = cum[s + cut] - cum[s]
         run.keep[j], run.inn[j] = kept, total - kept
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        fetches = inst.fetches.pop(j, None)
+        if fetches:  # from a peer or the pool: the prefill iteration waits for them, layer by layer
+            for t0, t1, nbytes in fetches:
+                if t1 > now:
+                    self.booked.append((t0, t1))
+                    load += nbytes
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def load(self, jobs, a, b, ready, S, comp_ns):
@@ -231,12 +240,6 @@ def resident_prefix(store, j: int) -> int:
     """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
     s, e = store.off[j], store.off[j + 1]
     return sum(store.cache.matched(store.cids[s:e]))
-
-
-def wait_for(store, t0: int, t1: int) -> None:
-    """The admitted request's prefill iteration also waits for a transfer streaming from t0 to
-    t1, layer by layer."""
-    store.booked.append((t0, t1))
 
 
 def counts(store) -> tuple[list, list]:

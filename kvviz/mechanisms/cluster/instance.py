@@ -22,6 +22,8 @@ from . import cache
 from .batchers import DecodeBatcher, SharedPoolBatcher
 from .jobs import Identity, Overlay, per_job, sparse
 
+HELD = (HIT_HBM, 0, 0, 0)  # a decode instance's admission: the KV is in HBM, nothing loads
+
 
 class HeldKV:
     """A decode instance's store: the request's KV arrived with it (HBM, nothing to load)."""
@@ -34,40 +36,13 @@ class HeldKV:
         pass
 
     def admit(self, j, hbm_hit):
-        return HIT_HBM, 0, 0, 0
+        return HELD
 
     def load(self, jobs, a, b, ready, S, comp_ns):  # never called: admit loads nothing
         return S + round(comp_ns), 0, None
 
     def finished(self, j):
         pass
-
-
-class Hooked:
-    """The instance's cache as the batcher's store, telling the instance when a job is admitted
-    (its queue estimate drops) and adding a peer or pool fetch the job waits on to its iteration."""
-
-    def __init__(self, inner, inst):
-        self.inner, self.inst = inner, inst
-        self.stores = inner.stores
-
-    def arrived(self, j):
-        self.inner.arrived(j)
-
-    def admit(self, j, hbm_hit):
-        self.inst.admitted(j)
-        outcome, a, b, ready = self.inner.admit(j, hbm_hit)
-        for t0, t1, nbytes in self.inst.fetches.pop(j, ()):  # from a peer or the pool, layer by layer
-            if t1 > self.inst.loop.now:
-                cache.wait_for(self.inner, t0, t1)
-                a += nbytes
-        return outcome, a, b, ready
-
-    def load(self, jobs, a, b, ready, S, comp_ns):
-        return self.inner.load(jobs, a, b, ready, S, comp_ns)
-
-    def finished(self, j):
-        self.inner.finished(j)
 
 
 class Instance:
@@ -99,7 +74,7 @@ class Instance:
             self.store = HeldKV(self)
         else:
             self.cache = cache.make_store(self, cluster)
-            self.store = Hooked(self.cache, self)
+            self.store = self.cache  # it tells the instance of each admission (cache.py, admit)
         if tb is not None:  # one lane group per instance: one Perfetto process each
             g = f"instance {index}"
             self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
@@ -148,8 +123,7 @@ class Instance:
         self.jobs.append(j)
         self.estimate[j] = estimate_ns
         self.pending_ns += estimate_ns
-        self.arrival[j] = self.loop.now
-        self.store.arrived(j)
+        self.arrival[j] = self.loop.now  # the stores' `arrived` does nothing: not called
         self.batcher.arrive(j)
         if self.tb is not None:
             self.tb.counter(self.c_queue, self.loop.now, len(self.batcher.waiting), "requests")
@@ -161,11 +135,13 @@ class Instance:
         if self.iter_at != now:
             self.iter_at, self.iter_ns = now, 0.0
         self.iter_ns += est
-        self.cluster.admitted(self, j)
+        if self.cluster.pool is not None:
+            self.cluster.admitted(self, j)
 
     # --- the batcher's calls ------------------------------------------------------------------
     def job_done(self, j: int):
-        self.store.finished(j)
+        if self.cache is not None:  # a decode instance's store keeps nothing
+            self.cache.finished(j)
         self.cluster.job_done(self, j)
 
     def gpu_state(self, t: int, batch: int):

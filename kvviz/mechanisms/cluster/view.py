@@ -57,7 +57,7 @@ class View:
     def queues_ns(self) -> list[float]:
         """queue_ns(k) for every routed instance (one pass, the estimate inlined: the hot path)."""
         now = self.run.loop.now
-        return [i.pending_ns + (max(0.0, i.iter_at + i.iter_ns - now) if i.iter_at >= 0 else 0.0)
+        return [i.pending_ns + (left if i.iter_at >= 0 and (left := i.iter_at + i.iter_ns - now) > 0.0 else 0.0)
                 for i in self.run.inst[:self.instances]]
 
     def queue_len(self, k: int) -> int:
