@@ -168,6 +168,46 @@ class InstanceCache:
                     load += nbytes
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
+    def resume(self, j: int, context: int) -> tuple[int, int]:
+        """A request preempted here comes back (`instance.resume_from_cache`) to prefill its
+        `context` tokens again, as the prefix cache's timed store rules: its prompt's leading
+        blocks resident in some tier are used (HBM's in place, those below loaded over their
+        link, booked now for this iteration; with load_if_faster the tail recomputed where that
+        ends the iteration sooner), the rest of its context recomputed; nothing placed or counted
+        as a hit again (its blocks were placed at its admission). (tokens kept, bytes loaded)."""
+        c, cids, tok = self.cache, self.cids, self.tok
+        mask = c.mask if hasattr(c, "mask") else (lambda b: c.where.get(b, 0))  # compiled, Python
+        s, e = self.off[j], self.off[j + 1]
+        src = []
+        for p in range(s, e):
+            m = mask(cids[p])
+            if not m:
+                break
+            src.append((m & -m).bit_length() - 1)  # the top tier holding it
+        h = len(src)
+        now = self.loop.now
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        gpu = self.run.gpu
+        cut = h
+        if self.load_if_faster and any(src):
+            comp, prefill = self.iter_comp, gpu.prefill_ns
+            cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                           lambda kept: comp + prefill(context - kept, kept))
+        inst, load = self.run, 0
+        for k in range(1, self.cache.K):  # a block's bytes are its tokens' (as admit's loads)
+            nbytes = sum(tok[s + i] for i in range(cut) if src[i] == k) * self.kv
+            if nbytes:
+                t0, t1 = self.links[k].book(nbytes, now, False)
+                self.booked.append((t0 + self.links[k].read_lat, t1))
+                load += nbytes
+                if inst.tb is not None:
+                    inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM (resumed after preemption)", j, nbytes,
+                                  "DRAM", "HBM")
+        kept = self.cum[s + cut] - self.cum[s]
+        self.iter_comp += gpu.prefill_ns(context - kept, kept)
+        return kept, load
+
     def load(self, jobs, a, b, ready, S, comp_ns):
         """As the prefix cache's timed store: the loads booked at admission, 1/L per layer."""
         pe, waited = booked_end(self.booked, S, comp_ns, self.L)

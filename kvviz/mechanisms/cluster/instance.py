@@ -16,6 +16,8 @@ iteration running (its estimate from its start).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM
 from . import cache
@@ -86,6 +88,9 @@ class Instance:
             self.c_queue = f"{g} queue"
             self.c_tiers = [f"{g} {nm.upper()} cache" for nm in self.cache.names] if self.cache is not None else []
         self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
+        # a preempted request resumes from the instance's cache (instance.resume_from_cache); a decode
+        # instance has none and recomputes
+        cfg = replace(cfg, resume_from_cache=self.cache is not None and cluster.sc.instance.resume_from_cache)
         if self.cache is not None and self.cache.shared:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
         elif role == "decode":

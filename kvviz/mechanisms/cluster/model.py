@@ -109,6 +109,12 @@ class Instance(Section):
                                                    "hit blocks that end its prefill soonest and recomputes the rest "
                                                    "(the serving core's choice, as the prefix cache's "
                                                    "store.load_if_faster)")
+    resume_from_cache: bool = param(
+        True, description="A request preempted while decoding (the running pool full) prefills its context again "
+                          "when re-admitted. true: it uses the leading blocks of its prompt the instance's tiers "
+                          "still hold and recomputes only the rest (the prefix cache's serving.resume_from_cache, "
+                          "as vLLM's re-prefill hits its prefix cache). false: it recomputes all of it. A decode "
+                          "instance (P/D split) holds no cache: it always recomputes")
 
 
 class Cluster(Section):

@@ -26,6 +26,7 @@ class View:
         self.off = run.off
         self.cum = run.cum_tokens
         self.ids = run.ids
+        self._matched: list | None = None
 
     def blocks_of(self, j: int) -> int:
         return self.off[j + 1] - self.off[j]
@@ -47,9 +48,10 @@ class View:
         insts = self.run.inst[:self.instances]
         if self.run.pool is not None or insts[0].cache.shared:
             return [i.match(j) for i in insts]
-        c0 = insts[0].cache
-        blocks = c0.cids[self.off[j]:self.off[j + 1]]
-        return [sum(i.cache.cache.matched(blocks)) for i in insts]
+        if self._matched is None:  # each cache's `matched`, bound once
+            self._matched = [i.cache.cache.matched for i in insts]
+        blocks = insts[0].cache.cids[self.off[j]:self.off[j + 1]]
+        return [sum(m(blocks)) for m in self._matched]
 
     def queue_ns(self, k: int) -> float:
         return self.run.inst[k].queue_ns()
