@@ -36,11 +36,54 @@ down counts the nominal block (ASSUMPTION: the cache counts blocks written, not 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Protocol
+
 from ...serving.batching import DECODE
-from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.kv_source import FIRST, HIT_HBM, LayerSchedule
 from ...serving.layerwise_prefill import booked_end
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
+
+if TYPE_CHECKING:
+    from ...serving.batching import Batcher
+    from ...serving.event_loop import Loop
+    from ...serving.roofline import Roofline
+    from ...trace import TraceBuilder
+    from .model import ClusterScenario
+    from .workload import Work
+
+
+class Instance(Protocol):
+    """What the cache reads of its instance (instance.py's Instance)."""
+    index: int
+    tb: TraceBuilder | None
+    l_dram: int
+    gpu: Roofline
+    keep: list[int]
+    inn: list[int]
+    batcher: Batcher
+    fetched_ids: dict[int, set[int]]
+    fetches: dict[int, list[tuple[int, int, int]]]
+
+    def admitted(self, j: int) -> None: ...
+    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str,
+                 dst: str) -> None: ...
+
+
+class Stream(Protocol):
+    """What the cache reads of the cluster run when it is made (run.py's ClusterRun)."""
+    sc: ClusterScenario
+    loop: Loop
+    work: Work
+    ids: list[int]
+    off: list[int]
+    tok: list[int]
+    cum_tokens: list[int]
+    distinct_blocks: int
+    parent: dict[int, int | None] | None
+    cache_arrays: dict[str, Any]
+    kv: int
+    layers: int
 
 COMPILED_BUDGET = 1e9  # bytes all instances' compiled caches may take (ASSUMPTION: a laptop's share)
 
@@ -55,7 +98,7 @@ def compiled_bytes(positions: int, blocks: int, tiers: int) -> int:
 class InstanceCache:
     stores = False  # the batcher saves nothing: writes down are this cache's link transfers
 
-    def __init__(self, inst, cluster):
+    def __init__(self, inst: Instance, cluster: Stream) -> None:
         sc = cluster.sc
         ins = sc.instance
         self.run, self.loop = inst, cluster.loop
@@ -83,22 +126,22 @@ class InstanceCache:
         self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
         self.recomputed_blocks = self.recomputed_tokens = 0
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
-        self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
+        self.links: list[Link | None] = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
-        self.hits: dict = {}      # hit blocks per request routed here (its own and fetched)
-        self.own_hits: dict = {}  # of those, resident in the instance's own tiers
+        self.hits: dict[int, int] = {}      # hit blocks per request routed here (its own and fetched)
+        self.own_hits: dict[int, int] = {}  # of those, resident in the instance's own tiers
         self.fetched_hit_blocks = self.fetched_hit_tokens = 0
-        self.booked: list = []  # the iteration's transfers: (start after latency, end)
+        self.booked: list[tuple[int, int]] = []  # the iteration's transfers: (start after latency, end)
         self.shared = ins.hbm_pool == "shared"
         self.pool_tok, self.bt = caps[0] * bt, bt
-        self.refs: dict = {}  # shared pool: block -> running requests holding it
-        self.credited: dict = {}  # shared pool: job -> tokens the batcher did not count at admission
+        self.refs: dict[int, int] = {}  # shared pool: block -> running requests holding it
+        self.credited: dict[int, int] = {}  # shared pool: job -> tokens the batcher did not count at admission
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
-    def arrived(self, j: int):
+    def arrived(self, j: int) -> None:
         pass
 
-    def admit(self, j: int, hbm_hit: bool):
+    def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
         inst = self.run
         inst.admitted(j)  # the instance's queue estimate drops (and the pool takes the blocks) first
         s, e = self.off[j], self.off[j + 1]
@@ -125,8 +168,9 @@ class InstanceCache:
             after = cache.written
             for k in range(1, K):  # writes down, booked on the link of the tier they enter
                 n = after[k] - before[k]
-                if n:
-                    t0, t1 = self.links[k].book(n * self.bb, now, True)
+                lk = self.links[k]
+                if n and lk is not None:  # every tier below HBM has its link
+                    t0, t1 = lk.book(n * self.bb, now, True)
                     if inst.tb is not None:
                         inst.transfer(inst.l_dram, t0, t1, "save", f"write {n} blocks HBM→DRAM", j, n * self.bb,
                                       "HBM", "DRAM")
@@ -147,10 +191,11 @@ class InstanceCache:
                 if src[i]:
                     nbytes[src[i]] += tok[s + i] * self.kv
             for k in range(1, K):
-                if nbytes[k]:
+                lk = self.links[k]
+                if nbytes[k] and lk is not None:  # every tier below HBM has its link
                     load += nbytes[k]
-                    t0, t1 = self.links[k].book(nbytes[k], now, False)
-                    self.booked.append((t0 + self.links[k].read_lat, t1))
+                    t0, t1 = lk.book(nbytes[k], now, False)
+                    self.booked.append((t0 + lk.read_lat, t1))
                     if inst.tb is not None:
                         inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM", j, nbytes[k], "DRAM", "HBM")
         cum = self.cum
@@ -162,10 +207,10 @@ class InstanceCache:
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
         fetches = inst.fetches.pop(j, None)
         if fetches:  # from a peer or the pool: the prefill iteration waits for them, layer by layer
-            for t0, t1, nbytes in fetches:
+            for t0, t1, fetched_bytes in fetches:
                 if t1 > now:
                     self.booked.append((t0, t1))
-                    load += nbytes
+                    load += fetched_bytes
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
     def resume(self, j: int, context: int) -> tuple[int, int]:
@@ -175,10 +220,9 @@ class InstanceCache:
         link, booked now for this iteration; with load_if_faster the tail recomputed where that
         ends the iteration sooner), the rest of its context recomputed; nothing placed or counted
         as a hit again (its blocks were placed at its admission). (tokens kept, bytes loaded)."""
-        c, cids, tok = self.cache, self.cids, self.tok
-        mask = c.mask if hasattr(c, "mask") else (lambda b: c.where.get(b, 0))  # compiled, Python
+        mask, cids, tok = self.cache.mask, self.cids, self.tok
         s, e = self.off[j], self.off[j + 1]
-        src = []
+        src: list[int] = []
         for p in range(s, e):
             m = mask(cids[p])
             if not m:
@@ -197,9 +241,10 @@ class InstanceCache:
         inst, load = self.run, 0
         for k in range(1, self.cache.K):  # a block's bytes are its tokens' (as admit's loads)
             nbytes = sum(tok[s + i] for i in range(cut) if src[i] == k) * self.kv
-            if nbytes:
-                t0, t1 = self.links[k].book(nbytes, now, False)
-                self.booked.append((t0 + self.links[k].read_lat, t1))
+            lk = self.links[k]
+            if nbytes and lk is not None:  # every tier below HBM has its link
+                t0, t1 = lk.book(nbytes, now, False)
+                self.booked.append((t0 + lk.read_lat, t1))
                 load += nbytes
                 if inst.tb is not None:
                     inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM (resumed after preemption)", j, nbytes,
@@ -208,13 +253,14 @@ class InstanceCache:
         self.iter_comp += gpu.prefill_ns(context - kept, kept)
         return kept, load
 
-    def load(self, jobs, a, b, ready, S, comp_ns):
+    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) \
+            -> tuple[int, int, LayerSchedule | None]:
         """As the prefix cache's timed store: the loads booked at admission, 1/L per layer."""
         pe, waited = booked_end(self.booked, S, comp_ns, self.L)
         self.booked.clear()
         return pe, waited, None
 
-    def finished(self, j: int):
+    def finished(self, j: int) -> None:
         self.cache.finish(j)
         if self.shared:
             self.unshare(j)
@@ -267,21 +313,21 @@ class InstanceCache:
         self.cache.set_cap(0, len(self.refs) + free)
 
 
-def make_store(inst, cluster) -> InstanceCache:
+def make_store(inst: Instance, cluster: Stream) -> InstanceCache:
     return InstanceCache(inst, cluster)
 
 
-def holds(store, pos: int) -> bool:
+def holds(store: InstanceCache, pos: int) -> bool:
     """Whether the block at stream position `pos` is resident in some tier of the instance."""
     return any(store.cache.matched((store.cids[pos],)))
 
 
-def resident_prefix(store, j: int) -> int:
+def resident_prefix(store: InstanceCache, j: int) -> int:
     """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
     s, e = store.off[j], store.off[j + 1]
     return sum(store.cache.matched(store.cids[s:e]))
 
 
-def counts(store) -> tuple[list, list]:
+def counts(store: InstanceCache) -> tuple[list[int], list[int]]:
     """(hit blocks, hit tokens) per tier, top first."""
     return store.cache.hit_blocks, store.cache.hit_tokens

@@ -9,14 +9,14 @@ from __future__ import annotations
 class End:
     __slots__ = ("free", "bytes", "busy_ns")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.free = 0
         self.bytes = 0
         self.busy_ns = 0
 
 
 class PeerLinks:
-    def __init__(self, instances: int, gbps: float, latency_ns: int):
+    def __init__(self, instances: int, gbps: float, latency_ns: int) -> None:
         self.out = [End() for _ in range(instances)]
         self.inn = [End() for _ in range(instances)]
         self.gbps, self.lat = gbps, latency_ns  # GB/s = bytes per ns

@@ -16,8 +16,10 @@ one instance with any router gives exactly the prefix cache's numbers on the sam
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...gc_pause import gc_paused
-from ...serving.batching import BatchConfig
+from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.roofline import Roofline
 from ...trace import TraceBuilder
@@ -27,15 +29,19 @@ from .peers import PeerLinks
 from .pool import SharedPool
 from .prepared import Prepared
 from .view import View
+from .workload import Work
+
+if TYPE_CHECKING:
+    from .model import ClusterScenario
 
 
 class ClusterRun:
-    def __init__(self, sc, work, record: bool = True, prep: Prepared | None = None):
+    def __init__(self, sc: ClusterScenario, work: Work, record: bool = True, prep: Prepared | None = None) -> None:
         """`prep`: the workload's lists (prepared.py), shared by runs over the same workload; made here if not given."""
         self.sc, self.work = sc, work
         if prep is None or prep.work is not work:
             prep = Prepared(work)
-        self.tb = TraceBuilder(item_name="request") if record else None
+        self.tb: TraceBuilder | None = TraceBuilder(item_name="request") if record else None
         n = len(work)
         self.loop = Loop()
         m, ins = sc.model, sc.instance
@@ -65,7 +71,7 @@ class ClusterRun:
         one = [1] * n
         self.inst = [Instance(self, k, ("prefill" if k < P else "decode") if self.split else "both", cfg,
                               one if (self.split and k < P) else out) for k in range(N)]
-        self.dec_batchers = [i.batcher for i in self.inst[self.n_route:]] if self.split else []
+        self.dec_batchers: list[Batcher] = [i.batcher for i in self.inst[self.n_route:]] if self.split else []
         self.peers = PeerLinks(N, c.peer_gbps, int(c.peer_latency_us * 1e3))
         self.pool = SharedPool(self) if sc.pool.shared else None
         self.view = View(self)
@@ -82,7 +88,7 @@ class ClusterRun:
         self.times = prep.times
 
     # --- arrivals and routing -----------------------------------------------------------------
-    def arrive(self, j: int):
+    def arrive(self, j: int) -> None:
         if self.tb is not None:
             self.tb.instant(self.l_arrive, self.loop.now, "arrive", j, job=j)
         d = self.router.route(j)
@@ -107,16 +113,17 @@ class ClusterRun:
             self._from_pool(inst, j)
         inst.arrive(j, self.view.prefill_ns(j, max(d.local_blocks, d.fetch_blocks)))
 
-    def _from_pool(self, inst: Instance, j: int):
+    def _from_pool(self, inst: Instance, j: int) -> None:
         """The blocks of j's chain through the pool that the instance does not hold: fetched now."""
-        store = inst.cache
+        store, pool = inst.cache, self.pool
+        assert store is not None and pool is not None  # a prefill instance, with the pool on
         have = cache.resident_prefix(store, j)
-        peer = inst.fetched_ids.get(j, ())
+        peer: set[int] | tuple[()] = inst.fetched_ids.get(j, ())
         ids = self.ids
 
         def own(i: int) -> bool:
             return ids[i] in peer or cache.holds(store, i)
-        reach = self.pool.chain(j, own)
+        reach = pool.chain(j, own)
         if reach <= have:
             return
         s = self.off[j]
@@ -125,7 +132,7 @@ class ClusterRun:
             return
         take = [self.ids[i] for i in pos]
         nbytes = sum(self.tok[i] for i in pos) * self.kv
-        link = self.pool.links[inst.index]
+        link = pool.links[inst.index]
         t0, t1 = link.book(nbytes, self.loop.now, False)
         if self.tb is not None:
             inst.transfer(inst.l_rdma, t0, t1, "fetch", f"fetch {len(take)} blocks from the pool", j, nbytes,
@@ -134,11 +141,11 @@ class ClusterRun:
         inst.fetches.setdefault(j, []).append((t0 + link.read_lat, t1, nbytes))
         self.pooled[j] = len(take)
 
-    def admitted(self, inst: Instance, j: int):
+    def admitted(self, inst: Instance, j: int) -> None:
         if self.pool is not None:
             self.pool.write(inst.index, j, lambda i: self.tok[i] * self.kv, self.loop.now)
 
-    def job_done(self, inst: Instance, j: int):
+    def job_done(self, inst: Instance, j: int) -> None:
         if self.pool is not None and inst.role != "decode":
             self.pool.release(j)
         if inst.role != "prefill" or self.out[j] <= 1:
@@ -159,7 +166,7 @@ class ClusterRun:
         self.decoder[j] = d.index
         self.loop.push(t1, 2, d.arrive, (j,))
 
-    def run(self):
+    def run(self) -> ClusterRun:
         # the run makes no cycles, only many short-lived objects: a full collection they set off
         # mid-run walked every object of the process (0.1-0.25 s, 10-20% of the Routing scenario's run)
         with gc_paused():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .base import Decision, Router, register
+from .base import Decision, Router, Routing, View, register
 from .precise_prefix import weighted_pick
 
 
@@ -14,9 +14,9 @@ from .precise_prefix import weighted_pick
 class ApproximatePrefix(Router):
     description = "llm-d: as precise_prefix, but the prefix match from a router-side LRU of what it sent where"
 
-    def __init__(self, view, settings):
+    def __init__(self, view: View, settings: Routing) -> None:
         super().__init__(view, settings)
-        self.index = [OrderedDict() for _ in range(view.instances)]
+        self.index: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(view.instances)]
 
     def guess(self, k: int, j: int) -> int:
         """Leading blocks of j in the router's index of instance k."""
