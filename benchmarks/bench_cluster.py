@@ -125,11 +125,14 @@ def main() -> int:
                                                                      "cluster.prefill_instances=0"])):
         sc = load_scenario(SCENARIO, sets)
         work = load_work(sc)
+        t = time.process_time()
         prep = prepare_work(work)  # the workload's lists, as the prefix cache's prepare() below
+        t_prep = time.process_time() - t
         med, lo, hi, r = median_cpu(lambda: ClusterRun(sc, work, record=False, prep=prep).run(), args.repeat)
         rows.append((label, med))
         print(f"{label}: {len(work):,} requests in {med:.2f} s CPU (median of {args.repeat}; {lo:.2f}-{hi:.2f}): "
-              f"{len(work) / med:,.0f} requests/s; {r.loop.processed:,} events")
+              f"{len(work) / med:,.0f} requests/s; {r.loop.processed:,} events; the workload prepared once "
+              f"beforehand in {t_prep:.2f} s")
     pc = prefix_cache_scenario(load_scenario(SCENARIO))
     blocks = load_blocks(pc)
     prep = prepare(blocks, {"lru"}, pc.cache.admission)

@@ -158,8 +158,9 @@ class Instance:
     def arrive(self, j: int, estimate_ns: float = 0.0) -> None:
         self.served += 1
         self.jobs.append(j)
-        self.estimate[j] = estimate_ns
-        self.pending_ns += estimate_ns
+        if estimate_ns:  # a decode instance's arrivals carry none (the router never looks at it)
+            self.estimate[j] = estimate_ns
+            self.pending_ns += estimate_ns
         self.arrival[j] = self.loop.now  # the stores' `arrived` does nothing: not called
         self.batcher.arrive(j)
         if self.tb is not None:
