@@ -4,8 +4,10 @@ of the same trace).
 
 Run: .venv/bin/python benchmarks/bench_cluster.py [--repeat 3]
 Prints figures; asserts nothing about time. On the Mooncake conversation trace (12,031 requests,
-512-token blocks), CPU time of the run alone (requests read and prepared beforehand), median of
---repeat, no trace recorded:
+512-token blocks), CPU time of the run alone (requests read and prepared beforehand: the prefix
+cache's `engine.prepare`, the cluster's `prepared.prepare`, each once per workload, and the
+compiled caches' dense ids made by the first repeat on both sides), median of --repeat, the
+cases run in turn each round (so a passing load falls on all alike), no trace recorded:
 - the cluster: scenarios/cluster_mooncake_routing.toml as shipped (16 instances, 8 prefill + 8
   decode, global_cache_aware), and the same with 16 instances each prefilling and decoding;
 - one instance: the prefix cache's timed engine (kvviz.mechanisms.prefix_cache.timed.Run), LRU,
@@ -27,6 +29,7 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from kvviz import load_scenario, simulate  # noqa: E402
 from kvviz.loading import parse_scenario  # noqa: E402
+from kvviz.mechanisms.cluster.prepared import prepare as prepare_work  # noqa: E402
 from kvviz.mechanisms.cluster.run import ClusterRun  # noqa: E402
 from kvviz.mechanisms.cluster.workload import load as load_work  # noqa: E402
 from kvviz.mechanisms.prefix_cache.engine import prepare  # noqa: E402
@@ -46,14 +50,11 @@ SCENARIO = ROOT / "scenarios" / "cluster_mooncake_routing.toml"
 TRACE = ROOT / "resources" / "traces" / "mooncake_conversation_trace.jsonl"
 
 
-def median_cpu(fn, repeat: int) -> tuple[float, float, float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        times.append(time.process_time() - t)
-    times.sort()
-    return times[len(times) // 2], times[0], times[-1], out
+PC_LABEL = "prefix cache, 1 instance (timed engine, LRU, HBM + DRAM)"
+
+
+def cluster_run(sc, work, prep):
+    return ClusterRun(sc, work, record=False, prep=prep).run()
 
 
 def prefix_cache_scenario(cl):
@@ -114,7 +115,7 @@ def main() -> int:
         scale_case(*args.scale_only)
         return 0
     print(describe(), f"· load average {os.getloadavg()[0]:.2f}")
-    rows = []
+    cases = []  # (label, requests, the run, preparation s)
     for label, sets in (("cluster, 16 instances (8 prefill + 8 decode), global_cache_aware", []),
                         ("cluster, 16 instances (each prefills and decodes), global_cache_aware",
                          ["cluster.prefill_instances=0"]),
@@ -122,22 +123,33 @@ def main() -> int:
                                                                      "cluster.prefill_instances=0"])):
         sc = load_scenario(SCENARIO, sets)
         work = load_work(sc)
-        med, lo, hi, r = median_cpu(lambda: ClusterRun(sc, work, record=False).run(), args.repeat)
-        rows.append((label, med))
-        print(f"{label}: {len(work):,} requests in {med:.2f} s CPU (median of {args.repeat}; {lo:.2f}-{hi:.2f}): "
-              f"{len(work) / med:,.0f} requests/s; {r.loop.processed:,} events")
+        t = time.process_time()
+        cprep = prepare_work(work)  # the workload's lists, as the prefix cache's prepare() below
+        cases.append((label, len(work), partial(cluster_run, sc, work, cprep), time.process_time() - t))
     pc = prefix_cache_scenario(load_scenario(SCENARIO))
     blocks = load_blocks(pc)
     prep = prepare(blocks, {"lru"}, pc.cache.admission)
     caps = [t.blocks(blocks.block_tokens * pc.model.kv_bytes_per_token) for t in pc.tiers]
     # both sides run the compiled block cache where it is built (the prefix cache's and the cluster's)
-    med, lo, hi, r = median_cpu(lambda: Run(pc, blocks, prep, caps, ["lru"] * len(caps), False, record=False).run(),
-                                args.repeat)
-    print(f"prefix cache, 1 instance (timed engine, LRU, HBM + DRAM): {len(blocks):,} requests in {med:.2f} s CPU "
-          f"(median of {args.repeat}; {lo:.2f}-{hi:.2f}): {len(blocks) / med:,.0f} requests/s; "
-          f"{r.loop.processed:,} events")
-    for label, t in rows:
-        print(f"  {label}: {t / med:.2f}x the single-instance prefix cache (target: at most 2x)")
+    cases.append((PC_LABEL, len(blocks), lambda: Run(pc, blocks, prep, caps, ["lru"] * len(caps), False,
+                                                     record=False).run(), None))
+    # the cases in turn, `repeat` rounds: a load that comes and goes falls on every case alike
+    times: list[list[float]] = [[] for _ in cases]
+    runs: list = [None] * len(cases)
+    for _ in range(args.repeat):
+        for i, (_, _, fn, _) in enumerate(cases):
+            t = time.process_time()
+            runs[i] = fn()
+            times[i].append(time.process_time() - t)
+    med = {}
+    for (label, n, _, t_prep), ts, r in zip(cases, times, runs):
+        ts.sort()
+        med[label] = m = ts[len(ts) // 2]
+        print(f"{label}: {n:,} requests in {m:.2f} s CPU (median of {args.repeat}; {ts[0]:.2f}-{ts[-1]:.2f}): "
+              f"{n / m:,.0f} requests/s; {r.loop.processed:,} events"
+              + (f"; the workload prepared once beforehand in {t_prep:.2f} s" if t_prep is not None else ""))
+    for label, _, _, _ in cases[:-1]:
+        print(f"  {label}: {med[label] / med[PC_LABEL]:.2f}x the single-instance prefix cache (target: at most 2x)")
     if not args.no_scale:  # a child process: its peak RSS is the case's alone
         import subprocess
         subprocess.run([sys.executable, __file__, "--scale-only", "10", "100"], check=True)

@@ -41,9 +41,10 @@ def run_of(sc):
 
 
 @pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace is not on this machine")
-@pytest.mark.parametrize("policy, load_if_faster", [("prefix_affinity", True), ("random", True),
-                                                    ("prefix_affinity", False)])
-def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster):
+@pytest.mark.parametrize("policy, load_if_faster, resume", [("prefix_affinity", True, True), ("random", True, True),
+                                                            ("prefix_affinity", False, True),
+                                                            ("prefix_affinity", True, False)])
+def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster, resume):
     # HBM and DRAM tiers, hits below HBM loaded over the DRAM link, or recomputed where that ends
     # the prefill sooner (load_if_faster: the serving core's choice in both)
     hbm, dram = 300, 3000
@@ -53,13 +54,13 @@ def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster
                                    {"name": "dram", "capacity_blocks": dram, "read_gbps": 20.0, "write_gbps": 10.0,
                                     "read_latency_us": 0.0, "write_latency_us": 0.0}],
                          "store": {"load_if_faster": load_if_faster},
-                         # the cluster's instances recompute a preempted request's whole context (they
-                         # have no serving.resume_from_cache yet): the prefix cache's rule before it
-                         "serving": {"timing": True, "resume_from_cache": False, **SERVING}}, "test")
+                         # a preempted request resumes from the cache (the default) or recomputes its context
+                         "serving": {"timing": True, "resume_from_cache": resume, **SERVING}}, "test")
     want = simulate(pc).metrics["policies"]["lru"]
     cl = cluster(str(MOONCAKE), workload={"max_requests": 600},
                  instance={"hbm_cache_tokens": hbm * 512, "dram_cache_tokens": dram * 512, "dram_read_gbps": 20.0,
-                           "dram_write_gbps": 10.0, "load_if_faster": load_if_faster}, routing={"policy": policy})
+                           "dram_write_gbps": 10.0, "load_if_faster": load_if_faster, "resume_from_cache": resume},
+                 routing={"policy": policy})
     got = simulate(cl).metrics
     assert got["token_hit_rate"] == want["token_hit_rate"] > 0.05
     assert got["block_hit_ratio"] == want["block_hit_ratio"]
@@ -68,6 +69,8 @@ def test_one_instance_gives_the_prefix_caches_own_numbers(policy, load_if_faster
     assert got["recomputed_hit_blocks"] == want["recomputed_hit_blocks"]
     assert (got["recomputed_hit_blocks"] > 0) == load_if_faster
     assert want["tiers"]["dram"]["hit_blocks"] > 0  # the DRAM tier served hits: its link was timed
+    # requests were preempted, so resuming from the cache or recomputing was tested
+    assert got["per_instance"][0]["preemptions"] == want["preemptions"] > 0
 
 
 def test_the_compiled_and_python_block_caches_give_one_cluster_run(monkeypatch):

@@ -73,4 +73,6 @@ class Loop:
         finally:
             self.processed += done
             self._next = nxt
+            if nxt >= len(stream):  # every streamed event has run: their entries go now, not with the loop
+                self._stream = []
         return self.now

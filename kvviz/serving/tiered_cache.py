@@ -63,6 +63,7 @@ NO_PINS: frozenset[int] = frozenset()
 class BlockCache(Protocol):
     """What a caller may use of a tiered block cache: TieredCache, or its compiled twin
     (_block_cache.BlockCache, which the checker sees as Any: the module docstring's interface)."""
+    K: int              # tiers
     ids: Sequence[int]  # position -> block, as this cache names blocks (the compiled one: its dense ids)
     pos: int            # the position being placed (for a log)
     size: list[int]
@@ -78,7 +79,9 @@ class BlockCache(Protocol):
     def lookup(self, s: int, e: int, queued: Container[int] | None = None,
                take: Callable[[int], int] | None = None) -> list[int]: ...
     def matched(self, blocks: Iterable[int]) -> list[int]: ...
+    def mask(self, b: int) -> int: ...
     def occupancy(self) -> list[int]: ...
+    def set_cap(self, k: int, n: int) -> None: ...
     def original(self, b: int) -> int: ...
     def place_request(self, r: int, s: int, e: int, h: int, src: Sequence[int]) -> None: ...
     def finish(self, r: int) -> None: ...
@@ -278,6 +281,10 @@ class TieredCache:
                 break
             out[(m & -m).bit_length() - 1] += 1
         return out
+
+    def mask(self, b: int) -> int:
+        """The tiers holding block b, a bit each (0: none), as the compiled twin's `mask`."""
+        return self.where.get(b, 0)
 
     def occupancy(self) -> list[int]:
         return self.size[:]

@@ -18,10 +18,12 @@ SLO admission refused.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ...requests.extent import extent
 from ...result import Result
 from ...size_guard import Estimate
+from ...trace import Trace
 from .. import Mechanism
 from .metrics import metrics
 from .model import ClusterScenario
@@ -46,7 +48,7 @@ ROUTER_FIELDS = {"seed": ("random",), "balancing_threshold": ("global_cache_awar
                  "approx_index_blocks": ("approximate_prefix",)}
 
 
-def inactive(data: dict) -> dict[str, str]:
+def inactive(data: dict[str, Any]) -> dict[str, str]:
     """Fields another field makes moot, for the app to grey out."""
     out = {}
     w = data.get("workload")
@@ -96,9 +98,10 @@ def simulate(sc: ClusterScenario) -> Result:
     return Result(scenario=sc, trace=build_trace(run), metrics=m, events=run.loop.processed)
 
 
-def build_trace(run):
+def build_trace(run: ClusterRun) -> Trace:
     """The run's recording (instance.py's lanes) and a lane of the requests SLO admission refused."""
     tb = run.tb
+    assert tb is not None  # simulate's run records
     rej = [j for j in range(len(run.work)) if run.rejected[j]]
     if rej:
         lane = tb.lane("rejected (SLO admission)", "router")

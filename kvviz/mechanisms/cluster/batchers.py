@@ -10,11 +10,16 @@ reference counts and gives the credited tokens back when they stop being shared)
 DecodeBatcher, a decode instance's (P/D split): below."""
 from __future__ import annotations
 
-from ...serving.batching import DECODE, IDLE, PREFILL, Batcher
+from typing import TYPE_CHECKING
+
+from ...serving.batching import DECODE, IDLE, PREFILL, BatchConfig, Batcher, BatchRun
+
+if TYPE_CHECKING:
+    from .cache import InstanceCache
 
 
 class SharedPoolBatcher(Batcher):
-    def __init__(self, run, cfg, store):
+    def __init__(self, run: BatchRun, cfg: BatchConfig, store: InstanceCache) -> None:
         super().__init__(run, cfg)
         self.pool = store  # the instance's cache: held_tokens(j), credited
 
@@ -23,7 +28,7 @@ class SharedPoolBatcher(Batcher):
             return self.resume[j]
         return self.keep[j] + self.inn[j] - self.pool.held_tokens(j)
 
-    def arrive(self, j: int):
+    def arrive(self, j: int) -> None:
         waiting = self.waiting
         waiting.append(j)
         if self.state == IDLE:
@@ -64,15 +69,16 @@ class DecodeBatcher(Batcher):
     it starts; it is ended at once instead of through an event of no length (the serving core
     would push one at the same time). A request preempted here recomputes, as the core does."""
 
-    def _prefill(self, jobs: list[int], S: int):
+    def _prefill(self, jobs: list[int], S: int) -> None:
         resume, inn = self.resume, self.inn
-        if any(resume[j] or inn[j] for j in jobs):
-            super()._prefill(jobs, S)
-            return
-        first_admit, outcome = self.first_admit, self.outcome
+        for j in jobs:
+            if resume[j] or inn[j]:
+                super()._prefill(jobs, S)
+                return
+        first_admit, outcome, admit = self.first_admit, self.outcome, self.store.admit
         for j in jobs:
             first_admit[j] = S
-            outcome[j] = self.store.admit(j, self.hbm_hit[j])[0]
+            outcome[j] = admit(j, self.hbm_hit[j])[0]
         self.state, self.seg = PREFILL, None
         if len(self.batch) > self.max_seen:
             self.max_seen = len(self.batch)

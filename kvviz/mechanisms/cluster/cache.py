@@ -18,8 +18,8 @@ every transfer booked for the iteration has delivered its i-th of L equal pieces
 What the cluster adds (beyond the seam): `resident_prefix` and `holds` (the router's match and
 the pool's chain, counting nothing); blocks fetched for a request from a peer or the pool
 (`run.fetched_ids`) continue its hit chain at admission after its own resident blocks (they land
-in its running KV in HBM, then are placed like any block it reached), and `wait_for` makes its
-prefill iteration wait for their transfer, layer by layer.
+in its running KV in HBM, then are placed like any block it reached), and `admit` makes its
+prefill iteration wait for their transfer, layer by layer (booked with its loads).
 The shared HBM pool (`instance.hbm_pool = shared`, vLLM's one pool of KV blocks): the batcher's
 pool (its `tok_run` against `cap_tok`) is `instance.hbm_cache_tokens`, and the HBM tier holds the
 blocks the running requests hold (pinned) plus as many cached blocks as the pool has free
@@ -36,11 +36,54 @@ down counts the nominal block (ASSUMPTION: the cache counts blocks written, not 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Protocol
+
 from ...serving.batching import DECODE
-from ...serving.kv_source import FIRST, HIT_HBM
+from ...serving.kv_source import FIRST, HIT_HBM, LayerSchedule
 from ...serving.layerwise_prefill import booked_end
 from ...serving.links import Link
 from ...serving.tiered_cache import best_cut, make_cache
+
+if TYPE_CHECKING:
+    from ...serving.batching import Batcher
+    from ...serving.event_loop import Loop
+    from ...serving.roofline import Roofline
+    from ...trace import TraceBuilder
+    from .model import ClusterScenario
+    from .workload import Work
+
+
+class Instance(Protocol):
+    """What the cache reads of its instance (instance.py's Instance)."""
+    index: int
+    tb: TraceBuilder | None
+    l_dram: int
+    gpu: Roofline
+    keep: list[int]
+    inn: list[int]
+    batcher: Batcher
+    fetched_ids: dict[int, set[int]]
+    fetches: dict[int, list[tuple[int, int, int]]]
+
+    def admitted(self, j: int) -> None: ...
+    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str,
+                 dst: str) -> None: ...
+
+
+class Stream(Protocol):
+    """What the cache reads of the cluster run when it is made (run.py's ClusterRun)."""
+    sc: ClusterScenario
+    loop: Loop
+    work: Work
+    ids: list[int]
+    off: list[int]
+    tok: list[int]
+    cum_tokens: list[int]
+    distinct_blocks: int
+    parent: dict[int, int | None] | None
+    cache_arrays: dict[str, Any]
+    kv: int
+    layers: int
 
 COMPILED_BUDGET = 1e9  # bytes all instances' compiled caches may take (ASSUMPTION: a laptop's share)
 
@@ -55,7 +98,7 @@ def compiled_bytes(positions: int, blocks: int, tiers: int) -> int:
 class InstanceCache:
     stores = False  # the batcher saves nothing: writes down are this cache's link transfers
 
-    def __init__(self, inst, cluster):
+    def __init__(self, inst: Instance, cluster: Stream) -> None:
         sc = cluster.sc
         ins = sc.instance
         self.run, self.loop = inst, cluster.loop
@@ -83,22 +126,24 @@ class InstanceCache:
         self.iter_at, self.iter_comp = -1, 0.0  # the iteration starting at iter_at: its compute so far
         self.recomputed_blocks = self.recomputed_tokens = 0
         self.kv, self.bb, self.L = cluster.kv, bt * cluster.kv, cluster.layers
-        self.links = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
+        self.links: list[Link | None] = [None] + [Link(f"{nm}↔hbm · instance {inst.index}", ins.dram_read_gbps, ins.dram_write_gbps, 0, 0)
                                for nm in self.names[1:]]
-        self.hits: dict = {}      # hit blocks per request routed here (its own and fetched)
-        self.own_hits: dict = {}  # of those, resident in the instance's own tiers
+        self.hits: dict[int, int] = {}      # hit blocks per request routed here (its own and fetched)
+        self.own_hits: dict[int, int] = {}  # of those, resident in the instance's own tiers
         self.fetched_hit_blocks = self.fetched_hit_tokens = 0
-        self.booked: list = []  # the iteration's transfers: (start after latency, end)
+        self.booked: list[tuple[int, int]] = []  # the iteration's transfers: (start after latency, end)
         self.shared = ins.hbm_pool == "shared"
         self.pool_tok, self.bt = caps[0] * bt, bt
-        self.refs: dict = {}  # shared pool: block -> running requests holding it
-        self.credited: dict = {}  # shared pool: job -> tokens the batcher did not count at admission
+        self.refs: dict[int, int] = {}  # shared pool: block -> running requests holding it
+        self.credited: dict[int, int] = {}  # shared pool: job -> tokens the batcher did not count at admission
 
     # --- the seam (kv_source.py) --------------------------------------------------------------
-    def arrived(self, j: int):
+    def arrived(self, j: int) -> None:
         pass
 
-    def admit(self, j: int, hbm_hit: bool):
+    def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
+        inst = self.run
+        inst.admitted(j)  # the instance's queue estimate drops (and the pool takes the blocks) first
         s, e = self.off[j], self.off[j + 1]
         cache, tok, now = self.cache, self.tok, self.loop.now
         src = cache.lookup(s, e)
@@ -113,26 +158,28 @@ class InstanceCache:
                 p += 1
         h = len(src)
         self.hits[j], self.own_hits[j] = h, own
-        before = cache.written[:]
+        K = cache.K
+        before = cache.written[:] if K > 1 else None
         if self.shared:
             self.share(j, s, e)
             self.fit()
         cache.place_request(j, s, e, h, src)
-        K = cache.K
-        inst = self.run
-        after = cache.written
-        for k in range(1, K):  # writes down, booked on the link of the tier they enter
-            n = after[k] - before[k]
-            if n:
-                t0, t1 = self.links[k].book(n * self.bb, now, True)
-                inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "save",
-                              f"write {n} blocks HBM→DRAM", j, n * self.bb, "HBM", "DRAM")
-        run = self.run
+        if before is not None:
+            after = cache.written
+            for k in range(1, K):  # writes down, booked on the link of the tier they enter
+                n = after[k] - before[k]
+                lk = self.links[k]
+                if n and lk is not None:  # every tier below HBM has its link
+                    t0, t1 = lk.book(n * self.bb, now, True)
+                    if inst.tb is not None:
+                        inst.transfer(inst.l_dram, t0, t1, "save", f"write {n} blocks HBM→DRAM", j, n * self.bb,
+                                      "HBM", "DRAM")
+        run = inst
         total = run.keep[j] + run.inn[j]
         if self.iter_at != now:  # the first admission of an iteration
             self.iter_at, self.iter_comp = now, 0.0
         cut = h
-        deep = any(src)  # some hit block sits below HBM
+        deep = h > 0 and any(src)  # some hit block sits below HBM
         if self.load_if_faster and deep:  # load or recompute: the serving core's choice
             comp, prefill = self.iter_comp, run.gpu.prefill_ns
             cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
@@ -144,12 +191,13 @@ class InstanceCache:
                 if src[i]:
                     nbytes[src[i]] += tok[s + i] * self.kv
             for k in range(1, K):
-                if nbytes[k]:
+                lk = self.links[k]
+                if nbytes[k] and lk is not None:  # every tier below HBM has its link
                     load += nbytes[k]
-                    t0, t1 = self.links[k].book(nbytes[k], now, False)
-                    self.booked.append((t0 + self.links[k].read_lat, t1))
-                    inst.transfer(inst.l_dram if inst.tb is not None else 0, t0, t1, "load", "load DRAM→HBM", j,
-                                  nbytes[k], "DRAM", "HBM")
+                    t0, t1 = lk.book(nbytes[k], now, False)
+                    self.booked.append((t0 + lk.read_lat, t1))
+                    if inst.tb is not None:
+                        inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM", j, nbytes[k], "DRAM", "HBM")
         cum = self.cum
         if cut < h:  # recomputed, still counted as hits (the cache's figures), as the prefix cache counts them
             self.recomputed_blocks += h - cut
@@ -157,15 +205,62 @@ class InstanceCache:
         kept = cum[s + cut] - cum[s]
         run.keep[j], run.inn[j] = kept, total - kept
         self.iter_comp += run.gpu.prefill_ns(total - kept, kept)
+        fetches = inst.fetches.pop(j, None)
+        if fetches:  # from a peer or the pool: the prefill iteration waits for them, layer by layer
+            for t0, t1, fetched_bytes in fetches:
+                if t1 > now:
+                    self.booked.append((t0, t1))
+                    load += fetched_bytes
         return (HIT_HBM if cut else FIRST), load, 0, 0
 
-    def load(self, jobs, a, b, ready, S, comp_ns):
+    def resume(self, j: int, context: int) -> tuple[int, int]:
+        """A request preempted here comes back (`instance.resume_from_cache`) to prefill its
+        `context` tokens again, as the prefix cache's timed store rules: its prompt's leading
+        blocks resident in some tier are used (HBM's in place, those below loaded over their
+        link, booked now for this iteration; with load_if_faster the tail recomputed where that
+        ends the iteration sooner), the rest of its context recomputed; nothing placed or counted
+        as a hit again (its blocks were placed at its admission). (tokens kept, bytes loaded)."""
+        mask, cids, tok = self.cache.mask, self.cids, self.tok
+        s, e = self.off[j], self.off[j + 1]
+        src: list[int] = []
+        for p in range(s, e):
+            m = mask(cids[p])
+            if not m:
+                break
+            src.append((m & -m).bit_length() - 1)  # the top tier holding it
+        h = len(src)
+        now = self.loop.now
+        if self.iter_at != now:  # the first admission of an iteration
+            self.iter_at, self.iter_comp = now, 0.0
+        gpu = self.run.gpu
+        cut = h
+        if self.load_if_faster and any(src):
+            comp, prefill = self.iter_comp, gpu.prefill_ns
+            cut = best_cut(src, self.tok_np[s:s + h], self.booked, self.links, now, self.L, self.bb,
+                           lambda kept: comp + prefill(context - kept, kept))
+        inst, load = self.run, 0
+        for k in range(1, self.cache.K):  # a block's bytes are its tokens' (as admit's loads)
+            nbytes = sum(tok[s + i] for i in range(cut) if src[i] == k) * self.kv
+            lk = self.links[k]
+            if nbytes and lk is not None:  # every tier below HBM has its link
+                t0, t1 = lk.book(nbytes, now, False)
+                self.booked.append((t0 + lk.read_lat, t1))
+                load += nbytes
+                if inst.tb is not None:
+                    inst.transfer(inst.l_dram, t0, t1, "load", "load DRAM→HBM (resumed after preemption)", j, nbytes,
+                                  "DRAM", "HBM")
+        kept = self.cum[s + cut] - self.cum[s]
+        self.iter_comp += gpu.prefill_ns(context - kept, kept)
+        return kept, load
+
+    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) \
+            -> tuple[int, int, LayerSchedule | None]:
         """As the prefix cache's timed store: the loads booked at admission, 1/L per layer."""
         pe, waited = booked_end(self.booked, S, comp_ns, self.L)
         self.booked.clear()
         return pe, waited, None
 
-    def finished(self, j: int):
+    def finished(self, j: int) -> None:
         self.cache.finish(j)
         if self.shared:
             self.unshare(j)
@@ -218,27 +313,21 @@ class InstanceCache:
         self.cache.set_cap(0, len(self.refs) + free)
 
 
-def make_store(inst, cluster) -> InstanceCache:
+def make_store(inst: Instance, cluster: Stream) -> InstanceCache:
     return InstanceCache(inst, cluster)
 
 
-def holds(store, pos: int) -> bool:
+def holds(store: InstanceCache, pos: int) -> bool:
     """Whether the block at stream position `pos` is resident in some tier of the instance."""
     return any(store.cache.matched((store.cids[pos],)))
 
 
-def resident_prefix(store, j: int) -> int:
+def resident_prefix(store: InstanceCache, j: int) -> int:
     """Leading blocks of request j resident in some tier of the instance (counts nothing)."""
     s, e = store.off[j], store.off[j + 1]
     return sum(store.cache.matched(store.cids[s:e]))
 
 
-def wait_for(store, t0: int, t1: int) -> None:
-    """The admitted request's prefill iteration also waits for a transfer streaming from t0 to
-    t1, layer by layer."""
-    store.booked.append((t0, t1))
-
-
-def counts(store) -> tuple[list, list]:
+def counts(store: InstanceCache) -> tuple[list[int], list[int]]:
     """(hit blocks, hit tokens) per tier, top first."""
     return store.cache.hit_blocks, store.cache.hit_tokens

@@ -16,90 +16,97 @@ iteration running (its estimate from its start).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
 from ...serving.batching import BatchConfig, Batcher
-from ...serving.kv_source import HIT_HBM
+from ...serving.kv_source import HIT_HBM, KVSource, LayerSchedule
 from . import cache
 from .batchers import DecodeBatcher, SharedPoolBatcher
-from .jobs import Identity, Overlay, per_job, sparse
+from .jobs import Identity, Overlay, as_column, per_job, sparse
+
+if TYPE_CHECKING:
+    from ...serving.event_loop import Loop
+    from ...serving.roofline import Roofline
+    from ...trace import TraceBuilder
+    from .cache import InstanceCache
+    from .pool import SharedPool
+
+
+class Cluster(cache.Stream, Protocol):
+    """What an instance reads of the cluster run (run.py's ClusterRun), beyond what its cache does."""
+    gpu: Roofline
+    loop: Loop
+    tb: TraceBuilder | None
+    inn0: list[int]
+    sparse: bool
+    pool: SharedPool | None
+
+    def admitted(self, inst: Instance, j: int) -> None: ...
+    def job_done(self, inst: Instance, j: int) -> None: ...
+
+HELD = (HIT_HBM, 0, 0, 0)  # a decode instance's admission: the KV is in HBM, nothing loads
 
 
 class HeldKV:
     """A decode instance's store: the request's KV arrived with it (HBM, nothing to load)."""
     stores = False
 
-    def __init__(self, inst):
+    def __init__(self, inst: Instance) -> None:
         self.inst = inst
 
-    def arrived(self, j):
+    def arrived(self, j: int) -> None:
         pass
 
-    def admit(self, j, hbm_hit):
-        return HIT_HBM, 0, 0, 0
+    def admit(self, j: int, hbm_hit: bool) -> tuple[int, int, int, int]:
+        return HELD
 
-    def load(self, jobs, a, b, ready, S, comp_ns):  # never called: admit loads nothing
+    def load(self, jobs: list[int], a: int, b: int, ready: int, S: int, comp_ns: float) \
+            -> tuple[int, int, LayerSchedule | None]:  # never called: admit loads nothing
         return S + round(comp_ns), 0, None
 
-    def finished(self, j):
+    def finished(self, j: int) -> None:
         pass
-
-
-class Hooked:
-    """The instance's cache as the batcher's store, telling the instance when a job is admitted
-    (its queue estimate drops) and adding a peer or pool fetch the job waits on to its iteration."""
-
-    def __init__(self, inner, inst):
-        self.inner, self.inst = inner, inst
-        self.stores = inner.stores
-
-    def arrived(self, j):
-        self.inner.arrived(j)
-
-    def admit(self, j, hbm_hit):
-        self.inst.admitted(j)
-        outcome, a, b, ready = self.inner.admit(j, hbm_hit)
-        for t0, t1, nbytes in self.inst.fetches.pop(j, ()):  # from a peer or the pool, layer by layer
-            if t1 > self.inst.loop.now:
-                cache.wait_for(self.inner, t0, t1)
-                a += nbytes
-        return outcome, a, b, ready
-
-    def load(self, jobs, a, b, ready, S, comp_ns):
-        return self.inner.load(jobs, a, b, ready, S, comp_ns)
-
-    def finished(self, j):
-        self.inner.finished(j)
 
 
 class Instance:
-    def __init__(self, cluster, index: int, role: str, cfg: BatchConfig, out: list):
+    def __init__(self, cluster: Cluster, index: int, role: str, cfg: BatchConfig, out: list[int]) -> None:
         n = len(cluster.work)
         self.cluster, self.index, self.role = cluster, index, role
         self.loop, self.gpu = cluster.loop, cluster.gpu
         self.tb = tb = cluster.tb  # the batcher draws its iterations when the run records
         # per-job state holds only the jobs routed here (jobs.py): memory ∝ requests, not instances × requests
-        self.jobs: list = []        # the jobs that arrived here, in order
+        self.jobs: list[int] = []   # the jobs that arrived here, in order
         self.out = out
         self.coupled = False
+        self.conv: list[int]
+        self.inn: list[int]
+        self.keep: list[int]
+        self.over: list[bool]
+        self.after: list[int]
+        self.arrival: list[int]
         if cluster.sparse:
-            self.conv = Identity()
-            self.inn = Overlay(cluster.inn0)
-            self.keep, self.over, self.after = per_job(0), per_job(False), per_job(0)
-            self.arrival: dict | list = {}
+            ints, flags = [0], [False]
+            self.conv, self.inn = as_column(Identity(), ints), as_column(Overlay(cluster.inn0), ints)
+            self.keep, self.over = as_column(per_job(0), ints), as_column(per_job(False), flags)
+            self.after, self.arrival = as_column(per_job(0), ints), as_column({}, ints)
         else:
             self.conv, self.inn, self.keep = list(range(n)), list(cluster.inn0), [0] * n
             self.over, self.after, self.arrival = [False] * n, [0] * n, [0] * n
-        self.fetches: dict = {}     # job -> [(start, end, bytes)] of its peer and pool fetches
-        self.fetched_ids: dict = {}  # job -> the block ids those fetches bring
-        self.estimate: dict = {}    # job -> the router's prefill estimate, until admitted
+        self.fetches: dict[int, list[tuple[int, int, int]]] = {}  # job -> (start, end, bytes) of its peer and pool fetches
+        self.fetched_ids: dict[int, set[int]] = {}  # job -> the block ids those fetches bring
+        self.estimate: dict[int, float] = {}  # job -> the router's prefill estimate, until admitted
         self.pending_ns = 0.0
         self.iter_at, self.iter_ns = -1, 0.0
         self.served = 0
+        self.cache: InstanceCache | None
+        self.store: KVSource
         if role == "decode":
             self.cache = None
             self.store = HeldKV(self)
         else:
             self.cache = cache.make_store(self, cluster)
-            self.store = Hooked(self.cache, self)
+            self.store = self.cache  # it tells the instance of each admission (cache.py, admit)
         if tb is not None:  # one lane group per instance: one Perfetto process each
             g = f"instance {index}"
             self.l_gpu = tb.lane(f"{g} GPU · {role}", g)  # names unique across instances (CSV keys lanes by name)
@@ -111,6 +118,10 @@ class Instance:
             self.c_queue = f"{g} queue"
             self.c_tiers = [f"{g} {nm.upper()} cache" for nm in self.cache.names] if self.cache is not None else []
         self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
+        # a preempted request resumes from the instance's cache (instance.resume_from_cache); a decode
+        # instance has none and recomputes
+        cfg = replace(cfg, resume_from_cache=self.cache is not None and cluster.sc.instance.resume_from_cache)
+        self.batcher: Batcher
         if self.cache is not None and self.cache.shared:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
         elif role == "decode":
@@ -123,13 +134,14 @@ class Instance:
 
     # --- the router's signals -----------------------------------------------------------------
     def match(self, j: int) -> int:
-        if self.cache.shared:
-            self.cache.fit()
+        store = self.cache
+        assert store is not None  # the router looks at prefill instances only
+        if store.shared:
+            store.fit()
         pool = self.cluster.pool
         if pool is not None:  # the pool's blocks count for every instance
-            store = self.cache
             return pool.chain(j, lambda i: cache.holds(store, i))
-        return cache.resident_prefix(self.cache, j)
+        return cache.resident_prefix(store, j)
 
     def queue_ns(self) -> float:
         now = self.loop.now
@@ -143,36 +155,45 @@ class Instance:
         return self.batcher.tok_run / self.batcher.cap_tok
 
     # --- the cluster's calls ------------------------------------------------------------------
-    def arrive(self, j: int, estimate_ns: float = 0.0):
+    def arrive(self, j: int, estimate_ns: float = 0.0) -> None:
         self.served += 1
         self.jobs.append(j)
-        self.estimate[j] = estimate_ns
-        self.pending_ns += estimate_ns
-        self.arrival[j] = self.loop.now
-        self.store.arrived(j)
+        if estimate_ns:  # a decode instance's arrivals carry none (the router never looks at it)
+            self.estimate[j] = estimate_ns
+            self.pending_ns += estimate_ns
+        self.arrival[j] = self.loop.now  # the stores' `arrived` does nothing: not called
         self.batcher.arrive(j)
         if self.tb is not None:
             self.tb.counter(self.c_queue, self.loop.now, len(self.batcher.waiting), "requests")
 
-    def admitted(self, j: int):
+    def admitted(self, j: int) -> None:
         est = self.estimate.pop(j, 0.0)
         self.pending_ns = max(0.0, self.pending_ns - est)
         now = self.loop.now
         if self.iter_at != now:
             self.iter_at, self.iter_ns = now, 0.0
         self.iter_ns += est
-        self.cluster.admitted(self, j)
+        if self.cluster.pool is not None:
+            self.cluster.admitted(self, j)
 
     # --- the batcher's calls ------------------------------------------------------------------
-    def job_done(self, j: int):
-        self.store.finished(j)
+    def job_done(self, j: int) -> None:
+        if self.cache is not None:  # a decode instance's store keeps nothing
+            self.cache.finished(j)
         self.cluster.job_done(self, j)
 
-    def gpu_state(self, t: int, batch: int):
+    def gpu_state(self, t: int, batch: int) -> None:
         pass
 
-    def prefill_span(self, S, pe, jobs, layer):
+    def save_span(self, s0: int, s1: int, j: int) -> None:
+        pass  # never called: the instances' stores save nothing (`stores` false)
+
+    def stall_span(self, t0: int, t1: int) -> None:
+        pass  # never called: no synchronous saves
+
+    def prefill_span(self, S: int, pe: int, jobs: list[int], layer: LayerSchedule | None) -> None:
         tb = self.tb
+        assert tb is not None  # the batcher draws only in a recorded run
         tb.counter(self.c_queue, S, len(self.batcher.waiting), "requests")  # its admissions have left the queue
         if self.cache is not None:
             for name, blocks in zip(self.c_tiers, self.cache.cache.occupancy()):
@@ -185,10 +206,12 @@ class Instance:
         tb.span(self.l_gpu, S, pe, "prefill", f"{what} · {len(jobs)} request{'s' * (len(jobs) > 1)}", ref=jobs[0],
                 job=jobs[0], items=len(jobs))
 
-    def decode_span(self, t0, t1, n, k, ref):
+    def decode_span(self, t0: int, t1: int, n: int, k: int, ref: int) -> None:
+        assert self.tb is not None  # the batcher draws only in a recorded run
         self.tb.span(self.l_gpu, t0, t1, "decode", f"decode · {n} request{'s' * (n > 1)} × {k} iterations", ref=ref)
 
-    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str, dst: str):
+    def transfer(self, lane: int, t0: int, t1: int, kind: str, label: str, j: int, nbytes: int, src: str,
+                 dst: str) -> None:
         """A transfer on one of this instance's link lanes, its facts and its job's flow."""
         if self.tb is not None:
             flow = -1 if kind == "save" else j + (self.n if self.role == "decode" else 0)

@@ -9,6 +9,12 @@ list did.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING, TypeVar, cast
+
+if TYPE_CHECKING:
+    from ...serving.batching import Batcher
+
+T = TypeVar("T")
 
 # the batcher's per-job fields (kvviz/serving/batching.py's constructor) and their initial values
 BATCHER_FIELDS = {"g0": 0, "ctx0": 0, "left": 0, "resume": 0, "fin_at": -1, "decoding": False, "save_end": 0,
@@ -25,11 +31,18 @@ def use_dicts(instances: int, jobs: int) -> bool:
     return instances * jobs * PER_JOB_BYTES > LIST_BUDGET
 
 
-def per_job(initial) -> defaultdict:
+def per_job(initial: T) -> defaultdict[int, T]:
     return defaultdict(lambda: initial)
 
 
-def sparse(batcher) -> None:
+def as_column(per_job_dict: object, like: list[T]) -> list[T]:
+    """A dict of this instance's jobs standing in for one of the batcher's per-job lists (`like`
+    only names its element type): the serving core's BatchRun declares lists, and the batcher
+    and the instance only index them by job, which the dict answers for every job (see above)."""
+    return cast("list[T]", per_job_dict)
+
+
+def sparse(batcher: Batcher) -> None:
     """Replace the batcher's per-job lists by dicts of the jobs it serves."""
     for name, initial in BATCHER_FIELDS.items():
         setattr(batcher, name, per_job(initial))
@@ -43,13 +56,13 @@ class Identity:
         return j
 
 
-class Overlay(dict):
+class Overlay(dict[int, int]):
     """A job's value as the instance set it, else the cluster's (prompt tokens, replies)."""
     __slots__ = ("base",)
 
-    def __init__(self, base):
+    def __init__(self, base: list[int]) -> None:
         super().__init__()
         self.base = base
 
-    def __missing__(self, j: int):
+    def __missing__(self, j: int) -> int:
         return self.base[j]

@@ -22,13 +22,18 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ...serving.request_metrics import mean, percentile, tpot_ms, ttft_ms
 from . import cache
 
+if TYPE_CHECKING:
+    from .run import ClusterRun
 
-def metrics(run) -> dict:
+
+def metrics(run: ClusterRun) -> dict[str, Any]:
     work = run.work
     n = len(work)
     served = np.array([not r for r in run.rejected], dtype=bool)
@@ -41,6 +46,7 @@ def metrics(run) -> dict:
     for inst in run.inst[:run.n_route]:  # each instance's per-job state holds its own jobs (jobs.py)
         js = [j for j in inst.jobs if where[j] == inst.index]
         b, c = inst.batcher, inst.cache
+        assert c is not None  # a routed (prefill) instance has its cache
         first[js] = [b.first_token[j] for j in js]
         end[js] = [b.end[j] for j in js]
         hits[js] = [c.hits.get(j, 0) for j in js]
@@ -64,11 +70,12 @@ def metrics(run) -> dict:
     peer_t, peer_b = int(peer_tok[served].sum()), int(peer[served].sum())
     pool_t, pool_b = int(pool_tok[served].sum()), int(pool[served].sum())
 
-    def share(a, b):
+    def share(a: float, b: float) -> float:
         return a / b if b else 0.0
 
     span_ns = int(end[served].max() - arrival[served].min()) if served.any() else 0
     routed = run.inst[:run.n_route]
+    caches = [c for c in (i.cache for i in routed) if c is not None]  # every routed instance has one
     busy = np.array([i.batcher.busy_ns for i in routed], dtype=np.float64) / 1e9
     per_instance = []
     for inst in run.inst:
@@ -82,8 +89,8 @@ def metrics(run) -> dict:
             row["hit_blocks"] = int(sum(hb))
         per_instance.append(row)
     ends = run.peers.out + run.peers.inn
-    notes = sorted({i.cache.note for i in routed if i.cache.note})
-    out = {
+    notes = sorted({c.note for c in caches if c.note})
+    m: dict[str, Any] = {
         "routing_policy": run.sc.routing.policy,
         "instances": len(run.inst),
         "prefill_instances": run.n_route if run.split else 0,
@@ -106,8 +113,8 @@ def metrics(run) -> dict:
         },
         "throughput_tokens_per_s": float(work.output_tokens[served].sum()) / (span_ns / 1e9) if span_ns else None,
         "makespan_s": span_ns / 1e9,
-        "recomputed_hit_blocks": int(sum(i.cache.recomputed_blocks for i in routed)),
-        "recomputed_hit_tokens": int(sum(i.cache.recomputed_tokens for i in routed)),
+        "recomputed_hit_blocks": int(sum(c.recomputed_blocks for c in caches)),
+        "recomputed_hit_tokens": int(sum(c.recomputed_tokens for c in caches)),
         "gpu_busy_s": float(sum(i.batcher.busy_ns for i in run.inst)) / 1e9,
         "prefill_gpu_s": float(sum(i.batcher.prefill_ns for i in run.inst)) / 1e9,
         "load_imbalance": float(busy.max() / busy.mean()) if len(busy) and busy.mean() > 0 else None,
@@ -121,5 +128,5 @@ def metrics(run) -> dict:
                      "kv_bytes_per_token": run.kv},
     }
     if notes:  # the compiled block cache could not run: the Python one did, and says why
-        out["notes"] = notes
-    return out
+        m["notes"] = notes
+    return m

@@ -7,7 +7,7 @@ pool of running KV is meant; bandwidths GB/s, latencies µs.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -18,6 +18,12 @@ from . import routers
 ROUTERS = routers.names()
 DEFAULT_PRESET = "llama-70b"
 EVICTIONS = ("lru", "fifo", "leaf_lru")  # online policies (belady needs the whole stream in one cache)
+if TYPE_CHECKING:  # a name to the checker; to pydantic (at run time) a choice among the registry's names
+    RouterName = str
+    Eviction = str
+else:
+    RouterName = Literal[ROUTERS]
+    Eviction = Literal[EVICTIONS]
 
 
 class Workload(Section):
@@ -57,7 +63,7 @@ class Workload(Section):
 
     @field_validator("stages")
     @classmethod
-    def _stages(cls, v):
+    def _stages(cls, v: list[list[float]]) -> list[list[float]]:
         for i, st in enumerate(v):
             if len(st) != 2 or not all(x > 0 for x in st):
                 raise FieldError(f"[{i}]", f"expected [requests per second > 0, seconds > 0], got {st!r}")
@@ -75,7 +81,7 @@ class Model(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_preset(cls, data):
+    def _fill_preset(cls, data: Any) -> Any:
         return with_preset(data, DEFAULT_PRESET, ("kv_bytes_per_token", "layers", "params_b", "d_model"))
 
 
@@ -104,11 +110,17 @@ class Instance(Section):
                                    description="Local DRAM tier under HBM, tokens of KV; 0 = none (Mooncake: 3M)")
     dram_read_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="DRAM→HBM bandwidth (PCIe)")
     dram_write_gbps: float = param(25.0, gt=0, le=1e6, unit="GB/s", description="HBM→DRAM bandwidth (PCIe)")
-    eviction: Literal[EVICTIONS] = param("lru", description="Every tier's eviction policy")
+    eviction: Eviction = param("lru", description="Every tier's eviction policy")
     load_if_faster: bool = param(True, description="A request whose hit reaches below HBM uses only the leading "
                                                    "hit blocks that end its prefill soonest and recomputes the rest "
                                                    "(the serving core's choice, as the prefix cache's "
                                                    "store.load_if_faster)")
+    resume_from_cache: bool = param(
+        True, description="A request preempted while decoding (the running pool full) prefills its context again "
+                          "when re-admitted. true: it uses the leading blocks of its prompt the instance's tiers "
+                          "still hold and recomputes only the rest (the prefix cache's serving.resume_from_cache, "
+                          "as vLLM's re-prefill hits its prefix cache). false: it recomputes all of it. A decode "
+                          "instance (P/D split) holds no cache: it always recomputes")
 
 
 class Cluster(Section):
@@ -123,7 +135,7 @@ class Cluster(Section):
     peer_latency_us: float = param(10.0, ge=0, le=1e9, unit="µs", description="Latency of one peer transfer")
 
     @model_validator(mode="after")
-    def _split(self):
+    def _split(self) -> Self:
         if self.prefill_instances >= self.instances and self.prefill_instances:
             raise FieldError("prefill_instances", f"{self.prefill_instances} leaves no decode instance of "
                                                   f"{self.instances} (0 = every instance does both)")
@@ -131,7 +143,7 @@ class Cluster(Section):
 
 
 class Routing(Section):
-    policy: Literal[ROUTERS] = param("prefix_affinity", description="The router (kvviz/mechanisms/cluster/routers/,"
+    policy: RouterName = param("prefix_affinity", description="The router (kvviz/mechanisms/cluster/routers/,"
                                                                     " one file each)")
     seed: int = param(1, ge=0, description="random: its seed")
     balancing_threshold: float = param(1.5, ge=1, le=1e6,
@@ -170,7 +182,7 @@ class ClusterScenario(ScenarioBase):
     pool: Pool = Pool()
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.pool.shared and not self.instance.dram_cache_tokens:
             raise FieldError("pool.shared", "a shared pool is the instances' DRAM tiers pooled: set "
                                             "instance.dram_cache_tokens")

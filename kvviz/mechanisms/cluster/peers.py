@@ -9,21 +9,25 @@ from __future__ import annotations
 class End:
     __slots__ = ("free", "bytes", "busy_ns")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.free = 0
         self.bytes = 0
         self.busy_ns = 0
 
 
 class PeerLinks:
-    def __init__(self, instances: int, gbps: float, latency_ns: int):
+    def __init__(self, instances: int, gbps: float, latency_ns: int) -> None:
         self.out = [End() for _ in range(instances)]
         self.inn = [End() for _ in range(instances)]
         self.gbps, self.lat = gbps, latency_ns  # GB/s = bytes per ns
 
     def quote(self, src: int, dst: int, nbytes: int, earliest: int) -> tuple[int, int]:
         """(start, end) a transfer booked now would get, booking nothing."""
-        t0 = max(earliest, self.out[src].free, self.inn[dst].free)
+        t0, a, b = earliest, self.out[src].free, self.inn[dst].free
+        if a > t0:  # max(earliest, a, b), without the call (the routers quote every candidate)
+            t0 = a
+        if b > t0:
+            t0 = b
         return t0, t0 + self.lat + int(nbytes / self.gbps)
 
     def book(self, src: int, dst: int, nbytes: int, earliest: int) -> tuple[int, int]:

@@ -15,28 +15,45 @@ the pool, pool.latency_us per transfer; the serving core's links, `fifo`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
 from ...serving.eviction import make
 from ...serving.links import Link
+
+if TYPE_CHECKING:
+    from ...trace import TraceBuilder
+    from .model import ClusterScenario
+    from .workload import Work
+
+
+class Cluster(Protocol):
+    """What the pool reads of the cluster run (run.py's ClusterRun)."""
+    sc: ClusterScenario
+    work: Work
+    ids: list[int]
+    off: list[int]
+    tb: TraceBuilder | None
 
 POOL_COUNTER = "shared pool cache"
 
 
 class SharedPool:
-    def __init__(self, cluster):
+    def __init__(self, cluster: Cluster) -> None:
         sc = cluster.sc
         ins, p = sc.instance, sc.pool
         self.cap = max(1, sc.cluster.instances * ins.dram_cache_tokens // cluster.work.block_tokens)
         self.ev = make(ins.eviction, "the cluster's pool")
-        self.where: set = set()
-        self.pins: dict = {}
-        self.held: dict = {}
+        self.where: set[int] = set()
+        self.pins: dict[int, int] = {}   # block -> running requests holding it
+        self.held: dict[int, list[int]] = {}  # request -> its blocks
         self.ids, self.off = cluster.ids, cluster.off
         self.links = [Link(f"pool↔instance {k}", p.read_gbps, p.write_gbps, int(p.latency_us * 1e3),
                            int(p.latency_us * 1e3)) for k in range(sc.cluster.instances)]
         self.size = self.peak = 0
         self.tb = cluster.tb  # its occupancy over time, for the cluster view (blocks)
 
-    def chain(self, j: int, local) -> int:
+    def chain(self, j: int, local: Callable[[int], bool]) -> int:
         """Leading blocks of j held by the pool or by the instance (`local(position)`)."""
         ids, where = self.ids, self.where
         s, e = self.off[j], self.off[j + 1]
@@ -45,7 +62,7 @@ class SharedPool:
             p += 1
         return p - s
 
-    def write(self, k: int, j: int, block_bytes_of, now: int) -> None:
+    def write(self, k: int, j: int, block_bytes_of: Callable[[int], int], now: int) -> None:
         """Request j (admitted on instance k) puts its blocks into the pool."""
         ids, where, ev = self.ids, self.where, self.ev
         new = 0

@@ -16,9 +16,38 @@ instance's internals.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ...serving.event_loop import Loop
+    from ...serving.roofline import Roofline
+    from .instance import Instance
+    from .model import ClusterScenario
+    from .peers import PeerLinks
+    from .pool import SharedPool
+    from .workload import Work
+
+
+class Run(Protocol):
+    """What the view reads of the cluster run (run.py's ClusterRun)."""
+    sc: ClusterScenario
+    work: Work
+    inst: list[Instance]
+    n_route: int
+    pool: SharedPool | None
+    peers: PeerLinks
+    loop: Loop
+    gpu: Roofline
+    ids: list[int]
+    off: list[int]
+    cum_tokens: list[int]
+    inn0: list[int]
+    kv: int
+
 
 class View:
-    def __init__(self, run):
+    def __init__(self, run: Run) -> None:
         self.run = run
         self.settings = run.sc.routing
         self.instances = run.n_route
@@ -26,11 +55,12 @@ class View:
         self.off = run.off
         self.cum = run.cum_tokens
         self.ids = run.ids
+        self._matched: list[Callable[[Sequence[int]], list[int]]] | None = None
 
     def blocks_of(self, j: int) -> int:
         return self.off[j + 1] - self.off[j]
 
-    def block_ids(self, j: int) -> list:
+    def block_ids(self, j: int) -> list[int]:
         return self.ids[self.off[j]:self.off[j + 1]]
 
     def held_tokens(self, j: int, held: int) -> int:
@@ -45,11 +75,14 @@ class View:
         instance's cache numbers blocks alike: the stream's ids, or the compiled caches' shared
         dense ones)."""
         insts = self.run.inst[:self.instances]
-        if self.run.pool is not None or insts[0].cache.shared:
-            return [i.match(j) for i in insts]
         c0 = insts[0].cache
+        assert c0 is not None  # routed instances prefill: each has its cache
+        if self.run.pool is not None or c0.shared:
+            return [i.match(j) for i in insts]
+        if self._matched is None:  # each cache's `matched`, bound once
+            self._matched = [c.cache.matched for c in (i.cache for i in insts) if c is not None]
         blocks = c0.cids[self.off[j]:self.off[j + 1]]
-        return [sum(i.cache.cache.matched(blocks)) for i in insts]
+        return [sum(m(blocks)) for m in self._matched]
 
     def queue_ns(self, k: int) -> float:
         return self.run.inst[k].queue_ns()
@@ -57,7 +90,7 @@ class View:
     def queues_ns(self) -> list[float]:
         """queue_ns(k) for every routed instance (one pass, the estimate inlined: the hot path)."""
         now = self.run.loop.now
-        return [i.pending_ns + (max(0.0, i.iter_at + i.iter_ns - now) if i.iter_at >= 0 else 0.0)
+        return [i.pending_ns + (left if i.iter_at >= 0 and (left := i.iter_at + i.iter_ns - now) > 0.0 else 0.0)
                 for i in self.run.inst[:self.instances]]
 
     def queue_len(self, k: int) -> int:

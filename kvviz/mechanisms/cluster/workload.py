@@ -13,13 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import ScenarioError
 from ...requests import prompts, ragpulse
 from ...requests.jsonl import first_record
+from ...requests.prompts import PromptRequests
 from ...requests.shared_prefix import SharedPrefixSpec, generate
+
+if TYPE_CHECKING:
+    from .model import ClusterScenario
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,7 +42,7 @@ class Work:
         return len(self.input_tokens)
 
 
-def _full_blocks(got) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _full_blocks(got: PromptRequests) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ids, offsets, tokens) keeping each request's full blocks only."""
     counts = got.hash_counts
     full = np.minimum(got.input_tokens // got.block_tokens, counts)
@@ -50,13 +55,15 @@ def _full_blocks(got) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ids, offsets, np.full(len(ids), got.block_tokens, dtype=np.int64)
 
 
-def load(sc) -> Work:
+def load(sc: ClusterScenario) -> Work:
     w = sc.workload
     if w.trace_file:
         path = Path(w.trace_file)
+        got: PromptRequests | None
         if ragpulse.looks_like(first_record(path)):
-            got = ragpulse.read(path)
-            ids, offsets, tokens = got.hashes, got.hash_offsets, got.hash_tokens
+            rag = ragpulse.read(path)
+            ids, offsets, tokens = rag.hashes, rag.hash_offsets, rag.hash_tokens
+            got = rag
         else:
             got = prompts.read(path)
             if got is None:
@@ -66,7 +73,7 @@ def load(sc) -> Work:
         source = f"{path.name} ({got.format}: {len(got):,} requests)"
     else:
         spec = SharedPrefixSpec(w.groups, w.prompts_per_group, w.system_prompt_tokens, w.question_tokens,
-                                w.generated_output_tokens, tuple(tuple(s) for s in w.stages), w.block_tokens,
+                                w.generated_output_tokens, tuple((r, d) for r, d in w.stages), w.block_tokens,
                                 w.multi_turn, w.seed)
         got = generate(spec)
         ids, offsets, tokens = _full_blocks(got)

@@ -4,7 +4,10 @@ The interface and the registry: base.py; what a router may look at: the cluster'
 """
 from __future__ import annotations
 
-from .base import ROUTERS, Decision, Router, RouterRefused, argmin, descriptions, make, names, register  # noqa: F401
+from .base import ROUTERS, Decision, Router, RouterRefused, argmin, descriptions, make, names, register
+
+__all__ = ["ROUTERS", "Decision", "Router", "RouterRefused", "argmin", "descriptions", "make", "names",
+           "register"]
 
 # Importing a router's file registers it (this order = the order in schemas and messages).
 # isort: off

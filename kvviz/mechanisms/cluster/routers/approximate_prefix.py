@@ -6,7 +6,7 @@ index's order is kvviz/serving/eviction/lru.py's (the one LRU), unpinned."""
 from __future__ import annotations
 
 from ....serving.eviction import NO_PINS, make
-from .base import Decision, Router, register
+from .base import Decision, Router, Routing, View, register
 from .precise_prefix import weighted_pick
 
 
@@ -14,7 +14,7 @@ from .precise_prefix import weighted_pick
 class ApproximatePrefix(Router):
     description = "llm-d: as precise_prefix, but the prefix match from a router-side LRU of what it sent where"
 
-    def __init__(self, view, settings):
+    def __init__(self, view: View, settings: Routing) -> None:
         super().__init__(view, settings)
         self.index: list[set[int]] = [set() for _ in range(view.instances)]  # the blocks in each index
         self.order = [make("lru", "the approximate router's index") for _ in range(view.instances)]

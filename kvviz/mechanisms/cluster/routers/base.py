@@ -16,18 +16,53 @@ Ties between instances go to the lowest index, so every run is deterministic.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
-ROUTERS: dict[str, type] = {}
+
+class Routing(Protocol):
+    """The `routing` settings a router reads (model.py's Routing)."""
+    @property
+    def seed(self) -> int: ...
+    @property
+    def balancing_threshold(self) -> float: ...
+    @property
+    def prefix_weight(self) -> float: ...
+    @property
+    def kv_weight(self) -> float: ...
+    @property
+    def queue_weight(self) -> float: ...
+    @property
+    def approx_index_blocks(self) -> int: ...
+
+
+class View(Protocol):
+    """What a router may look at (../view.py's View, which says what each call means)."""
+    @property
+    def instances(self) -> int: ...
+    def blocks_of(self, j: int) -> int: ...
+    def block_ids(self, j: int) -> list[int]: ...
+    def match(self, k: int, j: int) -> int: ...
+    def matches(self, j: int) -> list[int]: ...
+    def queue_ns(self, k: int) -> float: ...
+    def queues_ns(self) -> list[float]: ...
+    def queue_len(self, k: int) -> int: ...
+    def kv_utilisation(self, k: int) -> float: ...
+    def prefill_ns(self, j: int, held: int) -> float: ...
+    def fetch_ns(self, j: int, src: int, dst: int, have: int, best: int) -> float: ...
+
+ROUTERS: dict[str, type[Router]] = {}
+R = TypeVar("R", bound="type[Router]")
 
 
 class RouterRefused(ValueError):
     """An unknown router."""
 
 
-def register(name: str):
+def register(name: str) -> Callable[[R], R]:
     """Class decorator: the router is known by `name` wherever a router is chosen."""
-    def deco(cls):
+    def deco(cls: R) -> R:
         cls.name = name
         ROUTERS[name] = cls
         return cls
@@ -46,7 +81,7 @@ class Router:
     name = "?"
     description = ""  # the one line the scenario reference and messages show
 
-    def __init__(self, view, settings):
+    def __init__(self, view: View, settings: Routing) -> None:
         self.view, self.settings = view, settings
 
     def route(self, j: int) -> Decision:
@@ -74,16 +109,17 @@ def descriptions() -> dict[str, str]:
     return {n: c.description for n, c in ROUTERS.items()}
 
 
-def make(name: str, view, settings) -> Router:
+def make(name: str, view: View, settings: Routing) -> Router:
     cls = ROUTERS.get(name)
     if cls is None:
         raise RouterRefused(f"unknown router {name!r} (one of: {', '.join(ROUTERS)})")
     return cls(view, settings)
 
 
-def argmin(values) -> int:
+def argmin(values: Iterable[float]) -> int:
     """The index of the smallest value, the lowest index on ties."""
-    best, at = None, 0
+    best: float | None = None
+    at = 0
     for i, v in enumerate(values):
         if best is None or v < best:
             best, at = v, i

@@ -25,7 +25,7 @@ class GlobalCacheAware(Router):
         best_len = max(held)
         best = held.index(best_len)  # the longest, the lowest index on ties
         thr = self.settings.balancing_threshold
-        prefill: dict = {}  # prefill after h blocks, once per distinct h (most instances hold the same)
+        prefill: dict[int, float] = {}  # prefill after h blocks, once per distinct h (most instances hold the same)
         pick, pick_t, pick_fetch = 0, None, False
         for k in range(n):
             h = held[k]

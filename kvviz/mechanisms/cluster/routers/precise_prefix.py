@@ -7,14 +7,15 @@ and the highest score wins (lowest index on ties). The weights are settings; the
 ASSUMPTIONS named in the scenario."""
 from __future__ import annotations
 
-from .base import Decision, Router, register
+from .base import Decision, Router, Routing, View, register
 
 
-def weighted_pick(v, s, prefix: list[float]) -> int:
+def weighted_pick(v: View, s: Routing, prefix: list[float]) -> int:
     """The instance with the highest weighted score, given each instance's prefix share."""
     q = [v.queue_len(k) for k in range(v.instances)]
     lo, hi = min(q), max(q)
-    best, at = None, 0
+    best: float | None = None
+    at = 0
     for k in range(v.instances):
         queue = (hi - q[k]) / (hi - lo) if hi > lo else 1.0
         score = s.prefix_weight * prefix[k] + s.kv_weight * (1.0 - v.kv_utilisation(k)) + s.queue_weight * queue

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Decision, Router, register
+from .base import Decision, Router, Routing, View, register
 
 
 @register("random")
 class RandomRouter(Router):
     description = "an instance uniformly at random (routing.seed)"
 
-    def __init__(self, view, settings):
+    def __init__(self, view: View, settings: Routing) -> None:
         super().__init__(view, settings)
         self.rng = np.random.default_rng(settings.seed)
 

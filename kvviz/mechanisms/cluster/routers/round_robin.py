@@ -2,14 +2,14 @@
 does not take a turn)."""
 from __future__ import annotations
 
-from .base import Decision, Router, register
+from .base import Decision, Router, Routing, View, register
 
 
 @register("round_robin")
 class RoundRobin(Router):
     description = "each instance in turn"
 
-    def __init__(self, view, settings):
+    def __init__(self, view: View, settings: Routing) -> None:
         super().__init__(view, settings)
         self.turn = 0
 
