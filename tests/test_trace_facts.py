@@ -169,6 +169,83 @@ def test_timed_prefix_cache_flows_run_from_each_load_forward_to_its_prefill(name
     assert (gpu["start"][1:] >= gpu["end"][:-1]).all()
 
 
+def _ns(us: float) -> int:
+    """A µs float of the trace back to its integer ns (exact below 2^51 ns; a sum of two µs floats
+    is not: convert ts and dur each, then add)."""
+    return round(us * 1000)
+
+
+def _tracks(ev):
+    """{(pid, tid): [(start ns, end ns, event)]}: the complete events, and the instants as the
+    zero-length slices Perfetto makes of them."""
+    out = {}
+    for e in ev:
+        if e["ph"] in ("X", "i"):
+            start = _ns(e["ts"])
+            out.setdefault((e["pid"], e["tid"]), []).append((start, start + _ns(e.get("dur", 0)), e))
+    return out
+
+
+def _deepest(tracks, e):
+    """The slice a flow event binds to: the deepest on its track that holds its time (nested
+    slices: the latest to start, then the shortest), or None."""
+    t = _ns(e["ts"])
+    held = [x for x in tracks.get((e["pid"], e["tid"]), ()) if x[0] <= t <= x[1]]
+    return max(held, key=lambda x: (x[0], -x[1]), default=None)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_perfetto_flows_land_after_their_source_slice_ends(name, bundled_small):
+    """Perfetto draws a flow from its source slice's end to the start of the slice its "f" binds
+    to (the deepest one holding its time on its track): each "f" lies in a slice at or after its
+    source's end, even where the consumer starts before its loads are in (the child slice kvviz
+    nests in it from then on), and every track's slices nest, a child whole inside its parent."""
+    ev = json.loads(perfetto_json(bundled_small[name]))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    for n, s in starts.items():
+        src, dst = _deepest(tracks, s), _deepest(tracks, ends[n])
+        assert src is not None and dst is not None, f"flow {n} binds to no slice"
+        assert dst[0] == _ns(ends[n]["ts"]) >= src[1], f"flow {n} points back in time: {src[:2]} → {dst[:2]}"
+    children = 0
+    for track, slices in tracks.items():
+        open_ = []  # the slices holding the current one, outermost first
+        for a, b, e in sorted((x for x in slices if x[2]["ph"] == "X"), key=lambda x: (x[0], -x[1])):
+            while open_ and open_[-1][1] <= a:
+                open_.pop()
+            if open_:  # whole inside its parent (so it overlaps no sibling of its parent)
+                assert b <= open_[-1][1], f"{track}: {e['name']} {a}..{b} overlaps {open_[-1][2]['name']}"
+            if "sources" in e["args"]:  # kvviz's child of a consumer: named after it, its kind
+                parent = open_[-1][2]
+                assert e["name"].startswith(parent["name"] + " · ") and e["cat"] == parent["cat"]
+                assert b == open_[-1][1] and a > open_[-1][0]
+                children += 1
+            open_.append((a, b, e))
+    late = sum(_ns(e["ts"]) > _deepest(tracks, e)[0] for e in ends.values())
+    assert late == 0  # every "f" sits at the start of its slice (none left inside one)
+    assert children == sum(e["ph"] == "X" and "sources" in e["args"] for e in ev)
+
+
+def test_attention_store_flows_bind_to_each_prefill_once_its_loads_are_in(bundled_small):
+    """The layer-wise loads stream in while their prefill runs: each flow binds to the prefill's
+    child slice from its last load's end to the prefill's end."""
+    r = bundled_small["attention_store_sharegpt"]
+    ev = json.loads(perfetto_json(r))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    assert starts
+    children = {}
+    for n, f in ends.items():
+        a, b, child = _deepest(tracks, f)
+        assert child["name"].endswith(" · loads in") and child["cat"] == "prefill"
+        children.setdefault((f["pid"], f["tid"], a), []).append(_deepest(tracks, starts[n])[1])
+        assert b > a
+    for (pid, tid, a), source_ends in children.items():  # from the latest of its loads' ends
+        assert a == max(source_ends)
+        child = next(x[2] for x in tracks[(pid, tid)] if x[0] == a and x[2]["ph"] == "X")
+        assert child["args"]["sources"] == len(source_ends)
+
+
 def test_perfetto_args_carry_the_facts(bundled):
     ev = perfetto_events(bundled["rope_prefetch_16"])
     fetch = next(e for e in ev if e["ph"] == "X" and e["cat"] == "fetch" and e["ts"] == 0)
