@@ -186,12 +186,16 @@ def _tracks(ev):
     return out
 
 
-def _deepest(tracks, e):
+def _deepest(tracks, e, kinds=None):
     """The slice a flow event binds to: the deepest on its track that holds its time (nested
-    slices: the latest to start, then the shortest), or None."""
+    slices: the latest to start, then the shortest), or None; of `kinds` (cat) only if given."""
     t = _ns(e["ts"])
-    held = [x for x in tracks.get((e["pid"], e["tid"]), ()) if x[0] <= t <= x[1]]
+    held = [x for x in tracks.get((e["pid"], e["tid"]), ())
+            if x[0] <= t <= x[1] and (kinds is None or x[2]["cat"] in kinds)]
     return max(held, key=lambda x: (x[0], -x[1]), default=None)
+
+
+SOURCES = ("fetch", "load", "prefetch", "copy", "arrive")  # what a flow leaves from
 
 
 @pytest.mark.parametrize("name", BUNDLED)
@@ -204,10 +208,9 @@ def test_perfetto_flows_land_after_their_source_slice_ends(name, bundled_small):
     starts, ends = _flows(ev)
     tracks = _tracks(ev)
     for n, s in starts.items():
-        src, dst = _deepest(tracks, s), _deepest(tracks, ends[n])
+        src, dst = _deepest(tracks, s, SOURCES), _deepest(tracks, ends[n])
         assert src is not None and dst is not None, f"flow {n} binds to no slice"
         assert dst[0] == _ns(ends[n]["ts"]) >= src[1], f"flow {n} points back in time: {src[:2]} → {dst[:2]}"
-    children = 0
     for track, slices in tracks.items():
         open_ = []  # the slices holding the current one, outermost first
         for a, b, e in sorted((x for x in slices if x[2]["ph"] == "X"), key=lambda x: (x[0], -x[1])):
@@ -215,15 +218,19 @@ def test_perfetto_flows_land_after_their_source_slice_ends(name, bundled_small):
                 open_.pop()
             if open_:  # whole inside its parent (so it overlaps no sibling of its parent)
                 assert b <= open_[-1][1], f"{track}: {e['name']} {a}..{b} overlaps {open_[-1][2]['name']}"
-            if "sources" in e["args"]:  # kvviz's child of a consumer: named after it, its kind
-                parent = open_[-1][2]
-                assert e["name"].startswith(parent["name"] + " · ") and e["cat"] == parent["cat"]
-                assert b == open_[-1][1] and a > open_[-1][0]
-                children += 1
             open_.append((a, b, e))
-    late = sum(_ns(e["ts"]) > _deepest(tracks, e)[0] for e in ends.values())
-    assert late == 0  # every "f" sits at the start of its slice (none left inside one)
-    assert children == sum(e["ph"] == "X" and "sources" in e["args"] for e in ev)
+    # kvviz's child of a consumer follows it: on its track, named after it, of its kind, its end
+    # (a zero-length one where the consumer ends as its source lands)
+    children = [i for i, e in enumerate(ev) if e["ph"] == "X" and "sources" in e["args"]]
+    for i in children:
+        parent, child = ev[i - 1], ev[i]
+        assert (parent["pid"], parent["tid"], parent["cat"]) == (child["pid"], child["tid"], child["cat"])
+        assert child["name"].startswith(parent["name"] + " · ") and child["args"]["sources"] > 0
+        assert _ns(parent["ts"]) < _ns(child["ts"])
+        assert _ns(parent["ts"]) + _ns(parent["dur"]) == _ns(child["ts"]) + _ns(child["dur"])
+    late = [n for n, e in ends.items() if _ns(e["ts"]) > _deepest(tracks, e)[0]]
+    assert late == []  # every "f" sits at the start of its slice, none inside one
+    assert sum(ev[i]["args"]["sources"] for i in children) <= len(ends)
 
 
 def test_attention_store_flows_bind_to_each_prefill_once_its_loads_are_in(bundled_small):
@@ -238,12 +245,28 @@ def test_attention_store_flows_bind_to_each_prefill_once_its_loads_are_in(bundle
     for n, f in ends.items():
         a, b, child = _deepest(tracks, f)
         assert child["name"].endswith(" · loads in") and child["cat"] == "prefill"
-        children.setdefault((f["pid"], f["tid"], a), []).append(_deepest(tracks, starts[n])[1])
+        children.setdefault((f["pid"], f["tid"], a), []).append(_deepest(tracks, starts[n], SOURCES)[1])
         assert b > a
     for (pid, tid, a), source_ends in children.items():  # from the latest of its loads' ends
         assert a == max(source_ends)
         child = next(x[2] for x in tracks[(pid, tid)] if x[0] == a and x[2]["ph"] == "X")
         assert child["args"]["sources"] == len(source_ends)
+
+
+def test_rope_fetch_flows_bind_where_the_stall_on_them_ends(bundled):
+    """A query that stalls on its fetch ends as the fetch lands: its flow binds to a zero-length
+    child at the stall's end, not back at the stall's start."""
+    ev = json.loads(perfetto_json(bundled["rope_prefetch_16"]))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    stalls = 0
+    for n, f in ends.items():
+        src, dst = _deepest(tracks, starts[n], SOURCES), _deepest(tracks, f)
+        assert dst[0] >= src[1]
+        if dst[2]["cat"] == "stall":
+            assert dst[2]["name"].endswith(" · fetches in") and dst[0] == dst[1] == src[1]
+            stalls += 1
+    assert stalls > 0
 
 
 def test_perfetto_args_carry_the_facts(bundled):

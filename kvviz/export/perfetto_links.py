@@ -74,9 +74,10 @@ def flow_landings(tr: Trace, pairs: list[tuple[tuple[str, int], tuple[str, int]]
     """Where each flow should land so Perfetto, which draws it from its source slice's end to the
     slice its "f" binds to, draws it forward: ({consumer span row: (the latest end among its
     sources that end inside it, their kinds)} for each consumer that starts before a source of its
-    ends and ends after it (the layer-wise loads that stream in while their prefill runs), and, by
-    pair, whether the source ends only when or after its consumer ends (an instant it cannot
-    precede, or a slice done before its input lands): left at the consumer's start, backward)."""
+    ends and ends no earlier (the layer-wise loads that stream in while their prefill runs; a
+    stall that ends as its fetch lands), and, by pair, whether the source ends after its consumer
+    (an instant it lands after, or a slice done before its input is in): left at the consumer's
+    start, backward)."""
     starts, ends = (tr.spans[c].tolist() for c in ("start", "end"))
     marks = tr.instants["t"].tolist()
     kinds, ikinds = tr.spans["kind"].tolist(), tr.instants["kind"].tolist()
@@ -86,8 +87,8 @@ def flow_landings(tr: Trace, pairs: list[tuple[tuple[str, int], tuple[str, int]]
         landed = ends[ra] if ta == "spans" else marks[ra]
         kind = SPAN_KINDS[kinds[ra]] if ta == "spans" else INSTANT_KINDS[ikinds[ra]]
         begin, finish = (starts[rb], ends[rb]) if tb == "spans" else (marks[rb], marks[rb])
-        late.append(landed > begin and landed >= finish)
-        if begin < landed < finish:
+        late.append(landed > finish)
+        if begin < landed <= finish:
             at, by = landing.get(rb, (landed, set()))
             landing[rb] = (max(at, landed), by | {kind})
     return landing, late
