@@ -87,8 +87,12 @@ def test_perfetto_is_clean(seed_result):
             assert isinstance(e["ts"], float)
     names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
     assert "GPU / GPU · attention" in names.values()
-    xs = [e for e in ev if e["ph"] == "X"]
+    xs = [e for e in ev if e["ph"] == "X" and "sources" not in e["args"]]  # the trace's spans
     assert len(xs) == len(seed_result.trace.spans) and all(e["tid"] in names for e in xs)
+    for i, e in enumerate(ev):  # a child where flows land: inside the consumer written before it
+        if e["ph"] == "X" and "sources" in e["args"]:
+            p = ev[i - 1]
+            assert p["tid"] == e["tid"] and p["ts"] < e["ts"] <= e["ts"] + e["dur"] <= p["ts"] + p["dur"] + 1e-9
     by_tid = {}
     for e in xs:
         by_tid.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))

@@ -169,6 +169,110 @@ def test_timed_prefix_cache_flows_run_from_each_load_forward_to_its_prefill(name
     assert (gpu["start"][1:] >= gpu["end"][:-1]).all()
 
 
+def _ns(us: float) -> int:
+    """A µs float of the trace back to its integer ns (exact below 2^51 ns; a sum of two µs floats
+    is not: convert ts and dur each, then add)."""
+    return round(us * 1000)
+
+
+def _tracks(ev):
+    """{(pid, tid): [(start ns, end ns, event)]}: the complete events, and the instants as the
+    zero-length slices Perfetto makes of them."""
+    out = {}
+    for e in ev:
+        if e["ph"] in ("X", "i"):
+            start = _ns(e["ts"])
+            out.setdefault((e["pid"], e["tid"]), []).append((start, start + _ns(e.get("dur", 0)), e))
+    return out
+
+
+def _deepest(tracks, e, kinds=None):
+    """The slice a flow event binds to: the deepest on its track that holds its time (nested
+    slices: the latest to start, then the shortest), or None; of `kinds` (cat) only if given."""
+    t = _ns(e["ts"])
+    held = [x for x in tracks.get((e["pid"], e["tid"]), ())
+            if x[0] <= t <= x[1] and (kinds is None or x[2]["cat"] in kinds)]
+    return max(held, key=lambda x: (x[0], -x[1]), default=None)
+
+
+SOURCES = ("fetch", "load", "prefetch", "copy", "arrive")  # what a flow leaves from
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_perfetto_flows_land_after_their_source_slice_ends(name, bundled_small):
+    """Perfetto draws a flow from its source slice's end to the start of the slice its "f" binds
+    to (the deepest one holding its time on its track): each "f" lies in a slice at or after its
+    source's end, even where the consumer starts before its loads are in (the child slice kvviz
+    nests in it from then on), and every track's slices nest, a child whole inside its parent."""
+    ev = json.loads(perfetto_json(bundled_small[name]))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    for n, s in starts.items():
+        src, dst = _deepest(tracks, s, SOURCES), _deepest(tracks, ends[n])
+        assert src is not None and dst is not None, f"flow {n} binds to no slice"
+        assert dst[0] == _ns(ends[n]["ts"]) >= src[1], f"flow {n} points back in time: {src[:2]} → {dst[:2]}"
+    for track, slices in tracks.items():
+        open_ = []  # the slices holding the current one, outermost first
+        for a, b, e in sorted((x for x in slices if x[2]["ph"] == "X"), key=lambda x: (x[0], -x[1])):
+            while open_ and open_[-1][1] <= a:
+                open_.pop()
+            if open_:  # whole inside its parent (so it overlaps no sibling of its parent)
+                assert b <= open_[-1][1], f"{track}: {e['name']} {a}..{b} overlaps {open_[-1][2]['name']}"
+            open_.append((a, b, e))
+    # kvviz's child of a consumer follows it: on its track, named after it, of its kind, its end
+    # (a zero-length one where the consumer ends as its source lands)
+    children = [i for i, e in enumerate(ev) if e["ph"] == "X" and "sources" in e["args"]]
+    for i in children:
+        parent, child = ev[i - 1], ev[i]
+        assert (parent["pid"], parent["tid"], parent["cat"]) == (child["pid"], child["tid"], child["cat"])
+        assert child["name"].startswith(parent["name"] + " · ") and child["args"]["sources"] > 0
+        assert _ns(parent["ts"]) < _ns(child["ts"])
+        assert _ns(parent["ts"]) + _ns(parent["dur"]) == _ns(child["ts"]) + _ns(child["dur"])
+    late = [n for n, e in ends.items() if _ns(e["ts"]) > _deepest(tracks, e)[0]]
+    assert late == []  # every "f" sits at the start of its slice, none inside one
+    assert sum(ev[i]["args"]["sources"] for i in children) <= len(ends)
+
+
+def test_attention_store_flows_bind_to_each_prefill_once_its_loads_are_in(bundled_small):
+    """The layer-wise loads stream in while their prefill runs: each flow binds to the prefill's
+    child slice from its last load's end to the prefill's end."""
+    r = bundled_small["attention_store_sharegpt"]
+    ev = json.loads(perfetto_json(r))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    assert starts
+    children = {}
+    for n, f in ends.items():
+        a, b, dst = _deepest(tracks, f)
+        landed = _deepest(tracks, starts[n], SOURCES)[1]
+        if "sources" not in dst["args"]:
+            assert a >= landed  # a layer that waited for its load: bound at its start
+            continue
+        assert dst["name"].endswith(" · loads in") and dst["cat"] == "prefill" and b > a
+        children.setdefault((f["pid"], f["tid"], a), []).append(landed)
+    assert len(children) > len(ends) / 2  # most prefills start while their loads stream in
+    for (pid, tid, a), source_ends in children.items():  # from the latest of its loads' ends
+        assert a == max(source_ends)
+        child = next(x[2] for x in tracks[(pid, tid)] if x[0] == a and x[2]["ph"] == "X")
+        assert child["args"]["sources"] == len(source_ends)
+
+
+def test_rope_fetch_flows_bind_where_the_stall_on_them_ends(bundled):
+    """A query that stalls on its fetch ends as the fetch lands: its flow binds to a zero-length
+    child at the stall's end, not back at the stall's start."""
+    ev = json.loads(perfetto_json(bundled["rope_prefetch_16"]))["traceEvents"]
+    starts, ends = _flows(ev)
+    tracks = _tracks(ev)
+    stalls = 0
+    for n, f in ends.items():
+        src, dst = _deepest(tracks, starts[n], SOURCES), _deepest(tracks, f)
+        assert dst[0] >= src[1]
+        if dst[2]["cat"] == "stall":
+            assert dst[2]["name"].endswith(" · fetches in") and dst[0] == dst[1] == src[1]
+            stalls += 1
+    assert stalls > 0
+
+
 def test_perfetto_args_carry_the_facts(bundled):
     ev = perfetto_events(bundled["rope_prefetch_16"])
     fetch = next(e for e in ev if e["ph"] == "X" and e["cat"] == "fetch" and e["ts"] == 0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections import Counter
 from typing import cast
 
 import numpy as np
@@ -23,10 +24,11 @@ from ..palette import tier_label
 from ..result import Result
 from ..scenario import scenario_to_dict
 from ..trace import FACT_FIELDS, INSTANT_KINDS, SPAN_KINDS, TIERS, Trace
-from .perfetto_links import event_time, flow_pairs, tier_in_flight
+from .perfetto_links import event_time, flow_landings, flow_pairs, tier_in_flight
 
 PID = 1
 Event = dict[str, object]  # one trace event, as JSON
+_PLURAL = {"fetch": "fetches", "load": "loads", "prefetch": "prefetches", "copy": "copies", "arrive": "arrivals"}
 
 
 def sublanes(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -89,6 +91,15 @@ def perfetto_events(result: Result) -> list[Event]:
     # (pid, tid) by row: every row's is set below before the flows read it
     where = {"spans": cast("list[tuple[int, int]]", [None] * len(sp)),
              "instants": cast("list[tuple[int, int]]", [None] * len(tr.instants))}
+    # flows: "s" inside the source slice, "f" bound to the deepest slice holding its time on the
+    # consumer's track: the consumer, or, where the consumer starts before its sources are in, a
+    # child slice of it from then to its end (Perfetto draws a flow from its source slice's end to
+    # that slice's start: the arrow then points forward). Whole inside the consumer, which has its
+    # sub-lane to itself, the child overlaps nothing else; written right after it, so at a tie (a
+    # consumer that ends as its source lands: a zero-length child) it comes before the next slice
+    pairs = flow_pairs(tr)
+    landing, late = flow_landings(tr, pairs)
+    bound = Counter(b[1] for (_, b), behind in zip(pairs, late) if b[0] == "spans" and not behind)
     for lane in range(len(tr.lanes)):
         rows = np.flatnonzero(sp["lane"] == lane)  # already sorted by start
         s = sp[rows]
@@ -96,20 +107,25 @@ def perfetto_events(result: Result) -> list[Event]:
         for r, start, end, kind, label, ref, fact, sub in zip(
                 rows.tolist(), *(s[c].tolist() for c in ("start", "end", "kind", "label", "ref", "fact")), subs.tolist()):
             pid, t = where["spans"][r] = tid(lane, sub)
-            ev.append({"ph": "X", "name": tr.labels[label] if label >= 0 else SPAN_KINDS[kind],
-                       "cat": SPAN_KINDS[kind], "ts": start / 1000, "dur": (end - start) / 1000,
-                       "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
+            name = tr.labels[label] if label >= 0 else SPAN_KINDS[kind]
+            ev.append({"ph": "X", "name": name, "cat": SPAN_KINDS[kind], "ts": start / 1000,
+                       "dur": (end - start) / 1000, "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
+            if r in landing:
+                in_at, by = landing[r]
+                ev.append({"ph": "X", "name": f"{name} · {', '.join(sorted(_PLURAL.get(k, k) for k in by))} in",
+                           "cat": SPAN_KINDS[kind], "ts": in_at / 1000, "dur": (end - in_at) / 1000,
+                           "pid": pid, "tid": t, "args": {"ref": ref, "sources": bound[r]}})
     ins = tr.instants
     for r, (lane, t_ns, kind, ref, fact) in enumerate(zip(*(ins[c].tolist() for c in ("lane", "t", "kind", "ref", "fact")))):
         pid, t = where["instants"][r] = tid(lane)
         ev.append({"ph": "i", "s": "t", "name": INSTANT_KINDS[kind], "cat": INSTANT_KINDS[kind],
                    "ts": t_ns / 1000, "pid": pid, "tid": t, "args": {"ref": ref, **args[fact]}})
-    # flows: "s" inside the source slice, "f" bound to the consumer's enclosing slice
-    for n, (a, b) in enumerate(flow_pairs(tr)):
+    for n, ((a, b), behind) in enumerate(zip(pairs, late)):
         (pa, ta), (pb, tb) = where[a[0]][a[1]], where[b[0]][b[1]]
+        lands = landing[b[1]][0] if b[0] == "spans" and b[1] in landing and not behind else event_time(tr, b)
         ev.append({"ph": "s", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, a) / 1000,
                    "pid": pa, "tid": ta})
-        ev.append({"ph": "f", "bp": "e", "id": n, "name": "feeds", "cat": "flow", "ts": event_time(tr, b) / 1000,
+        ev.append({"ph": "f", "bp": "e", "id": n, "name": "feeds", "cat": "flow", "ts": lands / 1000,
                    "pid": pb, "tid": tb})
     counter_pid = PID + len(groups)  # counters: the run's own, and one per tier in flight
     ev.append({"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0,

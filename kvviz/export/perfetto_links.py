@@ -69,6 +69,31 @@ def event_time(tr: Trace, ref: tuple[str, int]) -> int:
     return int(tr.spans["start"][row]) if table == "spans" else int(tr.instants["t"][row])
 
 
+def flow_landings(tr: Trace, pairs: list[tuple[tuple[str, int], tuple[str, int]]]
+                  ) -> tuple[dict[int, tuple[int, set[str]]], list[bool]]:
+    """Where each flow should land so Perfetto, which draws it from its source slice's end to the
+    slice its "f" binds to, draws it forward: ({consumer span row: (the latest end among its
+    sources that end inside it, their kinds)} for each consumer that starts before a source of its
+    ends and ends no earlier (the layer-wise loads that stream in while their prefill runs; a
+    stall that ends as its fetch lands), and, by pair, whether the source ends after its consumer
+    (an instant it lands after, or a slice done before its input is in): left at the consumer's
+    start, backward)."""
+    starts, ends = (tr.spans[c].tolist() for c in ("start", "end"))
+    marks = tr.instants["t"].tolist()
+    kinds, ikinds = tr.spans["kind"].tolist(), tr.instants["kind"].tolist()
+    landing: dict[int, tuple[int, set[str]]] = {}
+    late: list[bool] = []
+    for (ta, ra), (tb, rb) in pairs:
+        landed = ends[ra] if ta == "spans" else marks[ra]
+        kind = SPAN_KINDS[kinds[ra]] if ta == "spans" else INSTANT_KINDS[ikinds[ra]]
+        begin, finish = (starts[rb], ends[rb]) if tb == "spans" else (marks[rb], marks[rb])
+        late.append(landed > finish)
+        if begin < landed <= finish:
+            at, by = landing.get(rb, (landed, set()))
+            landing[rb] = (max(at, landed), by | {kind})
+    return landing, late
+
+
 def tier_in_flight(tr: Trace) -> dict[str, tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """{tier: (unit, times ns, level)} for every tier a span reads from or writes to: the
     bytes in flight through it, or the transfers in flight where no transfer of it knows its
