@@ -43,10 +43,11 @@ def _commit(root: Path) -> str:
         r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         return r.stdout.strip() if r.returncode == 0 else ""
     head = git("rev-parse", "--short=12", "HEAD") or "unknown (not a git checkout)"
-    # uncommitted changes outside the records themselves would make the commit a lie: say so
-    dirty = [ln for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()
-             if "benchmarks/results/" not in ln]
-    return head + (" with uncommitted changes" if dirty else "")
+    # uncommitted changes to what runs would make the commit a lie: say so (prose, tests and
+    # the records themselves do not change what a benchmark measures)
+    dirty = [ln[3:] for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()]
+    dirty = [p for p in dirty if not (p.startswith(("docs/", "tests/", "benchmarks/results/")) or p.endswith(".md"))]
+    return head + (" with uncommitted changes to its code" if dirty else "")
 
 
 def command_line(name: str, args: list[str]) -> str:
