@@ -4,6 +4,7 @@ the previous record), and docs/_gen/generate.py renders every record in benchmar
 refuses one that does not say what machine it ran on. No benchmark is run here."""
 import importlib.util
 import os
+import re
 
 import pytest
 
@@ -38,6 +39,8 @@ def test_the_figures_page_renders_every_committed_record(gen, rec):
         assert f"`{header['command']}`" in page and gen._md(header["machine"]) in page
         for line in output.strip().splitlines():
             assert line in page, (path.name, line)
+    # user-facing: what a benchmark prints names its target, not the issue that asked for it
+    assert not re.search(r"\bissue \d", page, re.I)
     # every benchmark without a record is listed as such, and no recorded one is
     missing = page.partition("## No record yet")[2]
     for script in (ROOT / "benchmarks").glob("bench_*.py"):
