@@ -70,8 +70,10 @@ test: setup test-libs
 typecheck: setup
 	$(PY) -m mypy
 
+# Every benchmark, each output kept in benchmarks/results/NAME.txt with its machine, load, commit and
+# date (benchmarks/record.py): the documentation's Performance page is generated from those records.
 bench: setup
-	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/run_all.py --record
 
 # The operating-point section of docs/mechanisms/attention-store.md and its per-model figures (36 runs, under a minute).
 operating-point: setup

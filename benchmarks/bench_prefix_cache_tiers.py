@@ -79,7 +79,7 @@ def main() -> int:
         h, b = times["HEAD"], times[args.base]
         med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         print(f"{args.base} / HEAD: wall {med(b[0]) / med(h[0]):.2f}x, CPU {med(b[1]) / med(h[1]):.2f}x "
-              f"(issue 30's bar: 5x) · load average {os.getloadavg()[0]:.2f} at the end")
+              f"(the target: 5x) · load average {os.getloadavg()[0]:.2f} at the end")
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -344,8 +344,8 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
             print(f"  {where:<11} {k:<24} {ts[0]:>6.3f}s {ts[len(ts) // 2]:>6.3f}s  {ts[len(ts) // 2] / base:5.2f}x")
         for where in ("process", "in process"):
             med = {k: sorted(v)[len(v) // 2] for (w, k), v in times.items() if w == where}
-            print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (issue 30 "
-                  f"asks >= 5), libCacheSim {med['libCacheSim'] / med['kvviz']:.2f}x (asks >= 1)")
+            print(f"  {where}: the plain loop takes {med['plain loop'] / med['kvviz']:.2f}x kvviz's time (the target "
+                  f"is >= 5), libCacheSim {med['libCacheSim'] / med['kvviz']:.2f}x (>= 1)")
         trace.close()
 
 

@@ -5,6 +5,9 @@
 - reference/cli.md: every command and flag, from `kvviz`'s and `kvviz-gui`'s argument parsers;
 - reference/metrics.md: every metric each bundled scenario's run reports, with its value there;
 - results/index.md: `kvviz claims --markdown` over every bundled scenario with claims;
+- design/performance-figures.md: every benchmark record in benchmarks/results/ (what
+  `make bench` wrote: the command, machine, load, commit, date and the output as printed), and
+  the benchmarks with no record yet;
 - img/: the README's committed figures, and one screenshot per tab of the app (`kvviz-gui
   --screenshot`, offscreen) unless --no-screenshots.
 
@@ -219,6 +222,73 @@ def results_page(quick: bool) -> str:
     return "".join(head + body)
 
 
+# ---- benchmark figures -------------------------------------------------------------------------
+
+def _bench_record_module():
+    """benchmarks/record.py (not a package): the one reader of a record's format."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_record", ROOT / "benchmarks" / "record.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _first_doc_line(script: Path) -> str:
+    """The first sentence of a benchmark's docstring, without its asides naming our issues."""
+    import ast
+    import re
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    text = " ".join(doc.split("\n\n", 1)[0].split())
+    text = re.sub(r"\s*\([^()]*\bissue \d+[^()]*\)", "", text)
+    return re.split(r"(?<=[.])\s+(?=[A-Z])", text, maxsplit=1)[0]
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in `text`, so the output shows verbatim."""
+    import re
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    tick = "`" * max(3, longest + 1)
+    return f"{tick}text\n{text.rstrip()}\n{tick}\n\n"
+
+
+def performance_figures(bench_dir: Path = ROOT / "benchmarks") -> str:
+    """Every record in bench_dir/results, as recorded; SystemExit naming a record that is not one."""
+    rec = _bench_record_module()
+    results = bench_dir / "results"
+    records = sorted(results.glob("*.txt")) if results.is_dir() else []
+    out = [GENERATED_NOTE, "# Benchmark figures\n\n",
+           "What each benchmark printed in its latest recorded run, verbatim, with the command, the "
+           "machine it ran on, the load average before and after (1, 5 and 15 minutes: other work "
+           "on the machine slows every figure), the commit and the date. `make bench` records every "
+           "benchmark; `python benchmarks/record.py NAME [ARGS]` records one (see "
+           "[Performance and benchmarks](performance.md)). Compare figures printed side by side in "
+           "one record; across records the machine's load differs.\n\n"]
+    shown = set()
+    for path in records:
+        try:
+            header, output = rec.read_record(path)
+        except rec.RecordError as e:
+            raise SystemExit(f"benchmarks/results/{e}") from None
+        name = header["benchmark"]
+        shown.add(name)
+        script = bench_dir / f"{name}.py"
+        about = _first_doc_line(script) if script.is_file() else "(the benchmark's script is no longer here)"
+        out.append(f"## `{name}`\n\n{_md(about)}\n\n")
+        out.append("| | |\n| --- | --- |\n")
+        for key in ("command", "machine", "load before", "load after", "commit", "date"):
+            value = f"`{header[key]}`" if key in ("command", "commit") else _md(header[key])
+            out.append(f"| {key} | {value} |\n")
+        out.append("\n" + _fence(output))
+    missing = sorted(p.stem for p in bench_dir.glob("bench_*.py") if p.stem not in shown)
+    if missing:
+        out.append("## No record yet\n\n"
+                   "These benchmarks have not been recorded (most take longer than a few minutes, or "
+                   "need a display or extra tools); run `make bench`, or "
+                   "`python benchmarks/record.py NAME`:\n\n")
+        out += [f"- `{n}`: {_md(_first_doc_line(bench_dir / f'{n}.py'))}\n" for n in missing]
+    return "".join(out)
+
+
 # ---- images ------------------------------------------------------------------------------------
 
 # One screenshot per tab, each on a scenario it applies to (the tour in guide/app.md shows them).
@@ -264,6 +334,7 @@ def main() -> int:
     write("reference/cli.md", cli_reference())
     write("reference/metrics.md", metrics_reference())
     write("results/index.md", results_page(args.quick))
+    write("design/performance-figures.md", performance_figures())
     images(not args.no_screenshots and not args.quick)
     return 0
 
