@@ -21,6 +21,7 @@ from typing import Any, cast
 import numpy as np
 
 from ...errors import ScenarioError
+from ...gc_pause import gc_paused
 from ...result import Result
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
@@ -130,9 +131,12 @@ class Run:
 
     # --- the run ------------------------------------------------------------------------------
     def run(self) -> Run:
-        self.loop.stream(self.times, self.arrive, [(j,) for j in range(self.n)], priority=2)
-        self.loop.run()
-        self.store.close()
+        # as the cluster's run: many short-lived objects and no cycles, so a full collection they set
+        # off mid-run would only walk every object of the process
+        with gc_paused():
+            self.loop.stream(self.times, self.arrive, [(j,) for j in range(self.n)], priority=2)
+            self.loop.run()
+            self.store.close()
         return self
 
     def metrics(self, blocks: Blocks, ref_rate: float) -> dict[str, Any]:
