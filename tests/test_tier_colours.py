@@ -177,3 +177,25 @@ def test_tier_colours_print_light_enough_and_read_on_white():
     # group name on white (too light cannot be read): L* within 40..75 (HBM 46, SSD 71)
     for t in TIER_KEYS:
         assert 40.0 <= _lab(tier_color(t), "normal")[0] <= 75.0, t
+
+
+@pytest.mark.gui
+def test_a_counter_of_no_tier_never_wears_a_tier_colour(qtbot, bundled):
+    # Engram's "staging rows" (third counter) took DRAM's green beside two CXL lines
+    from app.views.counters import CountersView
+    view = CountersView()
+    qtbot.addWidget(view)
+    view.set_result(bundled["engram_qwen3_32b_cxl"])
+    tiers = {tier_color(t).lower() for t in TIER_KEYS}
+    others = {n: c.lower() for n, c in view.colours.items() if tier_key(n) is None}
+    assert "staging rows" in others and not set(others.values()) & tiers
+    assert {c.lower() for n, c in view.colours.items() if tier_key(n)} == {tier_color("cxl").lower()}
+
+
+def test_line_colours_stay_apart_from_every_tier():
+    from app.views._common import LINE_COLOURS  # the Counters' colours for lines of no tier
+    for line in LINE_COLOURS:
+        for t in TIER_KEYS:
+            assert _delta_e(line, tier_color(t), "normal") >= KIND_FLOOR, (line, t)
+            for vision in ("deuteranopia", "protanopia"):
+                assert _delta_e(line, tier_color(t), vision) >= KIND_FLOOR_CVD, (line, t, vision)
