@@ -503,7 +503,7 @@ def test_screenshots_are_not_blank(qtbot, results):
 
     cnt = shown(qtbot, CountersView, results["engram_qwen3_32b_cxl"])
     px = plot_area(cnt, cnt.layout_widget, cnt.plots[-1].getViewBox())
-    assert has_colour(px, "#009e73", tol=40)  # the staging-rows line
+    assert has_colour(px, cnt.colours["staging rows"], tol=40)  # the staging-rows line, drawn
 
     lad = shown(qtbot, LadderView, results["ladder_seed"])
     px = plot_area(lad, lad.charts, lad.lat_plot.getViewBox())

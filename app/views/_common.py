@@ -18,8 +18,10 @@ TEXT = "#222222"
 MUTED = "#555555"
 LABEL_STYLE = {"color": TEXT, "font-size": "10pt"}
 
-# Okabe-Ito: colour-blind-safe categorical colours for lines (counters) and series.
-LINE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+# Colour-blind-safe colours (Okabe-Ito, then Paul Tol's) for lines that stand for no tier: none
+# is a tier's colour or near one (resources/palette.toml [tiers]), so a "batch size" line never
+# reads as a second HBM line, nor "staging rows" beside CXL's teal as a third CXL one.
+LINE_COLOURS = ("#D55E00", "#CC79A7", "#000000", "#999933", "#882255")
 
 
 def carries(result, analysis: str) -> bool:

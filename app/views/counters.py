@@ -187,7 +187,7 @@ class CountersView(QWidget):
                 pi = pg.PlotItem(axisItems={"bottom": GridAxis()})  # ticks in the view's unit
                 style_plot(pi, left=label)
                 # a tier's counter ("dram occupancy") in the tier's colour (kvviz.palette), as in
-                # every view; any other counter by its place
+                # every view; any other counter by its place, in a colour no tier wears
                 colour = tier_color_of(tr.counter_names[i]) or LINE_COLOURS[i % len(LINE_COLOURS)]
                 self.colours[tr.counter_names[i]] = colour
                 pi.setTitle(tr.counter_names[i], color=colour, size="9pt", justify="left")

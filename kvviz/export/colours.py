@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import zlib
 
-# Policies never wear a tier's colour (resources/palette.toml [tiers]: HBM #0072B2, CXL #56B4E9,
-# DRAM #009E73, SSD #E69F00, remote #CC79A7): a chart that splits a policy's bar by tier would
+# Policies never wear a tier's colour (resources/palette.toml [tiers]: HBM #0072B2, CXL #44BBCC,
+# DRAM #009E73, SSD #E69F00, remote #885500): a chart that splits a policy's bar by tier would
 # otherwise draw, say, a green Belady bar under a green "DRAM hits" key. The first names get
 # the clearest of the colour-blind-safe colours left (Okabe-Ito's vermillion and black, then
 # Paul Tol's dark and muted sets).
