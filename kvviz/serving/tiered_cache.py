@@ -147,7 +147,9 @@ def compiled_cache(mod: ModuleType, ids: Sequence[int], tokens: Sequence[int], c
         uniq, dense = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
         a["dense"] = np.ascontiguousarray(dense.reshape(-1), dtype=np.int32)
         a["ids"], a["block_ids"] = a["dense"].tolist(), uniq.tolist()
-        a["tokens"] = np.asarray(tokens, dtype=np.int64)
+        a["tokens"] = np.array(tokens, dtype=np.int64)  # its own copy
+        for name in ("dense", "tokens"):  # the compiled caches read these in place: never written
+            a[name].flags.writeable = False
     for name, given in (("next_pos", next_pos), ("later", later)):
         if given is not None and name not in a:
             a[name] = np.asarray(given, dtype=np.int64)
