@@ -209,6 +209,16 @@ def best_cut(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, booked:
     return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
 
 
+def prefix_counter(caches: Sequence[BlockCache]) -> Callable[[list[Any], int, int], list[int]] | None:
+    """The compiled `resident_prefixes(caches, s, e)` (each cache's leading positions of s..e-1
+    resident in some tier, as sum(matched)) where every cache is the compiled one, else None."""
+    mod = native.block_cache()[0]
+    if mod is None or not all(isinstance(c, mod.BlockCache) for c in caches):
+        return None
+    count: Callable[[list[Any], int, int], list[int]] = mod.resident_prefixes
+    return count
+
+
 def clairvoyant(policy: str) -> bool:
     """Reads each block's next use from the trace; the entering block a candidate."""
     return "next_use" in policy_class(policy).needs

@@ -550,3 +550,20 @@ cdef class BlockCache:
     @property
     def evicted(self):
         return [self._evicted[k] for k in range(self.K)]
+
+
+def resident_prefixes(list caches, int64_t s, int64_t e):
+    """For each cache (all over the same stream): how many leading positions of s..e-1 have their
+    block resident in some tier, sum(cache.matched(ids[s:e])), for all of them in one call (a
+    cluster's router asks it of every instance for each request)."""
+    cdef BlockCache c
+    cdef int64_t p
+    out = []
+    for c in caches:
+        if not 0 <= s <= e <= c.N:
+            raise IndexError("positions outside the stream")
+        p = s
+        while p < e and c.where[c.pid[p]]:
+            p += 1
+        out.append(p - s)
+    return out
