@@ -226,3 +226,31 @@ def test_replay_prefix_runs_fifo_and_belady_on_the_compiled_cache_with_the_pytho
             assert (row["hit_blocks"], row["hit_requests"]) == engine_counts(prep, policy, cap, True)[0]  # Python's
     assert {rows[("leaf_lru", c)]["engine"] for c in (300, 3000)} == {ENGINE}
     assert "note: eviction policy leaf_lru has no compiled twin: the Python block cache runs" in err
+
+
+@needs_build
+def test_resident_prefixes_counts_each_cache_as_its_matched_does():
+    """The cluster router's count over several caches on one stream (one compiled call) equals
+    sum(matched) of each, request by request, while the caches diverge (different capacities);
+    positions outside the stream are refused."""
+    rng = random.Random(11)
+    ids, off = workload(rng, 600)
+    toks = [16] * len(ids)
+    arrays: dict = {}
+    caches = [compiled_cache(mod, ids, toks, caps, ["lru"] * len(caps), arrays=arrays)
+              for caps in ([6], [12, 20], [40])]
+    assert tiered_cache.prefix_counter(caches) is mod.resident_prefixes
+    assert tiered_cache.prefix_counter([TieredCache(ids, toks, [6], ["lru"])]) is None
+    seen = set()
+    for r in range(len(off) - 1):
+        s, e = off[r], off[r + 1]
+        got = mod.resident_prefixes(caches, s, e)
+        assert got == [sum(c.matched(c.ids[s:e])) for c in caches]
+        seen.add(tuple(got))
+        c = caches[r % len(caches)]  # one cache takes each request: their contents differ
+        h = c.lookup(s, e)
+        c.place_request(r, s, e, len(h), h)
+        c.finish(r)
+    assert len(seen) > 10  # the counts varied, across requests and caches
+    with pytest.raises(IndexError):
+        mod.resident_prefixes(caches, 0, len(ids) + 1)

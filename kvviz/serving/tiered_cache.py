@@ -147,7 +147,9 @@ def compiled_cache(mod: ModuleType, ids: Sequence[int], tokens: Sequence[int], c
         uniq, dense = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
         a["dense"] = np.ascontiguousarray(dense.reshape(-1), dtype=np.int32)
         a["ids"], a["block_ids"] = a["dense"].tolist(), uniq.tolist()
-        a["tokens"] = np.asarray(tokens, dtype=np.int64)
+        a["tokens"] = np.array(tokens, dtype=np.int64)  # its own copy
+        for name in ("dense", "tokens"):  # the compiled caches read these in place: never written
+            a[name].flags.writeable = False
     for name, given in (("next_pos", next_pos), ("later", later)):
         if given is not None and name not in a:
             a[name] = np.asarray(given, dtype=np.int64)
@@ -205,6 +207,16 @@ def best_cut(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, booked:
         b = np.where(has, np.maximum(b, t1), b)
     end = np.maximum(a + L * c, b + c)
     return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
+
+
+def prefix_counter(caches: Sequence[BlockCache]) -> Callable[[list[Any], int, int], list[int]] | None:
+    """The compiled `resident_prefixes(caches, s, e)` (each cache's leading positions of s..e-1
+    resident in some tier, as sum(matched)) where every cache is the compiled one, else None."""
+    mod = native.block_cache()[0]
+    if mod is None or not all(isinstance(c, mod.BlockCache) for c in caches):
+        return None
+    count: Callable[[list[Any], int, int], list[int]] = mod.resident_prefixes
+    return count
 
 
 def clairvoyant(policy: str) -> bool:

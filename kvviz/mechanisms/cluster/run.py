@@ -152,11 +152,12 @@ class ClusterRun:
         if inst.role != "prefill" or self.out[j] <= 1:
             return
         # P/D: the prompt's KV and the first token move to a decode instance
-        at, least, fewest = 0, None, 0  # the least running KV, then the fewest waiting, then the lowest index
-        for i, b in enumerate(self.dec_batchers):
-            t = b.tok_run
-            if least is None or t < least or (t == least and len(b.waiting) < fewest):
-                at, least, fewest = i, t, len(b.waiting)
+        decs = self.dec_batchers  # the least running KV, then the fewest waiting, then the lowest index
+        run_kv = [b.tok_run for b in decs]
+        least = min(run_kv)
+        at = run_kv.index(least)
+        if run_kv.count(least) > 1:  # a tie on running KV (idle decoders): the fewest waiting of those
+            at = min((len(b.waiting), i) for i, b in enumerate(decs) if b.tok_run == least)[1]
         d = self.inst[self.n_route + at]
         ctx = self.inn0[j] + 1
         t0, t1 = self.peers.book(inst.index, d.index, ctx * self.kv, self.loop.now)

@@ -17,7 +17,9 @@ instance's internals.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...serving.tiered_cache import prefix_counter
 
 if TYPE_CHECKING:
     from ...serving.event_loop import Loop
@@ -56,6 +58,8 @@ class View:
         self.cum = run.cum_tokens
         self.ids = run.ids
         self._matched: list[Callable[[Sequence[int]], list[int]]] | None = None
+        self._caches: list[Any] = []
+        self._count: Callable[[list[Any], int, int], list[int]] | None = None
 
     def blocks_of(self, j: int) -> int:
         return self.off[j + 1] - self.off[j]
@@ -79,8 +83,13 @@ class View:
         assert c0 is not None  # routed instances prefill: each has its cache
         if self.run.pool is not None or c0.shared:
             return [i.match(j) for i in insts]
-        if self._matched is None:  # each cache's `matched`, bound once
-            self._matched = [c.cache.matched for c in (i.cache for i in insts) if c is not None]
+        if self._matched is None:  # each cache's `matched`, bound once; the compiled count over all, if they all are
+            stores = [i.cache for i in insts if i.cache is not None]
+            self._matched = [c.cache.matched for c in stores]
+            self._caches = [c.cache for c in stores]
+            self._count = prefix_counter(self._caches)
+        if self._count is not None:
+            return self._count(self._caches, self.off[j], self.off[j + 1])
         blocks = c0.cids[self.off[j]:self.off[j + 1]]
         return [sum(m(blocks)) for m in self._matched]
 
@@ -100,11 +109,13 @@ class View:
         return self.run.inst[k].kv_utilisation()
 
     def prefill_ns(self, j: int, held: int) -> float:
-        h = self.held_tokens(j, held)
+        s = self.off[j]  # held_tokens(j, held), inlined (the router asks for every instance it costs)
+        h = self.cum[s + held] - self.cum[s]
         return self.run.gpu.prefill_ns(self.run.inn0[j] - h, h)
 
     def fetch_ns(self, j: int, src: int, dst: int, have: int, best: int) -> float:
-        nbytes = (self.held_tokens(j, best) - self.held_tokens(j, have)) * self.run.kv
+        s = self.off[j]  # held_tokens(j, best) - held_tokens(j, have)
+        nbytes = (self.cum[s + best] - self.cum[s + have]) * self.run.kv
         now = self.run.loop.now
         _, t1 = self.run.peers.quote(src, dst, nbytes, now)
         return t1 - now

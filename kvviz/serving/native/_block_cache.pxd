@@ -23,8 +23,9 @@ cdef class BlockCache:
     cdef readonly int K
     cdef readonly int U
     cdef int64_t N
-    cdef int32_t* pid          # position -> block
-    cdef int64_t* ptok         # position -> tokens
+    cdef int32_t* pid          # position -> block (the stream's array, read in place)
+    cdef int64_t* ptok         # position -> tokens (likewise)
+    cdef object streams        # the buffers pid and ptok point into, held
     cdef int64_t* pnext        # position -> next position with its block (clairvoyant tiers)
     cdef int64_t* plater       # position -> later positions with its block (min_reuse)
     cdef uint8_t* where        # block -> bit mask of the tiers holding it

@@ -9,6 +9,8 @@ the cluster fetches (the hot prefix is replicated: the blocks enter its tiers as
 block does). The paper leaves the threshold's value open: ASSUMPTION, a setting."""
 from __future__ import annotations
 
+import math
+
 from .base import Decision, Router, register
 
 
@@ -19,28 +21,33 @@ class GlobalCacheAware(Router):
 
     def route(self, j: int) -> Decision:
         v = self.view
-        n = v.instances
         held = v.matches(j)
         queue = v.queues_ns()
         best_len = max(held)
+        if best_len == 0:  # no instance holds a block: each costs its queue + the whole prefill, no fetch
+            p0 = v.prefill_ns(j, 0)
+            ts = [q + p0 for q in queue]
+            return Decision(ts.index(min(ts)), local_blocks=0)  # the smallest, the lowest index on ties
         best = held.index(best_len)  # the longest, the lowest index on ties
         thr = self.settings.balancing_threshold
         prefill: dict[int, float] = {}  # prefill after h blocks, once per distinct h (most instances hold the same)
-        pick, pick_t, pick_fetch = 0, None, False
-        for k in range(n):
-            h = held[k]
-            fetch = best_len > 0 and k != best and (h == 0 or best_len / h > thr)
+        pick, pick_t, pick_fetch = 0, math.inf, False
+        k = -1
+        for h in held:
+            k += 1
+            fetch = h < best_len and (h == 0 or best_len / h > thr)  # h < best_len: k is not best
             at = best_len if fetch else h
             p = prefill.get(at)
             if p is None:
                 p = prefill[at] = v.prefill_ns(j, at)
             t = queue[k] + p
-            if pick_t is not None and t >= pick_t:
+            if t >= pick_t:
                 continue  # a fetch only adds time: this instance cannot win (ties go to the lower index)
             if fetch:
                 t += v.fetch_ns(j, best, k, h, best_len)
-            if pick_t is None or t < pick_t:
-                pick, pick_t, pick_fetch = k, t, fetch
+                if t >= pick_t:
+                    continue
+            pick, pick_t, pick_fetch = k, t, fetch
         if pick_fetch:
             return Decision(pick, best, best_len, held[pick])
         return Decision(pick, local_blocks=held[pick])
