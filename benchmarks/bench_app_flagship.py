@@ -163,6 +163,9 @@ def busy_core():
 
 
 def main():
+    if "--help" in sys.argv or "-h" in sys.argv:  # it takes minutes: never start by mistake
+        print(__doc__)
+        return
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     load = busy_core() if "--load" in sys.argv else None

@@ -102,14 +102,16 @@ def versus_before(sets: list[str] = (), rounds: int = 3):
                 if out != outs[name]:
                     print(f"  warning: two runs at {name} disagree")
     med = {k: (sorted(w for w, _ in v)[len(v) // 2], sorted(c for _, c in v)[len(v) // 2]) for k, v in times.items()}
-    same = outs["before"]["metrics"] == outs["now"]["metrics"]
+    mb, mn = outs["before"]["metrics"], outs["now"]["metrics"]
+    # the model has changed since BEFORE (load-or-recompute, run notes, ...): name what differs
+    differ = sorted(k for k in set(mb) | set(mn) if mb.get(k) != mn.get(k))
     label = "attention_store_sharegpt" + "".join(f" --set {x}" for x in sets)
     print(f"kvviz run {label} --json, {rounds} runs each, alternating (median):")
     for k in ("before", "now"):
         print(f"  {k + (' (' + BEFORE + ')' if k == 'before' else ''):<18} wall {med[k][0]:6.2f} s, "
               f"CPU {med[k][1]:6.2f} s  (walls {', '.join(f'{w:.2f}' for w, _ in times[k])})")
     print(f"  now / before: wall {med['now'][0] / med['before'][0]:.2f}×, CPU {med['now'][1] / med['before'][1]:.2f}×; "
-          f"metrics {'identical' if same else 'DIFFER'}")
+          f"metrics {'identical' if not differ else 'differ in ' + ', '.join(differ) + ' (model changes since ' + BEFORE + ')'}")
 
 
 def main():

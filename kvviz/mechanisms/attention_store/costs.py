@@ -71,10 +71,10 @@ DISPATCH_S_PER_TURN = 4.7e-6
 
 
 def compiled_runs(policy: str) -> bool:
-    """Whether `policy`'s runs go to the compiled engine (serving._compiled's "auto": built,
+    """Whether `policy`'s runs go to the compiled engine (serving._engine_for's "auto": built,
     current and compiling the policy; not under KVVIZ_ENGINE=python)."""
-    from .serving import _compiled
-    return _compiled("auto", policy) is not None
+    from .serving import _engine_for
+    return _engine_for("auto", policy)[0] is not None
 
 
 def workload_s_per_turn() -> float:

@@ -116,7 +116,7 @@ def prepare(sc: AttentionStoreScenario) -> Prepared:
 
 def run_part(sc: AttentionStoreScenario, prep: Prepared, name: str, engine: str = "auto") -> Output:
     """One part's output. A run: (its metrics, its trace if recorded, the drawn job's details,
-    events), by `engine` (serving._compiled; kvviz.calibration's probe asks for the reference).
+    events), by `engine` (serving._engine_for; kvviz.calibration's probe asks for the reference).
     The workload: the figures and formulas that come before any policy."""
     if name == "workload":
         return _workload(sc, prep)

@@ -154,15 +154,11 @@ class Prepared:
         return -(-tokens // self.block) * self.block
 
 
-def _compiled(engine: str, policy: str) -> ModuleType | None:
-    """The compiled engine's module to run, or None for the reference: "auto" (the compiled one
-    where it is built and current and has the policy), "python" (the reference), "native" (the
-    compiled one, or an error saying why not): native/__init__.py."""
-    return _engine_for(engine, policy)[0]
-
-
 def _engine_for(engine: str, policy: str) -> tuple[ModuleType | None, str]:
-    """(_compiled's module or None, why the reference runs where it was not asked for: "" else)."""
+    """(the compiled engine's module to run, or None for the reference; why the reference runs
+    where it was not asked for, else ""). `engine`: "auto" (the compiled one where it is built and
+    current and has the policy), "python" (the reference), "native" (the compiled one, or an error
+    saying why not): native/__init__.py."""
     if engine not in ("auto", "python", "native"):
         raise ValueError(f"engine: {engine!r} (auto, python or native)")
     nat = native.engine() if engine != "python" else None
