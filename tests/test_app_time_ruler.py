@@ -81,3 +81,14 @@ def test_hover_times_read_from_the_rulers_base_alike_in_every_time_view(qtbot, b
     tl.viewbox.setXRange(0, 10e6 / tl.scale, padding=0)  # near the start: from the start, no base said
     qtbot.wait(20)
     assert tl.fmt.at(5e6) == f"{5:.{tl.fmt.places}f} ms"
+
+
+def test_a_duration_below_the_views_last_digit_reads_in_its_own_unit():
+    """Zoomed out to seconds, a 5 ms save read "(0.0 s)" in the hover: a duration the view's
+    digits round to nothing is said in its own unit; one they can show keeps the view's unit."""
+    from app.views.timeline_details import TimeFormat
+    zoomed_out = TimeFormat("s", 1e9, 1)
+    assert zoomed_out.dur(5_123_000) == "5.12 ms"
+    assert zoomed_out.dur(1_234) == "1.23 µs"
+    assert zoomed_out.dur(2.5e9) == "2.5 s"
+    assert zoomed_out.dur(0) == "0.0 s"

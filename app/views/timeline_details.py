@@ -81,8 +81,13 @@ class TimeFormat:
         return self._num((t_ns - self.origin_ns) / self.ns)
 
     def dur(self, d_ns: float) -> str:
-        """A duration (no origin)."""
-        return f"{self._num(d_ns / self.ns)} {self.unit}"
+        """A duration (no origin); one shorter than the view's last digit reads in its own unit
+        (a 5 ms save zoomed out to minutes: "5.12 ms", not "0.0 s")."""
+        text = self._num(d_ns / self.ns)
+        if d_ns > 0 and not text.strip("0."):
+            unit, ns = next(((u, k) for u, k in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)) if d_ns >= k), ("ns", 1.0))
+            return f"{d_ns / ns:.3g} {unit}"
+        return f"{text} {self.unit}"
 
 
 def nbytes(n: int) -> str:
