@@ -5,13 +5,16 @@ block ids. The Python class stays the definition; tests hold the two equal on ra
 (tests/test_block_cache_twin.py). Which runs: tiered_cache.make_cache, and the loader in
 __init__.py (a missing or stale build runs the Python cache, and the run's notes say so).
 
-Per tier, lru and fifo keep an intrusive doubly linked list (the order, oldest first) and a
-second one of the pinned blocks a victim search set aside (lru.py's `held`: all of them precede
-the order, so `unpin` splices it back in front); belady keeps base.py's lazy heap of
-(−next use, block) entries, stale ones dropped when they reach the top."""
+Each tier's policy is policies.pxi's (the compiled lru, fifo and belady, written once: AttentionStore's
+engine includes the same file): lru and fifo an Order, belady a Furthest. Blocks are dense ids
+0..U-1 (tiered_cache.compiled_cache maps a stream's ids onto them, in order, so every tie breaks as
+the Python cache breaks it); a request is a range of positions."""
 
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memset
+
+include "policies.pxi"
 
 # setup.py's hash of this folder's sources (sources.py), which the loader compares with the files
 # beside it; "" where built some other way (the loader then refuses it)
@@ -24,7 +27,23 @@ cdef extern from *:
     const char *KVVIZ_SOURCE_HASH
 SOURCE_HASH = KVVIZ_SOURCE_HASH.decode("ascii")
 
+cdef enum:
+    MAXK = 16          # tiers
+    LRU = 0            # the policies with a compiled twin (a tier's `kind`)
+    FIFO = 1
+    BELADY = 2
+
 KINDS = {"lru": LRU, "fifo": FIFO, "belady": BELADY}
+
+
+cdef struct Clairvoyant:         # what a belady tier's stale rule reads (belady.py's `stale`)
+    const uint8_t* state         # block -> resident in this tier
+    const int64_t* nu            # block -> its next use
+
+
+cdef bint _stale(const void* ctx, const Entry* e) noexcept nogil:
+    cdef const Clairvoyant* c = <const Clairvoyant*> ctx
+    return c.state[e.b] == 0 or -e.key != c.nu[e.b]
 
 
 cdef void* _alloc(size_t n) except NULL:
@@ -36,60 +55,51 @@ cdef void* _alloc(size_t n) except NULL:
     return p
 
 
-cdef inline bint _lt(Entry* x, Entry* y) noexcept:
-    return x.key < y.key or (x.key == y.key and x.b < y.b)
-
-
-cdef int _hpush(Heap* h, int64_t key, int32_t b) except -1:
-    cdef Entry* a
-    cdef int64_t i, p
-    cdef Entry e
-    if h.n == h.cap:
-        h.cap = h.cap * 2 if h.cap else 64
-        a = <Entry*> PyMem_Realloc(h.a, h.cap * sizeof(Entry))
-        if a == NULL:
-            raise MemoryError()
-        h.a = a
-    e.key, e.b = key, b
-    i = h.n
-    h.n += 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _lt(&e, &h.a[p]):
-            break
-        h.a[i] = h.a[p]
-        i = p
-    h.a[i] = e
-    return 0
-
-
-cdef Entry _hpop(Heap* h) noexcept:
-    cdef Entry top = h.a[0]
-    cdef Entry last
-    cdef int64_t i = 0, c, n
-    h.n -= 1
-    n = h.n
-    if n:
-        last = h.a[n]
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and _lt(&h.a[c + 1], &h.a[c]):
-                c += 1
-            if not _lt(&h.a[c], &last):
-                break
-            h.a[i] = h.a[c]
-            i = c
-        h.a[i] = last
-    return top
-
-
 cdef class BlockCache:
+    cdef readonly int K
+    cdef readonly int U
+    cdef int64_t N
+    cdef int32_t* pid          # position -> block (the stream's array, read in place)
+    cdef int64_t* ptok         # position -> tokens (likewise)
+    cdef object streams        # the buffers pid and ptok point into, held
+    cdef int64_t* pnext        # position -> next position with its block (clairvoyant tiers)
+    cdef int64_t* plater       # position -> later positions with its block (min_reuse)
+    cdef uint8_t* where        # block -> bit mask of the tiers holding it
+    cdef int32_t* prv          # per (tier, block): the tier's Order's links and states
+    cdef int32_t* nxt
+    cdef uint8_t* state        # per (tier, block): 0 not resident, 1 resident, 2 set aside (pinned)
+    cdef Order order[MAXK]     # lru and fifo tiers
+    cdef Furthest clair[MAXK]  # belady tiers
+    cdef Clairvoyant cctx[MAXK]
+    cdef Pins pinning[MAXK]    # what pins a block in each tier
+    cdef int64_t* nu           # block -> next use (clairvoyant tiers)
+    cdef int32_t* pins         # block -> running requests holding it in HBM
+    cdef uint8_t* prot         # block -> protected (prefetch's look-ahead)
+    cdef uint8_t* seen         # block -> asked for before (second_hit)
+    cdef int32_t* plist        # the protected blocks (n_prot of them), to clear
+    cdef int kind[MAXK]
+    cdef int64_t caps[MAXK]
+    cdef int64_t _size[MAXK]
+    cdef int64_t _peak[MAXK]
+    cdef int64_t _hit_blocks[MAXK]
+    cdef int64_t _hit_tokens[MAXK]
+    cdef int64_t _hit_req[MAXK]
+    cdef int64_t _written[MAXK]
+    cdef int64_t _demoted[MAXK]
+    cdef int64_t _evicted[MAXK]
+    cdef bint move, through, pin_top, protect_on, second_hit, min_reuse_on, any_clairvoyant
+    cdef int64_t min_reuse
+    cdef int64_t n_prot
+    cdef readonly int64_t pos
+    cdef public object on_evict
+    cdef public object ids         # position -> block, as a list (the caller's view of the stream)
+    cdef public object block_ids   # block -> the stream's own id
+    cdef object held               # request -> its position ranges (pinned)
+
     def __cinit__(self, const int32_t[::1] pid, const int64_t[::1] ptok, caps, kinds, *, bint move=False,
                   bint through=False, admission="always", min_reuse=1, bint pin_top=True, bint protect=False,
                   const int64_t[::1] pnext=None, const int64_t[::1] plater=None, int n_blocks=0):
-        cdef int64_t i
+        cdef int64_t i, base
         cdef int k
         self.K = len(caps)
         if not 0 < self.K <= MAXK:
@@ -111,7 +121,6 @@ cdef class BlockCache:
             self.kind[k] = kinds[k]
             self.caps[k] = caps[k]
             self.any_clairvoyant |= self.kind[k] == BELADY
-            self.head[2 * k] = self.head[2 * k + 1] = self.tail[2 * k] = self.tail[2 * k + 1] = -1
         if self.any_clairvoyant:
             if pnext is None:
                 raise ValueError("belady needs each position's next position")
@@ -136,6 +145,15 @@ cdef class BlockCache:
         self.prot = <uint8_t*> _alloc(n)
         self.seen = <uint8_t*> _alloc(n)
         self.plist = <int32_t*> _alloc(n * sizeof(int32_t))
+        for k in range(self.K):
+            base = <int64_t> k * self.U
+            order_init(&self.order[k], self.prv + base, self.nxt + base, self.state + base, self.kind[k] == LRU)
+            self.cctx[k].state = self.state + base
+            self.cctx[k].nu = self.nu
+            # a running request pins its blocks in HBM only (pin_top); protection holds in every tier
+            self.pinning[k].holders = self.pins if k == 0 and pin_top else NULL
+            self.pinning[k].running = NULL
+            self.pinning[k].protect = self.prot if protect else NULL
         self.held = {}
         self.on_evict = None
 
@@ -152,119 +170,39 @@ cdef class BlockCache:
         PyMem_Free(self.seen)
         PyMem_Free(self.plist)
         for k in range(self.K):
-            PyMem_Free(self.heap[k].a)
-            PyMem_Free(self.aside[k].a)
+            furthest_free(&self.clair[k])
 
-    # --- one tier's policy (lru.py, fifo.py, belady.py's rules) -------------------------------------
-    cdef inline bint _pinned(self, int k, int32_t b) noexcept:
-        return (k == 0 and self.pin_top and self.pins[b] > 0) or (self.protect_on and self.prot[b] != 0)
-
-    cdef inline void _push(self, int k, int L, int32_t b) noexcept:
-        """b to the end of tier k's list L (0: the order, 1: set aside)."""
-        cdef int64_t base = <int64_t> k * self.U
-        cdef int32_t t = self.tail[2 * k + L]
-        self.prv[base + b] = t
-        self.nxt[base + b] = -1
-        if t != -1:
-            self.nxt[base + t] = b
-        else:
-            self.head[2 * k + L] = b
-        self.tail[2 * k + L] = b
-        self.state[base + b] = L + 1
-
-    cdef inline void _unlink(self, int k, int32_t b) noexcept:
-        cdef int64_t base = <int64_t> k * self.U
-        cdef int L = self.state[base + b] - 1
-        cdef int32_t p = self.prv[base + b], q = self.nxt[base + b]
-        if p != -1:
-            self.nxt[base + p] = q
-        else:
-            self.head[2 * k + L] = q
-        if q != -1:
-            self.prv[base + q] = p
-        else:
-            self.tail[2 * k + L] = p
-        self.state[base + b] = 0
-
-    cdef int _heap_push(self, Heap* h, int64_t key, int32_t b) except -1:
-        return _hpush(h, key, b)
-
+    # --- one tier's policy (policies.pxi) ---------------------------------------------------------
     cdef int _insert(self, int k, int32_t b) except -1:
         if self.kind[k] == BELADY:
             self.state[<int64_t> k * self.U + b] = 1
-            return _hpush(&self.heap[k], -self.nu[b], b)
-        self._push(k, 0, b)
+            return heap_push(&self.clair[k].heap, -self.nu[b], 0, b)
+        order_insert(&self.order[k], b)
         return 0
 
     cdef int _touch(self, int k, int32_t b) except -1:
-        """A use (lru: to the end of the order, from the set-aside list too; fifo: nothing); for
-        belady, its next use changed."""
+        """A use (lru: to the end of the order; fifo: nothing); for belady, its next use changed."""
         if self.kind[k] == BELADY:
-            return _hpush(&self.heap[k], -self.nu[b], b)
-        if self.kind[k] == LRU:
-            self._unlink(k, b)
-            self._push(k, 0, b)
+            return heap_push(&self.clair[k].heap, -self.nu[b], 0, b)
+        order_touch(&self.order[k], b)
         return 0
 
     cdef void _remove(self, int k, int32_t b) noexcept:
         if self.kind[k] == BELADY:
             self.state[<int64_t> k * self.U + b] = 0  # its entries are stale from now
         else:
-            self._unlink(k, b)
+            order_remove(&self.order[k], b)
 
     cdef int32_t _victim(self, int k) except -2:
-        """A resident block not pinned, or −1 (every one pinned): the policy's first; pinned ones
-        met on the way are set aside until `_unpin` (pins only grow until then)."""
-        cdef int32_t b
-        cdef Heap* h
-        cdef Entry top
-        cdef int64_t base = <int64_t> k * self.U
+        """A resident block not pinned, or −1 (every one pinned): the policy's first."""
         if self.kind[k] == BELADY:
-            h = &self.heap[k]
-            while h.n:
-                top = h.a[0]
-                if self.state[base + top.b] == 0 or -top.key != self.nu[top.b]:
-                    _hpop(h)
-                elif self._pinned(k, top.b):
-                    _hpush(&self.aside[k], top.key, top.b)
-                    _hpop(h)
-                else:
-                    return top.b
-            return -1
-        b = self.head[2 * k]
-        while b != -1:
-            if not self._pinned(k, b):
-                return b
-            self._unlink(k, b)
-            self._push(k, 1, b)
-            b = self.head[2 * k]
-        return -1
+            return furthest_victim(&self.clair[k], &self.pinning[k], _stale, &self.cctx[k], NO_FLOOR)
+        return order_victim(&self.order[k], &self.pinning[k])
 
     cdef int _unpin(self, int k) except -1:
-        """Pins went: the set-aside blocks go back in front of the order, in their order (belady:
-        their entries back on the heap)."""
-        cdef int32_t hh = self.head[2 * k + 1], ht = self.tail[2 * k + 1], oh = self.head[2 * k], b
-        cdef int64_t base = <int64_t> k * self.U
-        cdef Heap* a
         if self.kind[k] == BELADY:
-            a = &self.aside[k]
-            while a.n:
-                a.n -= 1
-                _hpush(&self.heap[k], a.a[a.n].key, a.a[a.n].b)
-            return 0
-        if hh == -1:
-            return 0
-        b = hh
-        while b != -1:
-            self.state[base + b] = 1
-            b = self.nxt[base + b]
-        self.nxt[base + ht] = oh
-        if oh != -1:
-            self.prv[base + oh] = ht
-        else:
-            self.tail[2 * k] = ht
-        self.head[2 * k] = hh
-        self.head[2 * k + 1] = self.tail[2 * k + 1] = -1
+            return furthest_unpin(&self.clair[k])
+        order_unpin(&self.order[k])
         return 0
 
     # --- the cache's moves (tiered_cache.py's) ------------------------------------------------------
