@@ -24,6 +24,7 @@ include "../../../serving/native/roofline.pxi"  # the serving core's compiled ro
 include "recorder.pxi"
 include "batch_state.pxi"
 include "batcher.pxi"
+include "../../../serving/native/policies.pxi"  # the serving core's compiled lru, fifo and belady
 include "placement.pxi"
 include "ssd.pxi"
 include "store.pxi"

@@ -29,7 +29,7 @@ cdef class Store(SsdCore):
     # residency slots (recorded runs): slot_of as arrays plus an insertion-ordered list (dict order)
     cdef public long long n_slots
     cdef long long[::1] m_slot, m_since
-    cdef StList slot_order
+    cdef KeyOrder slot_order
 
     def __init__(self, run, str policy, bint coupled):
         sc, prep = run.sc, run.prep
@@ -91,7 +91,7 @@ cdef class Store(SsdCore):
                                self.tb.lane("SSD · eviction writes", "SSD"))
             self.n_slots = 0
             self.m_slot, self.m_since = st_i64(n_conv, 0), st_i64(n_conv, 0)
-            self.slot_order = StList(n_conv)
+            self.slot_order = KeyOrder(n_conv, False)
 
     # --- the scheduler's calls -------------------------------------------------------------
     cpdef void arrived(self, long long j):
