@@ -19,10 +19,10 @@ TEST_DEB_LIBS := xvfb librsvg2-bin
 setup: $(STAMP)
 
 # every compiled module's sources (AttentionStore's engine, the serving core's block cache, the Mooncake
-# scanner, the prefix LRU): an edit rebuilds them (a stale build is never run: their native/__init__.py)
+# scanner): an edit rebuilds them (a stale build is never run: their native/__init__.py)
 NATIVE_SRC := $(wildcard kvviz/mechanisms/attention_store/native/*.pyx kvviz/mechanisms/attention_store/native/*.pxi kvviz/mechanisms/attention_store/native/*.pxd \
                           kvviz/serving/native/*.pyx kvviz/serving/native/*.pxi kvviz/serving/native/*.pxd \
-                          kvviz/requests/native/*.pyx kvviz/replay/native/*.pyx)
+                          kvviz/requests/native/*.pyx)
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC)
 	@$(MAKE) --no-print-directory system-libs

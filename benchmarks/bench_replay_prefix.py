@@ -14,7 +14,7 @@ process on requests already read (reading the JSONL is the reader's cost, printe
 - the worst case for the LRU pass: ids with no structure (uniform over 50,000 blocks, requests of
   1-60 blocks), where no run of blocks always travels together and the pass is plain stack
   distances over every block.
-LRU: the compiled pass (kvviz/replay/native/_prefix_lru.pyx, one pass per capacity, what
+LRU: the compiled pass (the compiled block cache's prefix_counts, one pass per capacity, what
 prefix_replay runs) and the numpy one-pass curve (stack distances, its fallback) answering every
 capacity at once; FIFO and Belady replay each capacity through the prefix_cache engine, on the
 compiled block cache (kvviz/serving/native/_block_cache.pyx, what prefix_replay runs) and on the
@@ -65,7 +65,7 @@ from machine import describe, median_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from kvviz.replay.native import prefix_lru  # noqa: E402
+from kvviz.replay.native import prefix_pass  # noqa: E402
 from kvviz.replay.prefix import (  # noqa: E402
     block_ids,
     distinct_blocks,
@@ -81,7 +81,7 @@ from kvviz.requests import prompts  # noqa: E402
 from kvviz.requests.prompts import PromptRequests  # noqa: E402
 
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
-compiled = prefix_lru()  # None where not built: its lines are left out
+compiled = prefix_pass()  # None where not built: its lines are left out
 
 
 def as_requests(lists: list[np.ndarray]) -> PromptRequests:
@@ -141,7 +141,7 @@ def report(name: str, reqs: PromptRequests, repeat: int, kernels: bool) -> None:
         if compiled is not None:  # what prefix_replay runs: one compiled pass per capacity
             x, counts = block_ids(reqs), reqs.hash_counts
             k = int(x.max()) + 1
-            secs, got = median_of(lambda caps=caps: compiled.lru_counts(x, counts, caps, True, k), repeat)
+            secs, got = median_of(lambda caps=caps: compiled.prefix_counts(x, counts, caps, True, k), repeat)
             assert [tuple(g) for g in got] == lru_counts(reqs, caps) or min(caps) < longest_request(reqs)
             print(f"    lru at {len(caps):>2} capacit{'y' if len(caps) == 1 else 'ies'}, compiled (a pass each): "
                   f"{secs:.3f} s, {n * len(caps) / secs / 1e6:.1f} M block lookups/s")
@@ -260,14 +260,14 @@ def versus(copies: int, capacity: int, repeat: int) -> None:
         """Where the lean path's time goes, step by step (CPU time: less moved by other load)."""
         from kvviz.io import read_capped
         from kvviz.requests.native import scanned
-        m = prefix_lru()
+        m = prefix_pass()
         data = read_capped(path, "trace file")
         got = scanned(data)
         ids, counts = got[5], got[4]
         k = m.id_range(ids)[1] + 1
         parts = {"read": lambda: read_capped(path, "trace file"), "scan (the strict reader's checks)": lambda: scanned(data),
                  "id range + distinct count": lambda: m.distinct(ids, m.id_range(ids)[1] + 1),
-                 "LRU pass": lambda: m.lru_counts(ids, counts, [capacity], True, k)}
+                 "LRU pass": lambda: m.prefix_counts(ids, counts, [capacity], True, k)}
         out = []
         for name, fn in parts.items():
             ts = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import shutil
 import stat
 import tempfile
@@ -208,7 +207,7 @@ def _backup(real: Path) -> str | None:
     whose later rename fails can put it back; None when there is none or links are not had."""
     if not real.exists():
         return None
-    name = str(real.parent / f".{real.name}{PART_PREFIX}{secrets.token_hex(4)}{PART_SUFFIX}")
+    name = str(real.parent / f".{real.name}{PART_PREFIX}{os.urandom(4).hex()}{PART_SUFFIX}")
     try:  # an existing name (a clash of 32 random bits) fails the link: no backup, as on a FAT disk
         os.link(real, name)
         return name

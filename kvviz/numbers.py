@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Container
 from typing import Literal, overload
 
@@ -35,6 +34,10 @@ def parse_number(text: str, source: str, integer: bool = False, finite: bool = T
 
 def toml_number(text: str) -> int | float | None:
     """`text` as a TOML integer or float, or None."""
+    plain = text.strip()
+    if "\n" not in text and plain.isascii() and plain.isdigit() and (plain == "0" or plain[0] != "0"):
+        return int(plain)  # a plain decimal integer, as TOML reads it, without importing tomllib
+    import tomllib  # here: the lean replay path reads plain integers only
     try:
         value = tomllib.loads(f"v = {text.strip()}\n")["v"] if "\n" not in text else None
     except tomllib.TOMLDecodeError:

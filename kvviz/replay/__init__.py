@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ScenarioError
@@ -34,6 +33,8 @@ from .engines import FALLBACK_NOTE, LIBCACHESIM, PYTHON, has_libcachesim, resolv
 from .model import ReplayResult
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import numpy as np
 
     from ..requests.objects import Requests

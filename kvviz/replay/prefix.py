@@ -55,15 +55,15 @@ Reported per policy and capacity: block_hit_ratio = hit blocks / requested block
 hash id counts, the partial last block too), request_hit_ratio = requests with >= 1 hit block /
 requests (a request with no blocks counts, and never hits).
 
-LRU in compiled code (kvviz/replay/native/_prefix_lru.pyx): a linked list over block ids, one
-pass over the stream per capacity, pinned or not, the registry's LRU exactly (a test holds them
-equal on random streams); 0.020 CPU seconds per capacity for the 2.9M lookups of 10 copies of
-the conversation trace (`benchmarks/bench_replay_prefix.py --versus` prints it; 2 cores, load
-average 10). Where it is not built (no C compiler) or stale, LRU is counted as below and
-`lru_note()` says why.
+LRU and FIFO in compiled code: the compiled block cache's `prefix_counts` (the cache `kvviz run`
+uses, its lru and fifo those of serving/native/policies.pxi) takes every request in one call, one
+pass over the stream per capacity, pinned or not, the registry's policies exactly (tests hold
+them equal on random streams); `benchmarks/bench_replay_prefix.py --versus` prints its CPU
+seconds per capacity. Where it is not built (no C compiler) or stale, LRU is counted as below
+and `lru_note()` says why.
 
-FIFO and Belady (and LRU below the longest request, pinned) run the prefix_cache engine on the
-compiled block cache (kvviz/serving/native/_block_cache.pyx, the cache `kvviz run` uses; equal
+Belady (and FIFO, or LRU below the longest request, where that pass cannot run) run the
+prefix_cache engine on the compiled block cache (kvviz/serving/native/_block_cache.pyx, the cache `kvviz run` uses; equal
 counts to the Python one: tests/test_block_cache_twin.py); leaf_lru, which has no compiled twin,
 and any policy where that cache cannot run, on the Python one (`cache_note()` says why).
 
@@ -100,7 +100,7 @@ from ..requests.common import first_request_ids
 from ..requests.prompts import PromptRequests
 from ..serving.tiered_cache import fallback_note
 from . import native
-from .prefix_result import BLOCK_CACHE, COMPILED, ENGINE, STACK, PrefixResult  # noqa: F401 (PrefixResult: its home was here)
+from .prefix_result import BLOCK_CACHE, ENGINE, STACK, PrefixResult  # noqa: F401 (PrefixResult: its home was here)
 from .stack_distance import byte_stack_distances
 
 ALIASES = {"opt": "belady", "min": "belady"}
@@ -266,23 +266,24 @@ def prefix_replay(reqs: PromptRequests, policies: Iterable[str], capacities: lis
         if on_result:
             on_result(res)
 
-    compiled = native.prefix_lru() if "lru" in names else None
-    lru: dict[str, tuple[tuple[int, int], str]] = {}  # str(capacity) -> (counts, how)
+    compiled = native.prefix_pass() if {"lru", "fifo"} & set(names) else None
+    one_pass: dict[tuple[str, str], tuple[tuple[int, int], str]] = {}  # (policy, str(capacity)) -> (counts, how)
     if compiled is not None:
         x = block_ids(reqs)
-        counts = compiled.lru_counts(x, reqs.hash_counts, caps, pin, int(x.max()) + 1 if len(x) else 0)
-        lru = {str(c): (got, COMPILED) for c, got in zip(caps, counts)}
+        for policy in {"lru", "fifo"} & set(names):
+            counts = compiled.prefix_counts(x, reqs.hash_counts, caps, pin, int(x.max()) + 1 if len(x) else 0, policy)
+            one_pass.update({(policy, str(c)): (got, BLOCK_CACHE) for c, got in zip(caps, counts)})
     elif "lru" in names:
         # LRU's one-pass curve is exact for every capacity without pins, and with them for the
         # capacities no request outgrows (the docstring's proof)
         longest = longest_request(reqs) if pin else 0
         curve = [c for c in caps if c is None or c >= longest]
-        lru = {str(c): (got, STACK) for c, got in zip(curve, lru_counts(reqs, curve))} if curve else {}
+        one_pass = {("lru", str(c)): (got, STACK) for c, got in zip(curve, lru_counts(reqs, curve))} if curve else {}
     prep = None
     for policy in names:
         for cap in caps:
-            if policy == "lru" and str(cap) in lru:
-                deliver(policy, cap, *lru[str(cap)])
+            if (policy, str(cap)) in one_pass:
+                deliver(policy, cap, *one_pass[policy, str(cap)])
                 continue
             if prep is None:
                 prep = prepared(reqs, names)

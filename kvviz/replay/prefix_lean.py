@@ -2,11 +2,11 @@
 one compiled pass per capacity, without numpy, the scenario models or the prefix_cache engine:
 the process starts, reads and counts in the time the plain Python loop takes to start
 (benchmarks/bench_replay_prefix.py --versus). The same counts as kvviz.replay.prefix's
-prefix_replay (both run kvviz/replay/native/_prefix_lru.pyx on the same ids; a test holds the
-CLI's output equal either way).
+prefix_replay (both run the compiled block cache's prefix_counts on the same ids; a test holds
+the CLI's output equal either way).
 
 It answers only where it is sure to equal the full path, else None (and the full path runs):
-the compiled scanner and prefix LRU built and current; the file, as bytes, in the scanner's
+the compiled scanner and block cache built and current; the file, as bytes, in the scanner's
 grammar with every record's ids agreeing with its input_length and the times in order (the
 strict reader's checks: kvviz.requests.native.scanned); ids non-negative and dense (as
 prefix.block_ids uses them as they are); capacities given as numbers, shares or inf (`auto`
@@ -21,7 +21,7 @@ from ..io import read_capped
 from ..requests.jsonl import MOONCAKE, MOONCAKE_BLOCK_TOKENS
 from ..requests.native import scanned
 from . import native
-from .prefix_result import COMPILED, PrefixResult
+from .prefix_result import BLOCK_CACHE, PrefixResult
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class LeanTrace:
 
 def read(path: str | Path) -> tuple[LeanTrace, array[int]] | None:
     """(the trace, its ids per request as array('q')), or None: the full path reads it."""
-    compiled = native.prefix_lru()
+    compiled = native.prefix_pass()
     if compiled is None or str(path).lower().endswith(".zst"):
         return None
     got = scanned(read_capped(path, "trace file"))
@@ -56,8 +56,8 @@ def read(path: str | Path) -> tuple[LeanTrace, array[int]] | None:
 def lru(trace: LeanTrace, counts: array[int], capacities: list[int | None], pin: bool) -> list[PrefixResult]:
     """Prefix LRU at each capacity (blocks; None: infinite), as prefix_replay gives it."""
     ids = trace.hashes
-    compiled = native.prefix_lru()
+    compiled = native.prefix_pass()
     assert compiled is not None  # read() gave the trace: the compiled pass can run
-    got = compiled.lru_counts(ids, counts, capacities, pin, trace.id_space)
-    return [PrefixResult("lru", cap, len(trace), len(ids), hits, hit_requests, COMPILED, pin)
+    got = compiled.prefix_counts(ids, counts, capacities, pin, trace.id_space)
+    return [PrefixResult("lru", cap, len(trace), len(ids), hits, hit_requests, BLOCK_CACHE, pin)
             for cap, (hits, hit_requests) in zip(capacities, got)]

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 STACK = "stack distances"          # LRU's one-pass curve in numpy (where the compiled pass is not built)
 ENGINE = "prefix_cache engine"     # the prefix_cache mechanism's single-tier replay (Python block cache)
-BLOCK_CACHE = "compiled block cache"  # the same replay on its compiled twin (kvviz/serving/native/_block_cache.pyx)
-COMPILED = "compiled prefix LRU"   # kvviz/replay/native/_prefix_lru.pyx
+BLOCK_CACHE = "compiled block cache"  # the same replay on its compiled twin (kvviz/serving/native/_block_cache.pyx:
+#                                       per request through the engine, or all requests in one call, prefix_counts)
 
 
 @dataclass(frozen=True)

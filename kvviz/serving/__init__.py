@@ -23,8 +23,9 @@ admitted request's history is and how long its load takes. The parts, one module
 - tiered_cache.py: the tiered block cache (tiers, placement, admission, eviction through
   eviction/, pins, prefetch protection, the load-or-recompute cut), written once;
 - eviction/: the eviction policies, one file each, and their registry;
-- native/: compiled pieces: the block cache's twin (_block_cache.pyx/.pxd), the event loop and
-  roofline AttentionStore's compiled engine includes, the loaders' source hash.
+- native/: compiled pieces: the block cache's twin (_block_cache.pyx), the compiled lru, fifo and
+  belady (policies.pxi), the event loop and roofline, which AttentionStore's compiled engine
+  includes too, and the loaders' source hash.
 
 Clients: AttentionStore (kvviz.mechanisms.attention_store: its session store over DRAM and SSD,
 its Python engine and the compiled twin of this core in its native/ package) and the prefix

@@ -1,8 +1,11 @@
 """The serving core's compiled modules (Cython, built by setup.py at install or in place by
 `make native`) and the choice between each and its Python reference, which stays the definition.
 
-- `_block_cache.pyx` (+ `_block_cache.pxd`, cimportable): the tiered block cache's twin for
-  the policies that have one (`TWINS`); kvviz/serving/tiered_cache.py is the reference.
+- `_block_cache.pyx`: the tiered block cache's twin for the policies that have one (`TWINS`);
+  kvviz/serving/tiered_cache.py is the reference. Its `prefix_counts` is `kvviz replay
+  --prefix`'s pass (kvviz/replay/native.py).
+- `policies.pxi`: the compiled lru, fifo and belady, written once: the block cache and
+  AttentionStore's engine include it.
 
 `block_cache()` is (the compiled module, "") where it can run, else (None, why not): KVVIZ_ENGINE=
 python asks for the reference (as it does of AttentionStore's engine), or the module is missing

@@ -10,9 +10,12 @@ engine includes the same file): lru and fifo an Order, belady a Furthest. Blocks
 0..U-1 (tiered_cache.compiled_cache maps a stream's ids onto them, in order, so every tie breaks as
 the Python cache breaks it); a request is a range of positions."""
 
+cimport cython
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memset
+
+from array import array
 
 include "policies.pxi"
 
@@ -37,13 +40,13 @@ KINDS = {"lru": LRU, "fifo": FIFO, "belady": BELADY}
 
 
 cdef struct Clairvoyant:         # what a belady tier's stale rule reads (belady.py's `stale`)
-    const uint8_t* state         # block -> resident in this tier
+    const Link* link             # block -> its state in this tier (nonzero: resident)
     const int64_t* nu            # block -> its next use
 
 
 cdef bint _stale(const void* ctx, const Entry* e) noexcept nogil:
     cdef const Clairvoyant* c = <const Clairvoyant*> ctx
-    return c.state[e.b] == 0 or -e.key != c.nu[e.b]
+    return c.link[e.b].state == 0 or -e.key != c.nu[e.b]
 
 
 cdef void* _alloc(size_t n) except NULL:
@@ -55,27 +58,23 @@ cdef void* _alloc(size_t n) except NULL:
     return p
 
 
+@cython.final  # no subclass: its cdef methods are plain C calls the compiler can inline
 cdef class BlockCache:
     cdef readonly int K
     cdef readonly int U
     cdef int64_t N
     cdef int32_t* pid          # position -> block (the stream's array, read in place)
-    cdef int64_t* ptok         # position -> tokens (likewise)
+    cdef int64_t* ptok         # position -> tokens (likewise; NULL: not counted)
     cdef object streams        # the buffers pid and ptok point into, held
     cdef int64_t* pnext        # position -> next position with its block (clairvoyant tiers)
     cdef int64_t* plater       # position -> later positions with its block (min_reuse)
-    cdef uint8_t* where        # block -> bit mask of the tiers holding it
-    cdef int32_t* prv          # per (tier, block): the tier's Order's links and states
-    cdef int32_t* nxt
-    cdef uint8_t* state        # per (tier, block): 0 not resident, 1 resident, 2 set aside (pinned)
+    cdef Link* links           # per (tier, block): its place in the tier's Order (belady: state only);
+                               # tier 0's (the first U) keep each block's pins, tiers (`where`) and seen
     cdef Order order[MAXK]     # lru and fifo tiers
     cdef Furthest clair[MAXK]  # belady tiers
     cdef Clairvoyant cctx[MAXK]
     cdef Pins pinning[MAXK]    # what pins a block in each tier
     cdef int64_t* nu           # block -> next use (clairvoyant tiers)
-    cdef int32_t* pins         # block -> running requests holding it in HBM
-    cdef uint8_t* prot         # block -> protected (prefetch's look-ahead)
-    cdef uint8_t* seen         # block -> asked for before (second_hit)
     cdef int32_t* plist        # the protected blocks (n_prot of them), to clear
     cdef int kind[MAXK]
     cdef int64_t caps[MAXK]
@@ -106,13 +105,13 @@ cdef class BlockCache:
             raise ValueError(f"between 1 and {MAXK} tiers")
         self.N = pid.shape[0]
         self.U = n_blocks
-        if ptok.shape[0] != self.N:
+        if ptok is not None and ptok.shape[0] != self.N:
             raise ValueError("pid and ptok differ in length")
         # the stream's arrays read in place, never written (the cluster's instances share them):
         # their buffers are held for the cache's life
         self.streams = (pid, ptok)
         self.pid = <int32_t*> &pid[0] if self.N else NULL
-        self.ptok = <int64_t*> &ptok[0] if self.N else NULL
+        self.ptok = <int64_t*> &ptok[0] if self.N and ptok is not None else NULL
         for i in range(self.N):
             if not 0 <= self.pid[i] < self.U:
                 raise ValueError("a block id outside 0..n_blocks-1")
@@ -136,64 +135,53 @@ cdef class BlockCache:
         self.second_hit = admission == "second_hit"
         self.move, self.through, self.pin_top, self.protect_on = move, through, pin_top, protect
         n = <size_t> self.U
-        self.where = <uint8_t*> _alloc(n)
-        self.prv = <int32_t*> _alloc(self.K * n * sizeof(int32_t))
-        self.nxt = <int32_t*> _alloc(self.K * n * sizeof(int32_t))
-        self.state = <uint8_t*> _alloc(self.K * n)
+        self.links = <Link*> _alloc(self.K * n * sizeof(Link))
         self.nu = <int64_t*> _alloc(n * sizeof(int64_t))
-        self.pins = <int32_t*> _alloc(n * sizeof(int32_t))
-        self.prot = <uint8_t*> _alloc(n)
-        self.seen = <uint8_t*> _alloc(n)
         self.plist = <int32_t*> _alloc(n * sizeof(int32_t))
         for k in range(self.K):
             base = <int64_t> k * self.U
-            order_init(&self.order[k], self.prv + base, self.nxt + base, self.state + base, self.kind[k] == LRU)
-            self.cctx[k].state = self.state + base
+            order_init(&self.order[k], self.links + base, self.kind[k] == LRU)
+            self.cctx[k].link = self.links + base
             self.cctx[k].nu = self.nu
             # a running request pins its blocks in HBM only (pin_top); protection holds in every tier
-            self.pinning[k].holders = self.pins if k == 0 and pin_top else NULL
+            self.pinning[k].keys = self.links  # tier 0's Links keep every block's pins
+            self.pinning[k].holders = k == 0 and pin_top
+            self.pinning[k].protect = protect
             self.pinning[k].running = NULL
-            self.pinning[k].protect = self.prot if protect else NULL
         self.held = {}
         self.on_evict = None
 
     def __dealloc__(self):
         PyMem_Free(self.pnext)
         PyMem_Free(self.plater)
-        PyMem_Free(self.where)
-        PyMem_Free(self.prv)
-        PyMem_Free(self.nxt)
-        PyMem_Free(self.state)
+        PyMem_Free(self.links)
         PyMem_Free(self.nu)
-        PyMem_Free(self.pins)
-        PyMem_Free(self.prot)
-        PyMem_Free(self.seen)
         PyMem_Free(self.plist)
         for k in range(self.K):
             furthest_free(&self.clair[k])
 
     # --- one tier's policy (policies.pxi) ---------------------------------------------------------
-    cdef int _insert(self, int k, int32_t b) except -1:
+    cdef inline int _insert(self, int k, int32_t b) except -1:
         if self.kind[k] == BELADY:
-            self.state[<int64_t> k * self.U + b] = 1
+            self.links[<int64_t> k * self.U + b].state = 1
             return heap_push(&self.clair[k].heap, -self.nu[b], 0, b)
         order_insert(&self.order[k], b)
         return 0
 
-    cdef int _touch(self, int k, int32_t b) except -1:
+    cdef inline int _touch(self, int k, int32_t b) except -1:
         """A use (lru: to the end of the order; fifo: nothing); for belady, its next use changed."""
         if self.kind[k] == BELADY:
             return heap_push(&self.clair[k].heap, -self.nu[b], 0, b)
         order_touch(&self.order[k], b)
         return 0
 
-    cdef void _remove(self, int k, int32_t b) noexcept:
+    cdef inline void _remove(self, int k, int32_t b) noexcept:
         if self.kind[k] == BELADY:
-            self.state[<int64_t> k * self.U + b] = 0  # its entries are stale from now
+            self.links[<int64_t> k * self.U + b].state = 0  # its entries are stale from now
         else:
             order_remove(&self.order[k], b)
 
-    cdef int32_t _victim(self, int k) except -2:
+    cdef inline int32_t _victim(self, int k) except -2:
         """A resident block not pinned, or −1 (every one pinned): the policy's first."""
         if self.kind[k] == BELADY:
             return furthest_victim(&self.clair[k], &self.pinning[k], _stale, &self.cctx[k], NO_FLOOR)
@@ -214,8 +202,8 @@ cdef class BlockCache:
     cdef int _drop(self, int k, int32_t b) except -1:
         self._remove(k, b)
         self._size[k] -= 1
-        self.where[b] &= ~(1 << k)
-        return self.where[b]
+        self.links[b].where &= ~(1 << k)
+        return self.links[b].where
 
     cdef int _place(self, int k, int32_t b) except -1:
         cdef int32_t v
@@ -228,7 +216,7 @@ cdef class BlockCache:
                 if v != -1 and self.kind[k] == BELADY and self.nu[b] >= self.nu[v]:
                     v = -1  # b's own next use is the farthest: b is left out
                 if v == -1:  # every block here is pinned (or b is the victim): not kept here
-                    if not self.through and k + 1 < self.K and not (self.where[b] >> (k + 1)):
+                    if not self.through and k + 1 < self.K and not (self.links[b].where >> (k + 1)):
                         self._demoted[k + 1] += 1
                         k += 1
                         continue
@@ -238,11 +226,11 @@ cdef class BlockCache:
                     self.on_evict(k, v)
                 self._remove(k, v)
                 self._size[k] -= 1
-                m = self.where[v] & ~(1 << k)
-                self.where[v] = m
+                m = self.links[v].where & ~(1 << k)
+                self.links[v].where = m
                 cascade = not self.through and k + 1 < self.K and not (m >> (k + 1))
             self._insert(k, b)
-            self.where[b] |= 1 << k
+            self.links[b].where |= 1 << k
             self._size[k] += 1
             self._written[k] += 1
             if self._size[k] > self._peak[k]:
@@ -259,8 +247,8 @@ cdef class BlockCache:
         for j in range(s, e):
             self.pos = j
             b = self.pid[j]
-            self.pins[b] += 1
-            m = self.where[b]
+            self.links[b].holders += 1
+            m = self.links[b].where
             if self.any_clairvoyant:
                 self.nu[b] = self.pnext[j]
                 for k in range(self.K):
@@ -277,18 +265,18 @@ cdef class BlockCache:
                         self._drop(k, b)
                     elif self.kind[k] != BELADY:
                         self._touch(k, b)
-            elif (self.second_hit and not self.seen[b]) or (self.min_reuse_on and self.plater[j] < self.min_reuse):
+            elif (self.second_hit and not self.links[b].seen) or (self.min_reuse_on and self.plater[j] < self.min_reuse):
                 continue  # a miss not admitted: computed, not cached
             self._place(0, b)
             if self.through:
                 for k in range(1, self.K):
-                    if self.where[b] >> k & 1:
+                    if self.links[b].where >> k & 1:
                         self._use(k, b)
                     else:
                         self._place(k, b)
         if self.second_hit:
             for j in range(s, e):
-                self.seen[self.pid[j]] = 1
+                self.links[self.pid[j]].seen = 1
         return 0
 
     # --- the interface (tiered_cache.py's) -----------------------------------------------------------
@@ -302,7 +290,7 @@ cdef class BlockCache:
         memset(seen_k, 0, sizeof(seen_k))
         while p < e:
             b = self.pid[p]
-            m = self.where[b]
+            m = self.links[b].where
             if not m:
                 break
             k = 0
@@ -313,7 +301,8 @@ cdef class BlockCache:
             src.append(k)
             seen_k[k] = 1
             self._hit_blocks[k] += 1
-            self._hit_tokens[k] += self.ptok[p]
+            if self.ptok != NULL:
+                self._hit_tokens[k] += self.ptok[p]
             p += 1
         for k in range(self.K):
             if seen_k[k]:
@@ -324,7 +313,7 @@ cdef class BlockCache:
         out = [0] * self.K
         cdef int m, k
         for b in blocks:
-            m = self.where[<int32_t> b]
+            m = self.links[<int32_t> b].where
             if not m:
                 break
             k = 0
@@ -352,7 +341,7 @@ cdef class BlockCache:
         cdef int64_t j, s, e
         for s, e in self.held.pop(r, ()):
             for j in range(s, e):
-                self.pins[self.pid[j]] -= 1
+                self.links[self.pid[j]].holders -= 1
         self.unpin()
 
     def unpin(self):
@@ -379,15 +368,15 @@ cdef class BlockCache:
             self.unpin()
 
     cdef inline void _protect(self, int32_t b) noexcept:
-        if not self.prot[b]:
-            self.prot[b] = 1
+        if not self.links[b].protect:
+            self.links[b].protect = 1
             self.plist[self.n_prot] = b
             self.n_prot += 1
 
     cdef void _clear_protect(self) noexcept:
         cdef int64_t i
         for i in range(self.n_prot):
-            self.prot[self.plist[i]] = 0
+            self.links[self.plist[i]].protect = 0
         self.n_prot = 0
 
     def use(self, int k, int32_t b):
@@ -413,8 +402,8 @@ cdef class BlockCache:
                 self.on_evict(k, v)
             self._remove(k, v)
             self._size[k] -= 1
-            m = self.where[v] & ~(1 << k)
-            self.where[v] = m
+            m = self.links[v].where & ~(1 << k)
+            self.links[v].where = m
             if not self.through and k + 1 < self.K and not (m >> (k + 1)):
                 self._demoted[k + 1] += 1
                 self._place(k + 1, v)
@@ -425,7 +414,7 @@ cdef class BlockCache:
         return self.block_ids[b]
 
     def mask(self, int32_t b):
-        return self.where[b]
+        return self.links[b].where
 
     def copy_up(self, int64_t s, int64_t e, int t):
         """tiered_cache.TieredCache.copy_up."""
@@ -435,7 +424,7 @@ cdef class BlockCache:
         cdef int m, k
         for p in range(s, e):
             b = self.pid[p]
-            m = self.where[b]
+            m = self.links[b].where
             if not m:
                 break
             k = 0
@@ -501,7 +490,126 @@ def resident_prefixes(list caches, int64_t s, int64_t e):
         if not 0 <= s <= e <= c.N:
             raise IndexError("positions outside the stream")
         p = s
-        while p < e and c.where[c.pid[p]]:
+        while p < e and c.links[c.pid[p]].where:
             p += 1
         out.append(p - s)
+    return out
+
+
+# --- `kvviz replay --prefix`'s pass: one tier, whole requests in turn, no Python per block ----------
+# Links are int32: ids and requests stay below this (the caller checks ids with id_range; a trace
+# beyond it takes the Python path)
+MAX_INDEX = 2**31 - 2
+
+
+@cython.boundscheck(False)  # as _prefix_pass
+@cython.wraparound(False)
+def id_range(const int64_t[:] ids):
+    """(smallest, largest) id, or (0, -1) for none."""
+    cdef Py_ssize_t i, n = ids.shape[0]
+    cdef int64_t lo, hi, v
+    if n == 0:
+        return 0, -1
+    lo = hi = ids[0]
+    for i in range(1, n):
+        v = ids[i]
+        if v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return lo, hi
+
+
+@cython.boundscheck(False)  # as _prefix_pass
+@cython.wraparound(False)
+def distinct(const int64_t[:] ids, int64_t k):
+    """How many different ids there are; every id in [0, k)."""
+    cdef Py_ssize_t i, n = ids.shape[0]
+    cdef int64_t found = 0, v
+    cdef uint8_t* seen = <uint8_t*> _alloc(k + 1)
+    try:
+        for i in range(n):
+            v = ids[i]
+            if v < 0 or v >= k:
+                raise ValueError(f"block id {v} outside [0, {k})")
+            if not seen[v]:
+                seen[v] = 1
+                found += 1
+    finally:
+        PyMem_Free(seen)
+    return found
+
+
+@cython.boundscheck(False)  # every index below runs over the arrays' own lengths
+@cython.wraparound(False)
+cdef (int64_t, int64_t) _prefix_pass(BlockCache c, const int64_t[:] counts) except *:
+    """(hit blocks, requests with a hit) of a one-tier cache without admission rules, requests
+    in turn: what `lookup`, `place_request` and `finish` do per request, in one loop (a request's
+    leading resident blocks are its hits, each block is touched or placed as reached and pinned
+    until the request is done), with no Python object per request."""
+    cdef int64_t s = 0, e, h, j, hit_blocks = 0, hit_requests = 0
+    cdef Py_ssize_t r
+    cdef int32_t b
+    cdef Link* x
+    cdef bint hitting
+    for r in range(counts.shape[0]):
+        e = s + counts[r]
+        h = 0
+        hitting = True
+        for j in range(s, e):
+            b = c.pid[j]
+            x = &c.links[b]
+            x.holders += 1
+            if x.where:
+                h += hitting
+                c._touch(0, b)
+            else:
+                hitting = False
+                c.pos = j
+                c._place(0, b)
+        hit_blocks += h
+        hit_requests += h > 0
+        for j in range(s, e):
+            c.links[c.pid[j]].holders -= 1
+        c._unpin(0)
+        s = e
+    return hit_blocks, hit_requests
+
+
+@cython.boundscheck(False)  # as _prefix_pass
+@cython.wraparound(False)
+def prefix_counts(const int64_t[:] ids, const int64_t[:] counts, capacities, bint pin, int64_t k, str policy="lru"):
+    """[(hit blocks, requests with a hit)] of the single-tier prefix cache under `policy` (lru or
+    fifo) at each capacity (blocks >= 1; None: infinite). `ids`: every request's block ids one
+    after another, each in [0, k); `counts`: the ids per request; `pin`: a request holds the
+    blocks it has reached. Takes any buffer of int64 (array.array('q') too: it imports nothing,
+    so the lean `kvviz replay --prefix` runs without numpy)."""
+    cdef Py_ssize_t i, n = ids.shape[0], R = counts.shape[0]
+    cdef int64_t total = 0, v
+    if policy not in ("lru", "fifo"):
+        raise ValueError(f"prefix_counts runs lru or fifo, not {policy!r}")
+    if k > MAX_INDEX or R > MAX_INDEX or n > MAX_INDEX:
+        raise ValueError(f"more than {MAX_INDEX:,} block ids, positions or requests")
+    for i in range(R):
+        if counts[i] < 0:
+            raise ValueError("a negative count")
+        total += counts[i]
+    if total != n:
+        raise ValueError(f"the counts add to {total:,}, not the {n:,} ids")
+    caps = []
+    for cap in capacities:
+        if cap is not None and cap < 1:
+            raise ValueError(f"capacity {cap} < 1 block")
+        caps.append(k + 1 if cap is None else cap)  # infinite: more room than there are blocks
+    pid = array("i", [0]) * n  # the block cache reads int32 ids (tokens are not counted here)
+    cdef int32_t[::1] p32 = pid
+    for i in range(n):
+        v = ids[i]
+        if v < 0 or v >= k:
+            raise ValueError(f"block id {v} outside [0, {k})")
+        p32[i] = <int32_t> v
+    out = []
+    for cap in caps:
+        c = BlockCache(pid, None, [cap], [KINDS[policy]], pin_top=pin, n_blocks=k)
+        out.append(_prefix_pass(c, counts))
     return out

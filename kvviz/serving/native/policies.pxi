@@ -16,57 +16,71 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 cdef int64_t NO_FLOOR = -9223372036854775807  # furthest_victim without a floor
 
 
-cdef struct Pins:                # what pins a key: any of these that is set
-    const int32_t* holders       # key -> running requests holding it (the block cache's HBM)
-    const long long* running     # key -> nonzero while its job runs (AttentionStore's sessions)
-    const uint8_t* protect       # key -> nonzero while protected (prefetch's look-ahead)
+# --- lru and fifo: an intrusive doubly linked list, oldest first, and a second of the set-aside --------
+cdef struct Link:                # a key's place in an Order, and in the Order that keeps them its pins
+    int32_t prv                  # and its caller's bits: 16 bytes, so a move or a victim's check
+    int32_t nxt                  # costs one cache line per key (as a plain list's node would)
+    uint8_t state                # 0 absent, 1 in the order, 2 set aside
+    uint8_t protect              # nonzero while protected (prefetch's look-ahead)
+    uint8_t where                # the block cache's: bit mask of the tiers holding the block
+    uint8_t seen                 # the block cache's: asked for before (second_hit)
+    int32_t holders              # running requests holding the key (the block cache's HBM pins)
+
+
+cdef struct Pins:                # what pins a key in one tier: any of these that is set
+    const Link* keys             # key -> its Link in the tier the pins are kept in (NULL: none kept)
+    bint holders                 # running requests holding a key pin it (the block cache's HBM)
+    bint protect                 # protection pins it
+    const long long* running     # key -> nonzero while its job runs (AttentionStore's sessions; or NULL)
 
 
 cdef inline bint is_pinned(const Pins* p, int32_t b) noexcept nogil:
-    return ((p.holders != NULL and p.holders[b] > 0) or (p.running != NULL and p.running[b] != 0)
-            or (p.protect != NULL and p.protect[b] != 0))
+    if p.keys != NULL and ((p.holders and p.keys[b].holders > 0) or (p.protect and p.keys[b].protect != 0)):
+        return True
+    return p.running != NULL and p.running[b] != 0
 
 
-# --- lru and fifo: an intrusive doubly linked list, oldest first, and a second of the set-aside --------
 cdef struct Order:
-    int32_t* prv                 # key -> its neighbours in its list (−1: none)
-    int32_t* nxt
-    uint8_t* state               # key -> 0 absent, 1 in the order, 2 set aside
+    Link* link                   # key -> its Link
     int32_t head[2]              # [0]: the order, [1]: the set-aside keys (all of them precede the order)
     int32_t tail[2]
     bint recency                 # lru: a use moves a key to the end; fifo: it changes nothing
 
 
-cdef inline void order_init(Order* o, int32_t* prv, int32_t* nxt, uint8_t* state, bint recency) noexcept nogil:
-    o.prv, o.nxt, o.state, o.recency = prv, nxt, state, recency
+cdef inline void order_init(Order* o, Link* link, bint recency) noexcept nogil:
+    o.link, o.recency = link, recency
     o.head[0] = o.head[1] = o.tail[0] = o.tail[1] = -1
 
 
 cdef inline void _order_push(Order* o, int L, int32_t b) noexcept nogil:
     """b to the end of list L (0: the order, 1: set aside)."""
     cdef int32_t t = o.tail[L]
-    o.prv[b] = t
-    o.nxt[b] = -1
+    cdef Link* x = &o.link[b]
+    x.prv, x.nxt, x.state = t, -1, L + 1
     if t != -1:
-        o.nxt[t] = b
+        o.link[t].nxt = b
     else:
         o.head[L] = b
     o.tail[L] = b
-    o.state[b] = L + 1
 
 
 cdef inline void _order_unlink(Order* o, int32_t b) noexcept nogil:
-    cdef int L = o.state[b] - 1
-    cdef int32_t p = o.prv[b], q = o.nxt[b]
+    cdef Link* x = &o.link[b]
+    cdef int L = x.state - 1
+    cdef int32_t p = x.prv, q = x.nxt
     if p != -1:
-        o.nxt[p] = q
+        o.link[p].nxt = q
     else:
         o.head[L] = q
     if q != -1:
-        o.prv[q] = p
+        o.link[q].prv = p
     else:
         o.tail[L] = p
-    o.state[b] = 0
+    x.state = 0
+
+
+cdef inline bint order_has(const Order* o, int32_t b) noexcept nogil:
+    return o.link[b].state != 0
 
 
 cdef inline void order_insert(Order* o, int32_t b) noexcept nogil:
@@ -82,7 +96,7 @@ cdef inline void order_touch(Order* o, int32_t b) noexcept nogil:
 
 
 cdef inline void order_remove(Order* o, int32_t b) noexcept nogil:
-    if o.state[b]:
+    if o.link[b].state:
         _order_unlink(o, b)
 
 
@@ -105,11 +119,11 @@ cdef inline void order_unpin(Order* o) noexcept nogil:
         return
     b = hh
     while b != -1:
-        o.state[b] = 1
-        b = o.nxt[b]
-    o.nxt[ht] = oh
+        o.link[b].state = 1
+        b = o.link[b].nxt
+    o.link[ht].nxt = oh
     if oh != -1:
-        o.prv[oh] = ht
+        o.link[oh].prv = ht
     else:
         o.tail[0] = ht
     o.head[0] = hh

@@ -30,33 +30,30 @@ cdef class StoreState:
 cdef class KeyOrder:
     """An OrderedDict of sessions (oldest first) as policies.pxi's Order, with its memory."""
     cdef Order o
-    cdef int32_t* links
-    cdef uint8_t* states
+    cdef Link* links
 
     def __cinit__(self, Py_ssize_t n_conv, bint recency=True):
         cdef Py_ssize_t n = max(n_conv, 1)
         if n > 2**31 - 2:
             raise ValueError(f"{n_conv:,} sessions: the compiled placement takes fewer than 2**31")
-        self.links = <int32_t*> PyMem_Calloc(2 * n, sizeof(int32_t))
-        self.states = <uint8_t*> PyMem_Calloc(n, 1)
-        if self.links == NULL or self.states == NULL:
+        self.links = <Link*> PyMem_Calloc(n, sizeof(Link))
+        if self.links == NULL:
             raise MemoryError()
-        order_init(&self.o, self.links, self.links + n, self.states, recency)
+        order_init(&self.o, self.links, recency)
 
     def __dealloc__(self):
         PyMem_Free(self.links)
-        PyMem_Free(self.states)
 
     @property
     def head(self):
         return self.o.head[0]
 
     cdef inline bint has(self, long long c):
-        return self.o.state[c] != 0
+        return order_has(&self.o, <int32_t> c)
 
     cdef void append(self, long long c):
         """d[c] = None: at the end if absent, unmoved if present."""
-        if not self.o.state[c]:
+        if not order_has(&self.o, <int32_t> c):
             order_insert(&self.o, <int32_t> c)
 
     cdef void remove(self, long long c):
@@ -76,12 +73,12 @@ cdef bint _stale_calls(const void* ctx, const Entry* e) noexcept nogil:
 cdef struct ProtectedView:       # what scheduler_aware's stale rule reads, per tier
     const long long* mem         # session -> stored in this tier
     const long long* key         # session -> its job's place in the list
-    const uint8_t* unprotected   # session -> in the tier's unprotected order
+    const Link* unprotected      # session -> its place in the tier's unprotected order (state nonzero: in it)
 
 
 cdef bint _stale_protected(const void* ctx, const Entry* e) noexcept nogil:
     cdef const ProtectedView* v = <const ProtectedView*> ctx
-    return not v.mem[e.b] or v.key[e.b] != -e.key or v.unprotected[e.b] != 0
+    return not v.mem[e.b] or v.key[e.b] != -e.key or v.unprotected[e.b].state != 0
 
 
 cdef class Placement:
@@ -95,7 +92,7 @@ cdef class Placement:
     def __init__(self, StoreState st, str name):
         self.st, self.name = st, name
         self.stores, self.prefetches = True, False
-        self.pins.holders, self.pins.protect = NULL, NULL
+        self.pins.keys, self.pins.holders, self.pins.protect = NULL, False, False
         self.pins.running = &st.m_running[0]
 
     cdef void on_insert(self, int tier, long long c): pass
@@ -223,8 +220,8 @@ cdef class PolicySchedulerAware(Placement):
         n = st.m_key.shape[0]
         self.mem1, self.mem2 = st_i64(n, 0), st_i64(n, 0)
         self.un1, self.un2 = KeyOrder(n), KeyOrder(n)
-        self.view[0].mem, self.view[0].unprotected = &self.mem1[0], self.un1.states
-        self.view[1].mem, self.view[1].unprotected = &self.mem2[0], self.un2.states
+        self.view[0].mem, self.view[0].unprotected = &self.mem1[0], self.un1.links
+        self.view[1].mem, self.view[1].unprotected = &self.mem2[0], self.un2.links
         self.view[0].key = self.view[1].key = &st.m_key[0]
 
     def __dealloc__(self):

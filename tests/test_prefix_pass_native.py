@@ -1,6 +1,7 @@
-"""The compiled prefix LRU (kvviz/replay/native/_prefix_lru.pyx) against the registry's LRU
-(kvviz/serving/eviction/lru.py, run by the prefix_cache engine's single tier: the replay's
-Python path) on random streams, pinned and not; its loader's fallback with a note; and the lean
+"""The replay's compiled pass (the compiled block cache's prefix_counts: its lru and fifo are
+serving/native/policies.pxi's) against the registry's LRU and FIFO (kvviz/serving/eviction/, run
+by the prefix_cache engine's single tier on the Python block cache: the replay's Python path) on
+random streams, pinned and not; its loader's fallback with a note; and the lean
 `kvviz replay --prefix` path (kvviz.replay.prefix_lean): the full path's output, no numpy."""
 import json
 import subprocess
@@ -14,13 +15,13 @@ import pytest
 from kvviz.cli import main
 from kvviz.replay import native, prefix
 from kvviz.replay.prefix import block_ids, engine_counts, prefix_replay, prepared
-from kvviz.replay.prefix_result import BLOCK_CACHE, COMPILED, ENGINE, STACK
+from kvviz.replay.prefix_result import BLOCK_CACHE, ENGINE, STACK
 from kvviz.requests import native as requests_native
 from kvviz.requests import prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 MOONCAKE = ROOT / "resources" / "traces" / "mooncake_synthetic_trace.jsonl"
-compiled = pytest.mark.skipif(native.prefix_lru() is None, reason="the compiled prefix LRU is not built")
+compiled = pytest.mark.skipif(native.prefix_pass() is None, reason="the compiled block cache is not built")
 
 
 def random_requests(seed: int) -> prompts.PromptRequests:
@@ -50,42 +51,46 @@ def random_requests(seed: int) -> prompts.PromptRequests:
 @compiled
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("pin", [True, False])
-def test_compiled_lru_equals_the_registry_policy(seed, pin):
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_the_compiled_pass_equals_the_registry_policy(seed, pin, policy):
     reqs = random_requests(seed)
     x = block_ids(reqs)
     k = int(x.max()) + 1 if len(x) else 0
     caps = [1, 2, 3, 5, 8, 13, 40, None]
-    got = native.prefix_lru().lru_counts(x, reqs.hash_counts, caps, pin, k)
-    prep = prepared(reqs, ["lru"])
-    want = [engine_counts(prep, "lru", c, pin)[0] for c in caps]
+    got = native.prefix_pass().prefix_counts(x, reqs.hash_counts, caps, pin, k, policy)
+    prep = prepared(reqs, [policy])
+    want = [engine_counts(prep, policy, c, pin)[0] for c in caps]
     assert [tuple(g) for g in got] == [tuple(w) for w in want]
     assert want[-1][0] > 0 and want[0] != want[-1]  # the stream hits, and capacity matters
 
 
 @compiled
-def test_compiled_lru_on_the_bundled_trace_equals_the_registry_policy():
+def test_the_compiled_pass_on_the_bundled_trace_equals_the_registry_policy():
     reqs = prompts.read(MOONCAKE)
     x = block_ids(reqs)
-    prep = prepared(reqs, ["lru"])
-    for cap, pin in ((50, True), (50, False), (2000, True)):  # 50: below the longest request, pins bind
-        got = native.prefix_lru().lru_counts(x, reqs.hash_counts, [cap], pin, int(x.max()) + 1)[0]
-        assert tuple(got) == tuple(engine_counts(prep, "lru", cap, pin)[0])
+    prep = prepared(reqs, ["lru", "fifo"])
+    for policy in ("lru", "fifo"):
+        for cap, pin in ((50, True), (50, False), (2000, True)):  # 50: below the longest request, pins bind
+            got = native.prefix_pass().prefix_counts(x, reqs.hash_counts, [cap], pin, int(x.max()) + 1, policy)[0]
+            assert tuple(got) == tuple(engine_counts(prep, policy, cap, pin)[0])
 
 
 @compiled
-def test_compiled_lru_refuses_inconsistent_input():
-    m = native.prefix_lru()
+def test_the_compiled_pass_refuses_inconsistent_input():
+    m = native.prefix_pass()
     ids = np.array([0, 1, 2], np.int64)
     with pytest.raises(ValueError, match="outside"):
-        m.lru_counts(ids, np.array([3], np.int64), [2], True, 2)
+        m.prefix_counts(ids, np.array([3], np.int64), [2], True, 2)
     with pytest.raises(ValueError, match="add to"):
-        m.lru_counts(ids, np.array([2], np.int64), [2], True, 3)
+        m.prefix_counts(ids, np.array([2], np.int64), [2], True, 3)
     with pytest.raises(ValueError, match="capacity"):
-        m.lru_counts(ids, np.array([3], np.int64), [0], True, 3)
+        m.prefix_counts(ids, np.array([3], np.int64), [0], True, 3)
+    with pytest.raises(ValueError, match="belady"):
+        m.prefix_counts(ids, np.array([3], np.int64), [2], True, 3, "belady")
     assert m.id_range(array("q")) == (0, -1) and m.distinct(array("q", [3, 1, 3]), 4) == 2
 
 
-def fall_back(monkeypatch, why="the compiled prefix LRU is not built (test)"):
+def fall_back(monkeypatch, why="the compiled block cache is not built (test)"):
     monkeypatch.setattr(native, "_load", lambda: (None, why))
 
 
@@ -100,37 +105,20 @@ def test_a_missing_build_falls_back_to_the_same_counts_and_says_why(monkeypatch,
     assert main(["replay", str(MOONCAKE), "--prefix", "--capacities", "500", "--json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)[0]["engine"] in (STACK, ENGINE, BLOCK_CACHE)
-    assert "note: the compiled prefix LRU is not built (test)" in err
+    assert "note: the compiled block cache is not built (test)" in err
 
 
-@compiled
-def test_a_stale_build_is_not_run(monkeypatch):
-    native._load.cache_clear()
-    monkeypatch.setattr(native, "source_hash", lambda folder: "0" * 16)
-    try:
-        assert native.prefix_lru() is None
-        assert "built from other sources" in native.why_not() and "`make native`" in native.why_not()
-        assert prefix.lru_note(["lru"]) == native.why_not() and prefix.lru_note(["fifo"]) == ""
-    finally:
-        native._load.cache_clear()
+def test_the_replay_says_why_its_pass_does_not_run(monkeypatch):
+    """The serving core's loader decides (its stale and missing builds: tests/test_native_loader.py);
+    the replay's note is its reason with what runs instead."""
+    from kvviz.serving import native as serving_native
+    monkeypatch.setattr(native, "block_cache", lambda: (None, "the compiled block cache was built from other sources"))
+    assert native.prefix_pass() is None
+    assert native.why_not() == f"the compiled block cache was built from other sources: {native.FALLBACK}"
+    assert prefix.lru_note(["lru"]) == native.why_not() and prefix.lru_note(["fifo"]) == ""
     monkeypatch.undo()
-    assert native.prefix_lru() is not None and native.why_not() == ""
-
-
-def test_a_module_that_cannot_be_imported_is_not_run(monkeypatch):
-    native._load.cache_clear()
-    monkeypatch.setitem(sys.modules, "kvviz.replay.native._prefix_lru", None)  # the import fails, as unbuilt
-    monkeypatch.delattr(native, "_prefix_lru", raising=False)
-    try:
-        assert native.prefix_lru() is None and "not built" in native.why_not() and "`make setup`" in native.why_not()
-    finally:
-        native._load.cache_clear()
-
-
-def test_the_prefix_lrus_source_hash_is_the_one_setup_py_compiles_in():
-    from kvviz.mechanisms.attention_store.native import sources
-    folder = Path(native.__file__).parent
-    assert native.source_hash(folder) == sources.source_hash(folder)
+    monkeypatch.setenv(serving_native.ENV, "python")
+    assert native.prefix_pass() is None and native.why_not().startswith("KVVIZ_ENGINE=python")
 
 
 def cli(capsys, *argv):
@@ -160,7 +148,7 @@ def test_the_lean_path_prints_what_the_full_path_prints(monkeypatch, capsys, arg
     assert fast == full and fast[0] == 0
     if "--json" in argv:
         rows = json.loads(fast[1])
-        assert all(isinstance(r["capacity"], (int, type(None))) and r["engine"] == COMPILED for r in rows)
+        assert all(isinstance(r["capacity"], (int, type(None))) and r["engine"] == BLOCK_CACHE for r in rows)
         assert list(rows[0]) == ["policy", "capacity", "block_hit_ratio", "request_hit_ratio", "requests", "blocks",
                                  "hit_blocks", "hit_requests", "engine", "pin_running"]
 
