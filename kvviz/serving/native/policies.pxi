@@ -17,9 +17,13 @@ cdef int64_t NO_FLOOR = -9223372036854775807  # furthest_victim without a floor
 
 
 # --- lru and fifo: an intrusive doubly linked list, oldest first, and a second of the set-aside --------
-cdef struct Link:                # a key's place in an Order, and in the Order that keeps them its pins
-    int32_t prv                  # and its caller's bits: 16 bytes, so a move or a victim's check
-    int32_t nxt                  # costs one cache line per key (as a plain list's node would)
+# A key's place in one tier's Order. The Links of the tier that keeps the pins (the block cache's
+# first) hold the key's pins and the block cache's bits too: a move or a victim's check then reads
+# one 16-byte cell per key, as a plain list's node would (the replay's pass was 2x slower with
+# them in arrays of their own).
+cdef struct Link:
+    int32_t prv                  # its neighbours in its list (−1: none)
+    int32_t nxt
     uint8_t state                # 0 absent, 1 in the order, 2 set aside
     uint8_t protect              # nonzero while protected (prefetch's look-ahead)
     uint8_t where                # the block cache's: bit mask of the tiers holding the block
