@@ -18,9 +18,8 @@ cdef int64_t NO_FLOOR = -9223372036854775807  # furthest_victim without a floor
 
 # --- lru and fifo: an intrusive doubly linked list, oldest first, and a second of the set-aside --------
 # A key's place in one tier's Order. The Links of the tier that keeps the pins (the block cache's
-# first) hold the key's pins and the block cache's bits too: a move or a victim's check then reads
-# one 16-byte cell per key, as a plain list's node would (the replay's pass was 2x slower with
-# them in arrays of their own).
+# first) hold the key's pins and the block cache's bits too, so that a move or a victim's check
+# reads one 16-byte cell per key, as a plain list's node would.
 cdef struct Link:
     int32_t prv                  # its neighbours in its list (−1: none)
     int32_t nxt
