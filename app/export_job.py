@@ -2,7 +2,7 @@
 
 A run's export (Perfetto, the timeline figures, CSV, JSON) is rendered in a child process
 (app.export_render.child, started by the simulator's fork server: no Qt in it, a fork in
-milliseconds): building the flagship's 171 MB Perfetto trace is pure Python for ~14 s, which a
+milliseconds): building the flagship's ~180 MB Perfetto trace is pure Python for ~14 s, which a
 thread would share the interpreter with the window for, and which no thread could stop. The
 child sends back the bytes; a thread here writes them through kvviz's output guard
 (kvviz.outputs: checked, then written atomically as one set). Cancel ends the child's process
@@ -33,7 +33,7 @@ class ExportJobs(QObject):
     `ended(ok, message)` tells how it went (message: the files written, or why not)."""
 
     started = Signal(str)  # what is being exported (for the status bar)
-    stage = Signal(str)    # what it does now ("writing 171 MB")
+    stage = Signal(str)    # what it does now ("writing 178 MB")
     ended = Signal(bool, str)
     target = staticmethod(child)  # the child's function (a test's stands in for a slow render)
 

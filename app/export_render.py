@@ -1,7 +1,7 @@
 """What File → Export writes, rendered to bytes: the same exporters as `kvviz run`'s flags (one
 per format of kvviz.export's registry: --svg/--png/--pdf/--perfetto/--csv/--json-out, and any
 format registered since). No Qt here: this runs in the export's child process
-(app.export_job), so the window repaints while a 171 MB Perfetto trace is built and Cancel
+(app.export_job), so the window repaints while a flagship-sized Perfetto trace (~180 MB) is built and Cancel
 ends the child at once; PNG and PDF are rasterised as the CLI does (kvviz.export.raster: a
 child of its own, the one that loads Qt)."""
 from __future__ import annotations
@@ -76,7 +76,7 @@ def child(conn, result: Result, fmt: str, path: str, time_range_ns, size) -> Non
         return
     blobs = [(p, data.encode("utf-8") if isinstance(data, str) else data) for p, data in items]
     conn.send(("ok", [(p, len(b)) for p, b in blobs]))
-    for _, b in blobs:  # in pieces: the window copies each as it comes, never 171 MB at once
+    for _, b in blobs:  # in pieces: the window copies each as it comes, never the whole trace at once
         for at in range(0, len(b), CHUNK):
             conn.send_bytes(b, at, min(CHUNK, len(b) - at))
     conn.close()

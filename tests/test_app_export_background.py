@@ -70,7 +70,7 @@ def test_closing_the_window_during_an_export_ends_it_and_writes_nothing(window, 
 
 @pytest.mark.slow
 def test_the_flagships_perfetto_export_repaints_the_window_meanwhile(window, qtbot, tmp_path):
-    """The flagship's Perfetto trace (~171 MB) is built in a child process: the event loop keeps
+    """The flagship's Perfetto trace (~180 MB) is built in a child process: the event loop keeps
     turning. The longest gap between two turns of a 10 ms timer is printed (not asserted: the
     machine may be busy)."""
     old = window.result
