@@ -43,8 +43,10 @@ _TIER_ALIASES = {"host": "dram", "flash": "ssd", "nvme": "ssd", "rdma": "remote"
 
 def tier_key(name: str) -> str | None:
     """The tier a name stands for ("DRAM", "host DRAM", "Flash (tier 3)", "dram occupancy",
-    "RDMA" …) as one of TIER_KEYS, or None when it names no tier ("GPU", "PCIe", "links")."""
+    "RDMA", "instance 3 HBM cache" …) as one of TIER_KEYS, or None when it names no tier ("GPU", "PCIe", "links")."""
     words = re.findall(r"[a-z0-9]+", name.lower())
+    if len(words) > 2 and words[0] == "instance" and words[1].isdigit():
+        words = words[2:]  # a cluster's lanes and counters: "instance 3 HBM cache" is instance 3's HBM
     if not words:
         return None
     if words[0] == "host" and len(words) > 1 and words[1] == "dram":

@@ -18,6 +18,9 @@ def test_every_name_of_a_tier_gets_its_one_colour():
         "HBM": "hbm", "host DRAM": "dram", "DRAM": "dram", "CXL": "cxl", "RDMA": "remote", "SSD": "ssd",
         "flash": "ssd", "Flash (tier 3)": "ssd", "dram occupancy": "dram"}
     assert all(tier_key(n) is None for n in ("GPU", "PCIe", "links", "requests", "CPU"))
+    # a cluster's per-instance counters and lanes name the instance first
+    assert [tier_key(n) for n in ("instance 3 HBM cache", "instance 12 DRAM cache", "instance 0 GPU · prefill",
+                                  "instance 1 queue", "instance")] == ["hbm", "dram", None, None, None]
     colours = [tier_color(t) for t in TIER_KEYS]
     assert len(set(colours)) == len(TIER_KEYS) and "#888888" not in colours  # all defined, all distinct
 
