@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM, KVSource, LayerSchedule
 from . import cache
-from .batchers import DecodeBatcher, SharedPoolBatcher
+from .batchers import ClusterBatcher, DecodeBatcher, SharedPoolBatcher
 from .jobs import Identity, Overlay, as_column, per_job, sparse
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class Instance:
         elif role == "decode":
             self.batcher = DecodeBatcher(self, cfg)
         else:
-            self.batcher = Batcher(self, cfg)
+            self.batcher = ClusterBatcher(self, cfg)
         if cluster.sparse:
             sparse(self.batcher)
         self.n = n  # flows of a decode instance are numbered after the workload's
