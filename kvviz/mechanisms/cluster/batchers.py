@@ -113,7 +113,27 @@ class DecodeBatcher(ClusterBatcher):
             if not self._held(jobs, now):
                 self._prefill(jobs, now)  # a preempted request recomputes: the core's prefill iteration
                 return
-        super()._iterate()  # nothing more to admit: decode on (or idle)
+        n_dec = self.n_dec
+        if not n_dec or self.cap_tok - self.tok_run < n_dec:
+            super()._iterate()  # idle, or a preemption first: the core's rules (its _admit finds nothing)
+            return
+        # the core's _iterate from here, inlined (the hot path): a segment of identical decode
+        # iterations until the first job ends or the pool would overflow
+        k_over = (self.cap_tok - self.tok_run) // n_dec
+        fin, decoding, fin_at = self.fin, self.decoding, self.fin_at
+        while fin:
+            e = fin[0]
+            if decoding[e[1]] and fin_at[e[1]] == e[0]:
+                break
+            heapq.heappop(fin)  # preempted since
+        k = min(fin[0][0] - self.G, k_over)
+        self.state = DECODE
+        self.version = v = self.version + 1
+        ctx = self.ctx_dec
+        self.seg = [now, n_dec, ctx, k, v]  # _schedule_segment's, of a new segment
+        self.seg_entry = self.loop.push_entry(now + round(self.gpu.decode_ns(n_dec, ctx, k)), 1, self._segment_end, (v,))
+        if self.rec:
+            self.run.gpu_state(now, len(self.batch))
 
     def _held(self, jobs: list[int], S: int) -> bool:
         """The core's _prefill then _prefill_done of jobs whose KV is all held (none resumes or

@@ -23,7 +23,7 @@ from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM, KVSource, LayerSchedule
 from . import cache
 from .batchers import ClusterBatcher, DecodeBatcher, SharedPoolBatcher
-from .jobs import Identity, Overlay, as_column, dense, filled, int_column, per_job, sparse
+from .jobs import Identity, Overlay, as_column, dense, filled, per_job, sparse
 
 if TYPE_CHECKING:
     from ...serving.event_loop import Loop
@@ -39,6 +39,8 @@ class Cluster(cache.Stream, Protocol):
     loop: Loop
     tb: TraceBuilder | None
     inn0: list[int]
+    inn0_column: list[int]  # inn0 as an int64 array (jobs.py), copied by each instance
+    identity: list[int]     # conv[j] = j as an int64 array, read only: one for every instance
     sparse: bool
     pool: SharedPool | None
 
@@ -91,7 +93,7 @@ class Instance:
             self.keep, self.over = as_column(per_job(0), ints), as_column(per_job(False), flags)
             self.after, self.arrival = as_column(per_job(0), ints), as_column({}, ints)
         else:  # arrays, not lists: nothing for the cyclic collector to walk (jobs.py)
-            self.conv, self.inn, self.keep = int_column(range(n)), int_column(cluster.inn0), filled(0, n)
+            self.conv, self.inn, self.keep = cluster.identity, cluster.inn0_column[:], filled(0, n)
             self.over, self.after, self.arrival = filled(False, n), filled(0, n), filled(0, n)
         self.fetches: dict[int, list[tuple[int, int, int]]] = {}  # job -> (start, end, bytes) of its peer and pool fetches
         self.fetched_ids: dict[int, set[int]] = {}  # job -> the block ids those fetches bring

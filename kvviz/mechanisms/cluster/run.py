@@ -51,6 +51,9 @@ class ClusterRun:
         self.ids, self.off, self.tok = prep.ids, prep.off, prep.tok
         self.cum_tokens = prep.cum_tokens
         self.inn0 = prep.inn0
+        self.sparse = jobs.use_dicts(sc.cluster.instances, n)  # per-job state as dicts past the lists' budget (jobs.py)
+        if not self.sparse:  # else arrays (jobs.py), made once here for every instance
+            self.inn0_column, self.identity = jobs.int_column(self.inn0), jobs.int_column(range(n))
         self.parent = prep.parent() if sc.instance.eviction == "leaf_lru" else None
         self.cache_arrays = prep.cache_arrays  # the stream's arrays for the compiled caches, shared by all instances
         self.distinct_blocks = prep.distinct_blocks
@@ -61,7 +64,6 @@ class ClusterRun:
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
         self.split = P > 0
-        self.sparse = jobs.use_dicts(N, n)  # per-job state as dicts past the lists' budget (jobs.py)
         self.n_route = P if self.split else N
         cfg = BatchConfig(gpu=self.gpu, kv=self.kv, layers=m.layers, max_batch=ins.max_batch,
                           cap_tok=(ins.hbm_cache_tokens if ins.hbm_pool == "shared"
