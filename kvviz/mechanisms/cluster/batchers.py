@@ -13,7 +13,7 @@ Everything else is ClusterBatcher's; these two methods are the core's `arrive` a
 with that need (the instance's cache, cache.py, keeps the reference counts and gives the
 credited tokens back when they stop being shared).
 
-DecodeBatcher, a decode instance's (P/D split): below."""
+PrefillBatcher and DecodeBatcher, a prefill and a decode instance's (P/D split): below."""
 from __future__ import annotations
 
 import heapq
@@ -88,6 +88,49 @@ class SharedPoolBatcher(ClusterBatcher):
                 credited[j] = credit
             out.append(j)
         return out
+
+
+class PrefillBatcher(ClusterBatcher):
+    """A prefill instance's batcher (P/D split): every request's reply here is its first token
+    (instance.py), so it ends with its prefill iteration. The instance's cache saves nothing
+    and keeps no session in HBM, so its blocks go at once: the core's _prefill_done with its
+    _finish_now and _release inlined (the hot path). A request that resumes or has more to
+    emit (none here) takes the core's path."""
+
+    def __init__(self, run: BatchRun, cfg: BatchConfig) -> None:
+        super().__init__(run, cfg)
+        if self.saves or self.hbm_cache:
+            raise ValueError("a prefill instance's batcher saves nothing and keeps no session in HBM")
+
+    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int) -> None:
+        resume, out = self.resume, self.out
+        for j in jobs:
+            if resume[j] or out[j] > 1:
+                super()._prefill_done(jobs, S, work, wait)
+                return
+        now = self.loop.now
+        self.busy_ns += now - S
+        self.prefill_ns += now - S
+        self.load_wait_ns += wait
+        gpu_ns = self.gpu_ns
+        tot = sum(work)
+        if tot:  # the core's compute-share rule
+            per_ns = (now - S) / tot
+            for j, w in zip(jobs, work):
+                gpu_ns[j] += w * per_ns
+        else:
+            for j in jobs:
+                gpu_ns[j] += (now - S) / len(jobs)
+        keep, inn, left, first_token, batch, end = self.keep, self.inn, self.left, self.first_token, self.batch, self.end
+        job_done = self.run.job_done
+        for j in jobs:
+            first_token[j] = now
+            left[j] = out[j] - 1  # the prefill emitted the reply's one token
+            del batch[j]  # _finish_now and _release: nothing to save, the blocks go now
+            end[j] = now
+            self.tok_run -= keep[j] + inn[j]
+            job_done(j)
+        self._iterate()
 
 
 class DecodeBatcher(ClusterBatcher):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM, KVSource, LayerSchedule
 from . import cache
-from .batchers import ClusterBatcher, DecodeBatcher, SharedPoolBatcher
+from .batchers import ClusterBatcher, DecodeBatcher, PrefillBatcher, SharedPoolBatcher
 from .jobs import Identity, Overlay, as_column, dense, filled, per_job, sparse
 
 if TYPE_CHECKING:
@@ -128,6 +128,8 @@ class Instance:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
         elif role == "decode":
             self.batcher = DecodeBatcher(self, cfg)
+        elif role == "prefill":
+            self.batcher = PrefillBatcher(self, cfg)
         else:
             self.batcher = ClusterBatcher(self, cfg)
         if cluster.sparse:
