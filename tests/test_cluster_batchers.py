@@ -32,3 +32,33 @@ def test_in_place_segment_ends_and_arrays_give_the_cores_numbers(tmp_path, monke
     cut = ref.loop.processed - run.loop.processed  # the superseded ends the core popped and skipped
     assert cut > 0
     assert all(type(i.batcher.end).__name__ == "array" for i in run.inst)
+
+
+def _core_paths(m: pytest.MonkeyPatch) -> None:
+    """The P/D batchers' hot paths undone: the core's _prefill_done on a prefill instance; on a
+    decode instance the core's _iterate and _segment_end, the held KV admitted by _held then
+    the core's _iterate (what DecodeBatcher's _prefill did before its paths were inlined)."""
+    def held_then_core(self, jobs, S):
+        if not self._held(jobs, S):
+            Batcher._prefill(self, jobs, S)
+            return
+        Batcher._iterate(self)
+
+    m.setattr(batchers.PrefillBatcher, "_prefill_done", Batcher._prefill_done)
+    m.setattr(batchers.DecodeBatcher, "_iterate", Batcher._iterate)
+    m.setattr(batchers.DecodeBatcher, "_segment_end", Batcher._segment_end)
+    m.setattr(batchers.DecodeBatcher, "_prefill", held_then_core)
+
+
+@pytest.mark.parametrize("running_kv_gb", [100.0, 0.1])  # 0.1: ~300 tokens, decode instances preempt
+def test_prefill_and_decode_paths_inlined_give_the_cores_numbers(tmp_path, monkeypatch, running_kv_gb):
+    def scenario():
+        return cluster(plain_trace(tmp_path / "t.jsonl", ROWS), cluster={"instances": 4, "prefill_instances": 2},
+                       routing={"policy": "prefix_affinity"}, instance={"max_batch": 8, "running_kv_gb": running_kv_gb})
+    want = metrics(run_of(scenario()))
+    with monkeypatch.context() as m:
+        _core_paths(m)
+        got = metrics(run_of(scenario()))
+    assert got == want
+    preempted = sum(i["preemptions"] for i in want["per_instance"])
+    assert (preempted > 0) == (running_kv_gb < 1)
