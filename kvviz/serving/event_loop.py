@@ -7,6 +7,8 @@ the same events. `push(t, priority, fn, args)` takes its arguments positionally 
 checks for the few callers off the hot path. `stream` schedules many events at once, as that
 many `at` calls would, but holds only the earliest not yet run in the heap (the run's first
 turns: thousands of arrivals would otherwise deepen every heap operation of the run).
+`sooner` moves a pending event earlier in place (a decrease-key): the cluster's batchers cut a
+decode segment short with it instead of leaving the superseded end to be popped and skipped.
 """
 from __future__ import annotations
 
@@ -34,6 +36,38 @@ class Loop:
             refuse_past(t, self.now)  # the engine's error
         heappush(self._heap, (t, priority, self._seq, fn, args))
         self._seq += 1
+
+    def push_entry(self, t: int, priority: int, fn: Callable[..., object], args: tuple[Any, ...]) -> Entry:
+        """push(), returning the entry scheduled (the handle `sooner` takes)."""
+        if t < self.now:
+            refuse_past(t, self.now)
+        e = (t, priority, self._seq, fn, args)
+        heappush(self._heap, e)
+        self._seq += 1
+        return e
+
+    def sooner(self, old: Entry, t: int, priority: int, fn: Callable[..., object], args: tuple[Any, ...]) -> Entry:
+        """Replace the pending entry `old` by fn(*args) at t, no later than old: events then run
+        as after push(t, priority, fn, args) with `old` never scheduled (the new entry takes the
+        next seq, as push's would). The entry is found by a scan (the heap holds a few entries
+        per instance) and sifted toward the root, the only way an earlier key can move."""
+        if t < self.now:
+            refuse_past(t, self.now)
+        if (t, priority) > (old[0], old[1]):
+            raise ValueError(f"sooner() moves an event earlier, not later: {t} > {old[0]}")
+        heap = self._heap
+        i = heap.index(old)  # ValueError if it is not pending
+        e = (t, priority, self._seq, fn, args)
+        self._seq += 1
+        while i:  # sift up (heapq's private _siftdown)
+            p = (i - 1) >> 1
+            parent = heap[p]
+            if not e < parent:
+                break
+            heap[i] = parent
+            i = p
+        heap[i] = e
+        return e
 
     def at(self, t: int, fn: Callable[[Unpack[Args]], object], *args: Unpack[Args], priority: int = 0) -> None:
         if t < self.now:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.kv_source import HIT_HBM, KVSource, LayerSchedule
 from . import cache
-from .batchers import DecodeBatcher, SharedPoolBatcher
-from .jobs import Identity, Overlay, as_column, per_job, sparse
+from .batchers import ClusterBatcher, DecodeBatcher, PrefillBatcher, SharedPoolBatcher
+from .jobs import Identity, Overlay, as_column, dense, filled, per_job, sparse
 
 if TYPE_CHECKING:
     from ...serving.event_loop import Loop
@@ -39,6 +39,8 @@ class Cluster(cache.Stream, Protocol):
     loop: Loop
     tb: TraceBuilder | None
     inn0: list[int]
+    inn0_column: list[int]  # inn0 as an int64 array (jobs.py), copied by each instance
+    identity: list[int]     # conv[j] = j as an int64 array, read only: one for every instance
     sparse: bool
     pool: SharedPool | None
 
@@ -85,14 +87,14 @@ class Instance:
         self.over: list[bool]
         self.after: list[int]
         self.arrival: list[int]
+        ints, flags = [0], [False]
         if cluster.sparse:
-            ints, flags = [0], [False]
             self.conv, self.inn = as_column(Identity(), ints), as_column(Overlay(cluster.inn0), ints)
             self.keep, self.over = as_column(per_job(0), ints), as_column(per_job(False), flags)
             self.after, self.arrival = as_column(per_job(0), ints), as_column({}, ints)
-        else:
-            self.conv, self.inn, self.keep = list(range(n)), list(cluster.inn0), [0] * n
-            self.over, self.after, self.arrival = [False] * n, [0] * n, [0] * n
+        else:  # arrays, not lists: nothing for the cyclic collector to walk (jobs.py)
+            self.conv, self.inn, self.keep = cluster.identity, cluster.inn0_column[:], filled(0, n)
+            self.over, self.after, self.arrival = filled(False, n), filled(0, n), filled(0, n)
         self.fetches: dict[int, list[tuple[int, int, int]]] = {}  # job -> (start, end, bytes) of its peer and pool fetches
         self.fetched_ids: dict[int, set[int]] = {}  # job -> the block ids those fetches bring
         self.estimate: dict[int, float] = {}  # job -> the router's prefill estimate, until admitted
@@ -117,7 +119,7 @@ class Instance:
             # over time, for the cluster view: the requests waiting here, and each cache tier's blocks
             self.c_queue = f"{g} queue"
             self.c_tiers = [f"{g} {nm.upper()} cache" for nm in self.cache.names] if self.cache is not None else []
-        self.n = 0 if cluster.sparse else n  # sparse: the batcher's lists made empty, then replaced by dicts
+        self.n = 0  # the batcher's lists made empty, then replaced by dicts (sparse) or arrays (jobs.py)
         # a preempted request resumes from the instance's cache (instance.resume_from_cache); a decode
         # instance has none and recomputes
         cfg = replace(cfg, resume_from_cache=self.cache is not None and cluster.sc.instance.resume_from_cache)
@@ -126,10 +128,14 @@ class Instance:
             self.batcher = SharedPoolBatcher(self, cfg, self.cache)
         elif role == "decode":
             self.batcher = DecodeBatcher(self, cfg)
+        elif role == "prefill":
+            self.batcher = PrefillBatcher(self, cfg)
         else:
-            self.batcher = Batcher(self, cfg)
+            self.batcher = ClusterBatcher(self, cfg)
         if cluster.sparse:
             sparse(self.batcher)
+        else:
+            dense(self.batcher, n)
         self.n = n  # flows of a decode instance are numbered after the workload's
 
     # --- the router's signals -----------------------------------------------------------------

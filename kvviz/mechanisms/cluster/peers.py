@@ -31,9 +31,16 @@ class PeerLinks:
         return t0, t0 + self.lat + int(nbytes / self.gbps)
 
     def book(self, src: int, dst: int, nbytes: int, earliest: int) -> tuple[int, int]:
-        t0, t1 = self.quote(src, dst, nbytes, earliest)
-        for e in (self.out[src], self.inn[dst]):
-            e.free = t1
-            e.bytes += nbytes
-            e.busy_ns += t1 - t0
+        a, b = self.out[src], self.inn[dst]
+        t0 = earliest  # quote(), inlined (every P/D hand-off books)
+        if a.free > t0:
+            t0 = a.free
+        if b.free > t0:
+            t0 = b.free
+        t1 = t0 + self.lat + int(nbytes / self.gbps)
+        a.free = b.free = t1
+        a.bytes += nbytes
+        b.bytes += nbytes
+        a.busy_ns += t1 - t0
+        b.busy_ns += t1 - t0
         return t0, t1

@@ -16,6 +16,7 @@ one instance with any router gives exactly the prefix cache's numbers on the sam
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from ...gc_pause import gc_paused
@@ -34,6 +35,8 @@ from .workload import Work
 if TYPE_CHECKING:
     from .model import ClusterScenario
 
+TOK_RUN = attrgetter("tok_run")  # a batcher's running KV, tokens (the P/D hand-off's choice)
+
 
 class ClusterRun:
     def __init__(self, sc: ClusterScenario, work: Work, record: bool = True, prep: Prepared | None = None) -> None:
@@ -51,6 +54,9 @@ class ClusterRun:
         self.ids, self.off, self.tok = prep.ids, prep.off, prep.tok
         self.cum_tokens = prep.cum_tokens
         self.inn0 = prep.inn0
+        self.sparse = jobs.use_dicts(sc.cluster.instances, n)  # per-job state as dicts past the lists' budget (jobs.py)
+        if not self.sparse:  # else arrays (jobs.py), made once here for every instance
+            self.inn0_column, self.identity = jobs.int_column(self.inn0), jobs.int_column(range(n))
         self.parent = prep.parent() if sc.instance.eviction == "leaf_lru" else None
         self.cache_arrays = prep.cache_arrays  # the stream's arrays for the compiled caches, shared by all instances
         self.distinct_blocks = prep.distinct_blocks
@@ -61,7 +67,6 @@ class ClusterRun:
         c = sc.cluster
         N, P = c.instances, c.prefill_instances
         self.split = P > 0
-        self.sparse = jobs.use_dicts(N, n)  # per-job state as dicts past the lists' budget (jobs.py)
         self.n_route = P if self.split else N
         cfg = BatchConfig(gpu=self.gpu, kv=self.kv, layers=m.layers, max_batch=ins.max_batch,
                           cap_tok=(ins.hbm_cache_tokens if ins.hbm_pool == "shared"
@@ -72,6 +77,7 @@ class ClusterRun:
         self.inst = [Instance(self, k, ("prefill" if k < P else "decode") if self.split else "both", cfg,
                               one if (self.split and k < P) else out) for k in range(N)]
         self.dec_batchers: list[Batcher] = [i.batcher for i in self.inst[self.n_route:]] if self.split else []
+        self.dec_arrive = [i.arrive for i in self.inst[self.n_route:]] if self.split else []  # bound once
         self.peers = PeerLinks(N, c.peer_gbps, int(c.peer_latency_us * 1e3))
         self.pool = SharedPool(self) if sc.pool.shared else None
         self.view = View(self)
@@ -153,7 +159,7 @@ class ClusterRun:
             return
         # P/D: the prompt's KV and the first token move to a decode instance
         decs = self.dec_batchers  # the least running KV, then the fewest waiting, then the lowest index
-        run_kv = [b.tok_run for b in decs]
+        run_kv = list(map(TOK_RUN, decs))
         least = min(run_kv)
         at = run_kv.index(least)
         if run_kv.count(least) > 1:  # a tie on running KV (idle decoders): the fewest waiting of those
@@ -166,7 +172,7 @@ class ClusterRun:
                        ctx * self.kv, "RDMA", "HBM")
         d.keep[j], d.inn[j] = ctx, 0
         self.decoder[j] = d.index
-        self.loop.push(t1, 2, d.arrive, (j,))
+        self.loop.push(t1, 2, self.dec_arrive[at], (j,))
 
     def run(self) -> ClusterRun:
         # the run makes no cycles, only many short-lived objects: a full collection they set off

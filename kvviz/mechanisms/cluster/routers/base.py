@@ -17,8 +17,7 @@ Ties between instances go to the lowest index, so every run is deterministic.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 
 class Routing(Protocol):
@@ -69,8 +68,7 @@ def register(name: str) -> Callable[[R], R]:
     return deco
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):  # a named tuple, not a frozen dataclass: made once per request, half the time
     instance: int              # the (prefill) instance that serves the request
     fetch_from: int = -1       # a peer instance to fetch the prefix from (-1: none)
     fetch_blocks: int = 0      # leading blocks it will hold after the fetch (its own + fetched)
