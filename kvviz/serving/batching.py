@@ -262,6 +262,16 @@ class Batcher:
                 self._iterate()
                 return
         n_dec = self.n_dec
+        k = self._segment_length(n_dec)
+        self.state = DECODE
+        self.seg = [now, n_dec, self.ctx_dec, k, 0]
+        self._schedule_segment(k)
+        if self.rec:
+            self.run.gpu_state(now, len(self.batch))
+
+    def _segment_length(self, n_dec: int) -> int:
+        """The iterations of the decode segment that starts now: until the first decoding job
+        ends, or the pool would overflow (`n_dec` jobs each growing a token per iteration)."""
         k_over = (self.cap_tok - self.tok_run) // n_dec
         fin, decoding, fin_at = self.fin, self.decoding, self.fin_at
         while fin:
@@ -269,12 +279,7 @@ class Batcher:
             if decoding[e[1]] and fin_at[e[1]] == e[0]:
                 break
             heapq.heappop(fin)  # preempted since
-        k = min(fin[0][0] - self.G, k_over)
-        self.state = DECODE
-        self.seg = [now, n_dec, self.ctx_dec, k, 0]
-        self._schedule_segment(k)
-        if self.rec:
-            self.run.gpu_state(now, len(self.batch))
+        return min(fin[0][0] - self.G, k_over)
 
     def _stall_done(self) -> None:
         now = self.loop.now
@@ -295,6 +300,22 @@ class Batcher:
         seg = self.seg
         if seg is None or version != seg[4]:
             return  # cut short by an arrival
+        G = self._segment_done(seg)
+        fin = self.fin
+        if fin and fin[0][0] <= G:
+            decoding, fin_at = self.decoding, self.fin_at
+            while fin and fin[0][0] <= G:
+                e = heapq.heappop(fin)
+                j = e[1]
+                if decoding[j] and fin_at[j] == e[0]:
+                    self._finish(j)
+        if self.cached:
+            self._make_room(0)
+        self._iterate()
+
+    def _segment_done(self, seg: list[int]) -> int:
+        """A decode segment [T_s, n, ctx, k, version] ran its k iterations: the busy time, the
+        iterations, each job's share and the tokens grown are counted; the new iteration count G."""
         T_s, n, ctx, k, _ = seg
         now = self.loop.now
         self.busy_ns += now - T_s
@@ -307,17 +328,7 @@ class Batcher:
         self.G = G = self.G + k
         self.ctx_dec += nk
         self.tok_run += nk
-        fin = self.fin
-        if fin and fin[0][0] <= G:
-            decoding, fin_at = self.decoding, self.fin_at
-            while fin and fin[0][0] <= G:
-                e = heapq.heappop(fin)
-                j = e[1]
-                if decoding[j] and fin_at[j] == e[0]:
-                    self._finish(j)
-        if self.cached:
-            self._make_room(0)
-        self._iterate()
+        return G
 
     def _live(self, entry: tuple[int, int]) -> bool:
         return self.decoding[entry[1]] and self.fin_at[entry[1]] == entry[0]
@@ -387,7 +398,9 @@ class Batcher:
             self.run.prefill_span(S, pe, jobs, layer)
         self.loop.push(pe, 1, self._prefill_done, (jobs, S, work, wait))
 
-    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int) -> None:
+    def _prefill_time(self, jobs: list[int], S: int, work: list[float], wait: int) -> int:
+        """A prefill iteration from S ended now: its time is counted, and each job's share of it
+        (by its compute, `work`); now."""
         now = self.loop.now
         self.busy_ns += now - S
         self.prefill_ns += now - S
@@ -401,6 +414,10 @@ class Batcher:
         else:  # nothing computed (empty turns): the loads' time is shared evenly
             for j in jobs:
                 gpu_ns[j] += (now - S) / len(jobs)
+        return now
+
+    def _prefill_done(self, jobs: list[int], S: int, work: list[float], wait: int) -> None:
+        now = self._prefill_time(jobs, S, work, wait)
         resume, keep, inn, left = self.resume, self.keep, self.inn, self.left
         async_save = self.saves and not self.sync_save
         for j in jobs:

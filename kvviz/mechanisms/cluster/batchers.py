@@ -108,19 +108,7 @@ class PrefillBatcher(ClusterBatcher):
             if resume[j] or out[j] > 1:
                 super()._prefill_done(jobs, S, work, wait)
                 return
-        now = self.loop.now
-        self.busy_ns += now - S
-        self.prefill_ns += now - S
-        self.load_wait_ns += wait
-        gpu_ns = self.gpu_ns
-        tot = sum(work)
-        if tot:  # the core's compute-share rule
-            per_ns = (now - S) / tot
-            for j, w in zip(jobs, work):
-                gpu_ns[j] += w * per_ns
-        else:
-            for j in jobs:
-                gpu_ns[j] += (now - S) / len(jobs)
+        now = self._prefill_time(jobs, S, work, wait)
         keep, inn, left, first_token, batch, end = self.keep, self.inn, self.left, self.first_token, self.batch, self.end
         job_done = self.run.job_done
         for j in jobs:
@@ -162,14 +150,7 @@ class DecodeBatcher(ClusterBatcher):
             return
         # the core's _iterate from here, inlined (the hot path): a segment of identical decode
         # iterations until the first job ends or the pool would overflow
-        k_over = (self.cap_tok - self.tok_run) // n_dec
-        fin, decoding, fin_at = self.fin, self.decoding, self.fin_at
-        while fin:
-            e = fin[0]
-            if decoding[e[1]] and fin_at[e[1]] == e[0]:
-                break
-            heapq.heappop(fin)  # preempted since
-        k = min(fin[0][0] - self.G, k_over)
+        k = self._segment_length(n_dec)
         self.state = DECODE
         self.version = v = self.version + 1
         ctx = self.ctx_dec
@@ -220,20 +201,10 @@ class DecodeBatcher(ClusterBatcher):
         seg = self.seg
         if seg is None or version != seg[4]:
             return  # cut short by an arrival (the core's lazy versions; ClusterBatcher moves the end instead)
-        T_s, n, ctx, k, _ = seg
-        now = self.loop.now
-        self.busy_ns += now - T_s
-        self.dec_iters += k
-        nk = n * k
-        self.dec_job_iters += nk
-        self.dec_share = share = self.dec_share + (now - T_s) / n
-        if self.rec:
-            self.run.decode_span(T_s, now, n, k, next(iter(self.batch)))
-        self.G = G = self.G + k
-        self.ctx_dec += nk
-        self.tok_run += nk
+        G = self._segment_done(seg)
         fin = self.fin
         if fin and fin[0][0] <= G:
+            now, share = self.loop.now, self.dec_share
             decoding, fin_at, ctx0, g0, gpu_ns, d0 = self.decoding, self.fin_at, self.ctx0, self.g0, self.gpu_ns, self.d0
             batch, end, job_done = self.batch, self.end, self.run.job_done
             while fin and fin[0][0] <= G:
