@@ -163,9 +163,19 @@ def compiled_cache(mod: ModuleType, ids: Sequence[int], tokens: Sequence[int], c
     return cache
 
 
+# The cut's compute: kept tokens (an int, or an int64 array of them, one per cut) -> the
+# iteration's compute ns (a float, or a float array), as Roofline.prefill_ns takes either.
+Compute = Callable[[Any], Any]
+
+# Fewer cuts than this: best_cut walks them in plain Python (numpy's fixed cost per call, tens
+# of µs, dwarfs a few cuts' arithmetic); more: as arrays (≈1 µs per cut in Python, far less in
+# numpy). benchmarks/bench_best_cut.py measures both sides of it.
+FEW_CUTS = 32
+
+
 def best_cut(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, booked: Iterable[tuple[int, int]],
              links: Sequence[Link | None], now: int, L: int, block_bytes: int,
-             compute: Callable[[np.ndarray], np.ndarray], landing: Callable[[int], int] | None = None) -> int:
+             compute: Compute, landing: Callable[[int], int] | None = None) -> int:
     """Load or recompute: of a request's hit (its leading run of h blocks, `src` their tiers,
     `hit_tokens` their tokens), how many leading blocks to use, the rest recomputed with its
     misses: the cut (0 ≤ cut ≤ h) whose prefill iteration ends soonest, ties to the larger
@@ -176,37 +186,89 @@ def best_cut(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, booked:
     (`links[k]`: the Link of tier k, its `free`, `read_lat`, `read_gbps`), queued behind what
     each link has booked, blocks still landing from a prefetch (`landing(i)`: when hit block i
     lands, if any do) no earlier: max(max(S, A) + L·c, B + c), with A = max_x int(start_x +
-    (t1_x − start_x)/L), B = max_x t1_x and c = int(compute(kept tokens) / L) ns per layer.
-    Every candidate at once, as arrays, in the same float and integer steps as the iteration's
-    own end (so the same ns). Cuts between hit blocks in HBM are never better than the next cut
-    (they load nothing more and compute more): only the cuts before a block below HBM, and h."""
-    h = len(src)
+    (t1_x − start_x)/L), B = max_x t1_x and c = int(compute(kept tokens) / L) ns per layer, in
+    the same float and integer steps as the iteration's own end (layerwise_prefill.booked_end,
+    so the same ns). Cuts between hit blocks in HBM are never better than the next cut (they
+    load nothing more and compute more): only the cuts before a block below HBM, and h.
+
+    Two walks of the one rule, equal cut for cut (tests/test_best_cut.py holds them to each
+    other and to booked_end): `_few_cuts` in plain Python, `_many_cuts` as arrays."""
     A = B = now
     for start, t1 in booked:
         A, B = max(A, int(start + (t1 - start) / L)), max(B, t1)
+    if len(src) < FEW_CUTS or len(src) - src.count(0) < FEW_CUTS:
+        tok = hit_tokens.tolist() if isinstance(hit_tokens, np.ndarray) else hit_tokens
+        return _few_cuts(src, tok, A, B, links, now, L, block_bytes, compute, landing)
+    return _many_cuts(src, hit_tokens, A, B, links, now, L, block_bytes, compute, landing)
+
+
+def _few_cuts(src: Sequence[int], tok: Sequence[int], A: int, B: int, links: Sequence[Link | None], now: int,
+              L: int, block_bytes: int, compute: Compute, landing: Callable[[int], int] | None) -> int:
+    """best_cut, one cut after another: each candidate's end from the per-tier loads so far.
+    Python's ints and floats take numpy's int64 and float64 steps here (an int meeting a float
+    becomes a float first, as numpy's do; int / int rounds the exact quotient, numpy's the
+    quotient of the two as floats: the same while both stay below 2**53), so the same ns."""
+    K = len(links)
+    n = [0] * K           # per tier, its blocks before the cut
+    ready = [now] * K     # per tier, when its blocks before the cut have all landed
+    at = [A] * K          # per tier, int(t0 + (t1 − t0)/L) of its load (A while it loads nothing)
+    a, b, kept = A, B, 0  # max(S, A) and B over the booked transfers and the cut's loads
+    cut, least = len(src), -1
+    for i, q in enumerate(src):
+        if q:  # the cut before block i
+            c = int(compute(kept) / L)
+            end = max(a + L * c, b + c)
+            if least < 0 or end <= least:  # ties to the larger cut
+                cut, least = i, end
+            lk = links[q]
+            assert lk is not None  # every tier below HBM (q > 0) has its link
+            n[q] += 1
+            if landing is not None:
+                ready[q] = max(ready[q], landing(i))
+            t0 = max(ready[q], lk.free) + lk.read_lat
+            t1 = t0 + int(n[q] * block_bytes / lk.read_gbps)
+            at[q] = int(t0 + (t1 - t0) / L)
+            a = max(at)
+            if t1 > b:
+                b = t1
+        kept += tok[i]
+    c = int(compute(kept) / L)
+    return len(src) if least < 0 or max(a + L * c, b + c) <= least else cut
+
+
+def _many_cuts(src: Sequence[int], hit_tokens: Sequence[int] | np.ndarray, A: int, B: int,
+               links: Sequence[Link | None], now: int, L: int, block_bytes: int, compute: Compute,
+               landing: Callable[[int], int] | None) -> int:
+    """best_cut, every cut at once as arrays (index k: the cut before the k-th block below HBM,
+    and h last)."""
+    h = len(src)
     sv = np.array(src, dtype=np.int64)
-    cuts = np.r_[np.flatnonzero(sv), h]  # before each block below HBM, and the whole hit
-    kept = np.r_[0, np.cumsum(hit_tokens)][cuts]
-    c = (compute(kept) / L).astype(np.int64)
-    a = np.full(len(cuts), A, dtype=np.int64)
-    b = np.full(len(cuts), B, dtype=np.int64)
+    below = sv.nonzero()[0]  # the hit blocks below HBM
+    m = len(below)
+    cuts = np.empty(m + 1, dtype=np.int64)
+    cuts[:m], cuts[m] = below, h
+    cum = np.zeros(h + 1, dtype=np.int64)
+    np.cumsum(hit_tokens, dtype=np.int64, out=cum[1:])
+    c = (compute(cum[cuts]) / L).astype(np.int64)
+    a = np.full(m + 1, A, dtype=np.int64)
+    b = np.full(m + 1, B, dtype=np.int64)
+    tiers = sv[below]
+    lands = None if landing is None else np.array([landing(i) for i in below.tolist()], dtype=np.int64)
     for q in set(src) - {0}:
         lk = links[q]
         assert lk is not None  # every tier below HBM (q > 0) has its link
-        on = sv == q
-        n = np.r_[0, np.cumsum(on)][cuts]  # its blocks before each cut
-        land = np.zeros(h + 1, dtype=np.int64)
-        land[0] = now
-        if landing is not None:
-            land[1:][on] = [landing(i) for i in np.flatnonzero(on).tolist()]
-        ready = np.maximum.accumulate(land)[cuts]
+        on = tiers == q
+        f = int(on.argmax())     # its first block: the cuts after it (f+1..m) load from it
+        n = np.cumsum(on[f:])    # its blocks before each of those cuts
+        ready: int | np.ndarray = now
+        if lands is not None:
+            ready = np.maximum(np.maximum.accumulate(np.where(on[f:], lands[f:], 0)), now)
         t0 = np.maximum(ready, lk.free) + lk.read_lat
         t1 = t0 + (n * block_bytes / lk.read_gbps).astype(np.int64)
-        has = n > 0
-        a = np.where(has, np.maximum(a, (t0 + (t1 - t0) / L).astype(np.int64)), a)
-        b = np.where(has, np.maximum(b, t1), b)
+        np.maximum(a[f + 1:], (t0 + (t1 - t0) / L).astype(np.int64), out=a[f + 1:])
+        np.maximum(b[f + 1:], t1, out=b[f + 1:])
     end = np.maximum(a + L * c, b + c)
-    return int(cuts[len(end) - 1 - int(np.argmin(end[::-1]))])
+    return int(cuts[m - int(np.argmin(end[::-1]))])
 
 
 def prefix_counter(caches: Sequence[BlockCache]) -> Callable[[list[Any], int, int], list[int]] | None:
