@@ -125,3 +125,66 @@ def test_the_fixture_trace_is_sound(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_text(MOONCAKE)
     assert main(["replay", str(p), "--prefix", "--capacity", "2"]) == 0
+
+
+# --- RAGPulse (its trace and five side files) -------------------------------------------------
+
+SIDES = (("1_sys_prompt.jsonl", "sys_prompt_id", [1]), ("2_passages.jsonl", "passage_id", [0, 1, 2]),
+         ("3_history.jsonl", "history_id", []), ("4_user_input.jsonl", "user_input_id", range(10, 20)),
+         ("5_web_search.jsonl", "web_search_id", []))
+
+
+def ragpulse(folder: Path, **line3) -> Path:
+    """A RAGPulse trace of 8 requests with its side files; `line3` replaces fields of its third line."""
+    for name, key, ids in SIDES:
+        (folder / name).write_text("".join(json.dumps({key: i, "token_length": 100}) + "\n" for i in ids))
+    recs = [{"timestamp": str(i), "input_length": 1000, "output_length": 5, "session_id": f"s{i}",
+             "hash_ids": {"sys_prompt": [1], "passages_ids": [i % 3], "history": [], "web_search": [],
+                          "user_input": [10 + i]}} for i in range(8)]
+    recs[2].update(line3)
+    p = folder / "0_trace.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return p
+
+
+def test_the_ragpulse_fixture_is_sound(tmp_path, capsys):
+    assert main(["replay", str(ragpulse(tmp_path)), "--prefix", "--capacity", "2"]) == 0
+    assert "8 requests, 24 blocks of at most 512 tokens (12 distinct), ragpulse" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stamp", ["1_0", "\u0663", "0x3", " 1e400 "])
+def test_a_ragpulse_timestamp_is_a_decimal_number(tmp_path, capsys, stamp):
+    """float() read "1_0" as 10 and "\u0663" (an Arabic-Indic 3) as 3: a timestamp JSON never writes."""
+    p = ragpulse(tmp_path, timestamp=stamp)
+    err = refusal(capsys, ["replay", str(p), "--prefix", "--format", "ragpulse", "--capacity", "2"])
+    assert err.startswith(f"error: {p}: line 3: timestamp: ")
+
+
+def test_a_ragpulse_session_id_of_true_is_refused(tmp_path, capsys):
+    """true passed as an integer session id (bool is int to isinstance)."""
+    p = ragpulse(tmp_path, session_id=True)
+    err = refusal(capsys, ["replay", str(p), "--prefix", "--capacity", "2"])
+    assert err == f"error: {p}: line 3: session_id: expected a string, got True"
+
+
+def test_a_folder_in_place_of_a_side_file_is_named_a_folder(tmp_path, capsys):
+    """It was "the RAGPulse side file is missing" while the folder was right there."""
+    p = ragpulse(tmp_path)
+    (tmp_path / "2_passages.jsonl").unlink()
+    (tmp_path / "2_passages.jsonl").mkdir()
+    err = refusal(capsys, ["replay", str(p), "--prefix", "--capacity", "2"])
+    assert err == f"error: {tmp_path / '2_passages.jsonl'}: is a folder: kvviz reads a RAGPulse side file only " \
+                  f"from a regular file"
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_a_trace_of_another_format_named_ragpulse_is_refused_at_its_line(tmp_path, capsys, prefix):
+    """--format ragpulse on a Mooncake trace with no side files beside it asked for the side
+    files first; the trace's own line 1 is what is wrong, and the side files are read only for
+    a line that is RAGPulse's."""
+    p = tmp_path / "t.jsonl"
+    p.write_text(MOONCAKE)
+    argv = ["replay", str(p), "--format", "ragpulse"] + (["--prefix", "--capacity", "2"] if prefix
+                                                         else ["--capacity", "1MB"])
+    err = refusal(capsys, argv)
+    assert err.startswith(f"error: {p}: line 1: hash_ids: expected an object of sys_prompt, passages_ids")
