@@ -188,3 +188,37 @@ def test_a_trace_of_another_format_named_ragpulse_is_refused_at_its_line(tmp_pat
                                                          else ["--capacity", "1MB"])
     err = refusal(capsys, argv)
     assert err.startswith(f"error: {p}: line 1: hash_ids: expected an object of sys_prompt, passages_ids")
+
+
+# --- output flags ---------------------------------------------------------------------------------
+
+QUICK = ["run", str(ROOT / "scenarios" / "rope_prefetch_16.toml"), "--set", "sequence.length=64"]
+
+
+@pytest.mark.parametrize("argv", [QUICK + ["--json-out", ""], QUICK + ["--csv", ""], QUICK + ["--svg", ""],
+                                  ["plan", "plan_prefix_tiers", "--svg", ""],
+                                  ["operating-point", "attention_store_sharegpt", "--svg-dir", ""],
+                                  ["claims", "rope_prefetch_16", "--readme", ""]])
+def test_an_empty_output_name_is_refused(tmp_path, capsys, monkeypatch, argv):
+    """`--json-out ""` (an unset shell variable) was no output at all: exit 0, nothing written,
+    not a word. Now the flag is named, before anything runs."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and err.count("\n") == 0 and f"{argv[-2]}: an empty file name" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_whose_mode_says_read_only_is_refused_even_to_root(tmp_path, capsys):
+    """A read-only file was refused whoever runs kvviz (its mode says no: kvviz.io.write_target),
+    but a folder of mode 0555 was written into by root (os.access says yes to root)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        err = refusal(capsys, QUICK + ["--json-out", str(folder / "m.json")])
+        assert err == f"error: {folder / 'm.json'}: cannot write the file: {folder} is not writable"
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(0o755)
