@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import os
 import random
 import sys
@@ -36,11 +37,12 @@ SCENARIOS = ROOT / "scenarios"
 
 # values a field of a JSON trace line may be made into (as JSON text)
 HOSTILE_JSON = ['"7"', "7.5", "7.0", "true", "null", "NaN", "Infinity", "-Infinity", str(2 ** 70), str(2 ** 63),
-                "-1", "[]", "{}", "[1, [2]]", '"x"', "1e400", "-0", "0", str(2 ** 31 + 3)]
+                "-1", "[]", "{}", "[1, [2]]", '"x"', "1e400", "-0", "0", str(2 ** 31 + 3), str(2 ** 63 - 1),
+                str(-2 ** 63), "1E2", "0.0"]
 SPLICE = [b"\x00", b"\xff", b"\r", b"\n", b",", b"{", b"}", b'"', b"\xef\xbb\xbf", b" ", b"[", b"\\"]
-CAPACITIES = ["1", "2", "3", "50%", "100%", "inf", "0.5%", "1000%"]
+CAPACITIES = ["1", "2", "3", "50%", "100%", "inf", "0.5%", "1000%", "auto", str(2 ** 31 + 1), str(2 ** 62)]
 HOSTILE_CAPACITIES = ["0", "-1", "1.5", "x", "", "nan", str(2 ** 63), "9" * 25, "1" + "0" * 25 + "%", "inf%",
-                      " 2 ", "0x10", "2,,3", "auto"]
+                      " 2 ", "0x10", "2,,3", "auto,1", str(2 ** 62 + 1)]
 POLICIES = ["lru", "lru", "fifo", "belady", "leaf_lru", "lru,fifo"]
 FORMATS = ["mooncake", "qwen", "plain", "plain_csv", "ragpulse"]
 
@@ -174,6 +176,21 @@ def prefix_case(rng: random.Random, folder: Path) -> Case:
         data = data[:at] + rng.choice(SPLICE) + data[at:]
     trace = folder / ("0_trace.jsonl" if fmt == "ragpulse" else "t.csv" if csv else "t.jsonl")
     trace.write_bytes(data)
+    if rng.random() < 0.1:  # zstd-compressed, whole or cut short
+        import zstandard
+        packed = zstandard.ZstdCompressor().compress(data)
+        trace = trace.with_name(trace.name + ".zst")
+        trace.write_bytes(packed[:rng.randrange(len(packed) + 1)] if rng.random() < 0.3 else packed)
+    elif rng.random() < 0.05:  # no regular file: a folder, a FIFO, a device
+        special = rng.randrange(4)
+        if special == 0:
+            trace = folder / "a_folder.jsonl"
+            trace.mkdir()
+        elif special == 1:
+            trace = folder / "fifo.jsonl"
+            os.mkfifo(trace)
+        else:
+            trace = Path(rng.choice(["/dev/zero", "/dev/null"]))
     argv = ["replay", str(trace), "--prefix"]
     flag = rng.choice(["--capacity", "--capacities"])
     caps = HOSTILE_CAPACITIES if rng.random() < 0.15 else CAPACITIES
@@ -234,8 +251,14 @@ def cluster_case(rng: random.Random, folder: Path) -> Case:
     names = {str(scenario)}
     trace: Path | None = None
     if "mooncake" in scenario.name or rng.random() < 0.2:  # a small trace in place of 12,031 requests
-        trace = folder / "t.jsonl"
-        recs = _records("mooncake", rng.choice([0, 1, 6]), rng)
+        fmt = rng.choice(["mooncake", "mooncake", "qwen", "plain", "ragpulse"])
+        trace = folder / ("0_trace.jsonl" if fmt == "ragpulse" else "t.jsonl")
+        n = rng.choice([0, 1, 6, 6])
+        if fmt == "ragpulse":
+            recs, sides = _ragpulse(folder, n, rng)
+            names |= set(map(str, sides))
+        else:
+            recs = _records(fmt, n, rng)
         lines = [json.dumps(r) for r in recs]
         if lines and rng.random() < 0.3:
             i = rng.randrange(len(lines))
@@ -318,9 +341,17 @@ def _unsound(case: Case, out: str) -> str | None:
                     return f"{key} = {r[key]}"
     elif case.kind == "cluster":
         m = json.loads(out)["metrics"]
-        for key in ("mean_ttft_ms", "ttft_p50_ms", "e2e_mean_ms", "tpot_ms"):
+        for key, v in m.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                return f"{key} = {v}"
+        for key in ("mean_ttft_ms", "ttft_p50_ms", "ttft_p99_ms", "e2e_mean_ms", "tpot_ms", "makespan_s"):
             if m.get(key) is not None and not m[key] >= 0:
                 return f"{key} = {m[key]}"
+        for key in ("token_hit_rate", "block_hit_ratio"):
+            if not 0 <= m[key] <= 1:
+                return f"{key} = {m[key]}"
+        if m["served"] + m["rejected"] != m["requests"]:
+            return f"served {m['served']} + rejected {m['rejected']} of {m['requests']} requests"
     return None
 
 
