@@ -222,3 +222,12 @@ def test_a_folder_whose_mode_says_read_only_is_refused_even_to_root(tmp_path, ca
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o755)
+
+
+def test_a_sweep_point_its_run_refuses_names_the_file_and_the_point(capsys):
+    """A refusal from a point's run (not its validation) came out as "error: instance.hbm_cache_tokens:
+    …": no file, no point. Now it reads as a validation refusal does."""
+    err = refusal(capsys, ["sweep", str(CLUSTER), *SMALL, "--param", "instance.hbm_cache_tokens",
+                           "--values", "9000,8000", "--metric", "mean_ttft_ms", "--executor", "local"])
+    assert err.startswith(f"error: {CLUSTER}: instance.hbm_cache_tokens: request 1 of shared-prefix generator")
+    assert err.endswith("it would wait forever (at sweep point instance.hbm_cache_tokens=8000)")
