@@ -231,3 +231,19 @@ def test_a_sweep_point_its_run_refuses_names_the_file_and_the_point(capsys):
                            "--values", "9000,8000", "--metric", "mean_ttft_ms", "--executor", "local"])
     assert err.startswith(f"error: {CLUSTER}: instance.hbm_cache_tokens: request 1 of shared-prefix generator")
     assert err.endswith("it would wait forever (at sweep point instance.hbm_cache_tokens=8000)")
+
+
+def test_a_multi_turn_generator_is_sized_by_its_growing_contexts(capsys):
+    """With multi_turn every request carries all its user's earlier rounds: one user over 10,000
+    requests is 110 billion prompt tokens, which the size guard estimated at 1.8 GB (the first
+    round's tokens times the requests) and let through to allocate until the machine gave out.
+    Now it is refused before anything is generated; the same ladder without multi_turn runs."""
+    ladder = ["--set", "workload.stages=[[50, 200]]", "--set", "workload.groups=1",
+              "--set", "workload.prompts_per_group=1", "--set", "instance.hbm_cache_tokens=1099511627776"]
+    err = refusal(capsys, ["run", str(CLUSTER), *ladder, "--set", "workload.multi_turn=true"])
+    assert err.startswith(f"error: {CLUSTER}: workload.stages: too large to simulate: about 687.9 GB of memory")
+    from kvviz import load_scenario
+    from kvviz.mechanisms.cluster import estimate
+    sc = load_scenario(CLUSTER)  # as shipped (no multi_turn): the estimate as it was, first rounds only
+    requests = sum(r * d for r, d in sc.workload.stages)
+    assert estimate(sc).bytes == pytest.approx(requests * 7200 / 64 * 400 + requests * 8 * 60)
