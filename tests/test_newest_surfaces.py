@@ -247,3 +247,20 @@ def test_a_multi_turn_generator_is_sized_by_its_growing_contexts(capsys):
     sc = load_scenario(CLUSTER)  # as shipped (no multi_turn): the estimate as it was, first rounds only
     requests = sum(r * d for r, d in sc.workload.stages)
     assert estimate(sc).bytes == pytest.approx(requests * 7200 / 64 * 400 + requests * 8 * 60)
+
+
+def test_a_trace_of_long_prompts_is_sized_by_its_hash_ids(tmp_path):
+    """A cluster's trace was sized at 25 lookups a line: 10 lines of 250,000 hash ids each (21 MB)
+    were estimated at 171 MB and peaked at 541 MB (measured: /usr/bin/time, kvviz run
+    cluster_mooncake_routing on it). The commas of its first MiB now count its ids (an upper
+    bound, as kvviz.requests.extent says): 200,000 ids here are sized as at least that many."""
+    from kvviz import load_scenario
+    from kvviz.mechanisms.cluster import BYTES_PER_LOOKUP, estimate
+    p = tmp_path / "long.jsonl"
+    p.write_text("".join(json.dumps({"timestamp": i, "input_length": 20_000 * 512, "output_length": 1,
+                                     "hash_ids": list(range(i * 20_000, (i + 1) * 20_000))}) + "\n" for i in range(10)))
+    sc = load_scenario(ROOT / "scenarios" / "cluster_mooncake_routing.toml")
+    sc = sc.model_copy(update={"workload": sc.workload.model_copy(update={"trace_file": str(p)})})
+    assert estimate(sc).bytes >= 200_000 * BYTES_PER_LOOKUP
+    half = sc.model_copy(update={"workload": sc.workload.model_copy(update={"max_requests": 5})})
+    assert 100_000 * BYTES_PER_LOOKUP <= estimate(half).bytes < estimate(sc).bytes

@@ -82,7 +82,10 @@ def estimate(sc: ClusterScenario) -> Estimate:
         if w.max_requests:
             requests = min(requests, w.max_requests)
         size = os.stat(w.trace_file).st_size if os.path.isfile(w.trace_file) else 0
-        lookups = requests * 25  # ASSUMPTION: Mooncake's 24 blocks a request (288,500 / 12,031)
+        # ASSUMPTION: Mooncake's 24 blocks a request (288,500 / 12,031), or, where the file's commas
+        # say more (a JSONL trace of long prompts: 250,000 ids a line), that many (an upper bound)
+        per_request = max(25.0, ext.blocks / ext.lines) if ext and ext.lines else 25.0
+        lookups = requests * per_request
         nbytes, field = lookups * BYTES_PER_LOOKUP + size * 8, "workload.trace_file"
     else:
         requests = sum(r * d for r, d in w.stages)
