@@ -264,3 +264,30 @@ def test_a_trace_of_long_prompts_is_sized_by_its_hash_ids(tmp_path):
     assert estimate(sc).bytes >= 200_000 * BYTES_PER_LOOKUP
     half = sc.model_copy(update={"workload": sc.workload.model_copy(update={"max_requests": 5})})
     assert 100_000 * BYTES_PER_LOOKUP <= estimate(half).bytes < estimate(sc).bytes
+
+
+@pytest.mark.parametrize("fmt", ["auto", "mooncake", "qwen", "plain", "ragpulse"])
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/null", "fifo", "folder"])
+def test_no_regular_file_as_a_prefix_trace_is_refused_at_once(tmp_path, capsys, fmt, special):
+    """/dev/zero is never read (an endless read until memory ran out), a FIFO never waited on:
+    every format and the lean LRU path refuse them on the open descriptor, in one line."""
+    if special == "fifo":
+        path = tmp_path / "t.jsonl"
+        import os
+        os.mkfifo(path)
+    elif special == "folder":
+        path = tmp_path / "t.jsonl"
+        path.mkdir()
+    else:
+        path = Path(special)
+    err = refusal(capsys, ["replay", str(path), "--prefix", "--format", fmt, "--capacity", "2"])
+    assert err.startswith(f"error: {path}: is a ") and "kvviz reads a trace file only from a regular file" in err
+
+
+def test_dev_zero_behind_a_ragpulse_side_file_is_refused(tmp_path, capsys):
+    p = ragpulse(tmp_path)
+    (tmp_path / "3_history.jsonl").unlink()
+    (tmp_path / "3_history.jsonl").symlink_to("/dev/zero")
+    err = refusal(capsys, ["replay", str(p), "--prefix", "--capacity", "2"])
+    assert err == f"error: {tmp_path / '3_history.jsonl'}: is a character device: kvviz reads a RAGPulse side " \
+                  f"file only from a regular file"
