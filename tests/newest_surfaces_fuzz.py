@@ -150,8 +150,8 @@ def prefix_case(rng: random.Random, folder: Path) -> Case:
         elif what == 4 and len(lines) > 2:  # two lines swapped: time goes back
             i = rng.choice(range(1 if csv else 0, len(lines) - 1))
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
-        elif what == 5 and sides:  # a side file broken or gone
-            p = rng.choice(sides)
+        elif what == 5 and any(p.is_file() for p in sides):  # a side file broken or gone
+            p = rng.choice([p for p in sides if p.is_file()])
             choice = rng.randrange(4)
             if choice == 0:
                 p.unlink()
