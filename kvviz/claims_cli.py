@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .bundled import bundled_scenarios, resolve_scenario
+from .cli_flags import output_path
 from .format import printable
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def add_parser(sub: Subparsers) -> None:
     out = c.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="a list of {seed, claim, paper, model, verdict, why}")
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
-    c.add_argument("--readme", metavar="PAGE.md", help="replace the tables between <!-- claims:begin NAMES --> "
+    c.add_argument("--readme", metavar="PAGE.md", type=output_path, help="replace the tables between <!-- claims:begin NAMES --> "
                                                          "and <!-- claims:end --> with these rows")
     c.add_argument("--robustness", action="store_true",
                    help="also judge each reproduced / same_shape simulated row under the file's [[robustness]] "

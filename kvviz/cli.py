@@ -20,6 +20,7 @@ from .cli_flags import (
     bytes_per_token,
     check_figure_args,
     float_flag,
+    output_path,
     positive_float,
     worker_count,
 )
@@ -447,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     fig = r.add_argument_group("figures and traces")
     for f in EXPORT_FORMATS.values():  # each export format's flag: the figures, their size, then the data
         if f.ranged:
-            fig.add_argument(f.flag, metavar=f.metavar, help=f.help)
+            fig.add_argument(f.flag, metavar=f.metavar, type=output_path, help=f.help)
     fig.add_argument("--width", metavar="LENGTH", default=None,
                      help=f"figure width: px at {PX_PER_IN} per inch, or with a unit: 6.5in, 165mm, 16.5cm, 468pt "
                           f"(default {DEFAULT_WIDTH_PX} = {DEFAULT_WIDTH_PX / PX_PER_IN:g} in; the app's Figure Size takes the same)")
@@ -457,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--to-us", type=float_flag, default=None, help="end of the time range shown")
     for f in EXPORT_FORMATS.values():
         if not f.ranged:
-            fig.add_argument(f.flag, metavar=f.metavar, help=f.help)
+            fig.add_argument(f.flag, metavar=f.metavar, type=output_path, help=f.help)
     memory_arg(r)
     cache_arg(r)
     r.set_defaults(fn=cmd_run)

@@ -89,6 +89,14 @@ def bytes_per_token(text: str) -> int:
     return n
 
 
+def output_path(text: str) -> str:
+    """An output flag's file name. An empty one (`--json-out ""`, a shell variable that was not
+    set) was taken as no output at all: the command said nothing and wrote nothing."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty file name: name the file to write")
+    return text
+
+
 def check_figure_args(args: argparse.Namespace) -> None:
     """--width/--height/--dpi as one FigureSize (the app's Figure Size takes the same), and the
     time range."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bundled import resolve_scenario
+from .cli_flags import output_path
 from .format import printable
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ def add_parser(sub: Subparsers) -> None:
     c.add_argument("--rates", metavar="V1,V2,...", help="arrival rates in turns/s (default 0.25,0.5,1,1.5,2,2.5,3,4); "
                                                         "saturated is always added")
     c.add_argument("--model", action="append", metavar="PRESET", help="only this model (repeatable)")
-    c.add_argument("--svg-dir", metavar="DIR", help="write one figure per model, DIR/<scenario>_<preset>.svg")
-    c.add_argument("--readme", metavar="PAGE.md", help="fill the <!-- operating-point:begin NAME --> block")
+    c.add_argument("--svg-dir", metavar="DIR", type=output_path, help="write one figure per model, DIR/<scenario>_<preset>.svg")
+    c.add_argument("--readme", metavar="PAGE.md", type=output_path, help="fill the <!-- operating-point:begin NAME --> block")
     c.add_argument("--json", action="store_true", help="print the points as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     c.set_defaults(fn=cmd_operating_point)

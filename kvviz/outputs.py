@@ -64,7 +64,8 @@ def _check_folder(p: Path) -> None:
         raise ScenarioError(f"cannot write the file: {parent} is not a folder", path)
     if parent is not None and parent != p.absolute().parent:  # as most Unix tools: a typo is not a new folder
         raise ScenarioError(f"cannot write the file: the folder {p.parent} does not exist", path)
-    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+    # root may write into any folder: its mode says no, as a read-only file's does (io.write_target)
+    if parent is not None and (not os.access(parent, os.W_OK | os.X_OK) or not parent.stat().st_mode & 0o222):
         raise ScenarioError(f"cannot write the file: {parent} is not writable", path)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bundled import resolve_scenario
+from .cli_flags import output_path
 from .format import printable
 
 if TYPE_CHECKING:
@@ -85,8 +86,8 @@ def add_parser(sub: Subparsers) -> None:
     c.add_argument("--rates", metavar="V1,V2,...", help="plan at each rate (the section's rate_path), one mix each")
     c.add_argument("--set", action="append", metavar="PATH=VALUE", help="override a field of every run (repeatable)")
     c.add_argument("--exhaustive", action="store_true", help="run every grid point (to check the search)")
-    c.add_argument("--svg", metavar="PATH", help="write the cost-latency figure as SVG")
-    c.add_argument("--png", metavar="PATH", help="write the cost-latency figure as PNG")
+    c.add_argument("--svg", metavar="PATH", type=output_path, help="write the cost-latency figure as SVG")
+    c.add_argument("--png", metavar="PATH", type=output_path, help="write the cost-latency figure as PNG")
     c.add_argument("--dpi", type=int, default=150, help="PNG resolution (default 150)")
     c.add_argument("--workers", type=int, metavar="N", help="processes for the timed runs (default: the cores)")
     c.add_argument("--executor", metavar="local|ADDRESS", help="where runs go: local, or a Dask scheduler")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from array import array
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from .requests.prompts import PromptRequests
 
 AUTO_POINTS = 12
+# The compiled caches hold a capacity in an int64 (a larger one overflowed there, a traceback);
+# any capacity past the trace's distinct blocks is infinite in effect, and `inf` says so
+MAX_BLOCK_CAPACITY = 2 ** 62
 
 
 def add_prefix_args(rp: argparse.ArgumentParser) -> None:
@@ -53,10 +57,14 @@ def parse_block_capacity(text: str, distinct: int | None, source: str) -> int | 
     if not m:
         raise ScenarioError(f"expected a number of blocks (e.g. 1000), a share of the distinct blocks (10%) "
                             f"or inf, got {text!r}", source)
+    share = float(m.group(2)) if m.group(2) else None
     if m.group(1):
         value = int(m.group(1))
     else:
-        value = 1 if distinct is None else round(distinct * float(m.group(2)) / 100)
+        value = 1 if distinct is None or share is None or share == math.inf else round(distinct * share / 100)
+    if value > MAX_BLOCK_CAPACITY or share == math.inf:  # "1e400%" is no number; 20 digits overflow int64
+        raise ScenarioError(f"a capacity must be at most {MAX_BLOCK_CAPACITY:,} blocks (inf: no limit; got "
+                            f"{text!r})", source)
     if value < 1:
         raise ScenarioError(f"a capacity must be at least 1 block (got {text!r})", source)
     return value

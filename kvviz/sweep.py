@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
@@ -38,7 +37,7 @@ Picked = Scalar | list[Scalar]
 # simulate's arguments after the scenario: max_memory_gb, cache
 RunOptions = tuple[float | None, "PartCache | None"]
 # a worker's task: (the grid point by index, the metric or several, the series, options, start, stop)
-ChunkTask = tuple[Callable[[int], "ScenarioBase"], "str | tuple[str, ...]", tuple[str, ...], RunOptions, int, int]
+ChunkTask = tuple["GridPoints", "str | tuple[str, ...]", tuple[str, ...], RunOptions, int, int]
 
 MAX_RUNS = 20_000  # grid points a sweep may run (every point is a whole simulation)
 
@@ -162,11 +161,7 @@ def grid_size(axes: Iterable[Axis]) -> int:
 def grid_point(base: dict[str, Any], axes: tuple[Axis, ...], index: int, source: str,
                max_memory_gb: float | None = None) -> ScenarioBase:
     """The validated scenario at row-major `index` of the grid (refused if too large to run)."""
-    combo: list[Any] = []
-    for a in reversed(axes):
-        index, i = divmod(index, len(a.values))
-        combo.append(a.values[i])
-    combo.reverse()
+    combo = _combo(axes, index)
     data = base
     for axis, v in zip(axes, combo):
         data = apply_override(data, f"{axis.path}={_fmt(v)}", source)
@@ -175,10 +170,46 @@ def grid_point(base: dict[str, Any], axes: tuple[Axis, ...], index: int, source:
         check_run_size(scenario, max_memory_gb)
         return scenario
     except ScenarioError as e:
-        at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
-        e.message = f"{e.message} (at sweep point {at})"
-        e.file = source
-        raise
+        raise _at_point(e, axes, combo, source) from None
+
+
+def _combo(axes: tuple[Axis, ...], index: int) -> list[Any]:
+    """The values of the axes at row-major `index`."""
+    combo: list[Any] = []
+    for a in reversed(axes):
+        index, i = divmod(index, len(a.values))
+        combo.append(a.values[i])
+    combo.reverse()
+    return combo
+
+
+def _at_point(e: ScenarioError, axes: tuple[Axis, ...], combo: list[Any], source: str) -> ScenarioError:
+    at = ", ".join(f"{a.path}={_fmt(v)}" for a, v in zip(axes, combo))
+    e.message = f"{e.message} (at sweep point {at})"
+    e.file = source
+    return e
+
+
+@dataclass(frozen=True)
+class GridPoints:
+    """The grid's points by row-major index, sent to the workers (picklable): a point as its
+    validated scenario, or run. A refusal names the sweep's file and the point, whether its
+    scenario refused it or its run did (a workload no running pool holds is known once read)."""
+    base: dict[str, Any]
+    axes: tuple[Axis, ...]
+    source: str
+    max_memory_gb: float | None = None
+
+    def __call__(self, index: int) -> ScenarioBase:
+        return grid_point(self.base, self.axes, index, self.source, self.max_memory_gb)
+
+    def run(self, index: int, opts: RunOptions) -> dict[str, Any]:
+        """Point `index` simulated: its metrics."""
+        scenario = self(index)
+        try:
+            return simulate(scenario, *opts).metrics_dict()
+        except ScenarioError as e:
+            raise _at_point(e, self.axes, _combo(self.axes, index), self.source) from None
 
 
 def _scalar(value: object) -> Scalar:
@@ -215,7 +246,7 @@ def _run_chunk(task: ChunkTask) -> list[tuple[int, Picked]]:
     """A worker's task: [(grid index, value)] for grid points start..stop-1, each built and
     validated here (in the worker: the parent only hands out index ranges)."""
     point, metric, series, opts, start, stop = task
-    return [(i, _pick(simulate(point(i), *opts).metrics_dict(), metric, series)) for i in range(start, stop)]
+    return [(i, _pick(point.run(i, opts), metric, series)) for i in range(start, stop)]
 
 
 def _short_names(paths: list[str]) -> tuple[str, ...]:
@@ -256,11 +287,11 @@ def run_sweep(base: dict[str, Any], axes: Sequence[Axis], metric: str | list[str
     n = grid_size(axes_t)
     if n > MAX_RUNS:
         raise ScenarioError(f"the grid has {n:,} points; a sweep runs at most {MAX_RUNS:,}", source, "--values")
-    point = partial(grid_point, base, axes_t, source=source, max_memory_gb=max_memory_gb)
+    point = GridPoints(base, axes_t, source, max_memory_gb)
     # Fail on an unknown metric before spending the grid on it; time one run to size the chunks.
     t0 = time.perf_counter()
     opts: RunOptions = (max_memory_gb, cache)  # simulate's arguments after the scenario
-    first = simulate(point(0), *opts).metrics_dict()
+    first = point.run(0, opts)
     t_first = time.perf_counter() - t0
     series: tuple[str, ...] = ()
     if several:
@@ -306,7 +337,7 @@ def run_sweep(base: dict[str, Any], axes: Sequence[Axis], metric: str | list[str
     return SweepResult(axes_t, label, shaped(axes_t, flat), series, several)
 
 
-def _stream(run: tuple[Callable[[int], ScenarioBase], str | tuple[str, ...], tuple[str, ...], RunOptions],
+def _stream(run: tuple[GridPoints, str | tuple[str, ...], tuple[str, ...], RunOptions],
             n: int, t_first: float, spec: str, workers: int, got: Callable[[int, Picked], None]) -> None:
     """Grid points 1..n-1 through the executor, about a second of work per task, a bounded
     window of tasks in flight, results handed to `got`. `run`: a task's first four items

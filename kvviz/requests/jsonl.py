@@ -117,11 +117,15 @@ def detect(rec: Any, path: Path | None = None) -> str | None:
 
 def first_record(path: Path) -> Any:
     """The first non-blank line parsed as JSON, or None (unreadable, not JSON: the
-    conversation-log reader reports such files as it always has)."""
-    try:
-        with open(path, encoding="utf-8-sig") as f:
+    conversation-log reader reports such files as it always has). Only that line is decoded: a
+    byte that is not UTF-8 further on is the whole-file reader's to name (by its offset), not a
+    reason to call line 1 no trace record."""
+    try:  # (strict decoding failed on any bad byte of the first 8 KB read, whichever line held it)
+        with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
             i, line = next(((i, ln) for i, ln in enumerate(f, 1) if ln.strip()), (0, None))
-    except (OSError, UnicodeDecodeError):
+        if line is not None:
+            line.encode("utf-8")  # a byte of this line that is not UTF-8 (escaped above) raises here
+    except (OSError, UnicodeError):
         return None
     if line is None:
         return None

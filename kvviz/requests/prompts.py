@@ -126,6 +126,21 @@ def fast_mooncake(data: bytes, source: str) -> PromptRequests | None:
     return None if got is None else PromptRequests(MOONCAKE, BLOCK_TOKENS[MOONCAKE], *got, source=source)
 
 
+def refuse_unrecognised(path: Path) -> None:
+    """A file no format claims, said as what it is where that is plain, not as "not a trace":
+    empty (or blank), or compressed (`kvviz replay` decompresses a zstd trace before it reaches
+    these readers; a scenario's workload does not)."""
+    from .common import BOM, read_bytes
+    from .zstd import compression
+    head, size = read_bytes(path, 4096), path.stat().st_size
+    if size <= len(head) and not head.removeprefix(BOM).strip():
+        raise ScenarioError("the trace has no requests (the file is empty or blank)", str(path))
+    kind = compression(head, size)
+    if kind:
+        raise ScenarioError(f"compressed with {kind}: a scenario reads its trace uncompressed (decompress it "
+                            f"first; kvviz replay --prefix reads zstd)", str(path))
+
+
 def read(path: str | Path) -> PromptRequests | None:
     """A Mooncake, Qwen/Bailian or plain (JSONL or CSV) trace's requests, every line checked,
     hash_ids required and times never going backwards; None when the file is none of them.
@@ -135,6 +150,7 @@ def read(path: str | Path) -> PromptRequests | None:
     path = Path(path)
     fmt = detect(first_record(path), path)
     if fmt is None and not is_plain_csv(path):
+        refuse_unrecognised(path)
         return None
     data = read_capped(path, "trace file")
     if fmt == MOONCAKE:

@@ -25,6 +25,7 @@ Bad input raises ScenarioError naming the file, the line and the field.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ COMPONENTS = (("sys_prompt", "1_sys_prompt.jsonl", "sys_prompt_id"),
               ("web_search", "5_web_search.jsonl", "web_search_id"),
               ("user_input", "4_user_input.jsonl", "user_input_id"))
 TRACE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
+_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +63,7 @@ looks_like = looks_like_ragpulse  # read here by the cluster's workload and the 
 
 def _side_file(path: Path, key: str) -> dict[int, int]:
     """chunk id -> token_length, every line checked."""
-    if not path.is_file():
+    if not path.exists():  # anything else there (a folder, a FIFO) is named as what it is by the read
         raise ScenarioError(f"the RAGPulse side file is missing (a trace's chunk lengths live beside it: "
                             f"{', '.join(c[1] for c in COMPONENTS)})", str(path))
     text = decode_text(read_capped(path, "RAGPulse side file"), path, "RAGPulse side file")
@@ -81,11 +83,11 @@ def _side_file(path: Path, key: str) -> dict[int, int]:
 def _seconds(v: object, path: Path, line: int) -> float:
     """A timestamp: a string of seconds (as the trace writes it), or a number."""
     if isinstance(v, str):
-        try:
-            t = float(v.strip())
-        except ValueError:
+        # a decimal number as JSON writes one (float() also takes "1_0" as 10 and other scripts' digits)
+        if not _DECIMAL.fullmatch(v.strip()):
             raise ScenarioError(f"timestamp: expected seconds as a number or a string of one, got {v!r:.40}",
-                                str(path), f"line {line}") from None
+                                str(path), f"line {line}")
+        t = float(v.strip())
     elif isinstance(v, (int, float)) and not isinstance(v, bool):  # a JSON number (true is no time)
         t = float(v)
     else:
@@ -103,8 +105,8 @@ def _seconds(v: object, path: Path, line: int) -> float:
 def read(path: str | Path) -> RagPulseRequests:
     """A RAGPulse trace and its five side files (in the trace's folder), in time order."""
     path = Path(path)
-    tokens_of = [_side_file(path.parent / fname, key) for _, fname, key in COMPONENTS]
     text = decode_text(read_capped(path, "trace file"), path, "trace file")
+    tokens_of: list[dict[int, int]] | None = None  # read at the first sound line: a trace that is none is said so
     trie: dict[tuple[int, int, int], int] = {}  # (parent block or -1, component, chunk id) -> block
     lines, times, inputs, outputs, sessions = [], [], [], [], []
     per_request: list[list[int]] = []
@@ -125,6 +127,8 @@ def read(path: str | Path) -> RagPulseRequests:
         if unknown:
             raise ScenarioError(f"hash_ids.{unknown[0]}: not a RAGPulse component (one of "
                                 f"{', '.join(c[0] for c in COMPONENTS)})", str(path), f"line {line}")
+        if tokens_of is None:
+            tokens_of = [_side_file(path.parent / fname, key) for _, fname, key in COMPONENTS]
         parent, ids, total = -1, [], 0
         for ci, (name, fname, _) in enumerate(COMPONENTS):
             chunks = comps.get(name, [])
@@ -148,7 +152,7 @@ def read(path: str | Path) -> RagPulseRequests:
             raise ScenarioError(f"input_length: {n_in:,} tokens, fewer than its chunks' {total:,}", str(path),
                                 f"line {line}")
         sid = rec.get("session_id")
-        if sid is not None and not isinstance(sid, (str, int)):
+        if sid is not None and type(sid) not in (str, int):  # true is no session
             raise ScenarioError(f"session_id: expected a string, got {sid!r:.40}", str(path), f"line {line}")
         lines.append(line)
         times.append(t)

@@ -27,6 +27,16 @@ OTHER_MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",
 _BZIP2 = re.compile(rb"BZh[1-9]1AY&SY")
 
 
+def compression(head: bytes, size: int) -> str | None:
+    """The compression a file's first bytes (of `size` in all) say it has: zstd, gzip, xz, zip,
+    lz4, 7z, bzip2, or None."""
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    kind = "bzip2" if _BZIP2.match(head) else next((k for m, k in OTHER_MAGIC.items() if head.startswith(m)), None)
+    # an oracleGeneral trace's first time can start with those bytes too; its records tell it
+    return kind if kind and not fits_oracle_general(head, size) else None
+
+
 @contextmanager
 def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int | None = None) -> Iterator[Path]:
     """The path itself, or a temporary file holding its zstd-decompressed content (named as the
@@ -34,9 +44,8 @@ def open_decompressed(path: Path, max_ratio: float | None = None, max_bytes: int
     times the compressed size and `max_bytes` (defaults: kvviz.limits)."""
     head = read_bytes(path, 4096)
     if not head.startswith(ZSTD_MAGIC):
-        kind = "bzip2" if _BZIP2.match(head) else next((k for m, k in OTHER_MAGIC.items() if head.startswith(m)), None)
-        # an oracleGeneral trace's first time can start with those bytes too; its records tell it
-        if kind and not fits_oracle_general(head, path.stat().st_size):
+        kind = compression(head, path.stat().st_size)
+        if kind:
             raise ScenarioError(f"compressed with {kind}: kvviz decompresses zstd traces only (decompress it "
                                 f"first, or recompress it with zstd)", str(path))
         yield path

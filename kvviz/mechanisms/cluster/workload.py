@@ -22,6 +22,7 @@ from ...requests import prompts, ragpulse
 from ...requests.jsonl import first_record
 from ...requests.prompts import PromptRequests
 from ...requests.shared_prefix import SharedPrefixSpec, generate
+from ...serving.pool_fit import refuse_unservable
 
 if TYPE_CHECKING:
     from .model import ClusterScenario
@@ -83,7 +84,23 @@ def load(sc: ClusterScenario) -> Work:
         raise ScenarioError("the workload has no request", field="workload.trace_file" if w.trace_file
                             else "workload.stages")
     out = got.output_tokens[:n] if not w.output_tokens else np.full(n, w.output_tokens, dtype=np.int64)
+    _check_every_request_fits(sc, got.input_tokens[:n], out, source)
     end = int(offsets[n])
     return Work(np.ascontiguousarray(ids[:end]), offsets[:n + 1].copy(), np.ascontiguousarray(tokens[:end]),
                 got.input_tokens[:n].copy(), np.maximum(out, 1).astype(np.int64), got.times_s[:n].copy(),
                 got.block_tokens, source)
+
+
+def _check_every_request_fits(sc: ClusterScenario, inputs: np.ndarray, outputs: np.ndarray, source: str) -> None:
+    """Refuse a workload with a request no instance's running pool can ever hold (the same pool
+    on every instance; kvviz.serving.pool_fit): it waited forever, and its TTFT came out negative.
+    A decode instance of a P/D split holds the whole context, prompt and reply, as an instance
+    that does both."""
+    ins = sc.instance
+    kv = sc.model.kv_bytes_per_token
+    pool: str | None
+    if ins.hbm_pool == "shared":
+        cap, pool, field = ins.hbm_cache_tokens, None, "instance.hbm_cache_tokens"
+    else:
+        cap, pool, field = int(ins.running_kv_gb * 1e9) // kv, f"{ins.running_kv_gb:g} GB", "instance.running_kv_gb"
+    refuse_unservable(inputs, outputs, cap, kv, source, pool, field)

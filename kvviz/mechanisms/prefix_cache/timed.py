@@ -20,13 +20,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from ...errors import ScenarioError
 from ...gc_pause import gc_paused
 from ...result import Result
 from ...serving.batching import BatchConfig, Batcher
 from ...serving.event_loop import Loop
 from ...serving.kv_source import LayerSchedule
 from ...serving.overload import overload_note, served_load
+from ...serving.pool_fit import refuse_unservable
 from ...serving.request_metrics import mean, percentile, tpot_ms, ttft_ms
 from ...serving.roofline import Roofline
 from ...trace import Trace, TraceBuilder
@@ -234,21 +234,11 @@ def simulate_timed(sc: PrefixCacheScenario, blocks: Blocks, prep: Prepared, caps
 
 
 def check_every_request_fits(sc: PrefixCacheScenario, blocks: Blocks) -> None:
-    """Refuse a workload with a request the running pool can never hold: the batcher admits a
-    request when its prompt fits beside the running ones, and preempts while its reply grows, so
-    one whose prompt and reply (and the one token of headroom admission keeps) exceed
-    serving.running_kv_gb would wait forever. It never got a first token, and its TTFT came out
-    negative (0 minus its arrival) in the percentiles."""
+    """Refuse a workload with a request serving.running_kv_gb can never hold
+    (kvviz.serving.pool_fit: it would wait forever, its TTFT negative)."""
     kv = sc.model.kv_bytes_per_token
-    cap_tok = int(sc.serving.running_kv_gb * 1e9) // kv
-    out = blocks.output_tokens if blocks.output_tokens is not None else np.ones(len(blocks), dtype=np.int64)
-    need = blocks.input_tokens + np.maximum(out, 1) + 1
-    if len(need) and int(need.max()) > cap_tok:
-        j = int(np.argmax(need))
-        raise ScenarioError(f"request {j + 1:,} of {blocks.source} needs {int(need[j]):,} tokens of KV (prompt "
-                            f"{int(blocks.input_tokens[j]):,}, reply {int(max(out[j], 1)):,}, 1 of headroom) = "
-                            f"{int(need[j]) * kv / 1e9:.4g} GB, more than the pool's {sc.serving.running_kv_gb:g} "
-                            f"GB ({cap_tok:,} tokens): it would wait forever", field="serving.running_kv_gb")
+    refuse_unservable(blocks.input_tokens, blocks.output_tokens, int(sc.serving.running_kv_gb * 1e9) // kv, kv,
+                      blocks.source, f"{sc.serving.running_kv_gb:g} GB", "serving.running_kv_gb")
 
 
 def timed_result(sc: PrefixCacheScenario, blocks: Blocks, prep: Prepared, caps: list[int],
