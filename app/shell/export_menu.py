@@ -51,11 +51,18 @@ class ExportMenu:
         """Every figure's inches and dpi (File → Export → Figure Size…, as kvviz run --width/--height/--dpi)."""
         return stored_figure_size(self.settings)
 
+    def _export_stem(self) -> str:
+        """The suggested name's stem: the file whose run is on show. After opening a file that does
+        not validate (or has not run yet), the previous file's run stays on screen, under the
+        stale note, and is what gets written; else the panel's file (also after a Save As)."""
+        previous = self._shown_path if not self.stale_note.isHidden() else None
+        return Path(previous or self.panel.path() or "kvviz").stem
+
     def export_dialog(self, fmt: str, visible_range: bool = False):
         if self.result is None:
             return
         ext = export_format(fmt).ext
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", start_path(self.settings, f"{stem}.{ext}"),
                                               f"*.{ext}")
         if path:
@@ -154,7 +161,7 @@ class ExportMenu:
 
     def export_view_dialog(self, fmt: str):
         name = self.current_tab().name
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}",
                                               start_path(self.settings, f"{stem}_{name}.{fmt}"), f"*.{fmt}")
         if path:
@@ -228,7 +235,7 @@ class ExportMenu:
             self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now"
                       + (" (run it first)" if tab.on_demand else "; Trace as CSV writes the run's events"))
             return
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, "Export the view's data as CSV",
                                               start_path(self.settings, f"{stem}_{tab.name}.csv"), "CSV (*.csv)")
         if path:
