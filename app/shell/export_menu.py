@@ -58,8 +58,16 @@ class ExportMenu:
         previous = self._shown_path if not self.stale_note.isHidden() else None
         return Path(previous or self.panel.path() or "kvviz").stem
 
+    def _no_run_to_export(self, tab=None) -> bool:
+        """True, after saying so, when there is no run on show to export (no scenario open yet):
+        the figure would be empty axes. A tab run on demand (a sweep, a replay) draws its own."""
+        if self.result is not None or (tab is not None and tab.on_demand):
+            return False
+        self._say("⚠ nothing to export: no run on show (open a scenario first)")
+        return True
+
     def export_dialog(self, fmt: str, visible_range: bool = False):
-        if self.result is None:
+        if self._no_run_to_export():
             return
         ext = export_format(fmt).ext
         stem = self._export_stem()
@@ -160,6 +168,8 @@ class ExportMenu:
             self.export_view_dialog("svg")
 
     def export_view_dialog(self, fmt: str):
+        if self._no_run_to_export(self.current_tab()):
+            return
         name = self.current_tab().name
         stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}",
@@ -231,6 +241,8 @@ class ExportMenu:
 
     def export_data_dialog(self):
         tab = self.current_tab()
+        if self._no_run_to_export(tab):
+            return
         if tab.data_rows() is None:
             self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now"
                       + (" (run it first)" if tab.on_demand else "; Trace as CSV writes the run's events"))
