@@ -195,6 +195,14 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.act_find = v.addAction("&Find in the Timeline", self.find_in_timeline)
         self.act_find.setShortcut(QKeySequence.Find)  # Ctrl+F
         self.act_find.setShortcutContext(Qt.WindowShortcut)
+        # the view tabs from anywhere in the window (Ctrl+Tab works only with the focus inside
+        # the tab widget); window-wide, so a focused spin box is not stepped by them
+        self.act_next_tab = v.addAction("&Next View Tab", lambda: self._step_tab(1))
+        self.act_next_tab.setShortcut(QKeySequence("Ctrl+PgDown"))
+        self.act_prev_tab = v.addAction("&Previous View Tab", lambda: self._step_tab(-1))
+        self.act_prev_tab.setShortcut(QKeySequence("Ctrl+PgUp"))
+        for act in (self.act_next_tab, self.act_prev_tab):
+            act.setShortcutContext(Qt.WindowShortcut)
         h = self.menuBar().addMenu("&Help")
         self.act_shortcuts = h.addAction("&Keyboard Shortcuts…", self.show_shortcuts)
         self.shortcuts_dialog = None
@@ -447,6 +455,16 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.tabs.setCurrentWidget(self.time_view)
         self._refresh_visible()
         self.time_view.focus_search()
+
+    def _step_tab(self, step: int):
+        """The next (step 1) or previous (-1) enabled view tab, wrapping round."""
+        n = self.tabs.count()
+        i = self.tabs.currentIndex()
+        for _ in range(n):
+            i = (i + step) % n
+            if self.tabs.isTabEnabled(i):
+                self.tabs.setCurrentIndex(i)
+                return
 
     def show_shortcuts(self):
         """Help → Keyboard Shortcuts…: a small dialog beside the window (it may stay open)."""
