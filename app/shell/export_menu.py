@@ -226,6 +226,10 @@ class ExportMenu:
         if callable(note) and note():  # a view that does not show the scenario (Replay) says what it shows
             return f"{tab.title(self.result)} · {note()}"
         name = self.result.scenario.name if self.result is not None else "kvviz"
+        if not self.stale_note.isHidden() and self._shown_path:
+            # the previous file's run, under the stale note: the panel holds another file, whose
+            # name and differences say nothing of the figure
+            return printable(f"{tab.title(self.result)} · {name} ({Path(self._shown_path).name})")
         file = Path(self.panel.path()).name if self.panel.path() else "unsaved"
         edited = _flat(self.panel.data())
         changed = [f"{k} = {_brief(v)} (file: {_brief(self.panel.value(k, of_file=True))})"

@@ -372,7 +372,9 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
                 (f" ({reused} unchanged {'part' if reused == 1 else 'parts'} reused)" if reused else "")
         # an overloaded run's TTFT is its backlog: said here, the rates in Metrics' overload row
         over = "; ⚠ overloaded (Metrics: overload)" if "overload" in result.metrics else ""
-        self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
+        # the name often holds the file's figures ("150 groups × 5 users"): an edited run says so
+        edited = " (edited)" if self.panel.is_dirty() else ""
+        self._say(f"{result.scenario.name}{edited}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"{how}{self._engine_notes(result)}{verdict}{over}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
