@@ -42,3 +42,17 @@ def test_export_writes_no_figure_of_empty_axes(empty_window, monkeypatch, tmp_pa
     empty_window.export_data_dialog()
     assert not asked and not (tmp_path / "out.svg").exists()
     assert "no run on show" in empty_window.status.text()
+
+
+def test_tabs_that_draw_a_run_wait_for_one(empty_window, qtbot):
+    """They showed empty axes (Ladder, Tiers) without a word; now disabled, saying why, until a
+    scenario has run. The Timeline says what went wrong; Replay replays its own trace."""
+    tabs = empty_window.tabs
+    enabled = {t.name for i, t in enumerate(empty_window.tab_list) if tabs.isTabEnabled(i)}
+    assert enabled == {"timeline", "replay"}
+    i = empty_window.tab_list.index(empty_window.tab("tiers"))
+    assert "Open a scenario first" in tabs.tabToolTip(i)
+    empty_window.picker.activated.emit(empty_window.picker.findText("rope_prefetch_16"))
+    qtbot.waitUntil(lambda: empty_window.result is not None, timeout=30_000)
+    assert tabs.isTabEnabled(empty_window.tab_list.index(empty_window.tab("counters")))
+    assert tabs.tabToolTip(empty_window.tab_list.index(empty_window.tab("counters"))) == ""

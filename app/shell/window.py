@@ -134,6 +134,17 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         start = path or self._default_scenario()
         if start:
             self.open(str(start))
+        if self.result is None and self.panel.path() is None:
+            self._no_run_tabs()
+
+    def _no_run_tabs(self):
+        """No scenario open (the file given is missing or unreadable): the tabs that draw a
+        run are disabled, saying why, instead of showing empty axes; the first result enables
+        each that applies (_enable_tabs)."""
+        for i, tab in enumerate(self.tab_list):
+            if tab.needs_run:
+                self.tabs.setTabEnabled(i, False)
+                self.tabs.setTabToolTip(i, "Open a scenario first (File → Open, or the Scenario box)")
 
     def paintEvent(self, event):  # noqa: N802 (Qt's name)
         super().paintEvent(event)
