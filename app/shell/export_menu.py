@@ -51,11 +51,26 @@ class ExportMenu:
         """Every figure's inches and dpi (File → Export → Figure Size…, as kvviz run --width/--height/--dpi)."""
         return stored_figure_size(self.settings)
 
+    def _export_stem(self) -> str:
+        """The suggested name's stem: the file whose run is on show. After opening a file that does
+        not validate (or has not run yet), the previous file's run stays on screen, under the
+        stale note, and is what gets written; else the panel's file (also after a Save As)."""
+        previous = self._shown_path if not self.stale_note.isHidden() else None
+        return Path(previous or self.panel.path() or "kvviz").stem
+
+    def _no_run_to_export(self, tab=None) -> bool:
+        """True, after saying so, when there is no run on show to export (no scenario open yet):
+        the figure would be empty axes. A tab run on demand (a sweep, a replay) draws its own."""
+        if self.result is not None or (tab is not None and tab.on_demand):
+            return False
+        self._say("⚠ nothing to export: no run on show (open a scenario first)")
+        return True
+
     def export_dialog(self, fmt: str, visible_range: bool = False):
-        if self.result is None:
+        if self._no_run_to_export():
             return
         ext = export_format(fmt).ext
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, f"Export {fmt.upper()}", start_path(self.settings, f"{stem}.{ext}"),
                                               f"*.{ext}")
         if path:
@@ -153,8 +168,10 @@ class ExportMenu:
             self.export_view_dialog("svg")
 
     def export_view_dialog(self, fmt: str):
+        if self._no_run_to_export(self.current_tab()):
+            return
         name = self.current_tab().name
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, f"Export the view as {fmt.upper()}",
                                               start_path(self.settings, f"{stem}_{name}.{fmt}"), f"*.{fmt}")
         if path:
@@ -209,6 +226,10 @@ class ExportMenu:
         if callable(note) and note():  # a view that does not show the scenario (Replay) says what it shows
             return f"{tab.title(self.result)} · {note()}"
         name = self.result.scenario.name if self.result is not None else "kvviz"
+        if not self.stale_note.isHidden() and self._shown_path:
+            # the previous file's run, under the stale note: the panel holds another file, whose
+            # name and differences say nothing of the figure
+            return printable(f"{tab.title(self.result)} · {name} ({Path(self._shown_path).name})")
         file = Path(self.panel.path()).name if self.panel.path() else "unsaved"
         edited = _flat(self.panel.data())
         changed = [f"{k} = {_brief(v)} (file: {_brief(self.panel.value(k, of_file=True))})"
@@ -224,11 +245,13 @@ class ExportMenu:
 
     def export_data_dialog(self):
         tab = self.current_tab()
+        if self._no_run_to_export(tab):
+            return
         if tab.data_rows() is None:
             self._say(f"⚠ the {tab.title(self.result)} tab shows no table of numbers now"
                       + (" (run it first)" if tab.on_demand else "; Trace as CSV writes the run's events"))
             return
-        stem = Path(self.panel.path() or "kvviz").stem
+        stem = self._export_stem()
         path, _ = QFileDialog.getSaveFileName(self, "Export the view's data as CSV",
                                               start_path(self.settings, f"{stem}_{tab.name}.csv"), "CSV (*.csv)")
         if path:

@@ -52,7 +52,17 @@ class ScenarioFiles:
         if path:
             self.open(path)
 
+    def _nothing_open(self) -> bool:
+        """True, after saying so, when no scenario is open (the file given was missing or
+        unreadable): Save, Save As and Reset have nothing to act on."""
+        if self.panel.path() is not None:
+            return False
+        self._say("⚠ no scenario is open: open a scenario first (File → Open, or the Scenario box)")
+        return True
+
     def save(self) -> bool:
+        if self._nothing_open():
+            return False
         try:
             self.panel.save()
         except (ScenarioError, OSError) as e:
@@ -62,6 +72,8 @@ class ScenarioFiles:
         return True
 
     def save_as(self) -> bool:
+        if self._nothing_open():
+            return False
         path, _ = QFileDialog.getSaveFileName(self, "Save scenario as", self.panel.path() or "", "Scenarios (*.toml)")
         if not path:
             return False
@@ -79,6 +91,8 @@ class ScenarioFiles:
     def reset_to_file(self):
         """Back to the file's values, after asking when that drops edits (a toolbar click
         threw them all away at once)."""
+        if self._nothing_open():
+            return
         if self.panel.is_dirty() and self.ask_reset() != QMessageBox.Discard:
             return
         self.panel.reset_to_file()

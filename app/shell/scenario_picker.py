@@ -17,6 +17,7 @@ class ScenarioPicker(QComboBox):
     def __init__(self, bundled: list[Path], parent=None):
         super().__init__(parent)
         self.setMinimumWidth(280)
+        self.setPlaceholderText("choose a scenario…")  # shown while no file is open
         for p in bundled:
             self.addItem(p.stem, str(p))
 
@@ -29,7 +30,8 @@ class ScenarioPicker(QComboBox):
         for i in reversed(range(self.count())):
             if self.itemData(i, OTHER_FILE):
                 self.removeItem(i)
-        if path is None:
+        if path is None:  # none open: no entry, not the first one as if it were open
+            self.setCurrentIndex(-1)
             return
         want = Path(path).resolve()
         i = next((j for j in range(self.count()) if Path(self.itemData(j)).resolve() == want), -1)

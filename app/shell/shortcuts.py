@@ -12,6 +12,7 @@ from ..views.timeline_keys import SHORTCUTS as TIMELINE
 WINDOW = [
     ("Ctrl+F", "the Timeline's search box (typing there never zooms)"),
     ("Home", "show the whole run"),
+    ("Ctrl+PgDown / Ctrl+PgUp", "the next / previous view tab"),
     ("Ctrl+O / Ctrl+S / Ctrl+Shift+S", "open / save / save as"),
 ]
 

@@ -134,6 +134,17 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         start = path or self._default_scenario()
         if start:
             self.open(str(start))
+        if self.result is None and self.panel.path() is None:
+            self._no_run_tabs()
+
+    def _no_run_tabs(self):
+        """No scenario open (the file given is missing or unreadable): the tabs that draw a
+        run are disabled, saying why, instead of showing empty axes; the first result enables
+        each that applies (_enable_tabs)."""
+        for i, tab in enumerate(self.tab_list):
+            if tab.needs_run:
+                self.tabs.setTabEnabled(i, False)
+                self.tabs.setTabToolTip(i, "Open a scenario first (File → Open, or the Scenario box)")
 
     def paintEvent(self, event):  # noqa: N802 (Qt's name)
         super().paintEvent(event)
@@ -195,6 +206,14 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.act_find = v.addAction("&Find in the Timeline", self.find_in_timeline)
         self.act_find.setShortcut(QKeySequence.Find)  # Ctrl+F
         self.act_find.setShortcutContext(Qt.WindowShortcut)
+        # the view tabs from anywhere in the window (Ctrl+Tab works only with the focus inside
+        # the tab widget); window-wide, so a focused spin box is not stepped by them
+        self.act_next_tab = v.addAction("&Next View Tab", lambda: self._step_tab(1))
+        self.act_next_tab.setShortcut(QKeySequence("Ctrl+PgDown"))
+        self.act_prev_tab = v.addAction("&Previous View Tab", lambda: self._step_tab(-1))
+        self.act_prev_tab.setShortcut(QKeySequence("Ctrl+PgUp"))
+        for act in (self.act_next_tab, self.act_prev_tab):
+            act.setShortcutContext(Qt.WindowShortcut)
         h = self.menuBar().addMenu("&Help")
         self.act_shortcuts = h.addAction("&Keyboard Shortcuts…", self.show_shortcuts)
         self.shortcuts_dialog = None
@@ -364,7 +383,9 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
                 (f" ({reused} unchanged {'part' if reused == 1 else 'parts'} reused)" if reused else "")
         # an overloaded run's TTFT is its backlog: said here, the rates in Metrics' overload row
         over = "; ⚠ overloaded (Metrics: overload)" if "overload" in result.metrics else ""
-        self._say(f"{result.scenario.name}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
+        # the name often holds the file's figures ("150 groups × 5 users"): an edited run says so
+        edited = " (edited)" if self.panel.is_dirty() else ""
+        self._say(f"{result.scenario.name}{edited}: {len(tr.spans):,} spans, {len(tr.instants):,} instants; "
                   f"{how}{self._engine_notes(result)}{verdict}{over}{self._after_run_note}")
         self._after_run_note = ""
         self.result_ready.emit(result)
@@ -447,6 +468,16 @@ class MainWindow(ScenarioFiles, ExportMenu, MemoryMenu, QMainWindow):
         self.tabs.setCurrentWidget(self.time_view)
         self._refresh_visible()
         self.time_view.focus_search()
+
+    def _step_tab(self, step: int):
+        """The next (step 1) or previous (-1) enabled view tab, wrapping round."""
+        n = self.tabs.count()
+        i = self.tabs.currentIndex()
+        for _ in range(n):
+            i = (i + step) % n
+            if self.tabs.isTabEnabled(i):
+                self.tabs.setCurrentIndex(i)
+                return
 
     def show_shortcuts(self):
         """Help → Keyboard Shortcuts…: a small dialog beside the window (it may stay open)."""

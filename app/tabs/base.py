@@ -45,6 +45,7 @@ class Tab:
     aliases: tuple[str, ...] = ()  # other --view names that show this tab
     label = ""             # the tab's title unless `title` says otherwise
     on_demand = False      # drawn when the user runs it (sweep, replay), not from each run
+    needs_run = True       # has nothing to show before a scenario has run (disabled until then)
 
     def __init__(self, ctx: TabContext):
         self.ctx = ctx

@@ -9,6 +9,7 @@ class ReplayTab(Tab):
     name = "replay"
     label = "Replay"
     on_demand = True
+    needs_run = False  # replays its own trace (a bundled sample by default)
 
     def make_widget(self):
         return ReplayView(settings=self.ctx.settings)

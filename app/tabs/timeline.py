@@ -14,6 +14,7 @@ class TimelineTab(Tab):
     name = "timeline"
     aliases = ("metrics",)  # the Metrics dock is beside every tab: --view metrics shows this one
     label = "Timeline"
+    needs_run = False  # before any run, its placeholder says why nothing is drawn
 
     def make_widget(self):
         view = TimelineView(instrument=True)

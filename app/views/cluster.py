@@ -38,12 +38,14 @@ MAX_DECISIONS = 20_000  # routing lines drawn at most (each a thin segment)
 
 
 class HeatStrip(pg.PlotWidget):
-    """One heat map: a row per instance, time across, a colour bar."""
+    """One heat map: a row per instance, time across, a colour bar. The left axis names the rows
+    (its ticks are instance numbers, read as queue lengths under a "queue" title); the colour
+    bar names what the colour shows."""
 
-    def __init__(self, title: str, cmap: str, unit: str):
+    def __init__(self, colour_label: str, cmap: str):
         super().__init__(background="w")
         pi = self.getPlotItem()
-        style_plot(pi, left=title, grid=(False, False))
+        style_plot(pi, left="instance", grid=(False, False))
         pi.invertY(True)
         pi.setMouseEnabled(x=True, y=False)
         self.image = VectorImageItem(axisOrder="row-major")  # a bitmap on screen, rectangles in an SVG
@@ -51,7 +53,7 @@ class HeatStrip(pg.PlotWidget):
         self.cmap = pg.colormap.get(cmap)
         self.bar = vector_colour_bar(colorMap=self.cmap, values=(0, 1), width=10, interactive=False)
         self.bar.setImageItem(self.image, insert_in=pi)
-        self.bar.axis.setLabel(unit, **LABEL_STYLE)
+        self.bar.axis.setLabel(colour_label, **LABEL_STYLE)
         no_si_prefix(self.bar.axis)  # 0.8 requests read "800" under an unseen milli prefix
         self.rows: list[int | None] = []  # the instance of each row (None: the shared pool)
         self.values = np.zeros((0, 0))
@@ -96,6 +98,7 @@ class ClusterView(QWidget):
         top.setContentsMargins(8, 4, 8, 0)
         top.addWidget(QLabel("Gantt shows"))
         top.addWidget(self.pick)
+        top.addSpacing(12)  # the summary read as the selector's text when it touched it
         self.summary = QLabel()
         self.summary.setStyleSheet("color:#333;")
         # a long summary is cut at the tab's edge rather than widening the tab (and squeezing the
@@ -103,8 +106,8 @@ class ClusterView(QWidget):
         self.summary.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         top.addWidget(self.summary, 1)
         self.gantt = TimelineView()
-        self.queue = HeatStrip("queue (peak)", "viridis", "requests")
-        self.cache = HeatStrip("cache", "CET-L17", "full")
+        self.queue = HeatStrip("peak queue", "viridis")
+        self.cache = HeatStrip("cache full", "CET-L17")
         self.info = info_label()
         for strip in (self.queue, self.cache):
             strip.scene().sigMouseMoved.connect(lambda pos, s=strip: self._hover(s, pos))

@@ -201,8 +201,11 @@ class CountersView(QWidget):
                     lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
                 rows[i] = pi
             span = hi - lo or 1.0
-            for i in idx:  # one y range for the rows of one unit and scale
-                rows[i].setYRange(lo - 0.05 * span, hi + 0.08 * span, padding=0)
+            # one y range for the rows of one unit and scale, with room past both ends for half a
+            # tick label: pyqtgraph drops a label that would cross the plot's edge, and a counter
+            # that holds one value all run then showed no label at its own value
+            for i in idx:
+                rows[i].setYRange(lo - 0.12 * span, hi + 0.15 * span, padding=0)
         for i in range(n):
             pi = rows[i]
             last = i == n - 1
