@@ -61,6 +61,17 @@ def calibrated_mfu(params: float, tokens: int, seconds: float, gpus: int, peak_f
     return prefill_flops(params, tokens, 0, layers, d_model) / (seconds * gpus * peak_flops)
 
 
+def _iterations_ns(pieces: tuple[float, float, float, float], k: int) -> float:
+    """k >= 1 decode iterations from Roofline._pieces' (C, M0, g, i*): iteration i costs
+    max(C, M0 + g·i)."""
+    C, M0, g, i_star = pieces
+    if k <= i_star:
+        return C * k
+    a = int(i_star)
+    # sum_{i=a}^{k-1} (M0 + g·i)
+    return C * a + (k - a) * M0 + g * (k * (k - 1) - a * (a - 1)) / 2
+
+
 class Roofline:
     def __init__(self, params: float, gpus: int, peak_tflops: float, mfu: float, hbm_tbps: float,
                  hbm_efficiency: float, kv_bytes_per_token: int, layers: int = 0, d_model: int = 0) -> None:
@@ -105,19 +116,15 @@ class Roofline:
         """k decode iterations of n jobs starting with `ctx` context tokens in all."""
         if k <= 0:
             return 0.0
-        C, M0, g, i_star = self._pieces(n, ctx)
-        if k <= i_star:
-            return C * k
-        a = int(i_star)
-        # sum_{i=a}^{k-1} (M0 + g·i)
-        return C * a + (k - a) * M0 + g * (k * (k - 1) - a * (a - 1)) / 2
+        return _iterations_ns(self._pieces(n, ctx), k)
 
     def decode_steps_to(self, n: int, ctx: int, x: float) -> int:
         """The fewest iterations (≥ 1) whose total time is ≥ x: the iteration in progress at
         elapsed time x ends after this many."""
         if x <= 0:
             return 1
-        C, M0, g, i_star = self._pieces(n, ctx)
+        pieces = self._pieces(n, ctx)
+        C, M0, g, i_star = pieces
         if C * min(i_star, 1e18) >= x:
             k = max(1, math.ceil(x / C))
         else:
@@ -132,8 +139,8 @@ class Roofline:
                 m = r / M
             k = a + max(1, math.ceil(m))
         # Float round-off: settle on the exact boundary.
-        while k > 1 and self.decode_ns(n, ctx, k - 1) >= x:
+        while k > 1 and _iterations_ns(pieces, k - 1) >= x:
             k -= 1
-        while self.decode_ns(n, ctx, k) < x:
+        while _iterations_ns(pieces, k) < x:
             k += 1
         return k
