@@ -189,3 +189,21 @@ def test_a_bad_input_keeps_the_last_curves_and_return_runs(view, qtbot, tmp_path
     view.capacities.setText("10")
     run(view, qtbot)  # a good run replaces them
     assert sorted((r.policy, r.capacity) for r in view.results) == [("fifo", 10), ("lru", 10)]
+
+
+def test_an_edit_after_a_run_says_the_curves_are_the_last_runs(view, qtbot, tmp_path):
+    """Editing the trace path after a run left the old curves with no word (seen in a real
+    window), and a figure's caption named the edited, never-run trace."""
+    golden_in(view, tmp_path, ["lru"])
+    run(view, qtbot)
+    done = view.status.text()
+    assert "9 requests" in done and view.figure_note() == "miss-ratio curves of golden.csv"
+    view.path.setText(str(tmp_path / "other.csv"))
+    assert "edited since the curves were drawn" in view.status.text() and "golden.csv" in view.status.text()
+    assert view.figure_note() == "miss-ratio curves of golden.csv" and sorted(view.curves) == ["lru"]
+    view.path.setText(str(tmp_path / "golden.csv"))  # back as it was: the run's own line again
+    assert view.status.text() == done
+    view.tick(["lru", "fifo"])  # a policy ticked is an edit too
+    assert "edited since" in view.status.text()
+    run(view, qtbot)
+    assert "edited since" not in view.status.text() and sorted(view.curves) == ["fifo", "lru"]

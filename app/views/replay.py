@@ -153,6 +153,13 @@ class ReplayView(QWidget):
         self._opened = False  # shown once already
         self._ran = False     # a run was asked for (the sample is then not started on its own)
         self._replacing = False  # a run has started and none of its points has arrived yet
+        self._asked: tuple | None = None  # the inputs of the run in progress
+        self._shown: tuple | None = None  # the inputs of the curves on show (`_inputs`)
+        self._shown_text = ""             # the status line of the curves on show
+        for field in (self.path, self.capacities, self.fields, self.sample_rate):
+            field.textChanged.connect(self._mark_stale)
+        self.engine_box.currentIndexChanged.connect(self._mark_stale)
+        self.policy_list.itemChanged.connect(self._mark_stale)
 
     @property
     def job(self):
@@ -201,10 +208,27 @@ class ReplayView(QWidget):
         if path:
             self.path.setText(path)
 
+    def _inputs(self) -> tuple:
+        """What a run replays: the trace, capacities, engine, CSV fields, sample rate, policies."""
+        return (self.path.text().strip(), self.capacities.text().strip(), self.engine_box.currentText(),
+                self.fields.text().strip(), self.sample_rate.text().strip(), tuple(self.ticked()))
+
+    def _mark_stale(self, *_):
+        """An edit after a run: the curves stay, and the status line says they are the last run's
+        (of which trace) until the next run, instead of passing for the edited settings'."""
+        if self.job is not None or self._shown is None or not self.results:
+            return
+        if self._inputs() == self._shown:
+            self.status.setText(self._shown_text)
+        else:
+            self.status.setText(f"⚠ edited since the curves were drawn: they are the last run's, of "
+                                f"{Path(self._shown[0]).name} · Run replay to replay the edited settings")
+
     def run(self):
         self._ran = True
         if self.job is not None:
             return
+        self._asked = self._inputs()
         names = self.ticked()
         path, text, engine = self.path.text().strip(), self.capacities.text(), self.engine_box.currentText()
         fields = self.fields.text().strip() or None
@@ -264,6 +288,7 @@ class ReplayView(QWidget):
         for policy, counts in per_policy(self.results).items():
             text += f" · ⚠ {describe(policy, *counts)}"
         self.status.setText(text)
+        self._shown, self._shown_text = self._asked, text
         self._draw()
         self.finished.emit(results)
 
@@ -322,7 +347,7 @@ class ReplayView(QWidget):
 
     def figure_note(self) -> str:
         """A figure's caption: the trace replayed (not the scenario in the panel)."""
-        return f"miss-ratio curves of {Path(self.path.text()).name}" if self.results else ""
+        return f"miss-ratio curves of {Path(self._shown[0]).name}" if self.results and self._shown else ""
 
     def data_rows(self) -> tuple[list[str], list[list]] | None:
         """The curves as a table (File → Export → Data as CSV, and Save CSV)."""
@@ -341,7 +366,8 @@ class ReplayView(QWidget):
                                               start_path(self.settings, "miss_ratio_curve.csv"), "CSV (*.csv)")
         if path:
             try:
-                check_outputs([("curve", path, "CSV")], [("trace this curve replays", self.path.text().strip())])
+                trace = self._shown[0] if self._shown else self.path.text().strip()
+                check_outputs([("curve", path, "CSV")], [("trace this curve replays", trace)])
                 write_text(path, self.csv_text())
             except ScenarioError as e:
                 self.status.setText(f"⚠ could not save: {e}")
