@@ -60,6 +60,8 @@ def test_the_compiled_pass_equals_the_registry_policy(seed, pin, policy):
     got = native.prefix_pass().prefix_counts(x, reqs.hash_counts, caps, pin, k, policy)
     prep = prepared(reqs, [policy])
     want = [engine_counts(prep, policy, c, pin)[0] for c in caps]
+    # and the compiled block cache itself (BlockCache, one tier): the pass writes its one-tier rules again
+    assert [engine_counts(prep, policy, c, pin, compiled=True) for c in caps] == [(w, BLOCK_CACHE) for w in want]
     assert [tuple(g) for g in got] == [tuple(w) for w in want]
     assert want[-1][0] > 0 and want[0] != want[-1]  # the stream hits, and capacity matters
 

@@ -15,8 +15,6 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memset
 
-from array import array
-
 include "policies.pxi"
 
 # setup.py's hash of this folder's sources (sources.py), which the loader compares with the files
@@ -542,37 +540,55 @@ def distinct(const int64_t[:] ids, int64_t k):
 
 @cython.boundscheck(False)  # every index below runs over the arrays' own lengths
 @cython.wraparound(False)
-cdef (int64_t, int64_t) _prefix_pass(BlockCache c, const int64_t[:] counts) except *:
-    """(hit blocks, requests with a hit) of a one-tier cache without admission rules, requests
-    in turn: what `lookup`, `place_request` and `finish` do per request, in one loop (a request's
-    leading resident blocks are its hits, each block is touched or placed as reached and pinned
-    until the request is done), with no Python object per request."""
-    cdef int64_t s = 0, e, h, j, hit_blocks = 0, hit_requests = 0
-    cdef Py_ssize_t r
-    cdef int32_t b
+cdef (int64_t, int64_t) _one_tier(const int64_t[:] ids, const int64_t[:] counts, int64_t cap, bint pin,
+                                  bint recency, Link* links) noexcept nogil:
+    """(hit blocks, requests with a hit) of one tier under lru (recency) or fifo, requests in turn:
+    the block cache's rules with one tier and no admission rule (BlockCache's lookup, then
+    place_request's touch-or-place with _place's evict-then-insert, then finish), straight over
+    the trace's int64 ids with one Link per block and no BlockCache around them: the replay's
+    whole pass without a copy of its ids (tests hold it equal to BlockCache and to the Python
+    cache on random streams). A request's leading resident blocks are its hits; each block it
+    reaches is pinned (`pin`) until the request is done; a miss evicts the policy's victim once
+    the tier holds `cap`, and is not kept when every resident block is pinned. `links` cleared."""
+    cdef Order o
+    cdef Pins pins
+    cdef Py_ssize_t r, j = 0, s, e, p
+    cdef int64_t size = 0, h, hit_blocks = 0, hit_requests = 0
+    cdef int32_t b, v
     cdef Link* x
     cdef bint hitting
+    order_init(&o, links, recency)
+    pins.keys, pins.holders, pins.protect, pins.running = links, pin, False, NULL
     for r in range(counts.shape[0]):
-        e = s + counts[r]
+        s = j
+        e = j + counts[r]
         h = 0
         hitting = True
-        for j in range(s, e):
-            b = c.pid[j]
-            x = &c.links[b]
+        while j < e:
+            b = <int32_t> ids[j]
+            j += 1
+            x = &links[b]
             x.holders += 1
             if x.where:
                 h += hitting
-                c._touch(0, b)
-            else:
-                hitting = False
-                c.pos = j
-                c._place(0, b)
+                order_touch(&o, b)
+                continue
+            hitting = False
+            if size >= cap:
+                v = order_victim(&o, &pins)
+                if v == -1:
+                    continue  # every resident block is pinned: b is computed, not kept
+                order_remove(&o, v)
+                links[v].where = 0
+                size -= 1
+            order_insert(&o, b)
+            x.where = 1
+            size += 1
+        for p in range(s, e):
+            links[ids[p]].holders -= 1
+        order_unpin(&o)
         hit_blocks += h
         hit_requests += h > 0
-        for j in range(s, e):
-            c.links[c.pid[j]].holders -= 1
-        c._unpin(0)
-        s = e
     return hit_blocks, hit_requests
 
 
@@ -580,12 +596,15 @@ cdef (int64_t, int64_t) _prefix_pass(BlockCache c, const int64_t[:] counts) exce
 @cython.wraparound(False)
 def prefix_counts(const int64_t[:] ids, const int64_t[:] counts, capacities, bint pin, int64_t k, str policy="lru"):
     """[(hit blocks, requests with a hit)] of the single-tier prefix cache under `policy` (lru or
-    fifo) at each capacity (blocks >= 1; None: infinite). `ids`: every request's block ids one
-    after another, each in [0, k); `counts`: the ids per request; `pin`: a request holds the
-    blocks it has reached. Takes any buffer of int64 (array.array('q') too: it imports nothing,
-    so the lean `kvviz replay --prefix` runs without numpy)."""
+    fifo) at each capacity (blocks >= 1; None: infinite): `_one_tier`. `ids`: every request's
+    block ids one after another, each in [0, k); `counts`: the ids per request; `pin`: a request
+    holds the blocks it has reached. Takes any buffer of int64 (array.array('q') too: it imports
+    nothing, so the lean `kvviz replay --prefix` runs without numpy)."""
     cdef Py_ssize_t i, n = ids.shape[0], R = counts.shape[0]
-    cdef int64_t total = 0, v
+    cdef int64_t total = 0, v, c
+    cdef Link* links
+    cdef (int64_t, int64_t) got
+    cdef bint recency = policy == "lru"
     if policy not in ("lru", "fifo"):
         raise ValueError(f"prefix_counts runs lru or fifo, not {policy!r}")
     if k > MAX_INDEX or R > MAX_INDEX or n > MAX_INDEX:
@@ -596,20 +615,25 @@ def prefix_counts(const int64_t[:] ids, const int64_t[:] counts, capacities, bin
         total += counts[i]
     if total != n:
         raise ValueError(f"the counts add to {total:,}, not the {n:,} ids")
+    for i in range(n):
+        v = ids[i]
+        if v < 0 or v >= k:
+            raise ValueError(f"block id {v} outside [0, {k})")
     caps = []
     for cap in capacities:
         if cap is not None and cap < 1:
             raise ValueError(f"capacity {cap} < 1 block")
         caps.append(k + 1 if cap is None else cap)  # infinite: more room than there are blocks
-    pid = array("i", [0]) * n  # the block cache reads int32 ids (tokens are not counted here)
-    cdef int32_t[::1] p32 = pid
-    for i in range(n):
-        v = ids[i]
-        if v < 0 or v >= k:
-            raise ValueError(f"block id {v} outside [0, {k})")
-        p32[i] = <int32_t> v
+    links = <Link*> _alloc((k + 1) * sizeof(Link))
     out = []
-    for cap in caps:
-        c = BlockCache(pid, None, [cap], [KINDS[policy]], pin_top=pin, n_blocks=k)
-        out.append(_prefix_pass(c, counts))
+    try:
+        for i, cap in enumerate(caps):
+            if i:  # calloc's memory is already clear
+                memset(links, 0, (k + 1) * sizeof(Link))
+            c = cap
+            with nogil:
+                got = _one_tier(ids, counts, c, pin, recency, links)
+            out.append((got[0], got[1]))
+    finally:
+        PyMem_Free(links)
     return out
