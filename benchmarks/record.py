@@ -40,8 +40,10 @@ def _load() -> str:
 
 def _commit(root: Path) -> str:
     def git(*args: str) -> str:
+        # only line ends stripped: a status line starts with a space (" M path"), and stripping it
+        # off the first line cut the path's first letter, so a changed record made a record "dirty"
         r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else ""
+        return r.stdout.rstrip("\n") if r.returncode == 0 else ""
     head = git("rev-parse", "--short=12", "HEAD") or "unknown (not a git checkout)"
     # uncommitted changes to what runs would make the commit a lie: say so (prose, tests and
     # the records themselves do not change what a benchmark measures)

@@ -92,3 +92,24 @@ def test_record_keeps_the_output_verbatim_and_a_failed_run_keeps_the_previous_re
 
 def test_make_bench_records(rec):
     assert "benchmarks/run_all.py --record" in (ROOT / "Makefile").read_text()
+
+
+def test_a_changed_record_is_not_a_change_to_the_code_measured(rec, tmp_path):
+    """A record written earlier in a run of several (benchmarks/results/, first in git's status)
+    marked every later record "with uncommitted changes to its code": the status line's leading
+    space was stripped with the output's, cutting the path's first letter."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "a.txt").write_text("old\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    (tmp_path / "benchmarks" / "results" / "a.txt").write_text("new\n")
+    assert not rec._commit(tmp_path).endswith("uncommitted changes to its code")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert rec._commit(tmp_path).endswith("with uncommitted changes to its code")
