@@ -192,3 +192,25 @@ def test_a_list_whose_items_carry_their_own_index_shows_it_once():
                                               "picked": [{"index": 7, "x": 1}]})}
     assert groups["per_instance"][1] == ["role"] and groups["per_instance"][2][1] == ("1", ["decode"])
     assert groups["picked"][1] == ["index", "x"]
+
+
+@pytest.mark.gui
+def test_the_hit_rate_axis_labels_its_zero(policies):
+    """pyqtgraph drops a tick label that would cross the plot's edge: the hit-rate axis started
+    exactly at 0, and its "0%" was never drawn (seen in a real window)."""
+    from PySide6.QtGui import QImage, QPainter
+    view, _ = policies
+    image = QImage(8, 8, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = view.hit_plot.getAxis("bottom").generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    labels = [text for _rect, _flags, text in specs[2]]
+    assert "0%" in labels and "100%" in labels, labels
+    painter = QPainter(image)
+    try:
+        specs = view.time_plot.getAxis("bottom").generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    assert "0" in [text for _rect, _flags, text in specs[2]]  # the prefill times' axis too

@@ -22,6 +22,10 @@ BASELINE_COLOUR = series_colour("recompute")
 DATA_HEAD = ["policy", "hit_rate", "hbm_hit_rate", "dram_hit_rate", "ssd_hit_rate", "mean_prefill_ms",
              "prefill_speedup_vs_recompute"]
 
+# Both charts start a little left of 0: pyqtgraph drops a tick label that would cross the plot's
+# edge, and an axis starting at exactly 0 never drew its "0".
+LEFT = 0.02
+
 
 def policy_rows(policies: dict) -> list[dict]:
     """One row per policy that reports a hit rate: its HBM, DRAM and SSD parts of the hit rate
@@ -105,7 +109,7 @@ class PoliciesView(QWidget):
             share = f" · {(r['hbm'] + r['dram']) / r['hit']:.0%} HBM/DRAM" if r["hbm"] > 0 else \
                 f" · {r['dram'] / r['hit']:.0%} DRAM" if r["hit"] > 0 else ""
             self._label(pi, r["hit"] + 0.01, i, f"{r['hit']:.0%}{share}")
-        pi.setXRange(0, 1.5, padding=0)  # room for "100% · 100% DRAM" right of a full bar
+        pi.setXRange(-LEFT * 1.5, 1.5, padding=0)  # room for "100% · 100% DRAM" right of a full bar
         pi.getAxis("bottom").setTicks([[(k / 4, f"{k * 25}%") for k in range(5)]])  # a rate: 0..100% only
         pi.setYRange(-0.6, len(rows) - 0.4, padding=0)
 
@@ -143,9 +147,12 @@ class PoliciesView(QWidget):
             xmax = top * 2.6
         else:
             fm = QFontMetrics(QFont())  # a TextItem draws in the application font
-            need = [end / max(1.0 - (fm.horizontalAdvance(text) + 12) / wpx, 0.2) for end, text in self._time_labels]
+            # the range is [-LEFT·xmax, xmax]: a label ending at `end` fits when end + LEFT·xmax is
+            # within its share of the width, (1 + LEFT)·xmax·(1 − its pixels / the width)
+            need = [end / max((1 + LEFT) * (1.0 - (fm.horizontalAdvance(text) + 12) / wpx) - LEFT, 0.2)
+                    for end, text in self._time_labels]
             xmax = max(need + [top * 1.05])
-        self.time_plot.setXRange(0, xmax, padding=0)
+        self.time_plot.setXRange(-LEFT * xmax, xmax, padding=0)
 
 
     def row_text(self, i: int) -> str:
