@@ -55,3 +55,21 @@ def test_bad_sizes_are_one_line(text):
     with pytest.raises(ScenarioError):
         parse_size(text)
     assert split_unit("5 parsecs", {"b": 1}) is None
+
+
+def test_toml_numbers_fast_path_reads_as_tomllib_does():
+    """kvviz.numbers.toml_number reads plain decimal integers without tomllib (the lean replay's
+    start); whatever it reads so, tomllib must read the same, and what tomllib refuses it refuses."""
+    import tomllib
+
+    from kvviz.numbers import toml_number
+
+    def by_tomllib(text):
+        try:
+            v = tomllib.loads(f"v = {text.strip()}\n")["v"] if "\n" not in text else None
+        except tomllib.TOMLDecodeError:
+            return None
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    for text in ["0", "7", " 42 ", "10000", "007", "00", "1_000", "+4", "-3", "1e3", "inf", "²", "٣", "5\n",
+                 "12345678901234567890123", "", " ", "0x10", "true"]:
+        assert toml_number(text) == by_tomllib(text), repr(text)
