@@ -72,8 +72,11 @@ def test_cancel_ends_the_child_and_its_workers(two_workers, window, qtbot):
     qtbot.waitUntil(lambda: len(_workers(child)) == 2, timeout=10_000)
     stopped = {child, *_workers(child)}
     idle = _cpu(stopped - {child})
-    runner.submit(load_scenario(FLAGSHIP, ["workload.conversations=1800"]))
+    # 20,000 conversations (~3 s of parts): with 1,800 the whole run took 0.7 s and could end
+    # between the workers' first CPU tick and the cancel, which would then have nothing to stop
+    runner.submit(load_scenario(FLAGSHIP, ["workload.conversations=20000"]))
     qtbot.waitUntil(lambda: _cpu(stopped - {child}) > idle, timeout=30_000)  # the workers are running parts
+    assert runner.busy()  # else the cancel below tests nothing
     runner.cancel()
     assert not runner.busy()
     qtbot.waitUntil(lambda: not any(_alive(p) for p in stopped), timeout=10_000)
